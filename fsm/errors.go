@@ -1,0 +1,23 @@
+package fsm
+
+import "errors"
+
+// Sentinel errors. Results map to them through [Result.Err]; decoders and
+// Restore wrap them with details. Test with errors.Is.
+var (
+	// ErrInvalidEntry: an entry or snapshot could not be decoded (garbage,
+	// unknown version or command type, truncated, oversized). Nothing changed.
+	ErrInvalidEntry = errors.New("fsm: invalid entry")
+	// ErrInvalidCommand: a well-formed command with invalid arguments (empty
+	// lock name, TTL out of range, zero owner id, ...). Nothing changed.
+	ErrInvalidCommand = errors.New("fsm: invalid command")
+	// ErrInvalidSnapshot: a snapshot could not be restored. State unchanged.
+	ErrInvalidSnapshot = errors.New("fsm: invalid snapshot")
+	// ErrLocked: the lock is held by someone else (or in lock-delay) and the
+	// caller did not ask to wait.
+	ErrLocked = errors.New("fsm: lock is held")
+	// ErrNotHolder: the owner neither holds nor waits for the lock.
+	ErrNotHolder = errors.New("fsm: not the holder")
+	// ErrNoSession: the session does not exist (never opened, closed or expired).
+	ErrNoSession = errors.New("fsm: no such session")
+)

@@ -1,0 +1,85 @@
+package fsm
+
+// EventKind says what happened.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventSessionOpened  EventKind = iota + 1 // Session
+	EventSessionClosed                       // Session (voluntary close)
+	EventSessionExpired                      // Session (lease ran out)
+	EventGranted                             // Lock, Session, Owner, Token
+	EventQueued                              // Lock, Session, Owner
+	EventReleased                            // Lock, Session, Owner, Token, Reason; DelayUntil if lock-delay began
+	EventDequeued                            // Lock, Session, Owner, Reason
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventSessionOpened:
+		return "session-opened"
+	case EventSessionClosed:
+		return "session-closed"
+	case EventSessionExpired:
+		return "session-expired"
+	case EventGranted:
+		return "granted"
+	case EventQueued:
+		return "queued"
+	case EventReleased:
+		return "released"
+	case EventDequeued:
+		return "dequeued"
+	}
+	return "unknown"
+}
+
+// Reason says why a lock was released or a waiter dequeued.
+type Reason uint8
+
+// Reasons.
+const (
+	ReasonOwner          Reason = iota + 1 // the owner released it (Release command)
+	ReasonSessionClosed                    // its session was closed
+	ReasonSessionExpired                   // its session expired
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonOwner:
+		return "owner"
+	case ReasonSessionClosed:
+		return "session-closed"
+	case ReasonSessionExpired:
+		return "session-expired"
+	}
+	return "none"
+}
+
+// Event is something an applied command did. Events are produced in apply
+// order, identical on every replica.
+type Event struct {
+	Kind       EventKind
+	Index      uint64 // log index of the entry
+	At         int64  // the entry's effective leader time (Unix nanoseconds)
+	Session    SessionID
+	Lock       string
+	Owner      OwnerID
+	Token      Token
+	Reason     Reason
+	DelayUntil int64
+}
+
+// Observer receives what the state machine does. Both methods are called on
+// the Raft apply goroutine after the state has been updated and the FSM's
+// lock released, so they may call the FSM's read accessors. They must not
+// block: a slow observer stalls the whole replica. The events slice is only
+// valid during the call.
+type Observer interface {
+	// Applied is called once per applied log entry (also when it produced no
+	// events, and for entries that were rejected), with its index.
+	Applied(index uint64, events []Event)
+	// Restored is called after a snapshot replaced the whole state: every
+	// watcher must re-read what it waits for.
+	Restored(index uint64)
+}

@@ -1,0 +1,135 @@
+package fsm
+
+import (
+	"bytes"
+	"time"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	events   []Event
+	applied  []uint64
+	restored []uint64
+}
+
+func (r *recorder) Applied(index uint64, events []Event) {
+	r.applied = append(r.applied, index)
+	r.events = append(r.events, events...)
+}
+
+func (r *recorder) Restored(index uint64) { r.restored = append(r.restored, index) }
+
+// take returns the events recorded since the last call.
+func (r *recorder) take() []Event {
+	ev := r.events
+	r.events = nil
+	return ev
+}
+
+// harness drives an FSM through encoded entries, as Raft would.
+type harness struct {
+	t     tb
+	f     *FSM
+	rec   *recorder
+	index uint64
+	now   int64
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+func newHarness(t tb) *harness {
+	rec := &recorder{}
+	return &harness{t: t, f: New(rec), rec: rec, now: epoch}
+}
+
+// advance moves the leader clock forward.
+func (h *harness) advance(d time.Duration) { h.now += int64(d) }
+
+// entry applies one entry with the given commands and returns its results.
+func (h *harness) entry(cmds ...Command) []Result {
+	h.t.Helper()
+	b, err := EncodeEntry(Entry{At: h.now, Commands: cmds})
+	if err != nil {
+		h.t.Fatalf("encode: %v", err)
+	}
+	h.index++
+	resp := h.f.ApplyEntry(h.index, b)
+	if resp.Err != nil {
+		h.t.Fatalf("apply: %v", resp.Err)
+	}
+	if len(resp.Results) != len(cmds) {
+		h.t.Fatalf("got %d results for %d commands", len(resp.Results), len(cmds))
+	}
+	return resp.Results
+}
+
+// do applies a single command.
+func (h *harness) do(c Command) Result {
+	h.t.Helper()
+	return h.entry(c)[0]
+}
+
+func (h *harness) open(ttl, delay time.Duration, desc string) SessionID {
+	h.t.Helper()
+	r := h.do(OpenSession{TTL: ttl, LockDelay: delay, Description: desc})
+	if r.Status != StatusOK || r.Session == 0 {
+		h.t.Fatalf("open session: %+v", r)
+	}
+	return r.Session
+}
+
+func (h *harness) snapshot() []byte {
+	h.t.Helper()
+	var buf bytes.Buffer
+	if err := h.f.WriteSnapshot(&buf); err != nil {
+		h.t.Fatalf("snapshot: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func owner(n byte) OwnerID {
+	var o OwnerID
+	o[0], o[15] = n, 0xA5
+	return o
+}
+
+func wantStatus(t tb, what string, r Result, s Status) {
+	t.Helper()
+	if r.Status != s {
+		t.Fatalf("%s: status %v, want %v (%+v)", what, r.Status, s, r)
+	}
+}
+
+func wantHolder(t tb, f *FSM, lock string, o OwnerID) Holder {
+	t.Helper()
+	h, ok := f.Holder(lock)
+	if !ok {
+		t.Fatalf("%s: not held, want holder %s", lock, o)
+	}
+	if h.Owner != o {
+		t.Fatalf("%s: held by %s, want %s", lock, h.Owner, o)
+	}
+	return h
+}
+
+func wantFree(t tb, f *FSM, lock string) {
+	t.Helper()
+	if h, ok := f.Holder(lock); ok {
+		t.Fatalf("%s: held by %+v, want free", lock, h)
+	}
+}
+
+func kinds(evs []Event) []EventKind {
+	out := make([]EventKind, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+// tb is what the helpers need of *testing.T, *testing.B and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}

@@ -1,0 +1,88 @@
+package fsm
+
+import "fmt"
+
+// Status is the outcome of one command.
+type Status uint8
+
+// Command outcomes.
+const (
+	// StatusOK: the command took effect (sessions, release, tick).
+	StatusOK Status = iota + 1
+	// StatusGranted: the acquisition holds the lock; Result.Token is its fencing token.
+	StatusGranted
+	// StatusQueued: the acquisition waits in the lock's FIFO queue at Result.Position.
+	StatusQueued
+	// StatusLocked: the lock is held (Result.Holder) or in lock-delay
+	// (Result.DelayUntil) and the caller did not ask to wait.
+	StatusLocked
+	// StatusNotHolder: the owner neither holds nor waits for the lock.
+	StatusNotHolder
+	// StatusNoSession: the session does not exist (any more).
+	StatusNoSession
+	// StatusInvalid: the command's arguments are invalid (Result.Reason says why).
+	StatusInvalid
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusGranted:
+		return "granted"
+	case StatusQueued:
+		return "queued"
+	case StatusLocked:
+		return "locked"
+	case StatusNotHolder:
+		return "not-holder"
+	case StatusNoSession:
+		return "no-session"
+	case StatusInvalid:
+		return "invalid"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Result is the outcome of one command. Which fields are set depends on
+// Status; the others are zero.
+type Result struct {
+	Status     Status
+	Session    SessionID // OpenSession: the new id
+	Token      Token     // Granted: the fencing token
+	Position   int       // Queued: 1-based place in the FIFO queue
+	Holder     Holder    // Locked: the current holder (zero while in lock-delay without one)
+	DelayUntil int64     // Locked: end of the lock-delay, if that is why
+	Count      int       // ExpireSessions: sessions expired; Tick: delays ended
+	Reason     string    // Invalid: what is wrong
+}
+
+// Err maps the status to a sentinel error: nil for OK, Granted and Queued;
+// ErrLocked, ErrNotHolder, ErrNoSession or ErrInvalidCommand otherwise.
+func (r Result) Err() error {
+	switch r.Status {
+	case StatusOK, StatusGranted, StatusQueued:
+		return nil
+	case StatusLocked:
+		if r.Holder.Session == 0 {
+			return fmt.Errorf("%w: in lock-delay", ErrLocked)
+		}
+		return fmt.Errorf("%w by session %d (%q) with token %d", ErrLocked, r.Holder.Session, r.Holder.Description, r.Holder.Token)
+	case StatusNotHolder:
+		return ErrNotHolder
+	case StatusNoSession:
+		return ErrNoSession
+	case StatusInvalid:
+		return fmt.Errorf("%w: %s", ErrInvalidCommand, r.Reason)
+	}
+	return fmt.Errorf("%w: unknown status %d", ErrInvalidCommand, r.Status)
+}
+
+// Response is what Apply returns for one log entry: one Result per command, in
+// order. Err is set (wrapping ErrInvalidEntry) when the entry could not be
+// decoded; then Results is nil and nothing changed.
+type Response struct {
+	Index   uint64
+	Results []Result
+	Err     error
+}

@@ -1,0 +1,140 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+)
+
+// state is the replicated state. Objects reachable from its maps are shared
+// with snapshots taken earlier: an object whose gen differs from state.gen
+// belongs to a snapshot and must be copied before it is changed (see mutLock
+// and mutSession). Snapshot therefore costs two shallow map copies, and a
+// lock or session is copied at most once per snapshot, when first changed.
+type state struct {
+	gen        uint64 // incremented by every snapshot
+	index      uint64 // last applied log index
+	clock      int64  // highest leader time applied (time never goes back)
+	sessionSeq uint64 // last session id handed out
+	tokenSeq   uint64 // last fencing token handed out (grant counter)
+	sessions   map[SessionID]*session
+	locks      map[string]*lock
+	delayed    map[string]int64 // locks in lock-delay → delay end
+	waiters    int              // total queue entries, for Stats
+	held       int              // locks with a holder, for Stats
+}
+
+type session struct {
+	gen         uint64
+	id          SessionID
+	ttl         int64
+	lockDelay   int64
+	description string
+	createdAt   int64
+	createdIdx  uint64
+	// locks counts, per lock name, the acquisitions (held or queued) of this
+	// session on that lock, so that closing or expiring a session touches only
+	// its own locks.
+	locks map[string]int32
+}
+
+type lock struct {
+	gen        uint64
+	held       bool
+	holder     holder
+	waiters    []waiter
+	delayUntil int64
+}
+
+type holder struct {
+	session     SessionID
+	owner       OwnerID
+	token       Token
+	acquiredAt  int64
+	acquiredIdx uint64
+}
+
+type waiter struct {
+	session    SessionID
+	owner      OwnerID
+	enqueuedAt int64
+	enqueuedIx uint64
+}
+
+func newState() *state {
+	return &state{
+		sessions: make(map[SessionID]*session),
+		locks:    make(map[string]*lock),
+		delayed:  make(map[string]int64),
+	}
+}
+
+// freeze makes every object reachable from st immutable for the returned
+// copy: the copy shares them, st copies them before its next change.
+func (st *state) freeze() *state {
+	c := *st
+	c.sessions = maps.Clone(st.sessions)
+	c.locks = maps.Clone(st.locks)
+	c.delayed = maps.Clone(st.delayed)
+	st.gen++
+	return &c
+}
+
+// mutLock returns the lock named name, private to st so that it can be
+// changed, or nil if there is no such lock.
+func (st *state) mutLock(name string) *lock {
+	l := st.locks[name]
+	if l != nil && l.gen != st.gen {
+		c := *l
+		c.gen = st.gen
+		c.waiters = slices.Clone(l.waiters)
+		l = &c
+		st.locks[name] = l
+	}
+	return l
+}
+
+// mutSession is mutLock for sessions.
+func (st *state) mutSession(id SessionID) *session {
+	s := st.sessions[id]
+	if s != nil && s.gen != st.gen {
+		c := *s
+		c.gen = st.gen
+		c.locks = maps.Clone(s.locks)
+		s = &c
+		st.sessions[id] = s
+	}
+	return s
+}
+
+// track records one more (delta=1) or one fewer (delta=-1) acquisition of
+// session id on lock name.
+func (st *state) track(id SessionID, name string, delta int32) {
+	s := st.mutSession(id)
+	if s == nil {
+		return
+	}
+	if s.locks == nil {
+		s.locks = make(map[string]int32)
+	}
+	if n := s.locks[name] + delta; n > 0 {
+		s.locks[name] = n
+	} else {
+		delete(s.locks, name)
+	}
+}
+
+// dropIfIdle forgets a lock that has no holder, no waiters and no delay.
+func (st *state) dropIfIdle(name string, l *lock) {
+	if !l.held && len(l.waiters) == 0 && l.delayUntil == 0 {
+		delete(st.locks, name)
+	}
+}
+
+func (l *lock) position(owner OwnerID) int {
+	for i := range l.waiters {
+		if l.waiters[i].owner == owner {
+			return i + 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,69 @@
+package fsm
+
+import (
+	"encoding/hex"
+	"time"
+)
+
+// SessionID identifies a session. IDs come from a counter in the replicated
+// state: they start at 1, are unique and are never reused. The zero value means
+// "no session".
+type SessionID uint64
+
+// Token is a fencing token: the value of the state machine's grant counter at
+// the moment a lock was granted. Every grant of any lock increments it, so
+// tokens strictly increase per lock and globally. The zero value is never
+// granted.
+type Token uint64
+
+// OwnerID identifies one acquisition of one lock. Callers choose it at random
+// (128 bits) for every Lock call; retries of the same acquisition reuse it,
+// which makes acquire and release idempotent. The zero value is invalid.
+type OwnerID [16]byte
+
+// String returns the owner id in hexadecimal.
+func (o OwnerID) String() string { return hex.EncodeToString(o[:]) }
+
+// IsZero reports whether o is the zero (invalid) owner id.
+func (o OwnerID) IsZero() bool { return o == OwnerID{} }
+
+// Holder describes the current holder of a lock.
+type Holder struct {
+	Session     SessionID
+	Owner       OwnerID
+	Token       Token
+	AcquiredAt  int64  // leader time of the grant, Unix nanoseconds
+	AcquiredIdx uint64 // log index of the grant
+	Description string // the holder session's owner description
+}
+
+// Waiter describes one entry of a lock's FIFO wait queue.
+type Waiter struct {
+	Session    SessionID
+	Owner      OwnerID
+	EnqueuedAt int64  // leader time of the enqueue, Unix nanoseconds
+	EnqueuedIx uint64 // log index of the enqueue
+}
+
+// SessionInfo describes a live session.
+type SessionInfo struct {
+	ID          SessionID
+	TTL         time.Duration
+	LockDelay   time.Duration
+	Description string
+	CreatedAt   int64  // leader time, Unix nanoseconds
+	CreatedIdx  uint64 // log index of the OpenSession command
+	Locks       int    // number of locks it holds or waits for (counting each owner)
+}
+
+// LockInfo describes one lock: its holder (if any), its waiters in FIFO order
+// and its lock-delay.
+type LockInfo struct {
+	Name       string
+	Held       bool
+	Holder     Holder
+	Waiters    []Waiter
+	DelayUntil int64 // non-zero while the lock is in lock-delay (Unix nanoseconds, leader time)
+}
+
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }
