@@ -1,0 +1,25 @@
+// Package memnet is an in-memory network for deterministic tests.
+//
+// A Network holds named hosts. A host listens on string addresses and dials
+// other hosts' addresses; the resulting connections are buffered, in-memory
+// byte streams that implement net.Conn, including read and write deadlines.
+//
+// memnet is built only from mutexes, sync.Cond and timers, so a goroutine
+// blocked on a memnet Accept, Dial, Read or Write is "durably blocked" in the
+// sense of testing/synctest: whole clusters can run inside a synctest bubble
+// on fake time. Create the Network inside the bubble that uses it.
+//
+// Faults act on ordered pairs of hosts (from → to):
+//
+//   - Partition, Block, Isolate: while from → to is cut, a new dial between
+//     the two hosts (either way) hangs until its context ends, like a
+//     black-holed SYN, and bytes written from → to on existing connections
+//     are silently discarded, so peers time out as in a real partition.
+//     When the cut is healed, every connection that lost bytes is reset (so a
+//     stream is never silently corrupted) and new dials succeed.
+//   - SetDelay adds latency to bytes sent from → to (and to dial set-up).
+//   - DropConns resets existing connections at once, like a TCP RST.
+//
+// All methods of Network, Host, listeners and connections are safe for
+// concurrent use.
+package memnet
