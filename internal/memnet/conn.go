@@ -33,11 +33,11 @@ type pipe struct {
 	hosts [2]string
 	ends  [2]*Conn
 
-	mu       sync.Mutex
-	cond     sync.Cond
-	dirs     [2]direction
-	closed   [2]bool
-	isReset  bool
+	mu      sync.Mutex
+	cond    sync.Cond
+	dirs    [2]direction
+	closed  [2]bool
+	isReset bool
 }
 
 func newPipe(n *Network, hosts [2]string) *pipe {
