@@ -1,0 +1,60 @@
+package hclogslog
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+func newBuf(level slog.Level) (*bytes.Buffer, *Logger) {
+	var buf bytes.Buffer
+	h := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level})
+	return &buf, New(slog.New(h), "raft")
+}
+
+func TestLevelsNamesAndArgs(t *testing.T) {
+	buf, l := newBuf(slog.LevelDebug)
+	l.Trace("hidden")
+	l.Debug("dbg", "k", 1)
+	l.Named("net").With("peer", "b").Warn("slow")
+	l.ResetNamed("other").Error("bad")
+	out := buf.String()
+	for _, want := range []string{
+		`level=DEBUG msg=dbg k=1 logger=raft`,
+		`level=WARN msg=slow peer=b logger=raft.net`,
+		`level=ERROR msg=bad logger=other`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hidden") {
+		t.Errorf("trace emitted at debug level:\n%s", out)
+	}
+	if l.IsTrace() || !l.IsDebug() || l.GetLevel() != hclog.Debug {
+		t.Errorf("IsTrace=%v IsDebug=%v GetLevel=%v", l.IsTrace(), l.IsDebug(), l.GetLevel())
+	}
+	l.SetLevel(hclog.Warn)
+	if l.IsInfo() || !l.IsWarn() || l.GetLevel() != hclog.Warn {
+		t.Errorf("after SetLevel(Warn): IsInfo=%v GetLevel=%v", l.IsInfo(), l.GetLevel())
+	}
+	if got := l.With("a", 1).ImpliedArgs(); len(got) != 2 {
+		t.Errorf("ImpliedArgs = %v", got)
+	}
+	l.SetLevel(hclog.NoLevel)
+	l.StandardLogger(nil).Print("from std")
+	if !strings.Contains(buf.String(), `level=INFO msg="from std" logger=raft`) {
+		t.Errorf("standard logger output missing:\n%s", buf.String())
+	}
+}
+
+func TestNilDiscards(t *testing.T) {
+	l := New(nil, "")
+	l.Error("nothing")
+	if l.IsError() {
+		t.Fatal("nil logger enabled")
+	}
+}
