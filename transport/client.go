@@ -1,0 +1,351 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Call sends req to the Transport listening at addr and returns its
+// handler's response. It is safe for concurrent use; concurrent calls to
+// one address are multiplexed over at most RPCConnsPerPeer pooled
+// connections, dialed on demand and re-dialed after a failure (e.g. the
+// peer restarted).
+//
+// ctx bounds the whole call, dial included: when it ends, Call returns at
+// once with an error wrapping ctx.Err() and tells the peer to cancel the
+// handler. ctx's deadline is sent along, so the handler's context expires
+// at the same time (give or take the network delay).
+//
+// Errors wrap: ctx.Err(); ErrRemote (the handler failed; the text is its
+// message) possibly with ErrNoHandler or ErrTooLarge; ErrConnectionLost
+// (the connection broke after the request may have been sent: the handler
+// may or may not have run); ErrHandshake; ErrTooLarge (req exceeds
+// MaxMessageSize); ErrClosed; or a dial error. Call does not keep req
+// after it returns; the caller owns the response.
+func (t *Transport) Call(ctx context.Context, addr string, req []byte) ([]byte, error) {
+	start := time.Now()
+	resp, outcome, err := t.call(ctx, addr, req)
+	t.metrics.calls.WithLabelValues(outcome).Inc()
+	if outcome == outcomeOK || outcome == outcomeRemote {
+		t.metrics.callLatency.Observe(time.Since(start).Seconds())
+	}
+	return resp, err
+}
+
+// maxUnsentRetries bounds how often a call moves to a fresh connection
+// after its connection failed before the request was written.
+const maxUnsentRetries = 3
+
+func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, string, error) {
+	if len(req) > t.cfg.MaxMessageSize {
+		return nil, outcomeTooLarge, fmt.Errorf("%w: request of %d bytes exceeds %d", ErrTooLarge, len(req), t.cfg.MaxMessageSize)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, ctxOutcome(err), fmt.Errorf("transport: call %s: %w", addr, err)
+		}
+		c, err := t.pooledConn(ctx, addr)
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrClosed):
+				return nil, outcomeClosed, err
+			case ctx.Err() != nil:
+				return nil, ctxOutcome(ctx.Err()), fmt.Errorf("transport: call %s: %w", addr, ctx.Err())
+			}
+			return nil, outcomeDial, err
+		}
+		r := c.roundTrip(ctx, req)
+		if r.err != nil {
+			if err := ctxDone(ctx); err != nil {
+				// The handler's context carries the caller's deadline, so a
+				// remote failure at the deadline is reported as the deadline.
+				r.err = err
+			}
+		}
+		switch {
+		case r.unsent && attempt < maxUnsentRetries:
+			continue
+		case r.err == nil:
+			return r.payload, outcomeOK, nil
+		case errors.Is(r.err, ErrRemote):
+			return nil, outcomeRemote, r.err
+		case errors.Is(r.err, context.Canceled), errors.Is(r.err, context.DeadlineExceeded):
+			return nil, ctxOutcome(r.err), fmt.Errorf("transport: call %s: %w", addr, r.err)
+		case t.isClosed():
+			return nil, outcomeClosed, fmt.Errorf("%w (call %s: %v)", ErrClosed, addr, r.err)
+		default:
+			return nil, outcomeConnLost, fmt.Errorf("transport: call %s: %w", addr, r.err)
+		}
+	}
+}
+
+// ctxDone is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed
+// even if its timer has not fired yet.
+func ctxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func ctxOutcome(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return outcomeDeadline
+	}
+	return outcomeCanceled
+}
+
+// peer is the pool of RPC connections to one address.
+type peer struct {
+	next  int
+	slots []slot
+}
+
+// slot holds one pooled connection, or the dial in progress for it.
+type slot struct {
+	conn    *clientConn
+	dialing chan struct{} // closed when the dial in progress ends
+}
+
+// pooledConn returns a live connection to addr, round-robin over the
+// peer's slots, dialing when the chosen slot is empty or dead. Concurrent
+// callers wait for one dial (each bounded by its own ctx).
+func (t *Transport) pooledConn(ctx context.Context, addr string) (*clientConn, error) {
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return nil, ErrClosed
+		}
+		p := t.peers[addr]
+		if p == nil {
+			p = &peer{slots: make([]slot, t.cfg.RPCConnsPerPeer)}
+			t.peers[addr] = p
+		}
+		s := &p.slots[p.next]
+		p.next = (p.next + 1) % len(p.slots)
+		if s.conn != nil && !s.conn.dead() {
+			c := s.conn
+			t.mu.Unlock()
+			return c, nil
+		}
+		if s.dialing != nil {
+			wait := s.dialing
+			t.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		s.conn = nil
+		s.dialing = make(chan struct{})
+		t.mu.Unlock()
+
+		c, err := t.dialClient(ctx, addr)
+
+		t.mu.Lock()
+		close(s.dialing)
+		s.dialing = nil
+		if err == nil {
+			s.conn = c
+		}
+		t.mu.Unlock()
+		return c, err
+	}
+}
+
+// clientConn is the client side of an RPC connection.
+type clientConn struct {
+	*muxConn
+	addr      string
+	nextID    atomic.Uint64
+	gotFrames atomic.Bool
+
+	mu      sync.Mutex
+	pending map[uint64]chan callResult // nil once failed
+}
+
+// callResult is the outcome of one round trip.
+type callResult struct {
+	payload []byte
+	err     error
+	unsent  bool // the request never reached the connection: safe to retry
+}
+
+// dialClient dials addr and starts the connection's reader and writer.
+func (t *Transport) dialClient(ctx context.Context, addr string) (*clientConn, error) {
+	raw, conn, err := t.dialConn(ctx, addr, protoRPC)
+	if err != nil {
+		return nil, err
+	}
+	c := &clientConn{
+		muxConn: newMuxConn(t, raw, conn, true),
+		addr:    addr,
+		pending: make(map[uint64]chan callResult),
+	}
+	c.onFail = c.failPending
+	if !t.goTracked(c.writeLoop) {
+		c.fail(ErrClosed)
+		return nil, ErrClosed
+	}
+	if !t.goTracked(c.readLoop) {
+		c.fail(ErrClosed)
+		return nil, ErrClosed
+	}
+	return c, nil
+}
+
+// roundTrip sends one request and waits for its response or for ctx.
+func (c *clientConn) roundTrip(ctx context.Context, req []byte) callResult {
+	id := c.nextID.Add(1)
+	ch := make(chan callResult, 1)
+	c.mu.Lock()
+	if c.pending == nil {
+		c.mu.Unlock()
+		return callResult{err: c.err, unsent: true}
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	var aux uint64
+	if dl, ok := ctx.Deadline(); ok {
+		rem := time.Until(dl)
+		if rem <= 0 {
+			c.forget(id)
+			return callResult{err: context.DeadlineExceeded}
+		}
+		aux = uint64(min(rem, maxDeadlineNanos))
+	}
+	if !c.send(newFrame(kindRequest, 0, id, aux, req), ctx.Done()) {
+		c.forget(id)
+		if err := ctx.Err(); err != nil {
+			return callResult{err: err}
+		}
+		return callResult{err: c.err, unsent: true}
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		if c.forget(id) {
+			c.trySend(newFrame(kindCancel, 0, id, 0, nil))
+		}
+		return callResult{err: ctx.Err()}
+	}
+}
+
+// forget removes a pending call; it reports whether it was still pending.
+func (c *clientConn) forget(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pending[id]; !ok {
+		return false
+	}
+	delete(c.pending, id)
+	return true
+}
+
+// deliver completes a pending call; results for forgotten calls are dropped.
+func (c *clientConn) deliver(id uint64, r callResult) {
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+}
+
+// failPending fails every pending call after the connection failed. Calls
+// whose request frames were still queued are marked unsent.
+func (c *clientConn) failPending(err error) {
+	unsent := make(map[uint64]bool)
+drain:
+	for {
+		select {
+		case f := <-c.sendq:
+			if h, herr := parseHeader(f[:headerLen], maxFrameLen); herr == nil && h.kind == kindRequest {
+				unsent[h.id] = true
+			}
+		default:
+			break drain
+		}
+	}
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for id, ch := range pending {
+		ch <- callResult{err: err, unsent: unsent[id]}
+	}
+}
+
+// readLoop reads responses and completes pending calls until the
+// connection fails.
+func (c *clientConn) readLoop() {
+	br := bufio.NewReaderSize(c.conn, ioBufSize)
+	var hdr [headerLen]byte
+	for {
+		h, payload, err := readFrame(br, &hdr, c.t.cfg.MaxMessageSize)
+		if err != nil {
+			c.fail(c.readError(err))
+			return
+		}
+		c.touch()
+		c.gotFrames.Store(true)
+		switch h.kind {
+		case kindResponse:
+			c.deliver(h.id, callResult{payload: payload})
+		case kindError:
+			if h.id == 0 {
+				c.fail(fmt.Errorf("%w: %s refused the connection: %s", ErrProtocol, c.addr, printable(payload)))
+				return
+			}
+			c.deliver(h.id, callResult{err: remoteError(h.code, payload)})
+		case kindPong:
+		default:
+			c.fail(fmt.Errorf("%w: unexpected frame kind %d from %s", ErrProtocol, h.kind, c.addr))
+			return
+		}
+	}
+}
+
+// readError turns a read failure into the error pending calls get.
+func (c *clientConn) readError(err error) error {
+	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("%w from %s", err, c.addr)
+	}
+	var op *net.OpError
+	if !c.gotFrames.Load() && errors.As(err, &op) && op.Op == "remote error" {
+		// A TLS alert before any frame: the peer refused our certificate.
+		return fmt.Errorf("%w: %s refused us: %v", ErrHandshake, c.addr, err)
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("%w: %s: %v", ErrConnectionLost, c.addr, err)
+}
+
+// remoteError builds the caller's error for an error frame.
+func remoteError(code byte, msg []byte) error {
+	switch code {
+	case codeNoHandler:
+		return fmt.Errorf("%w: %w", ErrRemote, ErrNoHandler)
+	case codeTooLarge:
+		return fmt.Errorf("%w: response: %w: %s", ErrRemote, ErrTooLarge, printable(msg))
+	default:
+		return fmt.Errorf("%w: %s", ErrRemote, printable(msg))
+	}
+}

@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+)
+
+// dialConn opens a connection to addr for proto: dial, TLS handshake when
+// configured, preface. The whole set-up is bounded by ctx and by Close. It
+// returns the raw connection (tracked, for Close) and the one to use (the
+// TLS connection when TLS is on).
+func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw, conn net.Conn, err error) {
+	if t.isClosed() {
+		return nil, nil, ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopOnClose := context.AfterFunc(t.ctx, cancel)
+	defer stopOnClose()
+
+	raw, err = t.cfg.Dialer(ctx, addr)
+	if err != nil {
+		if t.isClosed() {
+			return nil, nil, ErrClosed
+		}
+		return nil, nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+	}
+	kind := connRPC
+	if proto == protoRaft {
+		kind = connRaft
+	}
+	if !t.track(raw, kind) {
+		raw.Close()
+		return nil, nil, ErrClosed
+	}
+	fail := func(err error) (net.Conn, net.Conn, error) {
+		raw.Close()
+		t.untrack(raw)
+		if t.isClosed() {
+			return nil, nil, ErrClosed
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("transport: dial %s: %w", addr, ctx.Err())
+		}
+		return nil, nil, err
+	}
+
+	// Bound the set-up by ctx: its deadline, and an immediate deadline when
+	// it is cancelled.
+	if dl, ok := ctx.Deadline(); ok {
+		raw.SetDeadline(dl)
+	}
+	interrupt := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	conn = raw
+	if t.cfg.TLS != nil {
+		tc := tls.Client(raw, clientTLS(t.cfg.TLS, addr))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			interrupt()
+			return fail(fmt.Errorf("%w: TLS with %s: %v", ErrHandshake, addr, err))
+		}
+		conn = tc
+	}
+	if _, err := conn.Write(preface(proto)); err != nil {
+		interrupt()
+		return fail(fmt.Errorf("%w: preface to %s: %v", ErrHandshake, addr, err))
+	}
+	if !interrupt() {
+		return fail(ctx.Err())
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return fail(fmt.Errorf("transport: dial %s: %w", addr, err))
+	}
+	return raw, conn, nil
+}

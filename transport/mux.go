@@ -1,0 +1,159 @@
+package transport
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// sendQueueLen is the number of frames that may wait for a connection's
+	// writer; senders block (bounded by their context) beyond it.
+	sendQueueLen = 256
+	// maxBatch bounds the frames written between two flushes.
+	maxBatch = 256
+	// ioBufSize is the size of each connection's read and write buffers.
+	ioBufSize = 32 << 10
+	// deadAfter is how many keepalive intervals of silence (or of a
+	// blocked write) make a connection dead.
+	deadAfter = 3
+)
+
+// muxConn is the part of an RPC connection shared by client and server: a
+// writer goroutine that batches queued frames into few writes, keepalive
+// and liveness checks, and the failure state.
+type muxConn struct {
+	t        *Transport
+	raw      net.Conn // closed on failure (and by Transport.Close)
+	conn     net.Conn // raw, or the TLS conn over it
+	client   bool     // the client side sends pings
+	interval time.Duration
+
+	sendq    chan []byte
+	done     chan struct{} // closed on failure
+	once     sync.Once
+	err      error        // why it failed; set before done is closed
+	onFail   func(error)  // runs once, after done is closed
+	lastRecv atomic.Int64 // unix nanos of the last frame read
+}
+
+func newMuxConn(t *Transport, raw, conn net.Conn, client bool) *muxConn {
+	m := &muxConn{
+		t:        t,
+		raw:      raw,
+		conn:     conn,
+		client:   client,
+		interval: t.cfg.KeepaliveInterval,
+		sendq:    make(chan []byte, sendQueueLen),
+		done:     make(chan struct{}),
+	}
+	m.touch()
+	return m
+}
+
+// touch records that a frame arrived.
+func (m *muxConn) touch() { m.lastRecv.Store(time.Now().UnixNano()) }
+
+// fail marks the connection dead with cause err, closes it and runs
+// onFail. Only the first call has an effect.
+func (m *muxConn) fail(err error) {
+	m.once.Do(func() {
+		m.err = err
+		close(m.done)
+		m.raw.Close()
+		m.t.untrack(m.raw)
+		if m.onFail != nil {
+			m.onFail(err)
+		}
+	})
+}
+
+// dead reports whether the connection has failed.
+func (m *muxConn) dead() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// send queues a frame, waiting for room until the connection fails or
+// cancel is closed. It reports whether the frame was queued.
+func (m *muxConn) send(f []byte, cancel <-chan struct{}) bool {
+	if m.dead() {
+		return false
+	}
+	select {
+	case m.sendq <- f:
+		return true
+	case <-m.done:
+		return false
+	case <-cancel:
+		return false
+	}
+}
+
+// trySend queues a frame if there is room right now.
+func (m *muxConn) trySend(f []byte) {
+	select {
+	case m.sendq <- f:
+	default:
+	}
+}
+
+// writeLoop writes queued frames, flushing when the queue runs dry, and
+// runs the keepalive: the client pings every interval, and either side
+// fails the connection after deadAfter intervals without a frame.
+func (m *muxConn) writeLoop() {
+	bw := bufio.NewWriterSize(m.conn, ioBufSize)
+	ticker := time.NewTicker(m.interval)
+	defer ticker.Stop()
+	var ping [headerLen]byte
+	header{kind: kindPing}.put(ping[:])
+	for {
+		select {
+		case <-m.done:
+			return
+		case f := <-m.sendq:
+			if err := m.writeBatch(bw, f); err != nil {
+				m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
+				return
+			}
+		case <-ticker.C:
+			silent := time.Since(time.Unix(0, m.lastRecv.Load()))
+			if silent >= deadAfter*m.interval {
+				m.fail(fmt.Errorf("%w: nothing received from %s for %v", ErrConnectionLost, m.raw.RemoteAddr(), silent))
+				return
+			}
+			if m.client {
+				if err := m.writeBatch(bw, ping[:]); err != nil {
+					m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
+					return
+				}
+			}
+		}
+	}
+}
+
+// writeBatch writes first and whatever else is queued (up to maxBatch
+// frames), then flushes under a write deadline.
+func (m *muxConn) writeBatch(bw *bufio.Writer, first []byte) error {
+	bw.Write(first)
+drain:
+	for range maxBatch {
+		select {
+		case f := <-m.sendq:
+			bw.Write(f)
+		default:
+			break drain
+		}
+	}
+	if err := m.raw.SetWriteDeadline(time.Now().Add(deadAfter * m.interval)); err != nil {
+		return err
+	}
+	return bw.Flush()
+}

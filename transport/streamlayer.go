@@ -1,0 +1,113 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+// StreamLayer returns the raft.StreamLayer of this Transport, for
+// raft.NewNetworkTransportWithConfig. Most callers want RaftTransport,
+// which builds the NetworkTransport with this Config's pool and timeouts.
+//
+// Accept returns the inbound connections whose preface selected Raft; Dial
+// opens an outbound one (TLS when configured) bounded by the timeout; Addr
+// is the advertise address. Close stops accepting Raft connections and
+// closes every Raft connection, accepted or dialed, so no Raft read stays
+// blocked; RPCs keep working until Transport.Close.
+func (t *Transport) StreamLayer() raft.StreamLayer { return t.stream }
+
+// streamLayer implements raft.StreamLayer over the Transport.
+type streamLayer struct {
+	t        *Transport
+	acceptCh chan net.Conn
+	closed   chan struct{}
+	once     sync.Once
+}
+
+func newStreamLayer(t *Transport) *streamLayer {
+	return &streamLayer{t: t, acceptCh: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// Accept waits for the next inbound Raft connection. After Close it returns
+// an error wrapping ErrClosed and net.ErrClosed.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.acceptCh:
+		return c, nil
+	case <-s.closed:
+		return nil, fmt.Errorf("%w: %w", ErrClosed, net.ErrClosed)
+	}
+}
+
+// Close stops accepting and closes every Raft connection. Idempotent.
+func (s *streamLayer) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		s.t.closeKind(connRaft)
+	})
+	return nil
+}
+
+// Addr returns the advertise address.
+func (s *streamLayer) Addr() net.Addr { return advertiseAddr(s.t.advertise) }
+
+// Dial opens a Raft connection to address within timeout (no limit when
+// timeout <= 0, other than Close).
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	select {
+	case <-s.closed:
+		return nil, ErrClosed
+	default:
+	}
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	raw, conn, err := s.t.dialConn(ctx, string(address), protoRaft)
+	if err != nil {
+		return nil, err
+	}
+	return &raftConn{Conn: conn, raw: raw, t: s.t}, nil
+}
+
+// deliver hands an inbound Raft connection to Accept. A connection nobody
+// accepts within HandshakeTimeout (no NetworkTransport running) is closed.
+func (s *streamLayer) deliver(raw, conn net.Conn) {
+	timer := time.NewTimer(s.t.cfg.HandshakeTimeout)
+	defer timer.Stop()
+	select {
+	case s.acceptCh <- &raftConn{Conn: conn, raw: raw, t: s.t}:
+		s.t.metrics.accepted.WithLabelValues("raft").Inc()
+	case <-s.closed:
+		s.t.reject(raw, rejectClosing, ErrClosed)
+	case <-timer.C:
+		s.t.reject(raw, rejectNotAccepted, fmt.Errorf("no raft transport accepted the connection within %v", s.t.cfg.HandshakeTimeout))
+	}
+}
+
+// raftConn is a Raft connection; closing it also forgets it.
+type raftConn struct {
+	net.Conn
+	raw  net.Conn
+	t    *Transport
+	once sync.Once
+}
+
+// Close closes the connection (sending a TLS close_notify when on TLS).
+func (c *raftConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.raw.Close()
+		c.t.untrack(c.raw)
+	})
+	return err
+}

@@ -1,0 +1,211 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// connKind is what an accepted or dialed raw connection is used for.
+type connKind uint8
+
+const (
+	connHandshake connKind = iota // accepted, preface not read yet
+	connRaft
+	connRPC
+)
+
+// Transport is one node's endpoint: a single listener whose connections
+// carry either Raft traffic (see StreamLayer, RaftTransport) or forwarding
+// RPCs (see Call, Handler), optionally all under mutual TLS.
+//
+// All methods are safe for concurrent use. Close releases everything.
+type Transport struct {
+	cfg       Config
+	log       *slog.Logger
+	metrics   *metrics
+	ln        net.Listener
+	advertise string
+	serverTLS *tls.Config // nil = plaintext
+	handler   Handler
+	stream    *streamLayer
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the Transport starts
+
+	mu       sync.Mutex
+	closed   bool
+	conns    map[net.Conn]connKind // raw conns, accepted and dialed
+	peers    map[string]*peer      // RPC client pools by address
+	raftNT   *raft.NetworkTransport
+	raftOnce sync.Once
+}
+
+// New validates cfg, starts listening (or takes over cfg.Listener) and
+// accepting connections, and returns the Transport. handler serves
+// incoming Calls; it may be nil, in which case callers get an error
+// wrapping ErrNoHandler.
+func New(cfg Config, handler Handler) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.BindAddr)
+		if err != nil {
+			m.unregister(cfg.Registerer)
+			return nil, fmt.Errorf("transport: listen on %s: %w", cfg.BindAddr, err)
+		}
+	}
+	advertise := cfg.AdvertiseAddr
+	if advertise == "" {
+		advertise = ln.Addr().String()
+		if err := checkAdvertise(advertise); err != nil {
+			ln.Close()
+			m.unregister(cfg.Registerer)
+			return nil, fmt.Errorf("transport: set AdvertiseAddr: listener address %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Transport{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		metrics:   m,
+		ln:        ln,
+		advertise: advertise,
+		handler:   handler,
+		ctx:       ctx,
+		cancel:    cancel,
+		conns:     make(map[net.Conn]connKind),
+		peers:     make(map[string]*peer),
+	}
+	if cfg.TLS != nil {
+		t.serverTLS = serverTLS(cfg.TLS)
+	}
+	t.stream = newStreamLayer(t)
+	t.goTracked(t.acceptLoop)
+	return t, nil
+}
+
+// Addr returns the advertise address: the "host:port" peers dial, and this
+// node's Raft ServerAddress.
+func (t *Transport) Addr() string { return t.advertise }
+
+// Close stops the Transport: it closes the listener, the StreamLayer (and
+// the raft.NetworkTransport built by RaftTransport, if any), every accepted
+// and pooled connection — so no Raft or RPC read stays blocked — fails
+// in-flight calls with ErrClosed or ErrConnectionLost, cancels running
+// handlers' contexts, and waits for every goroutine the Transport started
+// (including running handlers). Idempotent; always returns nil.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		t.wg.Wait()
+		return nil
+	}
+	t.closed = true
+	conns := make([]net.Conn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	nt := t.raftNT
+	t.mu.Unlock()
+
+	// Connections first, so in-flight calls see the connection go (rather
+	// than a reply from a handler whose context Close cancelled).
+	t.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	t.cancel()
+	if nt != nil {
+		nt.Close()
+	}
+	t.stream.Close()
+	t.wg.Wait()
+	return nil
+}
+
+// goTracked runs f on a new goroutine counted by t.wg, unless the
+// Transport is closed (then it reports false and does not run f).
+func (t *Transport) goTracked(f func()) bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// track records a raw connection so Close can close it. It reports false
+// when the Transport is closed; the caller must then close c itself.
+func (t *Transport) track(c net.Conn, kind connKind) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.conns[c] = kind
+	return true
+}
+
+// setKind updates the kind of a tracked connection.
+func (t *Transport) setKind(c net.Conn, kind connKind) {
+	t.mu.Lock()
+	if _, ok := t.conns[c]; ok {
+		t.conns[c] = kind
+	}
+	t.mu.Unlock()
+}
+
+// untrack forgets c (after it was closed).
+func (t *Transport) untrack(c net.Conn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+}
+
+// closeKind closes every tracked connection of the given kind.
+func (t *Transport) closeKind(kind connKind) {
+	t.mu.Lock()
+	var cs []net.Conn
+	for c, k := range t.conns {
+		if k == kind {
+			cs = append(cs, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+func (t *Transport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// advertiseAddr is the net.Addr of the advertise address.
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }
