@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +69,7 @@ func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, 
 			}
 		}
 		switch {
-		case r.unsent && attempt < maxUnsentRetries:
+		case r.unsent && attempt < maxUnsentRetries && retryable(r.err):
 			continue
 		case r.err == nil:
 			return r.payload, outcomeOK, nil
@@ -84,6 +83,12 @@ func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, 
 			return nil, outcomeConnLost, fmt.Errorf("transport: call %s: %w", addr, r.err)
 		}
 	}
+}
+
+// retryable reports whether an unsent call may move to a fresh connection:
+// not when the peer refused us (it would refuse again).
+func retryable(err error) bool {
+	return !errors.Is(err, ErrHandshake) && !errors.Is(err, ErrProtocol)
 }
 
 // ctxDone is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed
@@ -169,9 +174,8 @@ func (t *Transport) pooledConn(ctx context.Context, addr string) (*clientConn, e
 // clientConn is the client side of an RPC connection.
 type clientConn struct {
 	*muxConn
-	addr      string
-	nextID    atomic.Uint64
-	gotFrames atomic.Bool
+	addr   string
+	nextID atomic.Uint64
 
 	mu      sync.Mutex
 	pending map[uint64]chan callResult // nil once failed
@@ -304,15 +308,10 @@ func (c *clientConn) readLoop() {
 			return
 		}
 		c.touch()
-		c.gotFrames.Store(true)
 		switch h.kind {
 		case kindResponse:
 			c.deliver(h.id, callResult{payload: payload})
 		case kindError:
-			if h.id == 0 {
-				c.fail(fmt.Errorf("%w: %s refused the connection: %s", ErrProtocol, c.addr, printable(payload)))
-				return
-			}
 			c.deliver(h.id, callResult{err: remoteError(h.code, payload)})
 		case kindPong:
 		default:
@@ -326,11 +325,6 @@ func (c *clientConn) readLoop() {
 func (c *clientConn) readError(err error) error {
 	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrTooLarge) {
 		return fmt.Errorf("%w from %s", err, c.addr)
-	}
-	var op *net.OpError
-	if !c.gotFrames.Load() && errors.As(err, &op) && op.Op == "remote error" {
-		// A TLS alert before any frame: the peer refused our certificate.
-		return fmt.Errorf("%w: %s refused us: %v", ErrHandshake, c.addr, err)
 	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF

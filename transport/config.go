@@ -87,6 +87,10 @@ type Config struct {
 	// ErrConnectionLost; writes that block for three intervals do the same.
 	// Default 5s.
 	KeepaliveInterval time.Duration
+
+	// testHookReject, when set, is called after a refused connection was
+	// counted.
+	testHookReject func(reason string)
 }
 
 // DefaultConfig returns a Config with every default filled in. BindAddr

@@ -3,7 +3,9 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -67,6 +69,10 @@ func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw,
 		interrupt()
 		return fail(fmt.Errorf("%w: preface to %s: %v", ErrHandshake, addr, err))
 	}
+	if err := readAck(conn, proto, t.cfg.MaxMessageSize); err != nil {
+		interrupt()
+		return fail(fmt.Errorf("%w (%s)", err, addr))
+	}
 	if !interrupt() {
 		return fail(ctx.Err())
 	}
@@ -74,4 +80,41 @@ func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw,
 		return fail(fmt.Errorf("transport: dial %s: %w", addr, err))
 	}
 	return raw, conn, nil
+}
+
+// readAck reads the listener's answer to the preface (see handshake.go).
+func readAck(conn net.Conn, proto byte, maxMsg int) error {
+	var b [headerLen]byte
+	if _, err := io.ReadFull(conn, b[:1]); err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "remote error" {
+			return fmt.Errorf("%w: peer refused the TLS session: %v", ErrHandshake, err)
+		}
+		return fmt.Errorf("%w: peer closed the connection instead of accepting the preface: %v", ErrHandshake, err)
+	}
+	switch b[0] {
+	case proto:
+		if _, err := io.ReadFull(conn, b[1:2]); err != nil {
+			return fmt.Errorf("%w: reading preface answer: %v", ErrHandshake, err)
+		}
+		if want := preface(proto); b[1] != want[1] {
+			return fmt.Errorf("%w: peer answered version %d to version %d", ErrProtocol, b[1], want[1])
+		}
+		return nil
+	case kindError:
+		if _, err := io.ReadFull(conn, b[1:]); err != nil {
+			return fmt.Errorf("%w: reading refusal: %v", ErrHandshake, err)
+		}
+		h, err := parseHeader(b[:], maxMsg)
+		if err != nil {
+			return fmt.Errorf("%w: malformed refusal: %v", ErrProtocol, err)
+		}
+		msg := make([]byte, h.length)
+		if _, err := io.ReadFull(conn, msg); err != nil {
+			return fmt.Errorf("%w: reading refusal: %v", ErrHandshake, err)
+		}
+		return fmt.Errorf("%w: peer refused the connection: %s", ErrProtocol, printable(msg))
+	default:
+		return fmt.Errorf("%w: unexpected answer 0x%02x to the preface", ErrProtocol, b[0])
+	}
 }

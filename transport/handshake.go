@@ -5,11 +5,19 @@ import "fmt"
 // The connection preface. Every connection (inside TLS when TLS is on)
 // starts with two bytes from the dialer: a protocol type byte and that
 // protocol's wire version. The listener reads them within HandshakeTimeout
-// and hands the connection to the Raft stream layer or to the RPC server.
+// and answers before handing the connection to the Raft stream layer or to
+// the RPC server:
 //
-// A new wire format gets a new version number; a node refuses versions it
-// does not know (an RPC dialer is told so with an error frame, see
-// codeVersion; a Raft dialer just sees the connection closed).
+//   - accepted: the same two bytes back;
+//   - unsupported version: an error frame (frame.go) with codeVersion and a
+//     message, then close — every future version keeps this reply;
+//   - unknown type byte or anything else: close.
+//
+// The dialer waits for the answer, so a refused certificate (which TLS 1.3
+// reports only after the client's handshake), a refused version or a
+// non-raftlock listener fails the dial with ErrHandshake or ErrProtocol
+// instead of a later, ambiguous read error. A new wire format gets a new
+// version number.
 const (
 	protoRaft byte = 0xA1 // hashicorp/raft NetworkTransport stream
 	protoRPC  byte = 0xA2 // multiplexed request/response frames (frame.go)

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"github.com/hashicorp/raft"
 	"log/slog"
 	"os"
 	"testing"
@@ -68,3 +69,35 @@ func ctxTimeout(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// watchRejects makes cfg report every refused connection's reason.
+func watchRejects(cfg *Config) <-chan string {
+	ch := make(chan string, 64)
+	cfg.testHookReject = func(reason string) {
+		select {
+		case ch <- reason:
+		default:
+		}
+	}
+	return ch
+}
+
+// expectReject waits for the next refused connection and checks its reason
+// and that it was counted.
+func expectReject(t testing.TB, tr *Transport, rej <-chan string, reason string) {
+	t.Helper()
+	select {
+	case got := <-rej:
+		if got != reason {
+			t.Fatalf("connection refused for %q, want %q", got, reason)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no connection refused (want %q)", reason)
+	}
+	if rejected(t, tr, reason) < 1 {
+		t.Fatalf("refusal %q not counted", reason)
+	}
+}
+
+// raftAddr is tr's address as a raft.ServerAddress.
+func raftAddr(tr *Transport) raft.ServerAddress { return raft.ServerAddress(tr.Addr()) }

@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -53,7 +54,18 @@ func (t *Transport) handshake(raw net.Conn) {
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	conn := raw
 	if t.serverTLS != nil {
-		tc := tls.Server(raw, t.serverTLS)
+		// Refuse a plaintext peer at once instead of waiting for a TLS
+		// record header that will never come.
+		var first [1]byte
+		if _, err := io.ReadFull(raw, first[:]); err != nil {
+			t.reject(raw, readFailure(err), err)
+			return
+		}
+		if first[0] != tlsHandshakeRecord {
+			t.reject(raw, rejectTLS, fmt.Errorf("plaintext connection (first byte 0x%02x) to a TLS listener", first[0]))
+			return
+		}
+		tc := tls.Server(&prefixConn{Conn: raw, prefix: first[:]}, t.serverTLS)
 		if err := tc.HandshakeContext(t.ctx); err != nil {
 			reason := rejectTLS
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -73,11 +85,15 @@ func (t *Transport) handshake(raw net.Conn) {
 	if err != nil {
 		var pe *prefaceError
 		errors.As(err, &pe)
-		if pe.reason == rejectBadVersion && pe.proto == protoRPC {
+		if pe.reason == rejectBadVersion {
 			// Tell the dialer why, in the frame format every version keeps.
 			conn.Write(newFrame(kindError, codeVersion, 0, 0, []byte(pe.msg)))
 		}
 		t.reject(raw, pe.reason, err)
+		return
+	}
+	if _, err := conn.Write(b[:]); err != nil {
+		t.reject(raw, readFailure(err), err)
 		return
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
@@ -95,7 +111,7 @@ func (t *Transport) handshake(raw net.Conn) {
 	}
 }
 
-// readFailure classifies an error reading the preface.
+// readFailure classifies an error reading the preface (or writing the ack).
 func readFailure(err error) string {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -113,7 +129,29 @@ func (t *Transport) reject(raw net.Conn, reason string, err error) {
 		reason = rejectClosing
 	}
 	t.metrics.rejected.WithLabelValues(reason).Inc()
+	if t.cfg.testHookReject != nil {
+		t.cfg.testHookReject(reason)
+	}
 	t.log.Debug("transport: refused connection", "remote", raw.RemoteAddr().String(), "reason", reason, "err", err)
 	raw.Close()
 	t.untrack(raw)
+}
+
+// tlsHandshakeRecord is the first byte of every TLS connection (a
+// handshake record's content type).
+const tlsHandshakeRecord = 0x16
+
+// prefixConn replays bytes already read before reading from Conn.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
 }
