@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -55,6 +56,16 @@ func (s *streamLayer) Close() error {
 	return nil
 }
 
+// isClosed reports whether the stream layer or the Transport was closed.
+func (s *streamLayer) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return s.t.isClosed()
+	}
+}
+
 // Addr returns the advertise address.
 func (s *streamLayer) Addr() net.Addr { return advertiseAddr(s.t.advertise) }
 
@@ -100,6 +111,17 @@ type raftConn struct {
 	raw  net.Conn
 	t    *Transport
 	once sync.Once
+}
+
+// Read reads from the connection. Once the stream layer or the Transport
+// is closed, read errors are reported as io.EOF, so raft treats the
+// connection as ended rather than logging a decode error per connection.
+func (c *raftConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && err != io.EOF && c.t.stream.isClosed() {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // Close closes the connection (sending a TLS close_notify when on TLS).

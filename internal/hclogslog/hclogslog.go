@@ -5,9 +5,11 @@ package hclogslog
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,10 +73,51 @@ func (g *Logger) Log(level hclog.Level, msg string, args ...any) {
 	if !g.enabled(level) {
 		return
 	}
+	args = convertArgs(args)
 	if g.name != "" {
 		args = append(args, "logger", g.name)
 	}
 	g.l.Log(context.Background(), toSlog(level), msg, args...)
+}
+
+// convertArgs renders hclog's formatting wrappers (hclog.Fmt, Hex, Octal,
+// Binary, Quote) the way hclog would; other values pass unchanged.
+func convertArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		var s string
+		switch v := a.(type) {
+		case hclog.Format:
+			if len(v) > 0 {
+				if f, ok := v[0].(string); ok {
+					s = fmt.Sprintf(f, v[1:]...)
+					break
+				}
+			}
+			s = fmt.Sprint(v...)
+		case hclog.Hex:
+			s = "0x" + strconv.FormatUint(uint64(v), 16)
+		case hclog.Octal:
+			s = "0" + strconv.FormatUint(uint64(v), 8)
+		case hclog.Binary:
+			s = "0b" + strconv.FormatUint(uint64(v), 2)
+		case hclog.Quote:
+			s = strconv.Quote(string(v))
+		default:
+			if out != nil {
+				out[i] = a
+			}
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = s
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // Trace logs at LevelTrace.

@@ -58,3 +58,12 @@ func TestNilDiscards(t *testing.T) {
 		t.Fatal("nil logger enabled")
 	}
 }
+
+func TestHclogFormatArgs(t *testing.T) {
+	buf, l := newBuf(slog.LevelInfo)
+	l.Info("fmt", "servers", hclog.Fmt("%d-%s", 7, "x"), "hex", hclog.Hex(255), "q", hclog.Quote("a b"), "plain", 3)
+	want := `msg=fmt servers=7-x hex=0xff q="\"a b\"" plain=3 logger=raft`
+	if !strings.Contains(buf.String(), want) {
+		t.Fatalf("got %s\nwant %s", buf.String(), want)
+	}
+}
