@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -140,12 +141,12 @@ func applyViaLeader(t testing.TB, nodes []*clusterNode, entries [][]byte, guard 
 			}
 		}
 		if leader < 0 {
-			// Wait for the next leadership change anywhere (3-node clusters).
-			select {
-			case <-nodes[0].notify:
-			case <-nodes[1].notify:
-			case <-nodes[2].notify:
-			case <-deadline:
+			// Wait for the next leadership change on any node.
+			cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)}}
+			for _, n := range nodes {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(n.notify)})
+			}
+			if i, _, _ := reflect.Select(cases); i == 0 {
 				t.Fatalf("no leader elected")
 			}
 			continue
@@ -164,6 +165,19 @@ func applyViaLeader(t testing.TB, nodes []*clusterNode, entries [][]byte, guard 
 			t.Fatalf("applied only %d of %d entries", next, len(entries))
 		default:
 		}
+	}
+}
+
+// expect resets each node's FSM to signal once it holds want entries.
+func expect(nodes []*clusterNode, want int) {
+	for _, n := range nodes {
+		n.fsm.mu.Lock()
+		n.fsm.want = want
+		n.fsm.done = make(chan struct{})
+		if len(n.fsm.entries) >= want {
+			close(n.fsm.done)
+		}
+		n.fsm.mu.Unlock()
 	}
 }
 

@@ -1,0 +1,206 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/memnet"
+)
+
+// These tests run whole transports (and raft) on the in-memory network
+// inside synctest bubbles: time is fake and advances only when every
+// goroutine is durably blocked, so timeouts of seconds take no real time
+// and the durations asserted below are exact.
+
+// memTransport starts a transport for host name on n, listening on
+// "name:7000".
+func memTransport(t testing.TB, n *memnet.Network, name string, h Handler, edit func(*Config)) *Transport {
+	t.Helper()
+	ln, err := n.Host(name).Listen(name + ":7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(nil)
+	cfg.Listener = ln
+	cfg.Dialer = n.Host(name).Dial
+	if edit != nil {
+		edit(&cfg)
+	}
+	tr, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func TestSynctestRaftClusterOverMemnet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		var trs []*Transport
+		for _, h := range []string{"a", "b", "c"} {
+			trs = append(trs, memTransport(t, n, h, echo, nil))
+		}
+		entries := testEntries(50)
+		nodes := startRaftCluster(t, trs, raftTiming{}, len(entries)) // raft's default (1s) timeouts
+		start := time.Now()
+		applyViaLeader(t, nodes, entries, time.Minute)
+		waitApplied(t, nodes, entries, time.Minute)
+		t.Logf("election and 50 commits took %v of fake time", time.Since(start))
+
+		// Partition the leader away: the majority elects a new leader and
+		// keeps committing; the old leader cannot commit.
+		hosts := []string{"a", "b", "c"}
+		leader := -1
+		for i, nd := range nodes {
+			if nd.r.State() == raft.Leader {
+				leader = i
+			}
+		}
+		if leader < 0 {
+			t.Fatal("no leader")
+		}
+		var rest []*clusterNode
+		var restHosts []string
+		for i, nd := range nodes {
+			if i != leader {
+				rest = append(rest, nd)
+				restHosts = append(restHosts, hosts[i])
+			}
+		}
+		n.Partition([]string{hosts[leader]}, restHosts)
+		old := nodes[leader].r
+		if err := old.Apply([]byte("lost"), 5*time.Second).Error(); err == nil {
+			t.Fatal("partitioned leader committed an entry")
+		}
+		all := testEntries(60)
+		expect(nodes, len(all))
+		applyViaLeader(t, rest, all[50:], time.Minute)
+		waitApplied(t, rest, all, time.Minute)
+		if old.State() == raft.Leader {
+			t.Fatal("partitioned node still believes it leads")
+		}
+
+		// Heal: connections that lost bytes are reset, raft redials, and the
+		// old leader catches up (its uncommitted "lost" entry is replaced).
+		n.Heal()
+		waitApplied(t, nodes, all, time.Minute)
+		stopRaftCluster(t, nodes)
+	})
+}
+
+func TestSynctestCallTimesOutInPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		srv := memTransport(t, n, "srv", echo, nil)
+		defer srv.Close()
+		cli := memTransport(t, n, "cli", nil, nil)
+		defer cli.Close()
+		ctx := context.Background()
+		if _, err := cli.Call(ctx, srv.Addr(), []byte("warm")); err != nil {
+			t.Fatal(err)
+		}
+
+		n.Partition([]string{"cli"}, []string{"srv"})
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Call(cctx, srv.Addr(), []byte("x"))
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call across partition: %v", err)
+		}
+		if got := time.Since(start); got != 2*time.Second {
+			t.Fatalf("call gave up after %v, want exactly its 2s deadline", got)
+		}
+
+		// A call without a deadline is still bounded: keepalives stop and
+		// the connection is declared dead after 3 intervals.
+		start = time.Now()
+		_, err = cli.Call(ctx, srv.Addr(), []byte("y"))
+		if !errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("call without deadline across partition: %v", err)
+		}
+		if got, max := time.Since(start), deadAfter*DefaultKeepaliveInterval+DefaultKeepaliveInterval; got > max {
+			t.Fatalf("dead connection detected after %v, want at most %v", got, max)
+		}
+
+		// New dials hang while partitioned, then work after healing.
+		cctx, cancel = context.WithTimeout(ctx, time.Second)
+		if _, err := cli.Call(cctx, srv.Addr(), []byte("z")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("dial across partition: %v", err)
+		}
+		cancel()
+		n.Heal()
+		if resp, err := cli.Call(ctx, srv.Addr(), []byte("back")); err != nil || string(resp) != "echo:back" {
+			t.Fatalf("after heal: %q, %v", resp, err)
+		}
+	})
+}
+
+func TestSynctestHandshakeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		var rej <-chan string
+		srv := memTransport(t, n, "srv", echo, func(c *Config) {
+			c.HandshakeTimeout = 3 * time.Second
+			rej = watchRejects(c)
+		})
+		defer srv.Close()
+		c, err := n.Host("silent").Dial(context.Background(), srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("silent peer got data")
+		}
+		if got := time.Since(start); got != 3*time.Second {
+			t.Fatalf("silent peer dropped after %v, want 3s", got)
+		}
+		if r := <-rej; r != rejectTimeout {
+			t.Fatalf("reason %q", r)
+		}
+	})
+}
+
+func TestSynctestDeadlinePropagation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		n.SetDelay("cli", "srv", 10*time.Millisecond)
+		n.SetDelay("srv", "cli", 10*time.Millisecond)
+		var remaining time.Duration
+		srv := memTransport(t, n, "srv", HandlerFunc(func(ctx context.Context, from string, req []byte) ([]byte, error) {
+			dl, _ := ctx.Deadline()
+			remaining = time.Until(dl)
+			return nil, nil
+		}), nil)
+		defer srv.Close()
+		cli := memTransport(t, n, "cli", nil, func(c *Config) { c.RPCConnsPerPeer = 1 })
+		defer cli.Close()
+		// Connect first (dial, preface and its answer: two round trips) so
+		// the call below measures one request only.
+		if _, err := cli.Call(context.Background(), srv.Addr(), nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := cli.Call(ctx, srv.Addr(), nil); err != nil {
+			t.Fatal(err)
+		}
+		// The remaining time travels, not the absolute deadline (clocks of
+		// two machines differ): the handler gets the full 1s from arrival,
+		// so its deadline is one 10ms transit later than the caller's.
+		if remaining != time.Second {
+			t.Fatalf("handler saw %v remaining, want 1s", remaining)
+		}
+	})
+}
