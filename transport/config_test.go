@@ -1,0 +1,110 @@
+package transport
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	good := ca.tlsConfig(t, "n")
+	mod := func(f func(c *tls.Config)) *tls.Config { c := good.Clone(); f(c); return c }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" = valid
+	}{
+		{"defaults with bind", Config{BindAddr: "127.0.0.1:0"}, ""},
+		{"DefaultConfig with bind", func() Config { c := DefaultConfig(); c.BindAddr = ":7400"; return c }(), ""},
+		{"no bind, no listener", Config{}, "BindAddr is empty and no Listener is set"},
+		{"bad bind", Config{BindAddr: "localhost"}, `BindAddr "localhost" is not host:port`},
+		{"advertise unspecified", Config{BindAddr: ":0", AdvertiseAddr: "0.0.0.0:7400"}, "unspecified address"},
+		{"advertise port 0", Config{BindAddr: ":0", AdvertiseAddr: "10.0.0.1:0"}, "non-zero port"},
+		{"advertise no port", Config{BindAddr: ":0", AdvertiseAddr: "node-a"}, "is not host:port"},
+		{"negative handshake", Config{BindAddr: ":0", HandshakeTimeout: -time.Second}, "HandshakeTimeout must not be negative (got -1s)"},
+		{"negative raft timeout", Config{BindAddr: ":0", RaftTimeout: -1}, "RaftTimeout must not be negative"},
+		{"negative keepalive", Config{BindAddr: ":0", KeepaliveInterval: -1}, "KeepaliveInterval must not be negative"},
+		{"negative pool", Config{BindAddr: ":0", RaftMaxPool: -1}, "RaftMaxPool must not be negative (got -1)"},
+		{"negative conns", Config{BindAddr: ":0", RPCConnsPerPeer: -2}, "RPCConnsPerPeer must not be negative"},
+		{"message too big", Config{BindAddr: ":0", MaxMessageSize: 2 << 30}, "exceeds the wire limit"},
+		{"tls ok", Config{BindAddr: ":0", TLS: good}, ""},
+		{"tls insecure", Config{BindAddr: ":0", TLS: mod(func(c *tls.Config) { c.InsecureSkipVerify = true })}, "InsecureSkipVerify must be false"},
+		{"tls no cert", Config{BindAddr: ":0", TLS: mod(func(c *tls.Config) { c.Certificates = nil })}, "no certificate"},
+		{"tls no client CAs", Config{BindAddr: ":0", TLS: mod(func(c *tls.Config) { c.ClientCAs = nil })}, "ClientCAs is nil"},
+		{"tls no root CAs", Config{BindAddr: ":0", TLS: mod(func(c *tls.Config) { c.RootCAs = nil })}, "RootCAs is nil"},
+		{"tls max 1.1", Config{BindAddr: ":0", TLS: mod(func(c *tls.Config) { c.MinVersion = 0; c.MaxVersion = tls.VersionTLS11 })}, "below TLS 1.2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
+			case err != nil && !strings.HasPrefix(err.Error(), "transport: config: "):
+				t.Fatalf("error lacks package prefix: %v", err)
+			}
+		})
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(Config{}, nil); err == nil {
+		t.Fatal("New accepted an empty config")
+	}
+	// Listening on 0.0.0.0 without AdvertiseAddr: peers could not dial it.
+	if _, err := New(Config{BindAddr: "0.0.0.0:0"}, nil); err == nil || !strings.Contains(err.Error(), "set AdvertiseAddr") {
+		t.Fatalf("New on 0.0.0.0 = %v", err)
+	}
+	tr, err := New(Config{BindAddr: "0.0.0.0:0", AdvertiseAddr: "127.0.0.1:7400"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Addr() != "127.0.0.1:7400" || tr.StreamLayer().Addr().String() != "127.0.0.1:7400" {
+		t.Fatalf("Addr = %s / %s", tr.Addr(), tr.StreamLayer().Addr())
+	}
+	tr.Close()
+
+	// Port in use.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := New(Config{BindAddr: ln.Addr().String()}, nil); err == nil {
+		t.Fatal("New on a used port succeeded")
+	}
+
+	// Duplicate metrics registration fails cleanly; labelled registerers
+	// tell transports apart.
+	reg := prometheus.NewRegistry()
+	regA := prometheus.WrapRegistererWith(prometheus.Labels{"node": "a"}, reg)
+	tr1, err := New(Config{BindAddr: "127.0.0.1:0", Registerer: regA}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr1.Close()
+	var are prometheus.AlreadyRegisteredError
+	if _, err := New(Config{BindAddr: "127.0.0.1:0", Registerer: regA}, nil); !errors.As(err, &are) {
+		t.Fatalf("second registration = %v", err)
+	}
+	regB := prometheus.WrapRegistererWith(prometheus.Labels{"node": "b"}, reg)
+	tr2, err := New(Config{BindAddr: "127.0.0.1:0", Registerer: regB}, nil)
+	if err != nil {
+		t.Fatalf("registerer with another label: %v", err)
+	}
+	tr2.Close()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) == 0 {
+		t.Fatal("no metrics gathered")
+	}
+}

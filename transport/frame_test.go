@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"testing/synctest"
+
+	"github.com/raftlock/raftlock/internal/memnet"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	for _, h := range []header{
+		{kind: kindRequest, id: 1, aux: 12345, length: 3},
+		{kind: kindResponse, id: 1<<64 - 1, length: 0},
+		{kind: kindError, code: codeHandler, id: 7, length: 5},
+		{kind: kindCancel, id: 9},
+		{kind: kindPing},
+		{kind: kindPong},
+	} {
+		payload := bytes.Repeat([]byte{'p'}, int(h.length))
+		f := newFrame(h.kind, h.code, h.id, h.aux, payload)
+		var hdr [headerLen]byte
+		got, gotPayload, err := readFrame(bytes.NewReader(f), &hdr, 1<<20)
+		if err != nil {
+			t.Fatalf("%+v: %v", h, err)
+		}
+		if got != h || !bytes.Equal(gotPayload, payload) {
+			t.Fatalf("round trip: got %+v %q, want %+v %q", got, gotPayload, h, payload)
+		}
+	}
+}
+
+func TestFrameRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    []byte
+		want error
+	}{
+		{"kind 0", newFrame(0, 0, 1, 0, nil), ErrProtocol},
+		{"kind 7", newFrame(7, 0, 1, 0, nil), ErrProtocol},
+		{"code on request", newFrame(kindRequest, 1, 1, 0, nil), ErrProtocol},
+		{"error without code", newFrame(kindError, 0, 1, 0, nil), ErrProtocol},
+		{"aux on response", newFrame(kindResponse, 0, 1, 5, nil), ErrProtocol},
+		{"deadline out of range", newFrame(kindRequest, 0, 1, 1<<63, nil), ErrProtocol},
+		{"payload on ping", newFrame(kindPing, 0, 0, 0, []byte("x")), ErrProtocol},
+		{"too large", newFrame(kindRequest, 0, 1, 0, make([]byte, 11)), ErrTooLarge},
+		{"huge error", newFrame(kindError, codeHandler, 1, 0, make([]byte, maxErrorLen+1)), ErrProtocol},
+		{"reserved", func() []byte { f := newFrame(kindPing, 0, 0, 0, nil); f[3] = 1; return f }(), ErrProtocol},
+	} {
+		var hdr [headerLen]byte
+		_, _, err := readFrame(bytes.NewReader(tc.f), &hdr, 10)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	var hdr [headerLen]byte
+	f := newFrame(kindRequest, 0, 1, 0, []byte("abcdef"))
+	if _, _, err := readFrame(bytes.NewReader(f[:len(f)-1]), &hdr, 10); err != io.ErrUnexpectedEOF {
+		t.Errorf("truncated payload: %v", err)
+	}
+}
+
+// FuzzReadFrame: no input makes the frame decoder panic or allocate past
+// the limit, and every frame it accepts re-encodes to the bytes it read.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(newFrame(kindRequest, 0, 1, 1000, []byte("req")))
+	f.Add(append(newFrame(kindPing, 0, 0, 0, nil), newFrame(kindError, codeHandler, 3, 0, []byte("e"))...))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add(make([]byte, headerLen))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const max = 4096
+		r := bytes.NewReader(data)
+		var hdr [headerLen]byte
+		for {
+			off := len(data) - r.Len()
+			h, payload, err := readFrame(r, &hdr, max)
+			if err != nil {
+				return
+			}
+			if len(payload) > max {
+				t.Fatalf("payload of %d bytes accepted with limit %d", len(payload), max)
+			}
+			consumed := data[off : len(data)-r.Len()]
+			if re := newFrame(h.kind, h.code, h.id, h.aux, payload); !bytes.Equal(re, consumed) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", re, consumed)
+			}
+		}
+	})
+}
+
+// FuzzPreface: parsePreface accepts exactly the two known (type, version)
+// pairs and classifies everything else.
+func FuzzPreface(f *testing.F) {
+	f.Add(protoRaft, raftVersion)
+	f.Add(protoRPC, rpcVersion)
+	f.Add(byte(0x16), byte(3))
+	f.Fuzz(func(t *testing.T, a, b byte) {
+		proto, err := parsePreface([prefaceLen]byte{a, b})
+		valid := (a == protoRaft && b == raftVersion) || (a == protoRPC && b == rpcVersion)
+		if valid != (err == nil) || (valid && proto != a) {
+			t.Fatalf("parsePreface(%#x, %#x) = %#x, %v", a, b, proto, err)
+		}
+		var pe *prefaceError
+		if err != nil && (!errors.As(err, &pe) || (pe.reason != rejectUnknownType && pe.reason != rejectBadVersion)) {
+			t.Fatalf("unclassified error %v", err)
+		}
+	})
+}
+
+// FuzzListener feeds arbitrary bytes to a live transport's listener (over
+// memnet, inside a synctest bubble so a silent input costs no real time):
+// nothing panics, every goroutine ends on Close, and the node still answers
+// a well-formed call afterwards.
+func FuzzListener(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0xFF, 0x01})
+	f.Add([]byte{protoRaft, raftVersion, 0, 1, 2})
+	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
+	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindCancel, 0, 1, 0, nil)...))
+	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
+	f.Add(append([]byte{protoRPC, 2}, 1, 2, 3))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			n := memnet.New()
+			defer n.Close()
+			srv := memTransport(t, n, "srv", echo, nil)
+			defer srv.Close()
+			c, err := n.Host("fuzz").Dial(context.Background(), srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write(data)
+			// Drain whatever the server says until it closes or goes quiet.
+			go io.Copy(io.Discard, bufio.NewReader(c))
+			synctest.Wait()
+			c.Close()
+
+			cli := memTransport(t, n, "cli", nil, nil)
+			defer cli.Close()
+			if resp, err := cli.Call(context.Background(), srv.Addr(), []byte("ok")); err != nil || string(resp) != "echo:ok" {
+				t.Fatalf("node broken by input %x: %q, %v", data, resp, err)
+			}
+		})
+	})
+}
