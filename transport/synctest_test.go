@@ -204,3 +204,51 @@ func TestSynctestDeadlinePropagation(t *testing.T) {
 		}
 	})
 }
+
+func TestSynctestDroppedConnAndPeerRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		b := newBlocker()
+		srv := memTransport(t, n, "srv", b, nil)
+		cli := memTransport(t, n, "cli", nil, nil)
+		defer cli.Close()
+		ctx := context.Background()
+
+		// A connection reset mid-call fails the call at once and cancels
+		// the handler; the next call dials afresh.
+		done := make(chan error, 1)
+		go func() {
+			_, err := cli.Call(ctx, srv.Addr(), nil)
+			done <- err
+		}()
+		<-b.started
+		<-b.hasDL
+		if got := n.DropConns("cli", "srv"); got != 1 {
+			t.Fatalf("dropped %d connections, want 1", got)
+		}
+		if err := <-done; !errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("call on a reset connection: %v", err)
+		}
+		if err := <-b.ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler ctx: %v", err)
+		}
+		go func() { <-b.started; <-b.hasDL }()
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if _, err := cli.Call(cctx, srv.Addr(), nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call after reset: %v", err)
+		}
+		cancel()
+		<-b.ended
+
+		// The peer restarts on the same address: once the client has seen
+		// its connections close, the next call reaches the new process.
+		srv.Close()
+		synctest.Wait()
+		srv2 := memTransport(t, n, "srv", echo, nil)
+		defer srv2.Close()
+		if resp, err := cli.Call(ctx, srv2.Addr(), []byte("again")); err != nil || string(resp) != "echo:again" {
+			t.Fatalf("after restart: %q, %v", resp, err)
+		}
+	})
+}
