@@ -324,6 +324,8 @@ func (c *clientConn) readLoop() {
 // readError turns a read failure into the error pending calls get.
 func (c *clientConn) readError(err error) error {
 	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrTooLarge) {
+		c.t.metrics.protocol.Inc()
+		c.t.log.Debug("transport: closed RPC connection: protocol violation", "remote", c.addr, "err", err)
 		return fmt.Errorf("%w from %s", err, c.addr)
 	}
 	if errors.Is(err, io.EOF) {

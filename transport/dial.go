@@ -14,7 +14,7 @@ import (
 // configured, preface. The whole set-up is bounded by ctx and by Close. It
 // returns the raw connection (tracked, for Close) and the one to use (the
 // TLS connection when TLS is on).
-func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw, conn net.Conn, err error) {
+func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (net.Conn, net.Conn, error) {
 	if t.isClosed() {
 		return nil, nil, ErrClosed
 	}
@@ -23,7 +23,7 @@ func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw,
 	stopOnClose := context.AfterFunc(t.ctx, cancel)
 	defer stopOnClose()
 
-	raw, err = t.cfg.Dialer(ctx, addr)
+	raw, err := t.cfg.Dialer(ctx, addr)
 	if err != nil {
 		if t.isClosed() {
 			return nil, nil, ErrClosed
@@ -38,48 +38,53 @@ func (t *Transport) dialConn(ctx context.Context, addr string, proto byte) (raw,
 		raw.Close()
 		return nil, nil, ErrClosed
 	}
-	fail := func(err error) (net.Conn, net.Conn, error) {
+	conn, err := t.setUp(ctx, raw, addr, proto)
+	if err != nil {
 		raw.Close()
 		t.untrack(raw)
-		if t.isClosed() {
+		switch {
+		case t.isClosed():
 			return nil, nil, ErrClosed
-		}
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			return nil, nil, fmt.Errorf("transport: dial %s: %w", addr, ctx.Err())
 		}
 		return nil, nil, err
 	}
+	return raw, conn, nil
+}
 
-	// Bound the set-up by ctx: its deadline, and an immediate deadline when
-	// it is cancelled.
+// setUp runs the client side of the handshake on a fresh connection: TLS
+// when configured, the preface and its answer, all bounded by ctx (its
+// deadline, and an immediate deadline when it is cancelled). It returns the
+// connection to use.
+func (t *Transport) setUp(ctx context.Context, raw net.Conn, addr string, proto byte) (net.Conn, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		raw.SetDeadline(dl)
 	}
 	interrupt := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
-	conn = raw
+	defer interrupt()
+	conn := raw
 	if t.cfg.TLS != nil {
 		tc := tls.Client(raw, clientTLS(t.cfg.TLS, addr))
 		if err := tc.HandshakeContext(ctx); err != nil {
-			interrupt()
-			return fail(fmt.Errorf("%w: TLS with %s: %v", ErrHandshake, addr, err))
+			return nil, fmt.Errorf("%w: TLS with %s: %v", ErrHandshake, addr, err)
 		}
 		conn = tc
 	}
 	if _, err := conn.Write(preface(proto)); err != nil {
-		interrupt()
-		return fail(fmt.Errorf("%w: preface to %s: %v", ErrHandshake, addr, err))
+		return nil, fmt.Errorf("%w: preface to %s: %v", ErrHandshake, addr, err)
 	}
 	if err := readAck(conn, proto, t.cfg.MaxMessageSize); err != nil {
-		interrupt()
-		return fail(fmt.Errorf("%w (%s)", err, addr))
+		return nil, fmt.Errorf("%w (%s)", err, addr)
 	}
 	if !interrupt() {
-		return fail(ctx.Err())
+		// ctx ended meanwhile; the interrupt may have poisoned the deadline.
+		return nil, ctx.Err()
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
-		return fail(fmt.Errorf("transport: dial %s: %w", addr, err))
+		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	return raw, conn, nil
+	return conn, nil
 }
 
 // readAck reads the listener's answer to the preface (see handshake.go).

@@ -15,6 +15,7 @@ type metrics struct {
 	calls       *prometheus.CounterVec // outcome
 	callLatency prometheus.Histogram
 	served      *prometheus.CounterVec // outcome
+	protocol    prometheus.Counter     // RPC connections closed for a protocol violation
 }
 
 // Outcome label values of calls and served requests.
@@ -57,6 +58,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "rpc_requests_served_total",
 			Help: "Inbound RPC requests handled, by outcome.",
 		}, []string{"outcome"}),
+		protocol: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "protocol_errors_total",
+			Help: "RPC connections closed because the peer broke the frame protocol.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -75,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.accepted, m.rejected, m.calls, m.callLatency, m.served}
+	return []prometheus.Collector{m.accepted, m.rejected, m.calls, m.callLatency, m.served, m.protocol}
 }
 
 // unregister removes the collectors again (used when New fails late).

@@ -134,6 +134,10 @@ func TestRefuseGarbageAfterPreface(t *testing.T) {
 		c.Write(append([]byte{protoRPC, rpcVersion}, garbage...))
 		expectClosedByPeer(t, c)
 	}
+	// Each violation was counted before its connection closed.
+	if got := counterValue(t, srv.metrics.protocol); got != 4 {
+		t.Fatalf("protocol errors counted: %v, want 4", got)
+	}
 	stillServes(t, srv, nil)
 }
 

@@ -45,10 +45,14 @@ func (t *Transport) serveConn(raw, conn net.Conn) {
 		return
 	}
 	err := s.readLoop(ctx)
-	s.fail(err)
-	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !t.isClosed() {
+	switch {
+	case errors.Is(err, ErrProtocol), errors.Is(err, ErrTooLarge):
+		t.metrics.protocol.Inc()
+		t.log.Debug("transport: closing RPC connection: protocol violation", "remote", s.from, "err", err)
+	case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !t.isClosed():
 		t.log.Debug("transport: RPC connection closed", "remote", s.from, "err", err)
 	}
+	s.fail(err)
 }
 
 // readLoop reads request, cancel and ping frames and starts a handler
