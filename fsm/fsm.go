@@ -85,7 +85,11 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 		}
 		st.clock = now
 		a := applier{st: st, index: index, now: now, events: f.events}
-		resp.Results = make([]Result, len(e.Commands))
+		if len(e.Commands) == 1 {
+			resp.Results = resp.one[:]
+		} else {
+			resp.Results = make([]Result, len(e.Commands))
+		}
 		for i, c := range e.Commands {
 			resp.Results[i] = a.apply(c)
 		}

@@ -419,3 +419,59 @@ func TestSessionHoldingAndWaitingOnOneLock(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// Long queues switch to an owner index; their behaviour must not change.
+func TestLongQueueKeepsFIFOAndIdempotency(t *testing.T) {
+	h := newHarness(t)
+	a := h.open(time.Second, 0, "a")
+	b := h.open(time.Second, 0, "b")
+	h.do(Acquire{Session: a, Lock: "l", Owner: owner(200)})
+	const n = 40
+	for i := 1; i <= n; i++ {
+		s := a
+		if i%3 == 0 {
+			s = b
+		}
+		r := h.do(Acquire{Session: s, Lock: "l", Owner: owner(byte(i)), Wait: true})
+		if r.Status != StatusQueued || r.Position != i {
+			t.Fatalf("waiter %d: %+v", i, r)
+		}
+	}
+	l := h.f.st.locks["l"]
+	if l.waiters.owners == nil {
+		t.Fatal("long queue has no owner index")
+	}
+	// Retries keep their place; a new owner goes to the end.
+	if r := h.do(Acquire{Session: a, Lock: "l", Owner: owner(20), Wait: true}); r.Position != 20 {
+		t.Fatalf("retry: %+v", r)
+	}
+	if st := h.f.Stats(); st.Waiters != n {
+		t.Fatalf("retry added a slot: %+v", st)
+	}
+	// Dequeue one from the middle, drop session b's waits, then drain.
+	h.do(Release{Lock: "l", Owner: owner(10)})
+	h.do(CloseSession{Session: b})
+	var order []byte
+	prev := owner(200)
+	for {
+		h.do(Release{Lock: "l", Owner: prev})
+		hd, ok := h.f.Holder("l")
+		if !ok {
+			break
+		}
+		order = append(order, hd.Owner[0])
+		prev = hd.Owner
+	}
+	var want []byte
+	for i := 1; i <= n; i++ {
+		if i%3 != 0 && i != 10 {
+			want = append(want, byte(i))
+		}
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("grant order %v, want %v", order, want)
+	}
+	if _, ok := h.f.Lock("l"); ok {
+		t.Fatal("drained lock still present")
+	}
+}

@@ -26,8 +26,8 @@ func (a *applier) acquire(c Acquire) Result {
 		}
 		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
 	}
-	if p := l.position(c.Owner); p > 0 {
-		if l.waiters[p-1].session != c.Session {
+	if p := l.waiters.position(c.Owner); p > 0 {
+		if l.waiters.items[p-1].session != c.Session {
 			return invalidOwner(c)
 		}
 		return Result{Status: StatusQueued, Session: c.Session, Position: p}
@@ -39,11 +39,11 @@ func (a *applier) acquire(c Acquire) Result {
 		st.track(c.Session, c.Lock, 1)
 		return a.grant(c.Lock, l, c.Session, c.Owner)
 	case c.Wait:
-		l.waiters = append(l.waiters, waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index})
+		l.waiters.push(waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index})
 		st.waiters++
 		st.track(c.Session, c.Lock, 1)
 		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner})
-		return Result{Status: StatusQueued, Session: c.Session, Position: len(l.waiters)}
+		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
 		r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.delayUntil}
 		if l.held {
@@ -73,9 +73,8 @@ func (a *applier) release(c Release) Result {
 		st.dropIfIdle(c.Lock, l)
 		return Result{Status: StatusOK}
 	}
-	if p := l.position(c.Owner); p > 0 {
-		w := l.waiters[p-1]
-		l.waiters = compact(slices.Delete(l.waiters, p-1, p))
+	if p := l.waiters.position(c.Owner); p > 0 {
+		w := l.waiters.removeAt(p - 1)
 		st.waiters--
 		st.track(w.session, c.Lock, -1)
 		a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
@@ -120,9 +119,8 @@ func (a *applier) settle(name string, l *lock) {
 
 // promote grants a free lock to the first waiter whose session is alive.
 func (a *applier) promote(name string, l *lock) {
-	for len(l.waiters) > 0 {
-		w := l.waiters[0]
-		l.waiters = compact(slices.Delete(l.waiters, 0, 1))
+	for l.waiters.len() > 0 {
+		w := l.waiters.popFront()
 		a.st.waiters--
 		if a.st.sessions[w.session] == nil {
 			// Unreachable while sessions drop their waits when they end;

@@ -88,9 +88,9 @@ func (st *state) lockInfo(name string, l *lock) LockInfo {
 	if l.held {
 		li.Holder = st.describe(l.holder)
 	}
-	if len(l.waiters) > 0 {
-		li.Waiters = make([]Waiter, len(l.waiters))
-		for i, w := range l.waiters {
+	if l.waiters.len() > 0 {
+		li.Waiters = make([]Waiter, l.waiters.len())
+		for i, w := range l.waiters.items {
 			li.Waiters[i] = Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx}
 		}
 	}
@@ -116,7 +116,7 @@ func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
 	case l.held && l.holder.owner == owner:
 		return OwnerState{Held: true, Token: l.holder.token}
 	default:
-		return OwnerState{Position: l.position(owner)}
+		return OwnerState{Position: l.waiters.position(owner)}
 	}
 }
 

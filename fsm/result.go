@@ -85,4 +85,6 @@ type Response struct {
 	Index   uint64
 	Results []Result
 	Err     error
+
+	one [1]Result // backing array of Results for single-command entries
 }

@@ -53,16 +53,10 @@ func (a *applier) endSession(s *session, reason Reason) {
 		if l == nil {
 			continue
 		}
-		kept := l.waiters[:0]
-		for _, w := range l.waiters {
-			if w.session == s.id {
-				st.waiters--
-				a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
-				continue
-			}
-			kept = append(kept, w)
-		}
-		l.waiters = compact(kept)
+		l.waiters.removeSession(s.id, func(w waiter) {
+			st.waiters--
+			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
+		})
 		if l.held && l.holder.session == s.id {
 			h := l.holder
 			l.held, l.holder = false, holder{}
@@ -88,10 +82,3 @@ func (a *applier) endSession(s *session, reason Reason) {
 	a.emit(Event{Kind: kind, Session: s.id})
 }
 
-// compact returns nil for an empty queue so that idle locks hold no array.
-func compact(ws []waiter) []waiter {
-	if len(ws) == 0 {
-		return nil
-	}
-	return ws
-}

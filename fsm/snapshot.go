@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -82,16 +82,19 @@ func (f *FSM) Digest() (uint64, [32]byte) {
 }
 
 func (st *state) encode(w io.Writer) error {
-	crc := crc32.New(crcTable)
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
-	bw.WriteString(snapshotMagic)
-	bw.WriteByte(snapshotVersion)
+	var crc uint32
+	bw := bufio.NewWriterSize(w, 256<<10)
+	write := func(b []byte) {
+		crc = crc32.Update(crc, crcTable, b)
+		bw.Write(b) // a write error sticks in bw and is returned by Flush
+	}
+	write([]byte{snapshotMagic[0], snapshotMagic[1], snapshotMagic[2], snapshotMagic[3], snapshotVersion})
 
 	var rec []byte
 	put := func() {
 		var n [binary.MaxVarintLen64]byte
-		bw.Write(n[:binary.PutUvarint(n[:], uint64(len(rec)))])
-		bw.Write(rec)
+		write(n[:binary.PutUvarint(n[:], uint64(len(rec)))])
+		write(rec)
 		rec = rec[:0]
 	}
 	rec = binary.AppendUvarint(rec, st.index)
@@ -112,8 +115,19 @@ func (st *state) encode(w io.Writer) error {
 		rec = appendString(rec, s.description)
 		put()
 	}
-	for _, name := range slices.Sorted(maps.Keys(st.locks)) {
-		l := st.locks[name]
+	// Sort (name, lock) pairs rather than names alone: one sequential pass
+	// over the map instead of a random lookup per lock.
+	type entry struct {
+		name string
+		l    *lock
+	}
+	locks := make([]entry, 0, len(st.locks))
+	for name, l := range st.locks {
+		locks = append(locks, entry{name, l})
+	}
+	slices.SortFunc(locks, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	for _, e := range locks {
+		name, l := e.name, e.l
 		rec = appendString(rec, name)
 		var flags byte
 		if l.held {
@@ -133,8 +147,8 @@ func (st *state) encode(w io.Writer) error {
 		if l.delayUntil != 0 {
 			rec = binary.AppendVarint(rec, l.delayUntil)
 		}
-		rec = binary.AppendUvarint(rec, uint64(len(l.waiters)))
-		for _, w := range l.waiters {
+		rec = binary.AppendUvarint(rec, uint64(l.waiters.len()))
+		for _, w := range l.waiters.items {
 			rec = binary.AppendUvarint(rec, uint64(w.session))
 			rec = append(rec, w.owner[:]...)
 			rec = binary.AppendVarint(rec, w.enqueuedAt)
@@ -142,12 +156,10 @@ func (st *state) encode(w io.Writer) error {
 		}
 		put()
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("fsm: write snapshot: %w", err)
-	}
 	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
-	if _, err := w.Write(sum[:]); err != nil {
+	binary.BigEndian.PutUint32(sum[:], crc)
+	bw.Write(sum[:])
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("fsm: write snapshot: %w", err)
 	}
 	return nil
@@ -175,16 +187,8 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 // snapReader reads records and keeps a running CRC of what it consumed.
 type snapReader struct {
 	r   *bufio.Reader
-	crc hash.Hash32
+	crc uint32
 	buf []byte
-}
-
-func (s *snapReader) ReadByte() (byte, error) {
-	b, err := s.r.ReadByte()
-	if err == nil {
-		s.crc.Write([]byte{b})
-	}
-	return b, err
 }
 
 func (s *snapReader) full(n int) ([]byte, error) {
@@ -192,23 +196,29 @@ func (s *snapReader) full(n int) ([]byte, error) {
 	if _, err := io.ReadFull(s.r, s.buf); err != nil {
 		return nil, err
 	}
-	s.crc.Write(s.buf)
+	s.crc = crc32.Update(s.crc, crcTable, s.buf)
 	return s.buf, nil
 }
 
-func (s *snapReader) record() (*decoder, error) {
-	n, err := binary.ReadUvarint(s)
-	if err != nil {
-		return nil, err
+func (s *snapReader) record() (decoder, error) {
+	head, _ := s.r.Peek(binary.MaxVarintLen64) // shorter near the end: Uvarint tells
+	n, k := binary.Uvarint(head)
+	if k <= 0 {
+		if len(head) == 0 {
+			return decoder{}, io.ErrUnexpectedEOF
+		}
+		return decoder{}, errors.New("bad record length")
 	}
+	s.crc = crc32.Update(s.crc, crcTable, head[:k])
+	s.r.Discard(k)
 	if n > maxSnapshotRecord {
-		return nil, fmt.Errorf("record of %d bytes", n)
+		return decoder{}, fmt.Errorf("record of %d bytes", n)
 	}
 	b, err := s.full(int(n))
 	if err != nil {
-		return nil, err
+		return decoder{}, err
 	}
-	return &decoder{b: b}, nil
+	return decoder{b: b}, nil
 }
 
 func snapErr(format string, args ...any) error {
@@ -216,7 +226,7 @@ func snapErr(format string, args ...any) error {
 }
 
 func decodeSnapshot(r io.Reader) (*state, error) {
-	sr := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(crcTable)}
+	sr := &snapReader{r: bufio.NewReaderSize(r, 256<<10)}
 	head, err := sr.full(len(snapshotMagic) + 1)
 	if err != nil {
 		return nil, snapErr("header: %v", err)
@@ -249,7 +259,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 		if err != nil {
 			return nil, snapErr("session %d: %v", i, err)
 		}
-		s, err := decodeSession(d, prevID, st.sessionSeq)
+		s, err := decodeSession(&d, prevID, st.sessionSeq)
 		if err != nil {
 			return nil, snapErr("session %d: %v", i, err)
 		}
@@ -257,18 +267,19 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 		prevID = s.id
 	}
 	prevName := ""
+	refs := make([]sessionRef, 0, min(nLocks, 1<<20))
 	for i := uint64(0); i < nLocks; i++ {
 		d, err := sr.record()
 		if err != nil {
 			return nil, snapErr("lock %d: %v", i, err)
 		}
-		name, err := st.decodeLock(d, prevName)
+		name, err := st.decodeLock(&d, prevName, &refs)
 		if err != nil {
 			return nil, snapErr("lock %d: %v", i, err)
 		}
 		prevName = name
 	}
-	want := sr.crc.Sum32()
+	want := sr.crc
 	var sum [4]byte
 	if _, err := io.ReadFull(sr.r, sum[:]); err != nil {
 		return nil, snapErr("checksum: %v", err)
@@ -279,7 +290,29 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	if _, err := sr.r.ReadByte(); !errors.Is(err, io.EOF) {
 		return nil, snapErr("trailing data after checksum")
 	}
+	indexSessions(refs)
 	return st, nil
+}
+
+// sessionRef is one acquisition (holder or waiter) of a session on a lock,
+// collected while restoring so that the per-session indexes can be built
+// at their final size.
+type sessionRef struct {
+	s    *session
+	name string
+}
+
+func indexSessions(refs []sessionRef) {
+	counts := make(map[*session]int)
+	for _, r := range refs {
+		counts[r.s]++
+	}
+	for s, n := range counts {
+		s.locks = make(map[string]int32, n)
+	}
+	for _, r := range refs {
+		r.s.locks[r.name]++
+	}
 }
 
 func decodeSession(d *decoder, prev SessionID, seq uint64) (*session, error) {
@@ -306,7 +339,7 @@ func decodeSession(d *decoder, prev SessionID, seq uint64) (*session, error) {
 
 // decodeLock reads one lock record, checks it against the sessions already
 // read and adds it to st (rebuilding the per-session indexes).
-func (st *state) decodeLock(d *decoder, prev string) (string, error) {
+func (st *state) decodeLock(d *decoder, prev string, refs *[]sessionRef) (string, error) {
 	name := d.string(MaxLockNameLen)
 	flags := d.byte()
 	l := &lock{}
@@ -319,7 +352,7 @@ func (st *state) decodeLock(d *decoder, prev string) (string, error) {
 	}
 	n := d.count(1<<24, 19)
 	for i := 0; i < n && d.err == nil; i++ {
-		l.waiters = append(l.waiters, waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()})
+		l.waiters.push(waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()})
 	}
 	if err := d.end(); err != nil {
 		return "", err
@@ -339,19 +372,25 @@ func (st *state) decodeLock(d *decoder, prev string) (string, error) {
 	if err := ValidateLockName(name); err != nil {
 		return "", err
 	}
-	owners := make(map[OwnerID]struct{}, len(l.waiters)+1)
+	var owners map[OwnerID]struct{} // duplicates are only possible with waiters
+	if l.waiters.len() > 0 {
+		owners = make(map[OwnerID]struct{}, l.waiters.len()+1)
+	}
 	check := func(s SessionID, o OwnerID) error {
-		if st.sessions[s] == nil {
+		sess := st.sessions[s]
+		if sess == nil {
 			return fmt.Errorf("lock %q: unknown session %d", name, s)
 		}
 		if o.IsZero() {
 			return fmt.Errorf("lock %q: zero owner", name)
 		}
-		if _, dup := owners[o]; dup {
-			return fmt.Errorf("lock %q: duplicate owner %s", name, o)
+		if owners != nil {
+			if _, dup := owners[o]; dup {
+				return fmt.Errorf("lock %q: duplicate owner %s", name, o)
+			}
+			owners[o] = struct{}{}
 		}
-		owners[o] = struct{}{}
-		st.track(s, name, 1)
+		*refs = append(*refs, sessionRef{sess, name})
 		return nil
 	}
 	if l.held {
@@ -362,13 +401,13 @@ func (st *state) decodeLock(d *decoder, prev string) (string, error) {
 			return "", err
 		}
 	}
-	for _, w := range l.waiters {
+	for _, w := range l.waiters.items {
 		if err := check(w.session, w.owner); err != nil {
 			return "", err
 		}
 	}
 	st.locks[name] = l
-	st.waiters += len(l.waiters)
+	st.waiters += l.waiters.len()
 	if l.held {
 		st.held++
 	}

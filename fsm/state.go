@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"maps"
-	"slices"
 )
 
 // state is the replicated state. Objects reachable from its maps are shared
@@ -41,7 +40,7 @@ type lock struct {
 	gen        uint64
 	held       bool
 	holder     holder
-	waiters    []waiter
+	waiters    queue
 	delayUntil int64
 }
 
@@ -86,7 +85,7 @@ func (st *state) mutLock(name string) *lock {
 	if l != nil && l.gen != st.gen {
 		c := *l
 		c.gen = st.gen
-		c.waiters = slices.Clone(l.waiters)
+		c.waiters = l.waiters.clone()
 		l = &c
 		st.locks[name] = l
 	}
@@ -125,16 +124,8 @@ func (st *state) track(id SessionID, name string, delta int32) {
 
 // dropIfIdle forgets a lock that has no holder, no waiters and no delay.
 func (st *state) dropIfIdle(name string, l *lock) {
-	if !l.held && len(l.waiters) == 0 && l.delayUntil == 0 {
+	if !l.held && l.waiters.len() == 0 && l.delayUntil == 0 {
 		delete(st.locks, name)
 	}
 }
 
-func (l *lock) position(owner OwnerID) int {
-	for i := range l.waiters {
-		if l.waiters[i].owner == owner {
-			return i + 1
-		}
-	}
-	return 0
-}

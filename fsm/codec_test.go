@@ -1,0 +1,168 @@
+package fsm
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+var sampleCommands = []Command{
+	OpenSession{TTL: 10 * time.Second, LockDelay: time.Second, Description: "node-a/pid 42"},
+	OpenSession{TTL: time.Millisecond},
+	CloseSession{Session: 7},
+	ExpireSessions{Sessions: []SessionID{1, 2, 1 << 40}},
+	ExpireSessions{},
+	Acquire{Session: 3, Lock: "invoice:842", Owner: owner(1), Wait: true},
+	Acquire{Session: 1 << 50, Lock: "ü", Owner: owner(2)},
+	Release{Lock: "invoice:842", Owner: owner(1)},
+	Tick{},
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	for i, c := range sampleCommands {
+		e := Entry{At: epoch + int64(i), Commands: []Command{c}}
+		b, err := EncodeEntry(e)
+		if err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+		got, err := DecodeEntry(b)
+		if err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+		if !reflect.DeepEqual(got, e) {
+			t.Fatalf("round trip: %+v → %+v", e, got)
+		}
+	}
+	batch := Entry{At: -5, Commands: sampleCommands}
+	b, err := EncodeEntry(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeEntry(b); err != nil || !reflect.DeepEqual(got, batch) {
+		t.Fatalf("batch round trip: %v %+v", err, got)
+	}
+}
+
+func TestEncodeRefusesUnrepresentableEntries(t *testing.T) {
+	if _, err := EncodeEntry(Entry{}); !errors.Is(err, ErrInvalidEntry) {
+		t.Fatalf("empty entry: %v", err)
+	}
+	if _, err := EncodeEntry(Entry{Commands: []Command{nil}}); !errors.Is(err, ErrInvalidEntry) {
+		t.Fatalf("nil command: %v", err)
+	}
+	big := make([]SessionID, MaxExpireSessions+1)
+	if _, err := EncodeEntry(Entry{Commands: []Command{ExpireSessions{Sessions: big}}}); !errors.Is(err, ErrInvalidEntry) {
+		t.Fatalf("oversized expire: %v", err)
+	}
+}
+
+func TestDecodeRejectsGarbage(t *testing.T) {
+	valid, _ := EncodeEntry(Entry{At: 1, Commands: []Command{Acquire{Session: 1, Lock: "l", Owner: owner(1), Wait: true}}})
+	cases := map[string][]byte{
+		"empty":           nil,
+		"bad version":     append([]byte{9}, valid[1:]...),
+		"truncated":       valid[:len(valid)-1],
+		"trailing":        append(append([]byte{}, valid...), 0),
+		"unknown flags":   append(append([]byte{}, valid[:len(valid)-1]...), 2),
+		"unknown op":      {1, 0, 1, 200},
+		"zero commands":   {1, 0, 0},
+		"huge count":      {1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"huge string":     {1, 0, 1, byte(OpRelease), 0xff, 0xff, 0x03},
+		"overlong varint": {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
+	for name, b := range cases {
+		if _, err := DecodeEntry(b); !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// FuzzDecodeEntry: decoding never panics; whatever decodes re-encodes to the
+// same commands; applying any entry (decodable or not) keeps the invariants,
+// and an undecodable one changes nothing.
+func FuzzDecodeEntry(f *testing.F) {
+	for _, c := range sampleCommands {
+		b, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{c}})
+		f.Add(b)
+	}
+	b, _ := EncodeEntry(Entry{At: epoch, Commands: sampleCommands})
+	f.Add(b)
+	f.Add([]byte{1, 0, 1, 200})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := fuzzFixture(t)
+		e, err := DecodeEntry(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidEntry) {
+				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
+			}
+			before := h.snapshot()
+			if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
+				t.Fatal("apply accepted what decode refused")
+			}
+			if string(h.snapshot()) != string(before) {
+				t.Fatal("a rejected entry changed the state")
+			}
+			return
+		}
+		b, err := EncodeEntry(e)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		e2, err := DecodeEntry(b)
+		if err != nil || !reflect.DeepEqual(e, e2) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
+		}
+		h.index++
+		if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
+			t.Fatalf("apply: %+v", resp)
+		}
+		checkInvariants(t, h.f)
+	})
+}
+
+// fuzzFixture is a state with sessions 1..3, a held lock with waiters and a
+// delayed lock, so that fuzzed commands have something to act on.
+func fuzzFixture(t tb) *harness {
+	h := newHarness(t)
+	a := h.open(time.Second, time.Second, "a")
+	b := h.open(time.Second, 0, "b")
+	c := h.open(time.Second, time.Second, "c")
+	h.entry(
+		Acquire{Session: a, Lock: "invoice:842", Owner: owner(1)},
+		Acquire{Session: b, Lock: "invoice:842", Owner: owner(2), Wait: true},
+		Acquire{Session: c, Lock: "ü", Owner: owner(3)},
+		Acquire{Session: b, Lock: "ü", Owner: owner(4), Wait: true},
+		ExpireSessions{Sessions: []SessionID{c}},
+	)
+	return h
+}
+
+// checkInvariants checks what must hold in every reachable state.
+func checkInvariants(t tb, f *FSM) {
+	t.Helper()
+	held, waiters := 0, 0
+	for _, li := range f.Locks("", 0) {
+		seen := map[OwnerID]bool{}
+		if li.Held {
+			held++
+			if _, ok := f.Session(li.Holder.Session); !ok || li.Holder.Token == 0 {
+				t.Fatalf("lock %q: bad holder %+v", li.Name, li.Holder)
+			}
+			seen[li.Holder.Owner] = true
+		} else if li.DelayUntil == 0 {
+			t.Fatalf("lock %q: neither held nor delayed but present (%d waiters)", li.Name, len(li.Waiters))
+		}
+		for _, w := range li.Waiters {
+			waiters++
+			if _, ok := f.Session(w.Session); !ok || seen[w.Owner] {
+				t.Fatalf("lock %q: bad waiter %+v", li.Name, w)
+			}
+			seen[w.Owner] = true
+		}
+	}
+	if st := f.Stats(); st.Held != held || st.Waiters != waiters {
+		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
+	}
+}
