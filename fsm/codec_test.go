@@ -166,3 +166,55 @@ func checkInvariants(t tb, f *FSM) {
 		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
 	}
 }
+
+var sampleResults = []Result{
+	{Status: StatusOK, Session: 9},
+	{Status: StatusGranted, Session: 3, Token: 1 << 40},
+	{Status: StatusQueued, Session: 3, Position: 17},
+	{Status: StatusLocked, Session: 2, Holder: Holder{Session: 1, Owner: owner(7), Token: 5, AcquiredAt: -3, AcquiredIdx: 99, Description: "node-a"}, DelayUntil: epoch},
+	{Status: StatusNotHolder},
+	{Status: StatusNoSession},
+	{Status: StatusOK, Count: 12},
+	{Status: StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	var b []byte
+	for _, r := range sampleResults {
+		b = AppendResult(b, r)
+	}
+	for i, want := range sampleResults {
+		got, rest, err := DecodeResult(b)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("result %d: %v %+v, want %+v", i, err, got, want)
+		}
+		b = rest
+	}
+	if len(b) != 0 {
+		t.Fatalf("%d bytes left", len(b))
+	}
+}
+
+// FuzzDecodeResult: no panic; what decodes re-encodes to the same result.
+func FuzzDecodeResult(f *testing.F) {
+	for _, r := range sampleResults {
+		f.Add(AppendResult(nil, r))
+	}
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, rest, err := DecodeResult(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidEntry) {
+				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
+			}
+			return
+		}
+		if len(rest) > len(data) {
+			t.Fatal("rest longer than input")
+		}
+		r2, rest2, err := DecodeResult(AppendResult(nil, r))
+		if err != nil || len(rest2) != 0 || !reflect.DeepEqual(r, r2) {
+			t.Fatalf("round trip: %v %+v %+v", err, r, r2)
+		}
+	})
+}

@@ -81,4 +81,3 @@ func (a *applier) endSession(s *session, reason Reason) {
 	}
 	a.emit(Event{Kind: kind, Session: s.id})
 }
-

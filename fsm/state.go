@@ -128,4 +128,3 @@ func (st *state) dropIfIdle(name string, l *lock) {
 		delete(st.locks, name)
 	}
 }
-
