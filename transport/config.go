@@ -85,7 +85,8 @@ type Config struct {
 	// peer. A connection on which nothing arrives for three intervals is
 	// closed as dead (on both sides), failing its in-flight calls with
 	// ErrConnectionLost; writes that block for three intervals do the same.
-	// Default 5s.
+	// Use the same value on every node: a server drops client connections
+	// that stay silent for three of its own intervals. Default 5s.
 	KeepaliveInterval time.Duration
 
 	// testHookReject, when set, is called after a refused connection was
