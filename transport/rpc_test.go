@@ -15,10 +15,8 @@ import (
 func TestCallRoundTrip(t *testing.T) {
 	ca := newTestCA(t, "ca")
 	for _, tc := range []struct {
-		name       string
-		srvTLS     *Config
-		clientTLS  bool
-		serverName string
+		name      string
+		clientTLS bool
 	}{
 		{name: "plaintext"},
 		{name: "mutual-TLS", clientTLS: true},
@@ -293,10 +291,9 @@ func TestPeerRestartReconnect(t *testing.T) {
 
 	cfg := testConfig(nil)
 	cfg.BindAddr = addr
-	srv2 := startTransport(t, cfg, HandlerFunc(func(ctx context.Context, from string, req []byte) ([]byte, error) {
+	startTransport(t, cfg, HandlerFunc(func(ctx context.Context, from string, req []byte) ([]byte, error) {
 		return []byte("new"), nil
 	}))
-	_ = srv2
 	// The stale pooled connection is replaced. At most one call may see the
 	// old connection break (ErrConnectionLost) if it raced the peer's FIN.
 	for attempt := 0; ; attempt++ {
