@@ -1,0 +1,92 @@
+package node_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/node"
+)
+
+func newOwner() fsm.OwnerID {
+	var o fsm.OwnerID
+	rand.Read(o[:])
+	return o
+}
+
+func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) fsm.SessionID {
+	t.Helper()
+	r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})
+	if err != nil || r.Status != fsm.StatusOK {
+		t.Fatalf("open session on %s: %v %+v", n.ID(), err, r)
+	}
+	return r.Session
+}
+
+func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(map[int]string{3: "3 nodes", 5: "5 nodes"}[size], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := cluster.Start(t, cluster.Options{Nodes: size, Net: memnet.New()})
+				leader := c.WaitLeader(10 * time.Second)
+				c.WaitReady(10 * time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+
+				var last fsm.Token
+				for i, n := range c.Nodes {
+					s := openSession(t, ctx, n, time.Minute)
+					o := newOwner()
+					r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + cluster.ID(i), Owner: o})
+					if err != nil || r.Status != fsm.StatusGranted {
+						t.Fatalf("acquire via %s (leader %s): %v %+v", n.ID(), cluster.ID(leader), err, r)
+					}
+					if r.Token <= last {
+						t.Fatalf("token %d after %d", r.Token, last)
+					}
+					last = r.Token
+					// Read-your-writes: the node that proposed already shows it.
+					h, ok := n.Holder("l" + cluster.ID(i))
+					if !ok || h.Owner != o || h.Token != r.Token {
+						t.Fatalf("%s does not show its own grant: %+v %v", n.ID(), h, ok)
+					}
+				}
+				// Every replica converges on the same state.
+				for _, n := range c.Nodes {
+					if err := n.Sync(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				idx0, d0 := c.Nodes[0].Digest()
+				for _, n := range c.Nodes[1:] {
+					if idx, d := n.Digest(); idx != idx0 || d != d0 {
+						t.Fatalf("%s digest at %d differs from n1 at %d", n.ID(), idx, idx0)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestApplyRefusesBadCommands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := cluster.Start(t, cluster.Options{Nodes: 1, Net: memnet.New()})
+		c.WaitLeader(5 * time.Second)
+		ctx := context.Background()
+		for _, cmd := range []fsm.Command{nil, fsm.Tick{}, fsm.ExpireSessions{Sessions: []fsm.SessionID{1}},
+			fsm.Acquire{Session: 1, Lock: "", Owner: newOwner()}, fsm.OpenSession{TTL: -1}} {
+			if _, err := c.Nodes[0].Apply(ctx, cmd); !errors.Is(err, node.ErrInvalidArgument) {
+				t.Fatalf("%#v: err = %v", cmd, err)
+			}
+		}
+		if st := c.Nodes[0].Stats(); st.Sessions != 0 {
+			t.Fatalf("refused commands changed the state: %+v", st)
+		}
+	})
+}

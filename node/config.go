@@ -1,0 +1,176 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Peer is a member of a static cluster configuration.
+type Peer struct {
+	ID   string // unique node id
+	Addr string // its Raft/RPC address (host:port)
+}
+
+// Timing are the Raft timeouts. Elections take between one and two
+// HeartbeatTimeouts after a leader stops being heard; a leader that cannot
+// reach a quorum for LeaderLeaseTimeout steps down.
+type Timing struct {
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout bounds how long a follower waits to learn of a new commit
+	// index when no new entries arrive. At most 5 ms: waiters on followers
+	// wake when their follower applies.
+	CommitTimeout time.Duration
+}
+
+// LANTiming suits replicas on one LAN or data centre: sub-second elections.
+func LANTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      5 * time.Millisecond,
+	}
+}
+
+// TestTiming suits in-process tests: 50 ms timeouts.
+func TestTiming() Timing {
+	return Timing{
+		HeartbeatTimeout:   50 * time.Millisecond,
+		ElectionTimeout:    50 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond,
+		CommitTimeout:      5 * time.Millisecond,
+	}
+}
+
+// Config configures a Node. Start from DefaultConfig and set at least ID and
+// either DataDir or InMemory, and a way to form the cluster (Bootstrap with
+// Peers, or membership through gossip).
+type Config struct {
+	// ID uniquely identifies the node in the cluster, for its whole life.
+	ID string
+	// DataDir holds the Raft log, stable store and snapshots. Required unless
+	// InMemory.
+	DataDir string
+	// InMemory keeps the log and snapshots in memory: NOT durable. For tests
+	// and throw-away demos only; a restarted in-memory node has lost its state
+	// and must not rejoin its old cluster under the same ID.
+	InMemory bool
+
+	// BindAddr is the TCP address of the node's one port (Raft and RPC).
+	BindAddr string
+	// AdvertiseAddr is the address peers dial; default: the bound address.
+	AdvertiseAddr string
+	// TLS, when set, makes every Raft and RPC connection mutual TLS.
+	TLS *tls.Config
+
+	// Bootstrap, with Peers, forms a static cluster: a node without existing
+	// Raft state bootstraps with exactly Peers as voters. Every node of a new
+	// cluster may be given the same Peers and Bootstrap; a node that has
+	// state ignores both.
+	Bootstrap bool
+	Peers     []Peer
+
+	// Timing are the Raft timeouts; default LANTiming.
+	Timing Timing
+	// SnapshotThreshold: log entries between snapshots.
+	SnapshotThreshold uint64
+	// SnapshotInterval: how often Raft checks whether to snapshot.
+	SnapshotInterval time.Duration
+	// TrailingLogs: entries kept after a snapshot for slow followers.
+	TrailingLogs uint64
+	// MaxBatch: commands gathered into one log entry (group commit).
+	MaxBatch int
+	// ForwardTimeout bounds one forwarded RPC to the leader; on timeout the
+	// call is retried (safely: commands are idempotent by owner id).
+	ForwardTimeout time.Duration
+
+	// Logger receives the node's logs, Raft's included. Nil: discarded.
+	Logger *slog.Logger
+	// Registerer receives the node's Prometheus metrics. Nil: none.
+	Registerer prometheus.Registerer
+
+	// Listener and Dialer replace TCP (tests use an in-memory network).
+	Listener net.Listener
+	Dialer   func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// DefaultConfig returns a Config with LAN timings and sizes suited to a lock
+// service; ID, DataDir (or InMemory) and the addresses remain to be set.
+func DefaultConfig() Config {
+	return Config{
+		BindAddr:          "127.0.0.1:7400",
+		Timing:            LANTiming(),
+		SnapshotThreshold: 16384,
+		SnapshotInterval:  30 * time.Second,
+		TrailingLogs:      10240,
+		MaxBatch:          4096,
+		ForwardTimeout:    2 * time.Second,
+	}
+}
+
+// Validate reports the first problem with c, wrapping ErrInvalidConfig.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	t := c.Timing
+	switch {
+	case c.ID == "":
+		return bad("ID is empty")
+	case len(c.ID) > 128:
+		return bad("ID %q longer than 128 bytes", c.ID)
+	case c.DataDir == "" && !c.InMemory:
+		return bad("DataDir is empty and InMemory is false")
+	case c.DataDir != "" && c.InMemory:
+		return bad("both DataDir and InMemory set")
+	case c.BindAddr == "" && c.Listener == nil:
+		return bad("BindAddr is empty")
+	case t.HeartbeatTimeout < 5*time.Millisecond:
+		return bad("Timing.HeartbeatTimeout %v < 5ms", t.HeartbeatTimeout)
+	case t.ElectionTimeout < 5*time.Millisecond:
+		return bad("Timing.ElectionTimeout %v < 5ms", t.ElectionTimeout)
+	case t.LeaderLeaseTimeout < 5*time.Millisecond || t.LeaderLeaseTimeout > t.HeartbeatTimeout:
+		return bad("Timing.LeaderLeaseTimeout %v outside [5ms, HeartbeatTimeout %v]", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
+	case t.CommitTimeout <= 0 || t.CommitTimeout > 5*time.Millisecond:
+		return bad("Timing.CommitTimeout %v outside (0, 5ms]", t.CommitTimeout)
+	case c.SnapshotThreshold == 0:
+		return bad("SnapshotThreshold is 0")
+	case c.SnapshotInterval < 5*time.Millisecond:
+		return bad("SnapshotInterval %v < 5ms", c.SnapshotInterval)
+	case c.MaxBatch < 1:
+		return bad("MaxBatch %d < 1", c.MaxBatch)
+	case c.ForwardTimeout < t.HeartbeatTimeout:
+		return bad("ForwardTimeout %v < HeartbeatTimeout %v", c.ForwardTimeout, t.HeartbeatTimeout)
+	case c.Bootstrap && len(c.Peers) == 0:
+		return bad("Bootstrap without Peers")
+	}
+	ids, addrs := map[string]bool{}, map[string]bool{}
+	self := false
+	for _, p := range c.Peers {
+		switch {
+		case p.ID == "" || p.Addr == "":
+			return bad("peer %+v: empty ID or Addr", p)
+		case ids[p.ID]:
+			return bad("duplicate peer ID %q", p.ID)
+		case addrs[p.Addr]:
+			return bad("duplicate peer address %q", p.Addr)
+		}
+		if _, _, err := net.SplitHostPort(p.Addr); err != nil {
+			return bad("peer %q address %q: %v", p.ID, p.Addr, err)
+		}
+		ids[p.ID], addrs[p.Addr] = true, true
+		self = self || p.ID == c.ID
+	}
+	if c.Bootstrap && !self {
+		return bad("Peers does not contain this node's ID %q", c.ID)
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package node
+
+import "errors"
+
+// Sentinel errors. Test with errors.Is: returned errors wrap them with detail
+// (and, when a context ended, the context's error too).
+var (
+	// ErrNoQuorum: the cluster could not commit or confirm leadership in time
+	// (no leader, or the leader cannot reach a quorum). Nothing was granted or
+	// renewed by this call — or, for an ambiguous failure, the call is safe to
+	// retry with the same owner id.
+	ErrNoQuorum = errors.New("node: no quorum")
+	// ErrSessionExpired: the session does not exist any more on the leader, or
+	// its lease ran out before this keepalive reached the leader.
+	ErrSessionExpired = errors.New("node: session expired")
+	// ErrClosed: the node is shut down (or shutting down).
+	ErrClosed = errors.New("node: closed")
+	// ErrInvalidArgument: a command or argument was refused before it was
+	// proposed; nothing changed.
+	ErrInvalidArgument = errors.New("node: invalid argument")
+	// ErrInvalidConfig: Config.Validate found a problem.
+	ErrInvalidConfig = errors.New("node: invalid config")
+
+	// errNotLeader: this node is not the leader (internal, retried).
+	errNotLeader = errors.New("node: not the leader")
+	// errNoLeader: no leader is known (internal, retried).
+	errNoLeader = errors.New("node: no leader known")
+)

@@ -1,0 +1,178 @@
+package node
+
+import (
+	"sync"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// EventFilter chooses the events a Subscription receives: those of one
+// owner id, one session or one lock, or all of them. Exactly one of Owner,
+// Session, Lock or All must be set.
+type EventFilter struct {
+	Owner   fsm.OwnerID
+	Session fsm.SessionID
+	Lock    string
+	All     bool
+}
+
+// Subscription receives the events the local FSM applies that match its
+// filter, in apply order. Delivery never blocks the FSM: if C is full when an
+// event arrives, the event is dropped, counted, and Resync is signalled — as
+// it is after a snapshot restore replaced the state. A subscriber that sees
+// Resync must re-read the state it cares about from the node.
+//
+// Receive from C and Resync from one goroutine; Close from any.
+type Subscription struct {
+	C      <-chan fsm.Event
+	Resync <-chan struct{}
+
+	c      chan fsm.Event
+	resync chan struct{}
+	hub    *eventHub
+	filter EventFilter
+	once   sync.Once
+}
+
+// Close stops delivery. C is not closed (a concurrent send could race); after
+// Close nothing more is sent on it. Safe to call more than once.
+func (s *Subscription) Close() { s.once.Do(func() { s.hub.remove(s) }) }
+
+func (s *Subscription) deliver(e fsm.Event) bool {
+	select {
+	case s.c <- e:
+		return true
+	default:
+		s.signalResync()
+		return false
+	}
+}
+
+func (s *Subscription) signalResync() {
+	select {
+	case s.resync <- struct{}{}:
+	default:
+	}
+}
+
+// eventHub fans events out to subscriptions, indexed by filter key.
+type eventHub struct {
+	mu        sync.RWMutex
+	byOwner   map[fsm.OwnerID][]*Subscription
+	bySession map[fsm.SessionID][]*Subscription
+	byLock    map[string][]*Subscription
+	all       []*Subscription
+	dropped   func() // metric hook
+}
+
+func newEventHub(dropped func()) *eventHub {
+	return &eventHub{
+		byOwner:   map[fsm.OwnerID][]*Subscription{},
+		bySession: map[fsm.SessionID][]*Subscription{},
+		byLock:    map[string][]*Subscription{},
+		dropped:   dropped,
+	}
+}
+
+func (h *eventHub) add(f EventFilter, buf int) *Subscription {
+	s := &Subscription{c: make(chan fsm.Event, buf), resync: make(chan struct{}, 1), hub: h, filter: f}
+	s.C, s.Resync = s.c, s.resync
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case f.All:
+		h.all = append(h.all, s)
+	case !f.Owner.IsZero():
+		h.byOwner[f.Owner] = append(h.byOwner[f.Owner], s)
+	case f.Session != 0:
+		h.bySession[f.Session] = append(h.bySession[f.Session], s)
+	default:
+		h.byLock[f.Lock] = append(h.byLock[f.Lock], s)
+	}
+	return s
+}
+
+func without(list []*Subscription, s *Subscription) []*Subscription {
+	for i, x := range list {
+		if x == s {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			return list[:len(list)-1]
+		}
+	}
+	return list
+}
+
+func (h *eventHub) remove(s *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := s.filter
+	switch {
+	case f.All:
+		h.all = without(h.all, s)
+	case !f.Owner.IsZero():
+		if h.byOwner[f.Owner] = without(h.byOwner[f.Owner], s); len(h.byOwner[f.Owner]) == 0 {
+			delete(h.byOwner, f.Owner)
+		}
+	case f.Session != 0:
+		if h.bySession[f.Session] = without(h.bySession[f.Session], s); len(h.bySession[f.Session]) == 0 {
+			delete(h.bySession, f.Session)
+		}
+	default:
+		if h.byLock[f.Lock] = without(h.byLock[f.Lock], s); len(h.byLock[f.Lock]) == 0 {
+			delete(h.byLock, f.Lock)
+		}
+	}
+}
+
+// dispatch delivers events; called on the FSM goroutine, never blocks.
+func (h *eventHub) dispatch(events []fsm.Event) {
+	if len(events) == 0 {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	send := func(list []*Subscription, e fsm.Event) {
+		for _, s := range list {
+			if !s.deliver(e) && h.dropped != nil {
+				h.dropped()
+			}
+		}
+	}
+	for _, e := range events {
+		send(h.all, e)
+		if !e.Owner.IsZero() {
+			send(h.byOwner[e.Owner], e)
+		}
+		if e.Session != 0 {
+			send(h.bySession[e.Session], e)
+		}
+		if e.Lock != "" {
+			send(h.byLock[e.Lock], e)
+		}
+	}
+}
+
+// resyncAll tells every subscription to re-read the state (after a restore).
+func (h *eventHub) resyncAll() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, s := range h.all {
+		s.signalResync()
+	}
+	for _, list := range h.byOwner {
+		resync(list)
+	}
+	for _, list := range h.bySession {
+		resync(list)
+	}
+	for _, list := range h.byLock {
+		resync(list)
+	}
+}
+
+func resync(list []*Subscription) {
+	for _, s := range list {
+		s.signalResync()
+	}
+}

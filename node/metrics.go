@@ -1,0 +1,175 @@
+package node
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	gometrics "github.com/hashicorp/go-metrics/compat"
+	gmprom "github.com/hashicorp/go-metrics/compat/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// metrics of one node. They always exist (so that code paths do not branch);
+// they are exposed only if Config.Registerer is set.
+type metrics struct {
+	commitLatency   prometheus.Histogram
+	batchSize       prometheus.Histogram
+	commits         *prometheus.CounterVec
+	forwards        *prometheus.CounterVec
+	keepalives      *prometheus.CounterVec
+	grants          prometheus.Counter
+	releases        *prometheus.CounterVec
+	expiries        prometheus.Counter
+	expiryProposals prometheus.Counter
+	leaderChanges   prometheus.Counter
+	eventDrops      prometheus.Counter
+	gauges          []prometheus.Collector
+}
+
+func newMetrics(n *Node) *metrics {
+	const ns, sub = "raftlock", "node"
+	m := &metrics{
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "apply_duration_seconds",
+			Help: "Leader: time from raft Apply of a batch entry to its application.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "batch_commands",
+			Help: "Leader: commands per group-commit log entry.", Buckets: prometheus.ExponentialBuckets(1, 2, 13)}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_total",
+			Help: "Leader: batch entries proposed, by outcome."}, []string{"outcome"}),
+		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwards_total",
+			Help: "Follower: RPCs forwarded to the leader, by outcome."}, []string{"outcome"}),
+		keepalives: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "keepalives_total",
+			Help: "Keepalives handled, by result (ok, expired, no_quorum, error)."}, []string{"result"}),
+		grants: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "grants_total",
+			Help: "Locks granted (applied on this replica)."}),
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "releases_total",
+			Help: "Locks released (applied on this replica), by reason."}, []string{"reason"}),
+		expiries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "session_expiries_total",
+			Help: "Sessions expired (applied on this replica)."}),
+		expiryProposals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "session_expiries_proposed_total",
+			Help: "Leader: sessions this node expired as leader."}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "leadership_changes_total",
+			Help: "Times this node gained or lost leadership."}),
+		eventDrops: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_drops_total",
+			Help: "Events dropped because a subscriber was slow (it was told to resync)."}),
+	}
+	gauge := func(name, help string, f func() float64) {
+		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, f))
+	}
+	raftUp := func(f func() float64) func() float64 {
+		return func() float64 {
+			if !n.started.Load() {
+				return 0
+			}
+			return f()
+		}
+	}
+	gauge("is_leader", "1 if this node is the Raft leader.", raftUp(func() float64 { return b2f(n.IsLeader()) }))
+	gauge("term", "Current Raft term.", raftUp(func() float64 { return float64(n.raft.CurrentTerm()) }))
+	gauge("commit_index", "Raft commit index.", raftUp(func() float64 { return float64(n.raft.CommitIndex()) }))
+	gauge("applied_index", "Index applied by the local FSM.", func() float64 { return float64(n.applied.get()) })
+	gauge("last_contact_seconds", "Follower: seconds since the leader was last heard.", raftUp(func() float64 {
+		if n.IsLeader() || n.raft.LastContact().IsZero() {
+			return 0
+		}
+		return time.Since(n.raft.LastContact()).Seconds()
+	}))
+	gauge("sessions", "Live sessions.", func() float64 { return float64(n.fsm.Stats().Sessions) })
+	gauge("locks_held", "Locks with a holder.", func() float64 { return float64(n.fsm.Stats().Held) })
+	gauge("waiters", "Queued acquisitions over all locks.", func() float64 { return float64(n.fsm.Stats().Waiters) })
+	gauge("last_token", "Last fencing token granted.", func() float64 { return float64(n.fsm.Stats().LastToken) })
+	return m
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (m *metrics) all() []prometheus.Collector {
+	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.keepalives, m.grants,
+		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops}, m.gauges...)
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	if r == nil {
+		return nil
+	}
+	for _, c := range m.all() {
+		if err := r.Register(c); err != nil {
+			var dup prometheus.AlreadyRegisteredError
+			if errors.As(err, &dup) {
+				return errors.New("node: metrics already registered: give each node in a process its own Registerer")
+			}
+			return err
+		}
+	}
+	bridgeRaftMetrics(r)
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	if r == nil {
+		return
+	}
+	for _, c := range m.all() {
+		r.Unregister(c)
+	}
+}
+
+func (m *metrics) observeCommit(d time.Duration, n int, err error) {
+	m.commitLatency.Observe(d.Seconds())
+	m.batchSize.Observe(float64(n))
+	if err != nil {
+		m.commits.WithLabelValues("error").Inc()
+	} else {
+		m.commits.WithLabelValues("ok").Inc()
+	}
+}
+
+func (m *metrics) observeEvents(events []fsm.Event) {
+	for _, e := range events {
+		switch e.Kind {
+		case fsm.EventGranted:
+			m.grants.Inc()
+		case fsm.EventReleased:
+			m.releases.WithLabelValues(e.Reason.String()).Inc()
+		case fsm.EventSessionExpired:
+			m.expiries.Inc()
+		}
+	}
+}
+
+func (m *metrics) countKeepAlive(err error) {
+	switch {
+	case err == nil:
+		m.keepalives.WithLabelValues("ok").Inc()
+	case errors.Is(err, ErrSessionExpired):
+		m.keepalives.WithLabelValues("expired").Inc()
+	case errors.Is(err, ErrNoQuorum):
+		m.keepalives.WithLabelValues("no_quorum").Inc()
+	default:
+		m.keepalives.WithLabelValues("error").Inc()
+	}
+}
+
+var bridgeOnce sync.Once
+
+// bridgeRaftMetrics sends hashicorp/raft's own metrics (go-metrics, a
+// process-wide global) to the first Registerer a node is given.
+func bridgeRaftMetrics(r prometheus.Registerer) {
+	bridgeOnce.Do(func() {
+		sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: r, Name: "raftlock_raft_sink", Expiration: time.Minute})
+		if err != nil {
+			return
+		}
+		cfg := gometrics.DefaultConfig("raftlock")
+		cfg.EnableHostname = false
+		cfg.EnableRuntimeMetrics = false
+		_, _ = gometrics.NewGlobal(cfg, sink)
+	})
+}

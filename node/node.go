@@ -1,0 +1,336 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/hclogslog"
+	"github.com/raftlock/raftlock/transport"
+)
+
+// Node is one replica: a Raft member with the lock state machine, its
+// transport, the leader's lease manager, forwarding of proposals to the
+// leader and the local event fan-out. Create it with Start and stop it with
+// Close. All methods are safe for concurrent use.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	fsm     *fsm.FSM
+	raft    *raft.Raft
+	trans   *transport.Transport
+	store   *storage
+	metrics *metrics
+
+	applied   appliedIndex
+	events    *eventHub
+	lease     *leaseManager
+	verifier  *verifier
+	proposer  *batcher // leader: group commit into raft
+	forwarder *batcher // follower: group forwarding to the leader
+
+	ctx     context.Context // ends when Close begins
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // every goroutine the node starts
+	started atomic.Bool    // raft is set
+	crash   atomic.Bool    // Kill: no leadership transfer
+	ready   chan struct{}
+	closing sync.Once
+	closed  chan struct{}
+	errc    error
+}
+
+// Start opens the node's storage, starts its transport and Raft, and returns.
+// It does not wait for a leader: use Ready or WaitReady. With Bootstrap and
+// Peers, a node without Raft state bootstraps a new cluster (every node of
+// it may be given the same Peers). ctx only bounds Start itself.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{cfg: cfg, log: logger.With("node", cfg.ID), ready: make(chan struct{}), closed: make(chan struct{})}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.metrics = newMetrics(n)
+	n.events = newEventHub(n.metrics.eventDrops.Inc)
+	n.fsm = fsm.New((*observer)(n))
+	n.lease = newLeaseManager(n)
+	n.proposer = &batcher{max: cfg.MaxBatch, run: n.commit, wg: &n.wg}
+	n.forwarder = &batcher{max: cfg.MaxBatch, run: n.forward, wg: &n.wg}
+	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
+
+	ok := false
+	defer func() {
+		if !ok {
+			n.cancel()
+			n.abortStart()
+		}
+	}()
+	hlog := hclogslog.New(n.log, "raft")
+	var err error
+	if n.store, err = openStorage(&cfg, hlog); err != nil {
+		return nil, err
+	}
+	n.trans, err = transport.New(transport.Config{
+		BindAddr:      cfg.BindAddr,
+		AdvertiseAddr: cfg.AdvertiseAddr,
+		TLS:           cfg.TLS,
+		Listener:      cfg.Listener,
+		Dialer:        cfg.Dialer,
+		Logger:        n.log,
+		Registerer:    cfg.Registerer,
+	}, transport.HandlerFunc(n.handleRPC))
+	if err != nil {
+		return nil, fmt.Errorf("node: transport: %w", err)
+	}
+	rc := n.raftConfig(hlog)
+	if cfg.Bootstrap {
+		if err := n.bootstrap(rc); err != nil {
+			return nil, err
+		}
+	}
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
+		return nil, fmt.Errorf("node: start raft: %w", err)
+	}
+	n.started.Store(true)
+	if err := n.metrics.register(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.becomeReady()
+	ok = true
+	n.log.Info("node started", "addr", n.trans.Addr(), "in_memory", cfg.InMemory, "data_dir", cfg.DataDir)
+	return n, nil
+}
+
+func (n *Node) raftConfig(hlog *hclogslog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.ID)
+	rc.HeartbeatTimeout = n.cfg.Timing.HeartbeatTimeout
+	rc.ElectionTimeout = n.cfg.Timing.ElectionTimeout
+	rc.LeaderLeaseTimeout = n.cfg.Timing.LeaderLeaseTimeout
+	rc.CommitTimeout = n.cfg.Timing.CommitTimeout
+	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	rc.SnapshotInterval = n.cfg.SnapshotInterval
+	rc.TrailingLogs = n.cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.NoLegacyTelemetry = true
+	rc.Logger = hlog
+	return rc
+}
+
+func (n *Node) bootstrap(rc *raft.Config) error {
+	has, err := raft.HasExistingState(n.store.logs, n.store.stable, n.store.snaps)
+	if err != nil {
+		return fmt.Errorf("node: read raft state: %w", err)
+	}
+	if has {
+		n.log.Info("existing raft state found; not bootstrapping")
+		return nil
+	}
+	var conf raft.Configuration
+	for _, p := range n.cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	}
+	if err := raft.BootstrapCluster(rc, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport(), conf); err != nil {
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	n.log.Info("bootstrapped a new cluster", "peers", len(n.cfg.Peers))
+	return nil
+}
+
+// abortStart releases what a failed Start opened.
+func (n *Node) abortStart() {
+	if n.raft != nil {
+		n.raft.Shutdown().Error()
+	}
+	if n.trans != nil {
+		n.trans.Close()
+	}
+	n.proposer.close()
+	n.forwarder.close()
+	n.wg.Wait()
+	if n.store != nil {
+		n.store.close()
+	}
+	n.metrics.unregister(n.cfg.Registerer)
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr returns the node's Raft/RPC address as peers dial it.
+func (n *Node) Addr() string { return n.trans.Addr() }
+
+// Timing returns the node's Raft timeouts (lockapi sizes session TTLs from them).
+func (n *Node) Timing() Timing { return n.cfg.Timing }
+
+// Logger returns the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+// Ready returns a channel closed once the node knows a leader and its FSM
+// has caught up with the leader's commit index at that time.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// WaitReady waits until Ready is closed, ctx ends, or the node closes.
+func (n *Node) WaitReady(ctx context.Context) error {
+	select {
+	case <-n.ready:
+		return nil
+	case <-n.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("node: not ready: %w: %w", ErrNoQuorum, ctx.Err())
+	}
+}
+
+func (n *Node) becomeReady() {
+	defer n.wg.Done()
+	if err := n.Sync(n.ctx); err != nil {
+		return // closing
+	}
+	close(n.ready)
+	n.log.Info("node ready", "applied_index", n.applied.get())
+}
+
+// watchLeadership runs the lease manager for as long as this node leads.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	var stop func()
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case leader := <-n.raft.LeaderCh():
+			n.metrics.leaderChanges.Inc()
+			if stop != nil {
+				stop()
+				stop = nil
+			}
+			if !leader {
+				n.log.Info("lost leadership")
+				continue
+			}
+			n.log.Info("gained leadership", "term", n.raft.CurrentTerm())
+			ctx, cancel := context.WithCancel(n.ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				n.lease.lead(ctx)
+			}()
+			stop = func() { cancel(); <-done }
+		}
+	}
+}
+
+// Close leaves the cluster gracefully: a leader first hands leadership to
+// another voter, then Raft stops, the transport closes every connection and
+// the storage is closed. Calls in progress fail with ErrClosed. It returns
+// when everything has stopped or ctx ends (the shutdown then continues in the
+// background). Safe to call more than once.
+func (n *Node) Close(ctx context.Context) error {
+	n.closing.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.errc = n.shutdown()
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			n.errc = fmt.Errorf("node: close: %w (shutdown continues)", ctx.Err())
+		}
+	})
+	return n.errc
+}
+
+// Kill stops the node abruptly, as a crash would look to the rest of the
+// cluster: no leadership hand-off. Storage is closed cleanly, so the node can
+// be restarted from its data dir. Meant for tests and fault injection.
+func (n *Node) Kill(ctx context.Context) error {
+	n.crash.Store(true)
+	return n.Close(ctx)
+}
+
+func (n *Node) shutdown() error {
+	if !n.crash.Load() && n.raft.State() == raft.Leader && n.hasOtherVoters() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer before shutdown failed", "err", err)
+		}
+	}
+	n.cancel()
+	close(n.closed)
+	n.proposer.close()
+	n.forwarder.close()
+	f := n.raft.Shutdown()
+	n.trans.Close()
+	err := f.Error()
+	n.wg.Wait()
+	if cerr := n.store.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	n.metrics.unregister(n.cfg.Registerer)
+	n.log.Info("node closed")
+	if err != nil {
+		return fmt.Errorf("node: close: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) hasOtherVoters() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != n.cfg.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) isClosed() bool {
+	select {
+	case <-n.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// observer receives what the FSM applies (on Raft's FSM goroutine).
+type observer Node
+
+func (o *observer) Applied(index uint64, events []fsm.Event) {
+	n := (*Node)(o)
+	n.events.dispatch(events)
+	n.lease.observe(events)
+	n.metrics.observeEvents(events)
+	n.applied.advance(index) // last: a caller woken by it finds its events delivered
+}
+
+func (o *observer) Restored(index uint64) {
+	n := (*Node)(o)
+	n.events.resyncAll()
+	n.lease.restored()
+	n.applied.advance(index)
+}
+

@@ -1,0 +1,239 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/transport"
+)
+
+// Apply proposes a command and returns its result once the command is
+// committed and applied on this node (read-your-writes: the local FSM, and
+// therefore Subscriptions on this node, already reflect it).
+//
+// On the leader the command joins the next group-commit batch; on a follower
+// it is forwarded (batched) to the leader. While no leader is known, or the
+// leader cannot commit, Apply retries with jittered backoff until ctx ends;
+// it then returns an error wrapping ErrNoQuorum and ctx.Err(). Retries are
+// safe because Acquire and Release are idempotent on (lock, owner); a retried
+// OpenSession may leave an unused session behind, which expires by its TTL.
+//
+// Business outcomes (locked, not holder, no session) are in the Result, not
+// the error. ExpireSessions and Tick are reserved to the leader and refused
+// with ErrInvalidArgument, as are commands that fail Validate.
+func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	switch cmd.(type) {
+	case nil:
+		return fsm.Result{}, fmt.Errorf("%w: nil command", ErrInvalidArgument)
+	case fsm.ExpireSessions, fsm.Tick:
+		return fsm.Result{}, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
+	}
+	if err := cmd.Validate(); err != nil {
+		return fsm.Result{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	var out outcome
+	err := n.retry(ctx, func(ctx context.Context) error {
+		out = n.route(ctx, cmd)
+		return out.err
+	})
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	if err := n.applied.wait(ctx, out.index); err != nil {
+		return out.res, fmt.Errorf("node: committed at index %d but not yet applied here: %w", out.index, err)
+	}
+	return out.res, nil
+}
+
+// route makes one attempt through the proposer (leader) or the forwarder.
+func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
+	p := newProposal(ctx, cmd)
+	if n.raft.State() == raft.Leader {
+		n.proposer.submit(p)
+	} else {
+		n.forwarder.submit(p)
+	}
+	return p.wait()
+}
+
+// proposeAsLeader proposes through this node's group commit without
+// forwarding or retrying (the lease manager's own commands).
+func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
+	p := newProposal(ctx, cmd)
+	n.proposer.submit(p)
+	return p.wait()
+}
+
+// commit is the leader's batch: one log entry stamped with the leader's
+// time, carrying every command of the batch.
+func (n *Node) commit(batch []*proposal) {
+	cmds := make([]fsm.Command, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	fail := func(err error) {
+		for _, p := range batch {
+			p.finish(outcome{err: err})
+		}
+	}
+	data, err := fsm.EncodeEntry(fsm.Entry{At: time.Now().UnixNano(), Commands: cmds})
+	if err != nil {
+		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
+		return
+	}
+	start := time.Now()
+	f := n.raft.Apply(data, n.cfg.ForwardTimeout)
+	err = f.Error()
+	n.metrics.observeCommit(time.Since(start), len(batch), err)
+	if err != nil {
+		fail(raftErr(err))
+		return
+	}
+	resp, ok := f.Response().(*fsm.Response)
+	if !ok || resp.Err != nil || len(resp.Results) != len(batch) {
+		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
+		return
+	}
+	for i, p := range batch {
+		p.finish(outcome{res: resp.Results[i], index: f.Index()})
+	}
+}
+
+// forward is a follower's batch: one RPC to the leader carrying every
+// command of the batch.
+func (n *Node) forward(batch []*proposal) {
+	fail := func(err error) {
+		for _, p := range batch {
+			p.finish(outcome{err: err})
+		}
+	}
+	addr, id := n.raft.LeaderWithID()
+	switch {
+	case addr == "":
+		fail(errNoLeader)
+		return
+	case string(id) == n.cfg.ID:
+		n.proposer.submit(batch...) // became leader meanwhile
+		return
+	}
+	cmds := make([]fsm.Command, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	req, err := encodeApplyRequest(cmds)
+	if err != nil {
+		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+	reply, err := n.trans.Call(ctx, string(addr), req)
+	cancel()
+	n.metrics.forwards.WithLabelValues(outcomeLabel(err)).Inc()
+	if err != nil {
+		fail(fmt.Errorf("%w: forward to %s: %w", errForward, id, err))
+		return
+	}
+	outs, err := decodeApplyReply(reply, len(batch))
+	if err != nil {
+		fail(fmt.Errorf("%w: reply from %s: %w", errForward, id, err))
+		return
+	}
+	for i, p := range batch {
+		p.finish(outs[i])
+	}
+}
+
+// errForward: an RPC to the leader failed; retried (commands are idempotent).
+var errForward = errors.New("node: forwarding to the leader failed")
+
+func raftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return errNotLeader
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	default: // ErrLeadershipLost, ErrEnqueueTimeout, ErrAbortedByRestore: ambiguous, retried
+		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
+	}
+}
+
+// leadershipErr maps a failed VerifyLeader (or its context).
+func leadershipErr(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errUnknown{err}
+	default:
+		return raftErr(err)
+	}
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, errNotLeader) || errors.Is(err, errNoLeader) ||
+		errors.Is(err, ErrNoQuorum) || errors.Is(err, errForward)
+}
+
+// retry runs op until it succeeds, fails for good, or ctx ends. Failures
+// that mean "no leader / cannot commit now" are retried with jittered,
+// exponential backoff (a tenth of a heartbeat up to an election timeout).
+func (n *Node) retry(ctx context.Context, op func(context.Context) error) error {
+	start := time.Now()
+	var last error
+	for attempt := 0; ; attempt++ {
+		if n.isClosed() {
+			return ErrClosed
+		}
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		if unknown := (errUnknown{}); errors.As(err, &unknown) {
+			return n.giveUp(ctx, last, err, start)
+		}
+		if !retryable(err) {
+			return err
+		}
+		last = err
+		if sleepCtx(ctx, n.backoff(attempt)) != nil {
+			return n.giveUp(ctx, last, nil, start)
+		}
+	}
+}
+
+// giveUp explains why ctx ended: ErrNoQuorum if the cluster was not able to
+// commit or confirm in the time the caller gave.
+func (n *Node) giveUp(ctx context.Context, last, final error, start time.Time) error {
+	switch {
+	case last != nil:
+		return fmt.Errorf("%w: %w (last attempt: %v)", ErrNoQuorum, ctx.Err(), last)
+	case time.Since(start) >= n.cfg.Timing.ElectionTimeout:
+		return fmt.Errorf("%w: %w: not committed within %v", ErrNoQuorum, ctx.Err(), time.Since(start).Round(time.Millisecond))
+	case final != nil:
+		return fmt.Errorf("node: %w", final)
+	}
+	return ctx.Err()
+}
+
+func (n *Node) backoff(attempt int) time.Duration {
+	base := n.cfg.Timing.HeartbeatTimeout / 10
+	d := base << min(attempt, 6)
+	d = min(d, n.cfg.Timing.ElectionTimeout)
+	return d/2 + rand.N(d/2+1)
+}
+
+func outcomeLabel(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, transport.ErrClosed):
+		return "closed"
+	}
+	return "error"
+}

@@ -1,0 +1,291 @@
+package node
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Forwarding messages between replicas. Every message starts with a version
+// byte and a kind byte; a replica refuses a version it does not know.
+//
+//	apply request:      v, kindApply, fsm entry encoding (its At is ignored)
+//	apply reply:        v, kindApply, n, n × (code, [index, result] | message)
+//	keepalive request:  v, kindKeepAlive, session
+//	keepalive reply:    v, kindKeepAlive, code, message
+//	read-index request: v, kindReadIndex
+//	read-index reply:   v, kindReadIndex, code, index, message
+const wireVersion byte = 1
+
+const (
+	kindApply     byte = 1
+	kindKeepAlive byte = 2
+	kindReadIndex byte = 3
+)
+
+// code is how an error crosses the wire.
+type code byte
+
+const (
+	codeOK code = iota
+	codeNotLeader
+	codeNoQuorum
+	codeSessionExpired
+	codeInvalid
+	codeClosed
+	codeInternal
+)
+
+var errWire = errors.New("node: malformed message")
+
+func errCode(err error) code {
+	switch {
+	case err == nil:
+		return codeOK
+	case errors.Is(err, errNotLeader), errors.Is(err, errNoLeader):
+		return codeNotLeader
+	case errors.Is(err, ErrNoQuorum):
+		return codeNoQuorum
+	case errors.Is(err, ErrSessionExpired):
+		return codeSessionExpired
+	case errors.Is(err, ErrInvalidArgument):
+		return codeInvalid
+	case errors.Is(err, ErrClosed):
+		return codeClosed
+	}
+	return codeInternal
+}
+
+// remoteErr rebuilds an error from the wire; the sentinel is kept for
+// errors.Is, the leader's message for people.
+func remoteErr(c code, msg string) error {
+	var base error
+	switch c {
+	case codeOK:
+		return nil
+	case codeNotLeader:
+		base = errNotLeader
+	case codeNoQuorum:
+		base = ErrNoQuorum
+	case codeSessionExpired:
+		base = ErrSessionExpired
+	case codeInvalid:
+		base = ErrInvalidArgument
+	case codeClosed:
+		// The leader is shutting down: for the caller that is "no leader".
+		base = errNotLeader
+	default:
+		return fmt.Errorf("node: leader error: %s", msg)
+	}
+	return fmt.Errorf("%w (leader: %s)", base, msg)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendErr(b []byte, err error) []byte {
+	b = append(b, byte(errCode(err)))
+	if err == nil {
+		return appendString(b, "")
+	}
+	msg := err.Error()
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	return appendString(b, msg)
+}
+
+// reader decodes a message; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) || n > 1024 {
+		r.fail()
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) errValue() error {
+	c := code(r.byte())
+	msg := r.string()
+	if r.err == nil && c > codeInternal {
+		r.fail()
+	}
+	return remoteErr(c, msg)
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = errWire
+	}
+}
+
+func (r *reader) header(kind byte) {
+	if v := r.byte(); r.err == nil && v != wireVersion {
+		r.err = fmt.Errorf("%w: unknown version %d", errWire, v)
+	}
+	if k := r.byte(); r.err == nil && k != kind {
+		r.err = fmt.Errorf("%w: kind %d, want %d", errWire, k, kind)
+	}
+}
+
+func (r *reader) end() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d trailing bytes", errWire, len(r.b))
+	}
+	return r.err
+}
+
+// requestKind returns the kind of a request after checking its version.
+func requestKind(b []byte) (byte, error) {
+	if len(b) < 2 {
+		return 0, fmt.Errorf("%w: short request", errWire)
+	}
+	if b[0] != wireVersion {
+		return 0, fmt.Errorf("%w: unknown version %d", errWire, b[0])
+	}
+	return b[1], nil
+}
+
+func encodeApplyRequest(cmds []fsm.Command) ([]byte, error) {
+	return fsm.AppendEntry([]byte{wireVersion, kindApply}, fsm.Entry{Commands: cmds})
+}
+
+func decodeApplyRequest(b []byte) ([]fsm.Command, error) {
+	if k, err := requestKind(b); err != nil || k != kindApply {
+		return nil, fmt.Errorf("%w: not an apply request", errWire)
+	}
+	e, err := fsm.DecodeEntry(b[2:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errWire, err)
+	}
+	return e.Commands, nil
+}
+
+// outcome is the result of one proposed command.
+type outcome struct {
+	res   fsm.Result
+	index uint64
+	err   error
+}
+
+func encodeApplyReply(outs []outcome) []byte {
+	b := []byte{wireVersion, kindApply}
+	b = binary.AppendUvarint(b, uint64(len(outs)))
+	for _, o := range outs {
+		b = appendErr(b, o.err)
+		if o.err == nil {
+			b = binary.AppendUvarint(b, o.index)
+			b = fsm.AppendResult(b, o.res)
+		}
+	}
+	return b
+}
+
+func decodeApplyReply(b []byte, want int) ([]outcome, error) {
+	r := reader{b: b}
+	r.header(kindApply)
+	n := r.uvarint()
+	if r.err == nil && n != uint64(want) {
+		return nil, fmt.Errorf("%w: %d results for %d commands", errWire, n, want)
+	}
+	outs := make([]outcome, 0, want)
+	for i := 0; i < want && r.err == nil; i++ {
+		var o outcome
+		if o.err = r.errValue(); o.err == nil && r.err == nil {
+			o.index = r.uvarint()
+			if r.err == nil {
+				res, rest, err := fsm.DecodeResult(r.b)
+				if err != nil {
+					r.err = fmt.Errorf("%w: %w", errWire, err)
+					break
+				}
+				o.res, r.b = res, rest
+			}
+		}
+		outs = append(outs, o)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+func encodeKeepAliveRequest(s fsm.SessionID) []byte {
+	return binary.AppendUvarint([]byte{wireVersion, kindKeepAlive}, uint64(s))
+}
+
+func decodeKeepAliveRequest(b []byte) (fsm.SessionID, error) {
+	r := reader{b: b}
+	r.header(kindKeepAlive)
+	s := fsm.SessionID(r.uvarint())
+	return s, r.end()
+}
+
+func encodeKeepAliveReply(err error) []byte {
+	return appendErr([]byte{wireVersion, kindKeepAlive}, err)
+}
+
+// decodeKeepAliveReply returns the leader's verdict, or a decoding error.
+func decodeKeepAliveReply(b []byte) (verdict error, err error) {
+	r := reader{b: b}
+	r.header(kindKeepAlive)
+	verdict = r.errValue()
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return verdict, nil
+}
+
+func encodeReadIndexRequest() []byte { return []byte{wireVersion, kindReadIndex} }
+
+func encodeReadIndexReply(index uint64, err error) []byte {
+	b := []byte{wireVersion, kindReadIndex}
+	b = appendErr(b, err)
+	return binary.AppendUvarint(b, index)
+}
+
+func decodeReadIndexReply(b []byte) (index uint64, verdict error, err error) {
+	r := reader{b: b}
+	r.header(kindReadIndex)
+	verdict = r.errValue()
+	index = r.uvarint()
+	if err := r.end(); err != nil {
+		return 0, nil, err
+	}
+	return index, verdict, nil
+}
