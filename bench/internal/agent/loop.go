@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/bench/internal/mono"
+)
+
+// maxOpsPerWorker bounds a worker's loop by count as well as by time.
+const maxOpsPerWorker = 2_000_000
+
+// errorPause is how long a worker waits after a failed operation before the
+// next one, so that an unavailable cluster is not spun against.
+const errorPause = time.Millisecond
+
+// Loop runs the workers of args and returns their completed operations.
+func (a *Agent) Loop(args LoopArgs, reply *LoopReply) error {
+	if _, err := a.started(); err != nil {
+		return err
+	}
+	for k := range args.Names {
+		if _, err := a.session(k); err != nil {
+			return err
+		}
+	}
+	results := make([]LoopReply, len(args.Names))
+	var wg sync.WaitGroup
+	for k, name := range args.Names {
+		wg.Go(func() { results[k] = a.work(k, name, args) })
+	}
+	wg.Wait()
+	for _, r := range results {
+		reply.Ops = append(reply.Ops, r.Ops...)
+		reply.Errors.Merge(r.Errors)
+	}
+	return nil
+}
+
+// work is worker k's loop.
+func (a *Agent) work(k int, name string, args LoopArgs) LoopReply {
+	var out LoopReply
+	mono.Sleep(args.StartAt)
+	for n := 0; n < maxOpsPerWorker && mono.Now() < args.StopAt && a.ctx.Err() == nil; n++ {
+		op, err := a.lockUnlock(k, name, args.OpTimeout)
+		if err != nil {
+			out.Errors.add(err)
+			time.Sleep(errorPause)
+			continue
+		}
+		out.Ops = append(out.Ops, op)
+	}
+	return out
+}
+
+// lockUnlock makes one Lock+Unlock with pool session k, replacing the
+// session first if it was lost.
+func (a *Agent) lockUnlock(k int, name string, timeout time.Duration) (Op, error) {
+	s, err := a.session(k)
+	if err != nil {
+		return Op{}, err
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, timeout)
+	defer cancel()
+	select {
+	case <-s.Done():
+		if err := a.renew(ctx, k, s); err != nil {
+			return Op{}, fmt.Errorf("renew lost session: %w", err)
+		}
+		return Op{}, fmt.Errorf("session was lost (renewed)")
+	default:
+	}
+	op := Op{Worker: int32(k), LockStart: mono.Now()}
+	l, err := s.Lock(ctx, name)
+	op.Granted = mono.Now()
+	if err != nil {
+		return Op{}, fmt.Errorf("lock: %w", err)
+	}
+	op.UnlockStart = mono.Now()
+	err = l.Unlock(ctx)
+	op.UnlockEnd = mono.Now()
+	if err != nil {
+		return Op{}, fmt.Errorf("unlock: %w", err)
+	}
+	return op, nil
+}

@@ -1,0 +1,118 @@
+// Package agent is the replica-process side of the benchmark and the
+// parent's client for it. The parent re-executes its own binary once per
+// replica with EnvChild set; the child starts one replica of the lock service
+// under test and serves net/rpc (gob over one loopback TCP connection) so the
+// parent can run workload phases inside it. Only control messages cross that
+// connection — a few per workload run — never the individual lock operations:
+// those run in the replica process, against the embedded client side.
+package agent
+
+import "time"
+
+// EnvChild is the environment variable that makes the benchmark binary run as
+// a replica process; its value is a JSON ChildConfig.
+const EnvChild = "RAFTLOCK_BENCH_CHILD"
+
+// ChildConfig is what a replica process needs to start its replica.
+type ChildConfig struct {
+	System  string     // registered lockservice.System name
+	Index   int        // replica index
+	Addrs   [][]string // every replica's reserved loopback addresses
+	DataDir string     // this replica's empty data directory
+}
+
+// Empty is the argument or reply of calls that carry nothing.
+type Empty struct{}
+
+// WaitArgs bounds the wait for the replica to start.
+type WaitArgs struct{ Timeout time.Duration }
+
+// StatusReply is the replica's view of the cluster.
+type StatusReply struct {
+	Leader   bool
+	LogIndex uint64
+}
+
+// OpenArgs asks for a fresh pool of sessions (closing the previous pool).
+type OpenArgs struct {
+	Count   int
+	TTL     time.Duration
+	Timeout time.Duration // for the whole call
+}
+
+// LoopArgs runs one worker per name: worker k loops Lock(Names[k]) then
+// Unlock with pool session k, from StartAt until StopAt (CLOCK_MONOTONIC ns,
+// see package mono). Several workers may share a name (contention).
+type LoopArgs struct {
+	Names     []string
+	StartAt   int64
+	StopAt    int64
+	OpTimeout time.Duration // bounds each Lock and each Unlock
+}
+
+// Op is one completed Lock+Unlock, as CLOCK_MONOTONIC ns.
+type Op struct {
+	Worker      int32
+	LockStart   int64 // Lock called
+	Granted     int64 // Lock returned the lease
+	UnlockStart int64 // Unlock called
+	UnlockEnd   int64 // Unlock returned
+}
+
+// LoopReply holds every completed operation of the loop.
+type LoopReply struct {
+	Ops    []Op
+	Errors Errors
+}
+
+// HoldArgs makes each pool session acquire PerSession locks named
+// Prefix/<replica>/<session>/<k> and keep them until CloseSessions.
+type HoldArgs struct {
+	Prefix      string
+	PerSession  int
+	Concurrency int
+	OpTimeout   time.Duration
+}
+
+// HoldReply reports the acquisitions.
+type HoldReply struct {
+	Held    int
+	Elapsed time.Duration
+	Errors  Errors
+}
+
+// CloseArgs bounds the closing of the session pool.
+type CloseArgs struct{ Timeout time.Duration }
+
+// MemReply is the Go runtime's view of memory after a full GC and a return
+// of free memory to the OS (debug.FreeOSMemory).
+type MemReply struct {
+	HeapInuse uint64
+	Sys       uint64
+}
+
+// Errors counts failures and keeps the first few messages.
+type Errors struct {
+	Count int
+	First []string
+}
+
+const keepErrors = 5
+
+// add records err.
+func (e *Errors) add(err error) {
+	e.Count++
+	if len(e.First) < keepErrors {
+		e.First = append(e.First, err.Error())
+	}
+}
+
+// Merge adds o's errors to e.
+func (e *Errors) Merge(o Errors) {
+	e.Count += o.Count
+	for _, s := range o.First {
+		if len(e.First) < keepErrors {
+			e.First = append(e.First, s)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+// Package cluster runs a lock service as one process per replica on
+// loopback: it re-executes the benchmark binary as replica processes (see
+// package agent), reads their CPU time and RSS from /proc, kills the leader
+// for the failover workload and stops them all at the end.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/bench/internal/agent"
+	"github.com/raftlock/raftlock/bench/internal/lockservice"
+	"github.com/raftlock/raftlock/bench/internal/procstat"
+)
+
+// Cluster is a running cluster of replica processes.
+type Cluster struct {
+	System string
+	Nodes  []*Node
+}
+
+// Start starts an n-replica cluster of the named system with its files in a
+// new directory under dir, and returns once every replica serves and a
+// leader is known.
+func Start(ctx context.Context, system string, n int, dir string) (*Cluster, error) {
+	sys, err := lockservice.Lookup(system)
+	if err != nil {
+		return nil, err
+	}
+	dir, err = os.MkdirTemp(dir, system+"-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := reservePorts(n * sys.PortsPerReplica())
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([][]string, n)
+	for i := range addrs {
+		addrs[i] = ports[i*sys.PortsPerReplica() : (i+1)*sys.PortsPerReplica()]
+	}
+	c := &Cluster{System: system}
+	for i := range n {
+		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
+		if err := os.Mkdir(data, 0o700); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		node, err := spawn(ctx, dir, agent.ChildConfig{System: system, Index: i, Addrs: addrs, DataDir: data})
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	if _, err := c.Leader(ctx, 30*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) waitReady(ctx context.Context) error {
+	errs := make([]error, len(c.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes {
+		wg.Go(func() {
+			if _, err := n.Agent.Wait(ctx, agent.WaitArgs{Timeout: agent.StartTimeout}); err != nil {
+				errs[i] = fmt.Errorf("cluster: replica %d: %w%s", i, err, n.logTail())
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Leader returns the index of the replica that is leader, polling every
+// live replica until exactly one claims it or the timeout passes.
+func (c *Cluster) Leader(ctx context.Context, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		leaders := 0
+		leader := -1
+		for i, n := range c.Nodes {
+			if !n.Alive() {
+				continue
+			}
+			st, err := n.Agent.Status(ctx)
+			if err == nil && st.Leader {
+				leaders++
+				leader = i
+			}
+		}
+		if leaders == 1 {
+			return leader, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("cluster: no single leader after %v", timeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Live returns the indices of the replicas still running.
+func (c *Cluster) Live() []int {
+	var out []int
+	for i, n := range c.Nodes {
+		if n.Alive() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Usage returns every live replica's CPU time and RSS (zero for dead ones).
+func (c *Cluster) Usage() ([]procstat.Usage, error) {
+	out := make([]procstat.Usage, len(c.Nodes))
+	for i, n := range c.Nodes {
+		if !n.Alive() {
+			continue
+		}
+		u, err := n.Usage()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u
+	}
+	return out, nil
+}
+
+// Stop shuts every replica down (killing those that do not exit in time).
+// Its directory stays until the benchmark removes its work directory.
+func (c *Cluster) Stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Go(func() { n.stop(15 * time.Second) })
+	}
+	wg.Wait()
+}

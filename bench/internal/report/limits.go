@@ -1,0 +1,56 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/raftlock/raftlock/bench/internal/stats"
+)
+
+// Limits are the floors and ceilings measured on this machine in the same
+// run: what any Raft-based lock service here can at best achieve.
+type Limits struct {
+	Fsync    *FsyncLimit `json:"fsync,omitempty"`
+	BareRaft []RaftLimit `json:"bare_raft,omitempty"`
+	Errors   []string    `json:"errors,omitempty"`
+}
+
+// FsyncLimit is the latency of a 4 KiB append + fdatasync in the data dir.
+type FsyncLimit struct {
+	Dir        string        `json:"dir"`
+	Iterations int           `json:"iterations"`
+	Latency    stats.Latency `json:"latency"`
+}
+
+// RaftLimit is a bare hashicorp/raft cluster's commit rate with a given
+// number of concurrent appliers, one Apply in flight per applier.
+type RaftLimit struct {
+	Appliers      int           `json:"appliers"`
+	CommitsPerSec float64       `json:"commits_per_s"`
+	Latency       stats.Latency `json:"latency"`
+}
+
+// WriteLimits writes the limits as markdown.
+func WriteLimits(w io.Writer, l *Limits) {
+	if l == nil {
+		return
+	}
+	if f := l.Fsync; f != nil {
+		fmt.Fprintf(w, "- fsync (4 KiB append + fdatasync, %d×, %s): p50 %.2f ms, p99 %.2f ms\n",
+			f.Iterations, f.Dir, f.Latency.P50, f.Latency.P99)
+	}
+	if len(l.BareRaft) > 0 {
+		fmt.Fprintln(w, "- bare hashicorp/raft v1.7.3, 3 nodes, raft-boltdb/v2 with fsync, loopback TCP, one Apply in flight per applier:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "  | appliers | commits/s | Lock+Unlock/s ceiling (÷2) | p50 ms | p99 ms |")
+		fmt.Fprintln(w, "  |--:|--:|--:|--:|--:|")
+		for _, r := range l.BareRaft {
+			fmt.Fprintf(w, "  | %d | %s | %s | %.2f | %.2f |\n", r.Appliers,
+				FormatNumber(r.CommitsPerSec, 0), FormatNumber(r.CommitsPerSec/2, 0), r.Latency.P50, r.Latency.P99)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, e := range l.Errors {
+		fmt.Fprintf(w, "- limit not measured: %s\n", e)
+	}
+}

@@ -1,0 +1,55 @@
+package report
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPUModel  string `json:"cpu_model"`
+	Cores     int    `json:"cores"`
+	MemTotal  string `json:"mem_total"`
+	Kernel    string `json:"kernel"`
+	GoVersion string `json:"go_version"`
+	OSArch    string `json:"os_arch"`
+}
+
+// DescribeMachine reads the machine's description from /proc.
+func DescribeMachine() Machine {
+	return Machine{
+		CPUModel:  procField("/proc/cpuinfo", "model name"),
+		Cores:     runtime.NumCPU(),
+		MemTotal:  procField("/proc/meminfo", "MemTotal"),
+		Kernel:    readTrim("/proc/sys/kernel/osrelease"),
+		GoVersion: runtime.Version(),
+		OSArch:    runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// procField returns the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

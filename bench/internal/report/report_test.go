@@ -1,0 +1,62 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFormatNumber(t *testing.T) {
+	for _, c := range []struct {
+		v      float64
+		digits int
+		want   string
+	}{
+		{0, 0, "0"}, {999, 0, "999"}, {1000, 0, "1,000"}, {1234567.891, 2, "1,234,567.89"},
+		{-12345, 1, "-12,345.0"}, {0.123, 2, "0.12"},
+	} {
+		if got := FormatNumber(c.v, c.digits); got != c.want {
+			t.Errorf("FormatNumber(%v, %d) = %q, want %q", c.v, c.digits, got, c.want)
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	ops := Def{Key: "u.ops", Workload: "1. uncontended", Name: "Lock+Unlock/s", Higher: true}
+	p99 := Def{Key: "u.p99", Workload: "1. uncontended", Name: "p99", Unit: "ms", Digits: 2}
+	hidden := Def{Key: "u.err", Workload: "1. uncontended", Name: "errors", Hidden: true}
+	only := Def{Key: "m.rss", Workload: "6. memory", Name: "RSS", Unit: "MiB", Digits: 1}
+	var c Collector
+	c.Add("etcd", []Sample{{ops, 1000}, {p99, 4}, {hidden, 3}, {only, 50}})
+	c.Add("etcd", []Sample{{ops, 3000}, {p99, 6}})
+	c.Add("etcd", []Sample{{ops, 2000}, {p99, 5}})
+	c.Add("raftlock", []Sample{{ops, 4000}, {p99, 2.5}})
+
+	var b strings.Builder
+	if err := WriteTable(&b, c.Metrics()); err != nil {
+		t.Fatal(err)
+	}
+	want := `| workload | metric | etcd | raftlock | raftlock/etcd |
+|---|---|--:|--:|--:|
+| 1. uncontended | Lock+Unlock/s | 2,000 (n=3) | 4,000 | 2.00× ✓ |
+|  | p99 (ms) | 5.00 (n=3) | 2.50 | 0.50× ✓ |
+| 6. memory | RSS (MiB) | 50.0 | n/a | n/a |
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestMetricsJSONRatio(t *testing.T) {
+	d := Def{Key: "k", Higher: true}
+	var c Collector
+	c.Add("etcd", []Sample{{d, 2}})
+	js := MetricsJSON(c.Metrics())
+	if js[0].Ratio != nil {
+		t.Error("ratio without raftlock runs")
+	}
+	c.Add("raftlock", []Sample{{d, 3}})
+	js = MetricsJSON(c.Metrics())
+	if js[0].Ratio == nil || *js[0].Ratio != 1.5 || js[0].Median["etcd"] != 2 {
+		t.Errorf("got %+v", js[0])
+	}
+}
