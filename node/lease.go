@@ -88,10 +88,7 @@ func (m *leaseManager) lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-m.poke:
-			if !timer.Stop() {
-				<-timer.C
-			}
+		case <-m.poke: // Reset above discards a stale expiry (Go ≥ 1.23 timers)
 		}
 	}
 }
@@ -112,7 +109,7 @@ func (m *leaseManager) expire(ctx context.Context) time.Time {
 			due = append(due, id)
 		case l.expiring:
 			next = minTime(next, l.proposed.Add(retry))
-		case now.After(l.deadline):
+		case !now.Before(l.deadline): // at or past the deadline
 			l.expiring, l.proposed = true, now
 			due = append(due, id)
 		default:
@@ -239,7 +236,7 @@ func (m *leaseManager) check(id fsm.SessionID, received time.Time) error {
 		return errNotLeader
 	}
 	l := m.leases[id]
-	if l == nil || l.expiring || received.After(l.deadline) {
+	if l == nil || l.expiring || !received.Before(l.deadline) {
 		return ErrSessionExpired
 	}
 	return nil

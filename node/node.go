@@ -333,4 +333,3 @@ func (o *observer) Restored(index uint64) {
 	n.lease.restored()
 	n.applied.advance(index)
 }
-
