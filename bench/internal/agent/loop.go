@@ -21,15 +21,15 @@ func (a *Agent) Loop(args LoopArgs, reply *LoopReply) error {
 	if _, err := a.started(); err != nil {
 		return err
 	}
-	for k := range args.Names {
+	for k := range args.Workers {
 		if _, err := a.session(k); err != nil {
 			return err
 		}
 	}
-	results := make([]LoopReply, len(args.Names))
+	results := make([]LoopReply, len(args.Workers))
 	var wg sync.WaitGroup
-	for k, name := range args.Names {
-		wg.Go(func() { results[k] = a.work(k, name, args) })
+	for k, w := range args.Workers {
+		wg.Go(func() { results[k] = a.work(k, w, args) })
 	}
 	wg.Wait()
 	for _, r := range results {
@@ -40,11 +40,15 @@ func (a *Agent) Loop(args LoopArgs, reply *LoopReply) error {
 }
 
 // work is worker k's loop.
-func (a *Agent) work(k int, name string, args LoopArgs) LoopReply {
+func (a *Agent) work(k int, w WorkerSpec, args LoopArgs) LoopReply {
 	var out LoopReply
 	mono.Sleep(args.StartAt)
 	for n := 0; n < maxOpsPerWorker && mono.Now() < args.StopAt && a.ctx.Err() == nil; n++ {
-		op, err := a.lockUnlock(k, name, args.OpTimeout)
+		name := w.Name
+		if w.Fresh {
+			name = fmt.Sprintf("%s/%d", w.Name, n)
+		}
+		op, err := a.lockUnlock(k, name, w.Timeout)
 		if err != nil {
 			out.Errors.add(err)
 			time.Sleep(errorPause)

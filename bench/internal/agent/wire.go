@@ -40,14 +40,25 @@ type OpenArgs struct {
 	Timeout time.Duration // for the whole call
 }
 
-// LoopArgs runs one worker per name: worker k loops Lock(Names[k]) then
-// Unlock with pool session k, from StartAt until StopAt (CLOCK_MONOTONIC ns,
-// see package mono). Several workers may share a name (contention).
+// LoopArgs runs the workers: worker k loops Lock then Unlock with pool
+// session k, from StartAt until StopAt (CLOCK_MONOTONIC ns, see package
+// mono).
 type LoopArgs struct {
-	Names     []string
-	StartAt   int64
-	StopAt    int64
-	OpTimeout time.Duration // bounds each Lock and each Unlock
+	Workers []WorkerSpec
+	StartAt int64
+	StopAt  int64
+}
+
+// WorkerSpec is one worker of a loop.
+type WorkerSpec struct {
+	// Name is the lock the worker takes. Several workers may share a name
+	// (contention).
+	Name string
+	// Fresh makes every iteration take a new lock, Name/<n>, so that an
+	// attempt abandoned at its timeout cannot be in the way of the next.
+	Fresh bool
+	// Timeout bounds each Lock and each Unlock.
+	Timeout time.Duration
 }
 
 // Op is one completed Lock+Unlock, as CLOCK_MONOTONIC ns.

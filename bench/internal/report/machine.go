@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -22,7 +23,7 @@ func DescribeMachine() Machine {
 	return Machine{
 		CPUModel:  procField("/proc/cpuinfo", "model name"),
 		Cores:     runtime.NumCPU(),
-		MemTotal:  procField("/proc/meminfo", "MemTotal"),
+		MemTotal:  memTotal(),
 		Kernel:    readTrim("/proc/sys/kernel/osrelease"),
 		GoVersion: runtime.Version(),
 		OSArch:    runtime.GOOS + "/" + runtime.GOARCH,
@@ -52,4 +53,13 @@ func readTrim(path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// memTotal returns the machine's memory in GiB, e.g. "23.5 GiB".
+func memTotal() string {
+	var kb int64
+	if _, err := fmt.Sscanf(procField("/proc/meminfo", "MemTotal"), "%d kB", &kb); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 }

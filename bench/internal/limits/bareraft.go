@@ -1,0 +1,205 @@
+package limits
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/raftlock/raftlock/bench/internal/report"
+	"github.com/raftlock/raftlock/bench/internal/stats"
+)
+
+// The bare cluster is configured like raftlock's node package: LAN timing
+// (node.LANTiming), the same raft-boltdb options (fsync on every commit) and
+// log cache. It is the ceiling of one Apply per request, without batching.
+const (
+	heartbeatTimeout   = 300 * time.Millisecond
+	electionTimeout    = 300 * time.Millisecond
+	leaderLeaseTimeout = 250 * time.Millisecond
+	commitTimeout      = 5 * time.Millisecond
+	logCacheSize       = 512
+)
+
+// command is a payload of the size of a lock command.
+var command = make([]byte, 64)
+
+// BareRaft starts a 3-node hashicorp/raft cluster in this process over
+// loopback TCP with its stores under dir and measures the commit rate with
+// each number of concurrent appliers (one Apply in flight each) for d.
+func BareRaft(ctx context.Context, dir string, appliers []int, d time.Duration) ([]report.RaftLimit, error) {
+	c, err := startRaft(ctx, dir, 3)
+	if err != nil {
+		return nil, err
+	}
+	defer c.shutdown()
+	var out []report.RaftLimit
+	for _, n := range appliers {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		leader, err := c.leader(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, measureApply(leader, n, d))
+	}
+	return out, nil
+}
+
+// measureApply runs n appliers against the leader for d.
+func measureApply(r *raft.Raft, n int, d time.Duration) report.RaftLimit {
+	var (
+		mu  sync.Mutex
+		all []int64
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	stop := start.Add(d)
+	for range n {
+		wg.Go(func() {
+			var lat []int64
+			for time.Now().Before(stop) {
+				t := time.Now()
+				if err := r.Apply(command, 5*time.Second).Error(); err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				lat = append(lat, int64(time.Since(t)))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	return report.RaftLimit{
+		Appliers:      n,
+		CommitsPerSec: float64(len(all)) / elapsed.Seconds(),
+		Latency:       stats.Summarize(all),
+	}
+}
+
+type raftCluster struct {
+	logger hclog.Logger
+	nodes  []*raft.Raft
+	closes []func() error
+}
+
+func startRaft(ctx context.Context, dir string, n int) (*raftCluster, error) {
+	logger := hclog.New(&hclog.LoggerOptions{Name: "bare-raft", Level: hclog.Error, Output: hclog.DefaultOutput})
+	c := &raftCluster{logger: logger}
+	var (
+		trans   []*raft.NetworkTransport
+		servers []raft.Server
+	)
+	for i := range n {
+		t, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 3, 10*time.Second, logger)
+		if err != nil {
+			c.shutdown()
+			return nil, err
+		}
+		c.closes = append(c.closes, t.Close)
+		trans = append(trans, t)
+		servers = append(servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(fmt.Sprintf("n%d", i)),
+			Address:  t.LocalAddr(),
+		})
+	}
+	for i := range n {
+		r, err := startNode(filepath.Join(dir, fmt.Sprintf("n%d", i)), servers[i].ID, trans[i], servers, logger, c)
+		if err != nil {
+			c.shutdown()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, r)
+	}
+	if _, err := c.leader(ctx); err != nil {
+		c.shutdown()
+		return nil, err
+	}
+	return c, nil
+}
+
+func startNode(dir string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
+	db, err := raftboltdb.New(raftboltdb.Options{
+		Path: dir + ".db",
+		BoltOptions: &bbolt.Options{
+			Timeout:        time.Second,
+			NoFreelistSync: true,
+			FreelistType:   bbolt.FreelistMapType,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.closes = append(c.closes, db.Close)
+	logs, err := raft.NewLogCache(logCacheSize, db)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, logger)
+	if err != nil {
+		return nil, err
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = id
+	conf.HeartbeatTimeout = heartbeatTimeout
+	conf.ElectionTimeout = electionTimeout
+	conf.LeaderLeaseTimeout = leaderLeaseTimeout
+	conf.CommitTimeout = commitTimeout
+	conf.Logger = logger
+	if err := raft.BootstrapCluster(conf, logs, db, snaps, t, raft.Configuration{Servers: servers}); err != nil {
+		return nil, err
+	}
+	return raft.NewRaft(conf, countFSM{}, logs, db, snaps, t)
+}
+
+// leader waits for a leader and returns it.
+func (c *raftCluster) leader(ctx context.Context) (*raft.Raft, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		for _, r := range c.nodes {
+			if r.State() == raft.Leader {
+				return r, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bare raft: no leader: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (c *raftCluster) shutdown() {
+	c.logger.SetLevel(hclog.Off) // connections reset by the shutdown are expected
+	for _, r := range c.nodes {
+		r.Shutdown().Error()
+	}
+	for _, f := range c.closes {
+		f()
+	}
+}
+
+// countFSM is a trivial state machine: it ignores the commands.
+type countFSM struct{}
+
+func (countFSM) Apply(*raft.Log) any                 { return nil }
+func (countFSM) Snapshot() (raft.FSMSnapshot, error) { return emptySnapshot{}, nil }
+func (countFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
+
+type emptySnapshot struct{}
+
+func (emptySnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
+func (emptySnapshot) Release()                             {}

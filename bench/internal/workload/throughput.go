@@ -1,0 +1,84 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/raftlock/raftlock/bench/internal/agent"
+	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/report"
+	"github.com/raftlock/raftlock/bench/internal/stats"
+)
+
+// Uncontended is workload 1: one worker, Lock+Unlock of its own lock, in a
+// follower's process (as 2 of 3 application replicas are; with etcd the
+// client spreads requests over every endpoint anyway).
+func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) {
+	leader, err := cl.Leader(ctx, defaultLeaderWait)
+	if err != nil {
+		return Result{}, err
+	}
+	follower := (leader + 1) % len(cl.Nodes)
+	run, err := runLoop(ctx, cl, p, loopSpec{
+		workers: []worker{{replica: follower, spec: agent.WorkerSpec{Name: "uncontended/0"}}},
+		warmup:  p.Warmup, measure: p.Duration,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := failedReplicas(run); err != nil {
+		return Result{}, err
+	}
+	return throughputSamples(run, uncOps, uncP50, uncP99, uncErr), nil
+}
+
+// Distinct is workload 2: n workers spread over every replica, each taking
+// its own lock.
+func Distinct(ctx context.Context, cl *cluster.Cluster, p Params, n int) (Result, error) {
+	run, err := runLoop(ctx, cl, p, loopSpec{
+		workers: spread(n, cl.Live(), func(w int) string { return fmt.Sprintf("distinct/%d", w) }),
+		warmup:  p.Warmup, measure: p.Duration,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := failedReplicas(run); err != nil {
+		return Result{}, err
+	}
+	ops, p50, p99, errs := distinctDefs(n)
+	return throughputSamples(run, ops, p50, p99, errs), nil
+}
+
+// throughputSamples reports the rate and latency of completed Lock+Unlock
+// pairs (Lock called → Unlock returned).
+func throughputSamples(run *loopRun, ops, p50, p99, errs report.Def) Result {
+	done := run.inWindow()
+	lat := make([]int64, len(done))
+	for i, op := range done {
+		lat[i] = op.UnlockEnd - op.LockStart
+	}
+	l := stats.Summarize(lat)
+	return Result{Samples: []report.Sample{
+		{Def: ops, Value: float64(len(done)) / run.window().Seconds()},
+		{Def: p50, Value: nanIfEmpty(l, l.P50)},
+		{Def: p99, Value: nanIfEmpty(l, l.P99)},
+		{Def: errs, Value: float64(run.errors.Count)},
+	}, Notes: errorsNote(run.errors)}
+}
+
+// failedReplicas turns a failed replica (in a workload that kills none)
+// into an error.
+func failedReplicas(run *loopRun) error {
+	for r, err := range run.failed {
+		return fmt.Errorf("replica %d: %w", r, err)
+	}
+	return nil
+}
+
+// errorsNote describes the errors of a run, if any.
+func errorsNote(e agent.Errors) []string {
+	if e.Count == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d failed operations, first: %q", e.Count, e.First)}
+}

@@ -1,0 +1,168 @@
+// Command bench compares raftlock with etcd on the same machine: 3-replica
+// clusters on loopback with fsync on, the same workloads run alternately
+// several times, medians and p50/p99 reported with the raftlock/etcd ratio,
+// plus the machine's limits (fsync latency, a bare hashicorp/raft cluster's
+// commit rate). It prints a markdown table and writes a JSON file.
+//
+//	go run .          # full, under 10 minutes
+//	go run . -quick   # under 2 minutes
+//
+// See README.md for what is measured and how.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/raftlock/raftlock/bench/internal/agent"
+	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/limits"
+	"github.com/raftlock/raftlock/bench/internal/lockservice"
+	"github.com/raftlock/raftlock/bench/internal/report"
+)
+
+func main() {
+	if agent.IsChild() {
+		agent.ChildMain() // a replica process; never returns
+	}
+	os.Exit(run())
+}
+
+func run() (code int) {
+	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 2 minutes)")
+	systems := flag.String("systems", strings.Join(lockservice.Names(), ","), "comma-separated systems to benchmark")
+	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads")
+	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
+	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")
+	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
+	out := flag.String("out", "results/latest.json", "JSON output file")
+	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
+	timeout := flag.Duration("timeout", 0, "abort after this long (0: 15m, or 4m with -quick)")
+	flag.Parse()
+
+	opts := defaults(*quick)
+	var err error
+	if opts.Systems, err = parseList(*systems, lockservice.Names()); err != nil {
+		return fail("-systems: %v", err)
+	}
+	if opts.Workloads, err = parseList(*workloads, allWorkloads); err != nil {
+		return fail("-workloads: %v", err)
+	}
+	opts.Limits = *withLimits
+	if *runs > 0 {
+		opts.Runs = *runs
+		opts.KeepaliveRuns = min(opts.KeepaliveRuns, *runs)
+	}
+	if *duration > 0 {
+		opts.Params.Duration = *duration
+	}
+	if *timeout == 0 {
+		*timeout = 15 * time.Minute
+		if *quick {
+			*timeout = 4 * time.Minute
+		}
+	}
+
+	// Replica processes die with us on every path: deferred here, on
+	// signals through ctx, and by their parent-death signal and stdin EOF
+	// if we are killed outright.
+	defer cluster.KillAll()
+	defer func() {
+		if p := recover(); p != nil {
+			cluster.KillAll()
+			panic(p)
+		}
+	}()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	dir, err := os.MkdirTemp(*dirFlag, "raftlock-bench-")
+	if err != nil {
+		return fail("work dir: %v", err)
+	}
+	defer os.RemoveAll(dir)
+
+	doc := &report.Document{
+		Started:  time.Now().UTC(),
+		Mode:     map[bool]string{true: "quick", false: "full"}[*quick],
+		Machine:  report.DescribeMachine(),
+		Settings: map[string]any{"options": opts},
+	}
+	if opts.Limits {
+		doc.Limits = measureLimits(ctx, dir, opts)
+	}
+	b := &bench{opts: opts, dir: dir}
+	b.run(ctx)
+	if err := ctx.Err(); err != nil {
+		b.problem("aborted: %v", err)
+		code = 1
+	}
+	cluster.KillAll()
+
+	doc.Elapsed = time.Since(doc.Started).Round(time.Second).String()
+	doc.Metrics = report.MetricsJSON(b.metrics.Metrics())
+	doc.Problems = b.problems
+	printReport(doc, b)
+	if err := report.WriteJSON(*out, doc); err != nil {
+		return fail("write %s: %v", *out, err)
+	}
+	logf("wrote %s (%s)", *out, doc.Elapsed)
+	return code
+}
+
+// measureLimits measures the fsync latency of the work directory and a bare
+// raft cluster's commit rate.
+func measureLimits(ctx context.Context, dir string, opts options) *report.Limits {
+	l := &report.Limits{}
+	logf("[limits] fsync latency in %s", dir)
+	f, err := limits.Fsync(dir, opts.FsyncIterations, time.Minute)
+	if err != nil {
+		l.Errors = append(l.Errors, "fsync: "+err.Error())
+	} else {
+		l.Fsync = f
+		logf("[limits] fsync p50 %.2f ms, p99 %.2f ms", f.Latency.P50, f.Latency.P99)
+	}
+	raftDir, err := os.MkdirTemp(dir, "bare-raft-")
+	if err == nil {
+		l.BareRaft, err = limits.BareRaft(ctx, raftDir, opts.RaftAppliers, opts.RaftDuration)
+		os.RemoveAll(raftDir)
+	}
+	if err != nil {
+		l.Errors = append(l.Errors, "bare raft: "+err.Error())
+	}
+	for _, r := range l.BareRaft {
+		logf("[limits] bare raft, %d appliers: %.0f commits/s, p50 %.2f ms, p99 %.2f ms",
+			r.Appliers, r.CommitsPerSec, r.Latency.P50, r.Latency.P99)
+	}
+	return l
+}
+
+// printReport writes the markdown report to stdout.
+func printReport(doc *report.Document, b *bench) {
+	w := os.Stdout
+	fmt.Fprintf(w, "## raftlock vs etcd (%s mode, %s, started %s)\n\n", doc.Mode, doc.Elapsed, doc.Started.Format(time.RFC3339))
+	report.WriteMachine(w, doc.Machine)
+	fmt.Fprintf(w, "- 3 replicas per system, one process each, loopback, fsync on; medians over runs (n = runs), session TTL %v\n", b.opts.Params.TTL)
+	report.WriteLimits(w, doc.Limits)
+	fmt.Fprintln(w)
+	report.WriteTable(w, b.metrics.Metrics())
+	if len(doc.Problems) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, p := range doc.Problems {
+			fmt.Fprintf(w, "- %s\n", p)
+		}
+	}
+}
+
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	return 2
+}

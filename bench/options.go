@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/raftlock/raftlock/bench/internal/workload"
+)
+
+// Workload names for -workloads, in the order they run on a cluster.
+// failover kills the leader, so it runs last; memory uses its own cluster.
+var allWorkloads = []string{"uncontended", "distinct", "contended", "keepalive", "failover", "memory"}
+
+// options is the whole configuration of a benchmark run.
+type options struct {
+	Quick         bool            `json:"quick"`
+	Systems       []string        `json:"systems"`
+	Workloads     []string        `json:"workloads"`
+	Limits        bool            `json:"limits"`
+	Runs          int             `json:"runs"`           // rounds of the steady workloads and failover
+	KeepaliveRuns int             `json:"keepalive_runs"` // the first rounds also run keepalive
+	MemoryRuns    int             `json:"memory_runs"`    // rounds of the memory workload (own cluster)
+	Params        workload.Params `json:"params"`
+
+	FsyncIterations int           `json:"fsync_iterations"`
+	RaftAppliers    []int         `json:"raft_appliers"`
+	RaftDuration    time.Duration `json:"raft_duration"`
+}
+
+// defaults returns the full or the quick configuration. Full stays under
+// 10 minutes for two systems, quick under 2.
+func defaults(quick bool) options {
+	o := options{
+		Quick:         quick,
+		Workloads:     allWorkloads,
+		Limits:        true,
+		Runs:          3,
+		KeepaliveRuns: 2, // its 30 s window is a third of the time budget
+		MemoryRuns:    1,
+		Params: workload.Params{
+			TTL:               10 * time.Second,
+			OpTimeout:         10 * time.Second,
+			Warmup:            500 * time.Millisecond,
+			Duration:          4 * time.Second,
+			DistinctWorkers:   []int{16, 64},
+			ContendedWorkers:  8,
+			KeepaliveSessions: 100,
+			KeepaliveLocks:    10_000,
+			KeepaliveSettle:   2 * time.Second,
+			KeepaliveWindow:   30 * time.Second,
+			FailoverWorkers:   16,
+			FailoverBefore:    time.Second,
+			FailoverAfter:     12 * time.Second, // etcd's request timeout is 5 s + 2 × ElectionMs
+			FailoverProbe:     200 * time.Millisecond,
+			MemorySessions:    100,
+			MemoryLocks:       100_000,
+			HoldConcurrency:   32,
+		},
+		FsyncIterations: 200,
+		RaftAppliers:    []int{1, 16, 64},
+		RaftDuration:    3 * time.Second,
+	}
+	if quick {
+		o.Runs, o.KeepaliveRuns = 1, 1
+		o.Params.Warmup = 300 * time.Millisecond
+		o.Params.Duration = 1500 * time.Millisecond
+		o.Params.KeepaliveLocks = 5_000
+		o.Params.KeepaliveWindow = 6 * time.Second
+		o.Params.KeepaliveSettle = time.Second
+		o.Params.FailoverAfter = 9 * time.Second
+		o.Params.MemoryLocks = 20_000
+		o.RaftDuration = time.Second
+	}
+	return o
+}
+
+// parseList splits a comma-separated list and checks every item is allowed.
+func parseList(s string, allowed []string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(allowed, f) {
+			return nil, fmt.Errorf("unknown %q (choose from %s)", f, strings.Join(allowed, ","))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func (o *options) has(workload string) bool { return slices.Contains(o.Workloads, workload) }

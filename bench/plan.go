@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/report"
+	"github.com/raftlock/raftlock/bench/internal/workload"
+)
+
+// replicas is the cluster size of every system.
+const replicas = 3
+
+// bench runs the selected workloads and collects their results.
+type bench struct {
+	opts     options
+	dir      string // work directory: data dirs of every cluster
+	metrics  report.Collector
+	problems []string
+}
+
+// step is one workload run on a running cluster.
+type step struct {
+	name string
+	run  func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error)
+}
+
+// roundSteps are the workloads that share one cluster in round r, in order.
+func (b *bench) roundSteps(r int) []step {
+	p := b.opts.Params
+	var steps []step
+	if b.opts.has("uncontended") {
+		steps = append(steps, step{"uncontended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Uncontended(ctx, cl, p)
+		}})
+	}
+	if b.opts.has("distinct") {
+		for _, n := range p.DistinctWorkers {
+			steps = append(steps, step{fmt.Sprintf("distinct(%d)", n), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+				return workload.Distinct(ctx, cl, p, n)
+			}})
+		}
+	}
+	if b.opts.has("contended") {
+		steps = append(steps, step{"contended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Contended(ctx, cl, p)
+		}})
+	}
+	if b.opts.has("keepalive") && r < b.opts.KeepaliveRuns {
+		steps = append(steps, step{"keepalive", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Keepalive(ctx, cl, p)
+		}})
+	}
+	if b.opts.has("failover") {
+		steps = append(steps, step{"failover", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Failover(ctx, cl, p)
+		}})
+	}
+	return steps
+}
+
+// run runs every round. Systems alternate: each round starts a fresh
+// cluster of each system in turn (one cluster alive at a time), and the
+// order of the systems flips every round so that drift of the machine
+// favours neither.
+func (b *bench) run(ctx context.Context) {
+	for r := range b.opts.Runs {
+		steps := b.roundSteps(r)
+		if len(steps) == 0 {
+			break
+		}
+		for _, sys := range order(b.opts.Systems, r) {
+			b.onCluster(ctx, sys, fmt.Sprintf("run %d/%d", r+1, b.opts.Runs), steps)
+		}
+	}
+	if b.opts.has("memory") {
+		p := b.opts.Params
+		mem := []step{{"memory", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Memory(ctx, cl, p)
+		}}}
+		for r := range b.opts.MemoryRuns {
+			for _, sys := range order(b.opts.Systems, r) {
+				b.onCluster(ctx, sys, fmt.Sprintf("memory run %d/%d", r+1, b.opts.MemoryRuns), mem)
+			}
+		}
+	}
+}
+
+// order returns the systems, reversed on odd rounds.
+func order(systems []string, round int) []string {
+	s := slices.Clone(systems)
+	if round%2 == 1 {
+		slices.Reverse(s)
+	}
+	return s
+}
+
+// onCluster starts a fresh cluster of sys, runs the steps on it and stops it.
+func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) {
+	if ctx.Err() != nil {
+		return
+	}
+	logf("[%s %s] starting a %d-replica cluster", sys, label, replicas)
+	cl, err := cluster.Start(ctx, sys, replicas, b.dir)
+	if err != nil {
+		b.problem("%s %s: start: %v", sys, label, err)
+		return
+	}
+	defer cl.Stop()
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			return
+		}
+		res, err := s.run(ctx, cl)
+		if err != nil {
+			b.problem("%s %s %s: %v", sys, label, s.name, err)
+			continue
+		}
+		b.metrics.Add(sys, res.Samples)
+		logf("[%s %s] %s: %s", sys, label, s.name, summary(res.Samples))
+		for _, n := range res.Notes {
+			b.problem("%s %s %s: %s", sys, label, s.name, n)
+		}
+	}
+}
+
+func (b *bench) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.problems = append(b.problems, msg)
+	logf("  ! %s", msg)
+}
+
+// summary renders samples on one line for progress output.
+func summary(samples []report.Sample) string {
+	var parts []string
+	for _, s := range samples {
+		if s.Def.Hidden && s.Value == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", s.Def.Name, report.FormatNumber(s.Value, max(s.Def.Digits, 1))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// logf writes progress to stderr (stdout carries the table).
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
