@@ -172,6 +172,7 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 		ctx := context.Background()
 		n := c.Nodes[0]
 		const ttl, delay = 300 * time.Millisecond, 2 * time.Second
+		start := time.Now() // the dead session's lease starts after this
 		r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, LockDelay: delay})
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +188,6 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 		if _, err := n.Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
 		for {
 			e := <-sub.C
 			if e.Kind == fsm.EventGranted {
