@@ -175,7 +175,7 @@ func TestRefuseTLSPeers(t *testing.T) {
 	t.Run("client certificate from another CA", func(t *testing.T) {
 		// Trusts the cluster CA (so it accepts the server) but presents a
 		// certificate the cluster CA did not sign.
-		bad := NewMutualTLSConfig(other.leaf(t, "intruder"), ca.pool, "")
+		bad := NewMutualTLSConfig(other.leaf(t, "intruder"), ca.Pool, "")
 		cli := startTransport(t, testConfig(bad), nil)
 		_, err := cli.Call(ctxTimeout(t), srv.Addr(), []byte("x"))
 		if !errors.Is(err, ErrHandshake) {
@@ -205,7 +205,7 @@ func TestRefuseTLSPeers(t *testing.T) {
 
 	t.Run("TLS client without certificate", func(t *testing.T) {
 		c := dialRaw(t, srv.Addr())
-		tc := tls.Client(c, &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"})
+		tc := tls.Client(c, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := tc.HandshakeContext(ctx); err == nil {
