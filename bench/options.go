@@ -56,7 +56,7 @@ func defaults(quick bool) options {
 			FailoverProbe:     200 * time.Millisecond,
 			MemorySessions:    100,
 			MemoryLocks:       100_000,
-			HoldConcurrency:   32,
+			HoldConcurrency:   64,
 		},
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},
