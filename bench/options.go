@@ -26,7 +26,7 @@ type options struct {
 
 	FsyncIterations int           `json:"fsync_iterations"`
 	RaftAppliers    []int         `json:"raft_appliers"`
-	RaftDuration    time.Duration `json:"raft_duration"`
+	RaftDuration    time.Duration `json:"raft_duration_ns"`
 }
 
 // defaults returns the full or the quick configuration. Full stays under

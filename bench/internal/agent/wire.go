@@ -7,7 +7,10 @@
 // those run in the replica process, against the embedded client side.
 package agent
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // EnvChild is the environment variable that makes the benchmark binary run as
 // a replica process; its value is a JSON ChildConfig.
@@ -102,28 +105,30 @@ type MemReply struct {
 	Sys       uint64
 }
 
-// Errors counts failures and keeps the first few messages.
+// Errors counts failures and keeps the first few distinct messages.
 type Errors struct {
 	Count int
 	First []string
 }
 
-const keepErrors = 5
+const keepErrors = 4
 
 // add records err.
 func (e *Errors) add(err error) {
 	e.Count++
-	if len(e.First) < keepErrors {
-		e.First = append(e.First, err.Error())
+	e.keep(err.Error())
+}
+
+func (e *Errors) keep(msg string) {
+	if len(e.First) < keepErrors && !slices.Contains(e.First, msg) {
+		e.First = append(e.First, msg)
 	}
 }
 
 // Merge adds o's errors to e.
 func (e *Errors) Merge(o Errors) {
 	e.Count += o.Count
-	for _, s := range o.First {
-		if len(e.First) < keepErrors {
-			e.First = append(e.First, s)
-		}
+	for _, msg := range o.First {
+		e.keep(msg)
 	}
 }

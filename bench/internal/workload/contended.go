@@ -36,12 +36,13 @@ func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 	}
 	gaps, overlaps := Handoffs(grants)
 	l := stats.Summarize(gaps)
+	d := contendedDefs(p)
 	res := Result{Samples: []report.Sample{
-		{Def: conRate, Value: float64(len(grants)) / run.window().Seconds()},
-		{Def: conP50, Value: nanIfEmpty(l, l.P50)},
-		{Def: conP99, Value: nanIfEmpty(l, l.P99)},
-		{Def: conOverlap, Value: float64(overlaps)},
-		{Def: conErr, Value: float64(run.errors.Count)},
+		{Def: d.rate, Value: float64(len(grants)) / run.window().Seconds()},
+		{Def: d.p50, Value: nanIfEmpty(l, l.P50)},
+		{Def: d.p99, Value: nanIfEmpty(l, l.P99)},
+		{Def: d.overlaps, Value: float64(overlaps)},
+		{Def: d.errs, Value: float64(run.errors.Count)},
 	}, Notes: errorsNote(run.errors)}
 	if overlaps > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("MUTUAL EXCLUSION: %d grants came before the previous holder called Unlock", overlaps))

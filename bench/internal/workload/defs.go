@@ -6,50 +6,93 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/report"
 )
 
-// Metric definitions, in table order.
-var (
-	uncontendedW = "1. uncontended, 1 worker (on a follower)"
-	uncOps       = report.Def{Key: "uncontended.ops_per_s", Workload: uncontendedW, Name: "Lock+Unlock/s", Higher: true}
-	uncP50       = report.Def{Key: "uncontended.p50_ms", Workload: uncontendedW, Name: "Lock+Unlock p50", Unit: "ms", Digits: 2}
-	uncP99       = report.Def{Key: "uncontended.p99_ms", Workload: uncontendedW, Name: "Lock+Unlock p99", Unit: "ms", Digits: 2}
-	uncErr       = report.Def{Key: "uncontended.errors", Workload: uncontendedW, Name: "errors", Hidden: true}
+// Metric definitions. Keys are stable (they name the JSON metrics); the
+// workload labels carry the sizes used.
 
-	contendedW = "3. one lock, contended"
-	conRate    = report.Def{Key: "contended.handoffs_per_s", Workload: contendedW, Name: "handoffs/s", Higher: true}
-	conP50     = report.Def{Key: "contended.handoff_p50_ms", Workload: contendedW, Name: "release→next grant p50", Unit: "ms", Digits: 2}
-	conP99     = report.Def{Key: "contended.handoff_p99_ms", Workload: contendedW, Name: "release→next grant p99", Unit: "ms", Digits: 2}
-	conOverlap = report.Def{Key: "contended.overlaps", Workload: contendedW, Name: "grants before the previous release (must be 0)", Hidden: true}
-	conErr     = report.Def{Key: "contended.errors", Workload: contendedW, Name: "errors", Hidden: true}
+func def(workload, key, name, unit string, digits int, higher bool) report.Def {
+	return report.Def{Key: key, Workload: workload, Name: name, Unit: unit, Digits: digits, Higher: higher}
+}
 
-	keepaliveW = "4. keepalive cost"
-	kaEntries  = report.Def{Key: "keepalive.log_entries_per_s", Workload: keepaliveW, Name: "log entries/s", Digits: 1}
-	kaCPUMean  = report.Def{Key: "keepalive.cpu_s_per_node_mean", Workload: keepaliveW, Name: "CPU-s per node (mean)", Unit: "s", Digits: 2}
-	kaCPUMax   = report.Def{Key: "keepalive.cpu_s_per_node_max", Workload: keepaliveW, Name: "CPU-s per node (max)", Unit: "s", Digits: 2}
-	kaAcquire  = report.Def{Key: "keepalive.acquire_locks_per_s", Workload: keepaliveW, Name: "filling: locks acquired/s", Higher: true}
-	kaHeld     = report.Def{Key: "keepalive.held", Workload: keepaliveW, Name: "locks held", Hidden: true}
-	kaWindow   = report.Def{Key: "keepalive.window_s", Workload: keepaliveW, Name: "window", Unit: "s", Hidden: true}
-	kaErr      = report.Def{Key: "keepalive.errors", Workload: keepaliveW, Name: "errors", Hidden: true}
-	failoverW  = "5. failover (SIGKILL leader)"
-	foFirst    = report.Def{Key: "failover.first_grant_ms", Workload: failoverW, Name: "kill → next grant of a free lock", Unit: "ms"}
-	foAll      = report.Def{Key: "failover.all_workers_ms", Workload: failoverW, Name: "kill → every surviving worker granted again", Unit: "ms"}
-	foErr      = report.Def{Key: "failover.errors", Workload: failoverW, Name: "errors", Hidden: true}
-	memoryW    = "6. memory"
-	memRSSMean = report.Def{Key: "memory.rss_mib_mean", Workload: memoryW, Name: "RSS per node (mean)", Unit: "MiB", Digits: 1}
-	memRSSMax  = report.Def{Key: "memory.rss_mib_max", Workload: memoryW, Name: "RSS per node (max)", Unit: "MiB", Digits: 1}
-	memHeap    = report.Def{Key: "memory.heap_mib_mean", Workload: memoryW, Name: "Go heap in use per node (mean)", Unit: "MiB", Digits: 1}
-	memBase    = report.Def{Key: "memory.idle_rss_mib_mean", Workload: memoryW, Name: "idle RSS per node before (mean)", Unit: "MiB", Digits: 1}
-	memPerLock = report.Def{Key: "memory.bytes_per_lock", Workload: memoryW, Name: "RSS growth per held lock, per node", Unit: "B"}
-	memAcquire = report.Def{Key: "memory.acquire_locks_per_s", Workload: memoryW, Name: "filling: locks acquired/s", Higher: true}
-	memHeld    = report.Def{Key: "memory.held", Workload: memoryW, Name: "locks held", Hidden: true}
-	memErr     = report.Def{Key: "memory.errors", Workload: memoryW, Name: "errors", Hidden: true}
-)
+func hidden(workload, key, name string) report.Def {
+	return report.Def{Key: key, Workload: workload, Name: name, Hidden: true}
+}
 
-// distinctDefs returns the definitions of workload 2 with n workers.
-func distinctDefs(n int) (ops, p50, p99, errs report.Def) {
+// lockUnlockDefs are the metrics of a Lock+Unlock loop (workloads 1 and 2).
+type lockUnlockDefs struct{ ops, p50, p99, errs report.Def }
+
+func uncontendedDefs() lockUnlockDefs {
+	w := "1. uncontended, 1 worker (in a follower's process)"
+	return lockUnlockDefs{
+		ops:  def(w, "uncontended.ops_per_s", "Lock+Unlock/s", "", 0, true),
+		p50:  def(w, "uncontended.p50_ms", "Lock+Unlock p50", "ms", 2, false),
+		p99:  def(w, "uncontended.p99_ms", "Lock+Unlock p99", "ms", 2, false),
+		errs: hidden(w, "uncontended.errors", "failed operations"),
+	}
+}
+
+func distinctDefs(n int) lockUnlockDefs {
 	w := fmt.Sprintf("2. %d workers, distinct locks", n)
 	k := fmt.Sprintf("distinct%d.", n)
-	return report.Def{Key: k + "ops_per_s", Workload: w, Name: "Lock+Unlock/s", Higher: true},
-		report.Def{Key: k + "p50_ms", Workload: w, Name: "Lock+Unlock p50", Unit: "ms", Digits: 2},
-		report.Def{Key: k + "p99_ms", Workload: w, Name: "Lock+Unlock p99", Unit: "ms", Digits: 2},
-		report.Def{Key: k + "errors", Workload: w, Name: "errors", Hidden: true}
+	return lockUnlockDefs{
+		ops:  def(w, k+"ops_per_s", "Lock+Unlock/s", "", 0, true),
+		p50:  def(w, k+"p50_ms", "Lock+Unlock p50", "ms", 2, false),
+		p99:  def(w, k+"p99_ms", "Lock+Unlock p99", "ms", 2, false),
+		errs: hidden(w, k+"errors", "failed operations"),
+	}
+}
+
+type contendedDefSet struct{ rate, p50, p99, overlaps, errs report.Def }
+
+func contendedDefs(p Params) contendedDefSet {
+	w := fmt.Sprintf("3. %d workers, one lock", p.ContendedWorkers)
+	return contendedDefSet{
+		rate:     def(w, "contended.handoffs_per_s", "handoffs/s", "", 0, true),
+		p50:      def(w, "contended.handoff_p50_ms", "Unlock call → next grant p50", "ms", 2, false),
+		p99:      def(w, "contended.handoff_p99_ms", "Unlock call → next grant p99", "ms", 2, false),
+		overlaps: hidden(w, "contended.overlaps", "grants before the previous holder's Unlock call (must be 0)"),
+		errs:     hidden(w, "contended.errors", "failed operations"),
+	}
+}
+
+type keepaliveDefSet struct{ entries, cpuMean, cpuMax, acquire, held, window, errs report.Def }
+
+func keepaliveDefs(p Params) keepaliveDefSet {
+	w := fmt.Sprintf("4. keepalive: %d sessions hold %s locks for %v", p.KeepaliveSessions,
+		report.FormatNumber(float64(p.KeepaliveLocks), 0), p.KeepaliveWindow)
+	return keepaliveDefSet{
+		entries: def(w, "keepalive.log_entries_per_s", "log entries/s", "", 1, false),
+		cpuMean: def(w, "keepalive.cpu_s_per_node_mean", "CPU-seconds per node, mean", "s", 2, false),
+		cpuMax:  def(w, "keepalive.cpu_s_per_node_max", "CPU-seconds per node, max", "s", 2, false),
+		acquire: def(w, "keepalive.acquire_locks_per_s", "filling: locks acquired/s", "", 0, true),
+		held:    hidden(w, "keepalive.held", "locks held"),
+		window:  hidden(w, "keepalive.window_s", "measured window (s)"),
+		errs:    hidden(w, "keepalive.errors", "failed acquisitions"),
+	}
+}
+
+type failoverDefSet struct{ first, all, errs report.Def }
+
+func failoverDefs(p Params) failoverDefSet {
+	w := fmt.Sprintf("5. failover: SIGKILL the leader under %d workers", p.FailoverWorkers)
+	return failoverDefSet{
+		first: def(w, "failover.first_grant_ms", "kill → next grant of a free lock", "ms", 0, false),
+		all:   def(w, "failover.all_workers_ms", "kill → every surviving worker granted again", "ms", 0, false),
+		errs:  hidden(w, "failover.errors", "failed operations"),
+	}
+}
+
+type memoryDefSet struct{ rssMean, rssMax, heap, idle, perLock, acquire, held, errs report.Def }
+
+func memoryDefs(p Params) memoryDefSet {
+	w := fmt.Sprintf("6. memory: %s locks held by %d sessions", report.FormatNumber(float64(p.MemoryLocks), 0), p.MemorySessions)
+	return memoryDefSet{
+		rssMean: def(w, "memory.rss_mib_mean", "RSS per node, mean", "MiB", 1, false),
+		rssMax:  def(w, "memory.rss_mib_max", "RSS per node, max", "MiB", 1, false),
+		heap:    def(w, "memory.heap_mib_mean", "Go heap in use per node, mean", "MiB", 1, false),
+		idle:    def(w, "memory.idle_rss_mib_mean", "idle RSS per node before, mean", "MiB", 1, false),
+		perLock: def(w, "memory.bytes_per_lock", "RSS growth per held lock, per node", "B", 0, false),
+		acquire: def(w, "memory.acquire_locks_per_s", "filling: locks acquired/s", "", 0, true),
+		held:    hidden(w, "memory.held", "locks held"),
+		errs:    hidden(w, "memory.errors", "failed acquisitions"),
+	}
 }

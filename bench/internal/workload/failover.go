@@ -95,10 +95,11 @@ func Failover(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error
 		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d surviving workers had no grant within %v of the kill",
 			survivors-resumed, survivors, p.FailoverAfter))
 	}
+	d := failoverDefs(p)
 	res.Samples = []report.Sample{
-		{Def: foFirst, Value: first},
-		{Def: foAll, Value: all},
-		{Def: foErr, Value: float64(run.errors.Count)},
+		{Def: d.first, Value: first},
+		{Def: d.all, Value: all},
+		{Def: d.errs, Value: float64(run.errors.Count)},
 	}
 	return res, nil
 }

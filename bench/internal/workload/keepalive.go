@@ -51,14 +51,15 @@ func Keepalive(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 		sum += cpu
 		maxCPU = max(maxCPU, cpu)
 	}
+	d := keepaliveDefs(p)
 	res := Result{Samples: []report.Sample{
-		{Def: kaEntries, Value: float64(idx1-idx0) / window.Seconds()},
-		{Def: kaCPUMean, Value: sum / float64(len(use0))},
-		{Def: kaCPUMax, Value: maxCPU},
-		{Def: kaAcquire, Value: rate},
-		{Def: kaHeld, Value: float64(held)},
-		{Def: kaWindow, Value: window.Seconds()},
-		{Def: kaErr, Value: float64(errs.Count)},
+		{Def: d.entries, Value: float64(idx1-idx0) / window.Seconds()},
+		{Def: d.cpuMean, Value: sum / float64(len(use0))},
+		{Def: d.cpuMax, Value: maxCPU},
+		{Def: d.acquire, Value: rate},
+		{Def: d.held, Value: float64(held)},
+		{Def: d.window, Value: window.Seconds()},
+		{Def: d.errs, Value: float64(errs.Count)},
 	}, Notes: errorsNote(errs)}
 	if held < p.KeepaliveLocks {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d locks held", held, p.KeepaliveLocks))

@@ -30,15 +30,16 @@ func Memory(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) 
 	for _, v := range rss {
 		maxRSS = max(maxRSS, v)
 	}
+	d := memoryDefs(p)
 	res := Result{Samples: []report.Sample{
-		{Def: memRSSMean, Value: mean(rss) / mib},
-		{Def: memRSSMax, Value: maxRSS / mib},
-		{Def: memHeap, Value: mean(heap) / mib},
-		{Def: memBase, Value: mean(idle) / mib},
-		{Def: memPerLock, Value: (mean(rss) - mean(idle)) / float64(max(held, 1))},
-		{Def: memAcquire, Value: rate},
-		{Def: memHeld, Value: float64(held)},
-		{Def: memErr, Value: float64(errs.Count)},
+		{Def: d.rssMean, Value: mean(rss) / mib},
+		{Def: d.rssMax, Value: maxRSS / mib},
+		{Def: d.heap, Value: mean(heap) / mib},
+		{Def: d.idle, Value: mean(idle) / mib},
+		{Def: d.perLock, Value: (mean(rss) - mean(idle)) / float64(max(held, 1))},
+		{Def: d.acquire, Value: rate},
+		{Def: d.held, Value: float64(held)},
+		{Def: d.errs, Value: float64(errs.Count)},
 	}, Notes: errorsNote(errs)}
 	if held < p.MemoryLocks {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d locks held", held, p.MemoryLocks))

@@ -8,29 +8,29 @@ import "time"
 
 // Params sizes the workloads.
 type Params struct {
-	TTL       time.Duration // session TTL, the same for every system
-	OpTimeout time.Duration // bounds each Lock and Unlock
+	TTL       time.Duration `json:"ttl_ns"`        // session TTL, the same for every system
+	OpTimeout time.Duration `json:"op_timeout_ns"` // bounds each Lock and Unlock
 
-	Warmup   time.Duration // excluded from each steady workload's figures
-	Duration time.Duration // measured part of each steady workload
+	Warmup   time.Duration `json:"warmup_ns"`   // excluded from each steady workload's figures
+	Duration time.Duration `json:"duration_ns"` // measured part of each steady workload
 
-	DistinctWorkers  []int // workload 2
-	ContendedWorkers int   // workload 3
+	DistinctWorkers  []int `json:"distinct_workers"`  // workload 2
+	ContendedWorkers int   `json:"contended_workers"` // workload 3
 
-	KeepaliveSessions int           // workload 4
-	KeepaliveLocks    int           // held by those sessions together
-	KeepaliveSettle   time.Duration // after acquiring, before measuring
-	KeepaliveWindow   time.Duration // measured
+	KeepaliveSessions int           `json:"keepalive_sessions"`  // workload 4
+	KeepaliveLocks    int           `json:"keepalive_locks"`     // held by those sessions together
+	KeepaliveSettle   time.Duration `json:"keepalive_settle_ns"` // after acquiring, before measuring
+	KeepaliveWindow   time.Duration `json:"keepalive_window_ns"` // measured
 
-	FailoverWorkers int           // workload 5
-	FailoverBefore  time.Duration // steady load before the kill
-	FailoverAfter   time.Duration // load after the kill (bounds the figures)
+	FailoverWorkers int           `json:"failover_workers"`   // workload 5
+	FailoverBefore  time.Duration `json:"failover_before_ns"` // steady load before the kill
+	FailoverAfter   time.Duration `json:"failover_after_ns"`  // load after the kill (bounds the figures)
 	// FailoverProbe bounds each attempt of the probers, which measure how
 	// soon a Lock called after the kill is granted.
-	FailoverProbe time.Duration
+	FailoverProbe time.Duration `json:"failover_probe_ns"`
 
-	MemorySessions int // workload 6
-	MemoryLocks    int
+	MemorySessions int `json:"memory_sessions"` // workload 6
+	MemoryLocks    int `json:"memory_locks"`
 
-	HoldConcurrency int // concurrent acquisitions per replica process when filling locks
+	HoldConcurrency int `json:"hold_concurrency"` // concurrent acquisitions per replica process when filling locks
 }

@@ -29,7 +29,7 @@ func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, er
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
-	return throughputSamples(run, uncOps, uncP50, uncP99, uncErr), nil
+	return throughputSamples(run, uncontendedDefs()), nil
 }
 
 // Distinct is workload 2: n workers spread over every replica, each taking
@@ -45,13 +45,12 @@ func Distinct(ctx context.Context, cl *cluster.Cluster, p Params, n int) (Result
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
-	ops, p50, p99, errs := distinctDefs(n)
-	return throughputSamples(run, ops, p50, p99, errs), nil
+	return throughputSamples(run, distinctDefs(n)), nil
 }
 
 // throughputSamples reports the rate and latency of completed Lock+Unlock
 // pairs (Lock called → Unlock returned).
-func throughputSamples(run *loopRun, ops, p50, p99, errs report.Def) Result {
+func throughputSamples(run *loopRun, d lockUnlockDefs) Result {
 	done := run.inWindow()
 	lat := make([]int64, len(done))
 	for i, op := range done {
@@ -59,10 +58,10 @@ func throughputSamples(run *loopRun, ops, p50, p99, errs report.Def) Result {
 	}
 	l := stats.Summarize(lat)
 	return Result{Samples: []report.Sample{
-		{Def: ops, Value: float64(len(done)) / run.window().Seconds()},
-		{Def: p50, Value: nanIfEmpty(l, l.P50)},
-		{Def: p99, Value: nanIfEmpty(l, l.P99)},
-		{Def: errs, Value: float64(run.errors.Count)},
+		{Def: d.ops, Value: float64(len(done)) / run.window().Seconds()},
+		{Def: d.p50, Value: nanIfEmpty(l, l.P50)},
+		{Def: d.p99, Value: nanIfEmpty(l, l.P99)},
+		{Def: d.errs, Value: float64(run.errors.Count)},
 	}, Notes: errorsNote(run.errors)}
 }
 
