@@ -1,0 +1,62 @@
+package lockapi
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/node"
+)
+
+// Errors. Test with errors.Is; returned errors wrap them with detail.
+var (
+	// ErrLocked: TryLock found the lock held (or in lock-delay). The error is
+	// a *LockedError naming the holder.
+	ErrLocked = errors.New("lockapi: lock is held")
+	// ErrNotHolder: Unlock of a lease that had already been lost (its lock may
+	// meanwhile belong to someone else).
+	ErrNotHolder = errors.New("lockapi: not the holder")
+	// ErrSessionExpired: the session's lease ended — its keepalives did not
+	// succeed before its deadline, or the leader expired it. Identical to
+	// node.ErrSessionExpired.
+	ErrSessionExpired = node.ErrSessionExpired
+	// ErrNoQuorum: the cluster cannot commit or confirm now. Identical to
+	// node.ErrNoQuorum.
+	ErrNoQuorum = node.ErrNoQuorum
+	// ErrSessionClosed: the session was closed by Close.
+	ErrSessionClosed = errors.New("lockapi: session closed")
+	// ErrLeaseLost: a lease ended other than by Unlock; the error also wraps
+	// the cause (ErrSessionExpired, ErrSessionClosed, ...).
+	ErrLeaseLost = errors.New("lockapi: lease lost")
+	// ErrUnlocked: the lease ended because Unlock was called.
+	ErrUnlocked = errors.New("lockapi: unlocked")
+	// ErrInvalidArgument: a bad argument (lock name, TTL, option); nothing
+	// was sent to the cluster.
+	ErrInvalidArgument = errors.New("lockapi: invalid argument")
+	// ErrStaleToken: a fence refused a write with a stale token. Identical to
+	// fence.ErrStaleToken.
+	ErrStaleToken = fence.ErrStaleToken
+)
+
+// LockedError is returned by TryLock when the lock is held. It wraps
+// ErrLocked.
+type LockedError struct {
+	Lock       string
+	Holder     fsm.Holder // zero while the lock is in lock-delay without a holder
+	DelayUntil int64      // end of the lock-delay (Unix nanoseconds, leader time), if any
+}
+
+func (e *LockedError) Error() string {
+	if e.Holder.Session == 0 {
+		return fmt.Sprintf("lockapi: lock %q is in lock-delay", e.Lock)
+	}
+	return fmt.Sprintf("lockapi: lock %q is held by %q (session %d, token %d)", e.Lock, e.Holder.Description, e.Holder.Session, e.Holder.Token)
+}
+
+// Unwrap makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+}

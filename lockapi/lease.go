@@ -1,0 +1,138 @@
+package lockapi
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Lease is one granted acquisition of a lock. It is valid until Unlock is
+// called or the lease is lost; Done is closed and Context cancelled at that
+// moment, before the cluster can grant the lock to anyone else. A Lease is
+// safe for concurrent use.
+//
+// What loss means: the holder's session was not renewed in time (the process
+// paused, the network or the cluster failed), so the client counts the lease
+// as over and the cluster will soon grant the lock to the next waiter. The
+// holder must stop its work — and since stopping is not instantaneous, the
+// protected resource must check Token (see package fence).
+type Lease struct {
+	s        *Session
+	name     string
+	owner    fsm.OwnerID
+	token    fsm.Token
+	acquired time.Time
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+
+	mu        sync.Mutex
+	err       error // why the lease ended; nil while held
+	unlocking bool
+	unlocked  bool
+	unlockErr error
+}
+
+func newLease(s *Session, name string, owner fsm.OwnerID, tok fsm.Token) *Lease {
+	l := &Lease{s: s, name: name, owner: owner, token: tok, acquired: time.Now()}
+	// Not derived from the session's context: the session ends every lease
+	// itself (Session.end), so that the lease's cause is ErrLeaseLost.
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	return l
+}
+
+// Name returns the lock's name.
+func (l *Lease) Name() string { return l.name }
+
+// Token returns the fencing token of this grant: strictly greater than the
+// token of every earlier grant of the same lock.
+func (l *Lease) Token() fsm.Token { return l.token }
+
+// Owner returns the acquisition's owner id.
+func (l *Lease) Owner() fsm.OwnerID { return l.owner }
+
+// Session returns the session the lease belongs to.
+func (l *Lease) Session() *Session { return l.s }
+
+// Acquired returns when the lock was granted (local clock).
+func (l *Lease) Acquired() time.Time { return l.acquired }
+
+// Done returns a channel closed when the lease ends (lost or unlocked).
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Context returns a context cancelled when the lease ends; pass it to the
+// work the lock protects. context.Cause(ctx) is the same as Err.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Err returns nil while the lease is held, then ErrUnlocked after Unlock, or
+// an error wrapping ErrLeaseLost and its cause.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func (l *Lease) end(err error) {
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = err
+	}
+	l.mu.Unlock()
+	l.cancel(err)
+}
+
+func (l *Lease) isUnlocking() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unlocking
+}
+
+// Unlock releases the lock — a compare-and-delete by the acquisition's owner
+// id, so it can never release someone else's grant — and ends the lease.
+//
+// If the lease had already been lost, Unlock still asks the cluster to
+// release the lock (in case the session still held it there) and returns an
+// error wrapping ErrNotHolder and the cause of the loss. If the cluster cannot
+// commit before ctx ends, it returns an error wrapping ErrNoQuorum; the lease
+// has ended locally either way, and calling Unlock again retries. Once Unlock
+// has succeeded, further calls return the same result.
+func (l *Lease) Unlock(ctx context.Context) error {
+	l.mu.Lock()
+	if l.unlocked {
+		err := l.unlockErr
+		l.mu.Unlock()
+		return err
+	}
+	lost := l.err
+	if lost == ErrUnlocked {
+		lost = nil // an earlier Unlock that failed to commit
+	}
+	l.unlocking = true
+	l.mu.Unlock()
+	l.end(ErrUnlocked)
+	l.s.mu.Lock()
+	delete(l.s.leases, l.owner)
+	l.s.mu.Unlock()
+
+	r, err := l.s.n.Apply(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
+	if err != nil {
+		return fmt.Errorf("lockapi: unlock %q: %w", l.name, err)
+	}
+	var result error
+	switch {
+	case lost != nil:
+		result = fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost)
+	case r.Status == fsm.StatusOK, r.Status == fsm.StatusNotHolder:
+		// NotHolder for a lease that was still valid means an earlier,
+		// ambiguous attempt of this very release committed: while the
+		// lease is valid nobody else can release it.
+	default:
+		result = fmt.Errorf("lockapi: unlock %q: %w", l.name, r.Err())
+	}
+	l.mu.Lock()
+	l.unlocked, l.unlockErr = true, result
+	l.mu.Unlock()
+	return result
+}

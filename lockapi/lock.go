@@ -1,0 +1,204 @@
+package lockapi
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// pending is an acquisition between its proposal and its grant.
+type pending struct {
+	name    string
+	owner   fsm.OwnerID
+	granted chan fsm.Token // buffered: the event loop never blocks
+	failed  chan error
+	queued  bool // guarded by the session's mu
+	s       *Session
+}
+
+func (p *pending) grant(t fsm.Token) {
+	select {
+	case p.granted <- t:
+	default:
+	}
+}
+
+func (p *pending) fail(err error) {
+	select {
+	case p.failed <- err:
+	default:
+	}
+}
+
+func (p *pending) isQueued() bool {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.queued
+}
+
+// Lock acquires the named lock, waiting in the lock's FIFO queue until it is
+// granted, ctx ends, or the session ends. Waiting costs nothing: the waiter
+// is woken by its own replica when the grant is applied (no polling).
+//
+// If ctx ends first, Lock returns an error wrapping ctx.Err() (and
+// ErrNoQuorum if the session was in jeopardy); the wait is withdrawn and, if
+// the grant raced in, released — nothing is left held or queued. If the
+// session is lost while waiting, Lock returns an error wrapping
+// ErrSessionExpired at once.
+//
+// The returned Lease carries the fencing token; pass Lease.Context to the
+// work, and Lease.Token to the protected resource.
+func (s *Session) Lock(ctx context.Context, name string) (*Lease, error) {
+	return s.acquire(ctx, name, true)
+}
+
+// TryLock acquires the named lock if it is free and returns at once
+// otherwise, with a *LockedError (wrapping ErrLocked) that names the holder.
+// Without a quorum it returns an error wrapping ErrNoQuorum promptly — within
+// a few election timeouts — even if ctx has no deadline.
+func (s *Session) TryLock(ctx context.Context, name string) (*Lease, error) {
+	return s.acquire(ctx, name, false)
+}
+
+// tryTimeout bounds calls that must answer promptly (TryLock, clean-ups).
+func (s *Session) tryTimeout() time.Duration {
+	t := s.n.Timing()
+	return 4 * (t.HeartbeatTimeout + t.ElectionTimeout)
+}
+
+func newOwnerID() fsm.OwnerID {
+	var o fsm.OwnerID
+	for o.IsZero() {
+		rand.Read(o[:])
+	}
+	return o
+}
+
+func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, error) {
+	if err := fsm.ValidateLockName(name); err != nil {
+		return nil, invalid("lock name: %v", err)
+	}
+	p := &pending{name: name, owner: newOwnerID(), granted: make(chan fsm.Token, 1), failed: make(chan error, 1), s: s}
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	}
+	s.pending[p.owner] = p // before proposing: the grant may be applied before Apply returns
+	s.mu.Unlock()
+
+	start := time.Now()
+	pctx := ctx
+	if !wait {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, s.tryTimeout())
+		defer cancel()
+	}
+	r, err := s.n.Apply(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
+	if err != nil {
+		s.abandon(p) // the outcome is unknown: release it if it lands
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	}
+	switch r.Status {
+	case fsm.StatusGranted:
+		return s.newLease(p, r.Token, start)
+	case fsm.StatusLocked:
+		s.forget(p)
+		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil}
+	case fsm.StatusNoSession:
+		s.forget(p)
+		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
+		s.lose(err)
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	case fsm.StatusQueued:
+	default:
+		s.forget(p)
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, r.Err())
+	}
+
+	s.mu.Lock()
+	p.queued = true
+	s.mu.Unlock()
+	s.metrics.waiting(1)
+	defer s.metrics.waiting(-1)
+	select {
+	case tok := <-p.granted:
+		return s.newLease(p, tok, start)
+	case err := <-p.failed:
+		s.forget(p)
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	case <-ctx.Done():
+		s.metrics.acquireTimedOut()
+		s.withdraw(p)
+		err := ctx.Err()
+		if s.State() == StateJeopardy {
+			err = fmt.Errorf("%w: %w", ErrNoQuorum, err)
+		}
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	}
+}
+
+// newLease turns a granted acquisition into a Lease, unless the session's
+// lease has meanwhile run out (then the grant is released).
+func (s *Session) newLease(p *pending, tok fsm.Token, start time.Time) (*Lease, error) {
+	s.mu.Lock()
+	if s.err != nil || !time.Now().Before(s.validUntil) {
+		err := s.err
+		s.mu.Unlock()
+		if err == nil {
+			err = fmt.Errorf("%w: the lease deadline passed", ErrSessionExpired)
+		}
+		s.abandon(p)
+		return nil, fmt.Errorf("lockapi: lock %q: %w", p.name, err)
+	}
+	l := newLease(s, p.name, p.owner, tok)
+	s.leases[p.owner] = l
+	delete(s.pending, p.owner)
+	s.mu.Unlock()
+	s.metrics.acquired(time.Since(start))
+	return l, nil
+}
+
+// forget drops a pending acquisition that did not take effect.
+func (s *Session) forget(p *pending) {
+	s.mu.Lock()
+	delete(s.pending, p.owner)
+	s.mu.Unlock()
+}
+
+// abandon marks an acquisition whose outcome nobody will wait for: if it is
+// (or becomes) granted or queued, the session releases it.
+func (s *Session) abandon(p *pending) {
+	s.mu.Lock()
+	delete(s.pending, p.owner)
+	ended := s.err != nil
+	if !ended {
+		s.abandoned[p.owner] = p.name
+	}
+	s.mu.Unlock()
+	if !ended {
+		if st := s.n.Owner(p.name, p.owner); st.Held || st.Position > 0 {
+			s.releaseAbandoned(p.name, p.owner)
+		}
+	}
+}
+
+// withdraw gives up a queued acquisition: one Release dequeues it, or
+// releases it if the grant raced in. It runs in the background so that Lock
+// returns as soon as its context ends.
+func (s *Session) withdraw(p *pending) {
+	s.mu.Lock()
+	delete(s.pending, p.owner)
+	if s.err != nil {
+		s.mu.Unlock()
+		return // the session is gone, and its waits with it
+	}
+	s.abandoned[p.owner] = p.name
+	s.mu.Unlock()
+	s.releaseAbandoned(p.name, p.owner)
+}
+

@@ -1,0 +1,62 @@
+package lockapi
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/raftlock/raftlock/node"
+)
+
+// DefaultTTL is the session TTL when WithTTL is not given.
+const DefaultTTL = 10 * time.Second
+
+// MinTTL returns the smallest TTL a session on n may have: a keepalive
+// interval (TTL/3) must outlast a leader failover, which takes up to about
+// two heartbeat timeouts plus an election timeout.
+func MinTTL(n *node.Node) time.Duration {
+	t := n.Timing()
+	return 3 * (2*t.HeartbeatTimeout + t.ElectionTimeout)
+}
+
+// SessionOption configures NewSession.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct {
+	ttl       time.Duration
+	lockDelay time.Duration
+	owner     string
+	logger    *slog.Logger
+	metrics   *Metrics
+	onState   func(from, to State)
+}
+
+// WithTTL sets the session's TTL: how long the cluster keeps the session (and
+// its locks) without a successful keepalive. Default DefaultTTL; at least
+// MinTTL(n) and at most 24 h.
+func WithTTL(d time.Duration) SessionOption { return func(c *sessionConfig) { c.ttl = d } }
+
+// WithLockDelay sets the lock-delay: when the session expires (rather than
+// being closed), the locks it held stay ungranted for this long, giving a
+// paused holder's in-flight writes time to drain (as in Chubby and Consul).
+// Default 0; at most 1 h.
+func WithLockDelay(d time.Duration) SessionOption { return func(c *sessionConfig) { c.lockDelay = d } }
+
+// WithOwner sets a free-text description of the session's owner (process,
+// host, purpose), shown to those who find a lock held. At most 256 bytes of
+// UTF-8. Default: the node's id.
+func WithOwner(description string) SessionOption {
+	return func(c *sessionConfig) { c.owner = description }
+}
+
+// WithLogger sets the session's logger (default: the node's).
+func WithLogger(l *slog.Logger) SessionOption { return func(c *sessionConfig) { c.logger = l } }
+
+// WithMetrics records the session's metrics in m (see NewMetrics).
+func WithMetrics(m *Metrics) SessionOption { return func(c *sessionConfig) { c.metrics = m } }
+
+// WithStateListener calls f on every session state change (Healthy →
+// Jeopardy → Lost, Jeopardy → Healthy, → Closed), in order, from the
+// session's own goroutine: f must not block or call back into the session.
+func WithStateListener(f func(from, to State)) SessionOption {
+	return func(c *sessionConfig) { c.onState = f }
+}

@@ -1,0 +1,297 @@
+package lockapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/node"
+)
+
+// State is where a session stands.
+type State int
+
+// Session states. A session starts Healthy. It is in Jeopardy while its
+// keepalives fail but its lease has not yet run out — work should prepare to
+// stop. It is Lost once its lease ran out on the client (or the leader
+// expired it): every lease it held has ended. Closed after Close. Lost and
+// Closed are final.
+const (
+	StateHealthy State = iota + 1
+	StateJeopardy
+	StateLost
+	StateClosed
+)
+
+func (s State) String() string {
+	switch s {
+	case StateHealthy:
+		return "healthy"
+	case StateJeopardy:
+		return "jeopardy"
+	case StateLost:
+		return "lost"
+	case StateClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// Session is one lease with the cluster, kept alive by keepalives every TTL/3
+// for as long as it is open. All locks taken through it live and die with it.
+//
+// A Session is safe for concurrent use: many goroutines may take locks
+// through one session; each Lock call is its own acquisition (its own owner
+// id and fencing token), so two goroutines of one session contend for a lock
+// like strangers.
+type Session struct {
+	n       *node.Node
+	id      fsm.SessionID
+	cfg     sessionConfig
+	margin  time.Duration
+	log     *slog.Logger
+	metrics *Metrics
+	sub     *node.Subscription
+
+	ctx    context.Context // ends when the session is lost or closed
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed by end: stops the session's goroutines
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	state      State
+	changed    chan struct{} // closed and replaced on every state change
+	err        error         // why the session ended
+	validUntil time.Time     // client-side lease deadline (monotonic)
+	pending    map[fsm.OwnerID]*pending
+	leases     map[fsm.OwnerID]*Lease
+	abandoned  map[fsm.OwnerID]string // acquisitions nobody waits for any more → lock name
+	paused     bool                   // tests: keepalives suspended
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// NewSession opens a session on the cluster through n and starts keeping it
+// alive. It returns once the session is committed (or ctx ends, or the
+// cluster cannot commit: an error wrapping ErrNoQuorum).
+func NewSession(ctx context.Context, n *node.Node, opts ...SessionOption) (*Session, error) {
+	if n == nil {
+		return nil, invalid("nil node")
+	}
+	cfg := sessionConfig{ttl: DefaultTTL, owner: n.ID()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return openSession(ctx, n, cfg)
+}
+
+// openSession opens a session with an already-built configuration (also
+// used to replace a lost session with an identical one).
+func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session, error) {
+	if minTTL := MinTTL(n); cfg.ttl < minTTL || cfg.ttl > fsm.MaxTTL {
+		return nil, invalid("TTL %v outside [%v, %v] (the minimum follows the node's Raft timeouts)", cfg.ttl, minTTL, fsm.MaxTTL)
+	}
+	if cfg.lockDelay < 0 || cfg.lockDelay > fsm.MaxLockDelay {
+		return nil, invalid("lock-delay %v outside [0, %v]", cfg.lockDelay, fsm.MaxLockDelay)
+	}
+	if err := fsm.ValidateDescription(cfg.owner); err != nil {
+		return nil, invalid("owner description: %v", err)
+	}
+	if cfg.logger == nil {
+		cfg.logger = n.Logger()
+	}
+	s := &Session{
+		n: n, cfg: cfg, log: cfg.logger, metrics: cfg.metrics,
+		margin:    cfg.ttl / 20, // clock-rate drift and scheduling slack
+		stop:      make(chan struct{}),
+		state:     StateHealthy,
+		changed:   make(chan struct{}),
+		pending:   make(map[fsm.OwnerID]*pending),
+		leases:    make(map[fsm.OwnerID]*Lease),
+		abandoned: make(map[fsm.OwnerID]string),
+	}
+	sent := time.Now()
+	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner})
+	if err != nil {
+		return nil, fmt.Errorf("lockapi: open session: %w", err)
+	}
+	if r.Status != fsm.StatusOK {
+		return nil, fmt.Errorf("lockapi: open session: %w", r.Err())
+	}
+	s.id = r.Session
+	s.validUntil = sent.Add(cfg.ttl - s.margin) // the open counts as the first keepalive
+	if s.sub, err = n.Subscribe(node.EventFilter{Session: s.id}, 256); err != nil {
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.log = s.log.With("session", uint64(s.id))
+	s.wg.Add(2)
+	go s.keepAlive()
+	go s.watch()
+	s.log.Debug("session opened", "ttl", cfg.ttl, "lock_delay", cfg.lockDelay)
+	return s, nil
+}
+
+// ID returns the session's id in the cluster.
+func (s *Session) ID() fsm.SessionID { return s.id }
+
+// TTL returns the session's TTL.
+func (s *Session) TTL() time.Duration { return s.cfg.ttl }
+
+// Node returns the node the session runs on.
+func (s *Session) Node() *node.Node { return s.n }
+
+// Done returns a channel closed when the session is lost or closed.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Context returns a context cancelled when the session is lost or closed;
+// context.Cause tells why (same as Err).
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Err returns nil while the session is open, then why it ended: an error
+// wrapping ErrSessionExpired (lost) or ErrSessionClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// State returns the session's current state.
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// WaitForStateChange waits until the state differs from from, or ctx ends;
+// it reports whether the state changed.
+func (s *Session) WaitForStateChange(ctx context.Context, from State) bool {
+	for {
+		s.mu.Lock()
+		st, ch := s.state, s.changed
+		s.mu.Unlock()
+		if st != from {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// ValidUntil returns the client-side deadline of the session's lease: the
+// moment it will be lost unless a keepalive succeeds first. Informational —
+// a process can pause right after reading it; fence your writes.
+func (s *Session) ValidUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validUntil
+}
+
+// setState changes the state (caller holds s.mu) and returns a function that
+// notifies the listener (to be called without the lock).
+func (s *Session) setState(to State) func() {
+	from := s.state
+	if from == to {
+		return func() {}
+	}
+	s.state = to
+	close(s.changed)
+	s.changed = make(chan struct{})
+	f := s.cfg.onState
+	s.log.Debug("session state", "from", from, "to", to)
+	return func() {
+		if f != nil {
+			f(from, to)
+		}
+	}
+}
+
+// end finishes the session on the client: state, error, every lease and
+// every waiter. It returns false if the session had already ended.
+func (s *Session) end(state State, cause error) bool {
+	s.mu.Lock()
+	if s.state == StateLost || s.state == StateClosed {
+		s.mu.Unlock()
+		return false
+	}
+	notify := s.setState(state)
+	s.err = cause
+	leases := s.leases
+	pend := s.pending
+	s.leases, s.pending = map[fsm.OwnerID]*Lease{}, map[fsm.OwnerID]*pending{}
+	s.mu.Unlock()
+
+	s.cancel(cause)
+	close(s.stop)
+	for _, l := range leases {
+		l.end(fmt.Errorf("%w: %w", ErrLeaseLost, cause))
+	}
+	for _, p := range pend {
+		p.fail(cause)
+	}
+	if state == StateLost {
+		s.metrics.sessionLost()
+		s.metrics.leasesLost(len(leases))
+		s.log.Warn("session lost", "cause", cause, "leases", len(leases))
+	}
+	notify()
+	return true
+}
+
+// lose ends the session as lost and, in the background, asks the cluster to
+// close it, so that its locks are released as soon as the cluster can commit
+// rather than only when the leader expires it.
+func (s *Session) lose(cause error) {
+	if !s.end(StateLost, cause) {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
+		defer cancel()
+		if _, err := s.n.Apply(ctx, fsm.CloseSession{Session: s.id}); err != nil && !errors.Is(err, node.ErrClosed) {
+			s.log.Debug("closing a lost session failed; the leader will expire it", "err", err)
+		}
+	}()
+}
+
+// Close releases every lock the session holds and every wait it has queued
+// (in one command, without lock-delay) and ends the session. Leases end with
+// ErrLeaseLost wrapping ErrSessionClosed; pending Lock calls fail. If the
+// cluster cannot commit before ctx ends, Close still ends the session locally
+// and returns an error wrapping ErrNoQuorum: the leader will expire it after
+// its TTL. Safe to call more than once; later calls return the first result.
+func (s *Session) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		wasOpen := s.end(StateClosed, ErrSessionClosed)
+		if wasOpen {
+			r, err := s.n.Apply(ctx, fsm.CloseSession{Session: s.id})
+			switch {
+			case err != nil:
+				s.closeErr = fmt.Errorf("lockapi: close session: %w", err)
+			case r.Status != fsm.StatusOK && r.Status != fsm.StatusNoSession:
+				s.closeErr = fmt.Errorf("lockapi: close session: %w", r.Err())
+			}
+		}
+		s.sub.Close()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if s.closeErr == nil {
+				s.closeErr = fmt.Errorf("lockapi: close session: %w", ctx.Err())
+			}
+		}
+		s.log.Debug("session closed", "err", s.closeErr)
+	})
+	return s.closeErr
+}

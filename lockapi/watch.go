@@ -1,0 +1,146 @@
+package lockapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// watch enforces the client-side lease deadline and follows the events the
+// local replica applies for this session: grants to waiting acquisitions,
+// releases and dequeues, and the session's own end.
+func (s *Session) watch() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Until(s.ValidUntil()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case e := <-s.sub.C:
+			s.handle(e)
+		case <-s.sub.Resync:
+			s.resync()
+		case <-timer.C:
+			if d := time.Until(s.ValidUntil()); d > 0 {
+				timer.Reset(d)
+				continue
+			}
+			s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+			return
+		}
+	}
+}
+
+func reasonErr(r fsm.Reason) error {
+	switch r {
+	case fsm.ReasonSessionExpired:
+		return fmt.Errorf("%w: expired by the leader", ErrSessionExpired)
+	case fsm.ReasonSessionClosed:
+		return ErrSessionClosed
+	}
+	return fmt.Errorf("%w: released with its owner id", ErrNotHolder)
+}
+
+func (s *Session) handle(e fsm.Event) {
+	switch e.Kind {
+	case fsm.EventGranted:
+		s.mu.Lock()
+		p := s.pending[e.Owner]
+		name, abandoned := s.abandoned[e.Owner]
+		s.mu.Unlock()
+		switch {
+		case p != nil:
+			p.grant(e.Token)
+		case abandoned:
+			s.releaseAbandoned(name, e.Owner)
+		}
+	case fsm.EventReleased, fsm.EventDequeued:
+		s.mu.Lock()
+		l := s.leases[e.Owner]
+		p := s.pending[e.Owner]
+		delete(s.abandoned, e.Owner)
+		if l != nil && !l.isUnlocking() {
+			delete(s.leases, e.Owner)
+		} else {
+			l = nil
+		}
+		s.mu.Unlock()
+		if l != nil {
+			l.end(fmt.Errorf("%w: %w", ErrLeaseLost, reasonErr(e.Reason)))
+			s.metrics.leasesLost(1)
+		}
+		if p != nil {
+			p.fail(reasonErr(e.Reason))
+		}
+	case fsm.EventSessionExpired:
+		s.lose(fmt.Errorf("%w: expired by the leader", ErrSessionExpired))
+	case fsm.EventSessionClosed:
+		s.lose(fmt.Errorf("%w: closed in the cluster", ErrSessionExpired))
+	}
+}
+
+// resync re-reads what the session cares about after events were missed or
+// the replica restored a snapshot.
+func (s *Session) resync() {
+	if _, ok := s.n.Session(s.id); !ok {
+		s.lose(fmt.Errorf("%w: the session no longer exists", ErrSessionExpired))
+		return
+	}
+	s.mu.Lock()
+	var pend []*pending
+	for _, p := range s.pending {
+		pend = append(pend, p)
+	}
+	var leases []*Lease
+	for _, l := range s.leases {
+		leases = append(leases, l)
+	}
+	abandoned := make(map[fsm.OwnerID]string, len(s.abandoned))
+	for o, n := range s.abandoned {
+		abandoned[o] = n
+	}
+	s.mu.Unlock()
+	for _, p := range pend {
+		st := s.n.Owner(p.name, p.owner)
+		switch {
+		case st.Held:
+			p.grant(st.Token)
+		case st.Position == 0 && p.isQueued():
+			p.fail(fmt.Errorf("%w: the wait was dropped", ErrLeaseLost))
+		}
+	}
+	for _, l := range leases {
+		if st := s.n.Owner(l.name, l.owner); (!st.Held || st.Token != l.token) && !l.isUnlocking() {
+			s.mu.Lock()
+			delete(s.leases, l.owner)
+			s.mu.Unlock()
+			l.end(fmt.Errorf("%w: no longer the holder", ErrLeaseLost))
+		}
+	}
+	for o, name := range abandoned {
+		if st := s.n.Owner(name, o); st.Held || st.Position > 0 {
+			s.releaseAbandoned(name, o)
+		}
+	}
+}
+
+// releaseAbandoned releases (or dequeues), in the background, an acquisition
+// nobody waits for any more, so that nothing is left held or queued.
+func (s *Session) releaseAbandoned(name string, owner fsm.OwnerID) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ttl)
+		defer cancel()
+		if _, err := s.n.Apply(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
+			s.log.Debug("releasing an abandoned acquisition failed; closing the session will", "lock", name, "err", err)
+			return
+		}
+		s.mu.Lock()
+		delete(s.abandoned, owner)
+		s.mu.Unlock()
+	}()
+}
