@@ -6,8 +6,8 @@ import (
 )
 
 // The systems this binary can benchmark. To add one, implement
-// lockservice.System in its own package and register it here.
+// lockservice.System in its own package and register it here (raftlock
+// registers in systems_raftlock.go).
 func init() {
 	lockservice.Register(etcdsys.System())
-	// lockservice.Register(raftlocksys.System())
 }

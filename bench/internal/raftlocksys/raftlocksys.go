@@ -1,0 +1,89 @@
+//go:build raftlock
+
+// Package raftlocksys is the raftlock adapter of the benchmark: each replica
+// process embeds a raftlock node (raft-boltdb with fsync, node.DefaultConfig:
+// LAN timing, group commit) of a static 3-node cluster on loopback, and
+// lockapi sessions on it.
+//
+// It builds only with -tags raftlock until lockapi has Session.Lock and
+// Lease.Unlock; then drop the build tag here and in ../../systems_raftlock.go.
+package raftlocksys
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/raftlock/raftlock/lockapi"
+	"github.com/raftlock/raftlock/node"
+
+	"github.com/raftlock/raftlock/bench/internal/lockservice"
+)
+
+// System returns the raftlock system.
+func System() lockservice.System { return system{} }
+
+type system struct{}
+
+func (system) Name() string { return "raftlock" }
+
+// PortsPerReplica is 1: the node's one port carries Raft and RPC; the
+// cluster is static (Bootstrap with Peers), so no gossip port.
+func (system) PortsPerReplica() int { return 1 }
+
+func nodeID(i int) string { return fmt.Sprintf("r%d", i) }
+
+// StartReplica starts the node and waits until it knows a leader and has
+// caught up.
+func (system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig) (lockservice.Replica, error) {
+	c := node.DefaultConfig()
+	c.ID = nodeID(cfg.Index)
+	c.DataDir = cfg.DataDir // raft-boltdb, fsync on every commit
+	c.BindAddr = cfg.Addrs[cfg.Index][0]
+	c.Bootstrap = true
+	for i, a := range cfg.Addrs {
+		c.Peers = append(c.Peers, node.Peer{ID: nodeID(i), Addr: a[0]})
+	}
+	c.Logger = slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelError}))
+	n, err := node.Start(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("raftlock: start node %d: %w", cfg.Index, err)
+	}
+	if err := n.WaitReady(ctx); err != nil {
+		n.Close(context.Background())
+		return nil, fmt.Errorf("raftlock: node %d: %w", cfg.Index, err)
+	}
+	return &replica{n: n}, nil
+}
+
+type replica struct{ n *node.Node }
+
+func (r *replica) NewSession(ctx context.Context, ttl time.Duration) (lockservice.Session, error) {
+	s, err := lockapi.NewSession(ctx, r.n, lockapi.WithTTL(ttl))
+	if err != nil {
+		return nil, err
+	}
+	return session{s}, nil
+}
+
+func (r *replica) Status(context.Context) (lockservice.Status, error) {
+	st := r.n.Status()
+	return lockservice.Status{Leader: st.State == "leader", LogIndex: st.CommitIndex}, nil
+}
+
+func (r *replica) Close(ctx context.Context) error { return r.n.Close(ctx) }
+
+type session struct{ s *lockapi.Session }
+
+func (s session) Lock(ctx context.Context, name string) (lockservice.Lease, error) {
+	l, err := s.s.Lock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil // *lockapi.Lease has Unlock(ctx) error
+}
+
+func (s session) Done() <-chan struct{} { return s.s.Done() }
+
+func (s session) Close(ctx context.Context) error { return s.s.Close(ctx) }
