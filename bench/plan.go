@@ -34,9 +34,12 @@ func (b *bench) roundSteps(r int) []step {
 	p := b.opts.Params
 	var steps []step
 	if b.opts.has("uncontended") {
-		steps = append(steps, step{"uncontended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
-			return workload.Uncontended(ctx, cl, p)
-		}})
+		for _, onLeader := range []bool{false, true} {
+			name := map[bool]string{false: "uncontended (follower)", true: "uncontended (leader)"}[onLeader]
+			steps = append(steps, step{name, func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+				return workload.Uncontended(ctx, cl, p, onLeader)
+			}})
+		}
 	}
 	if b.opts.has("distinct") {
 		for _, n := range p.DistinctWorkers {

@@ -20,13 +20,16 @@ func hidden(workload, key, name string) report.Def {
 // lockUnlockDefs are the metrics of a Lock+Unlock loop (workloads 1 and 2).
 type lockUnlockDefs struct{ ops, p50, p99, errs report.Def }
 
-func uncontendedDefs() lockUnlockDefs {
-	w := "1. uncontended, 1 worker (in a follower's process)"
+func uncontendedDefs(onLeader bool) lockUnlockDefs {
+	w, k := "1. uncontended, 1 worker in a follower's process", "uncontended."
+	if onLeader {
+		w, k = "1. uncontended, 1 worker in the leader's process", "uncontended_leader."
+	}
 	return lockUnlockDefs{
-		ops:  def(w, "uncontended.ops_per_s", "Lock+Unlock/s", "", 0, true),
-		p50:  def(w, "uncontended.p50_ms", "Lock+Unlock p50", "ms", 2, false),
-		p99:  def(w, "uncontended.p99_ms", "Lock+Unlock p99", "ms", 2, false),
-		errs: hidden(w, "uncontended.errors", "failed operations"),
+		ops:  def(w, k+"ops_per_s", "Lock+Unlock/s", "", 0, true),
+		p50:  def(w, k+"p50_ms", "Lock+Unlock p50", "ms", 2, false),
+		p99:  def(w, k+"p99_ms", "Lock+Unlock p99", "ms", 2, false),
+		errs: hidden(w, k+"errors", "failed operations"),
 	}
 }
 

@@ -11,16 +11,21 @@ import (
 )
 
 // Uncontended is workload 1: one worker, Lock+Unlock of its own lock, in a
-// follower's process (as 2 of 3 application replicas are; with etcd the
-// client spreads requests over every endpoint anyway).
-func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) {
+// follower's process (as 2 of 3 application replicas are) or in the
+// leader's. (etcd's client spreads requests over every endpoint whatever
+// the process; raftlock's embedded node forwards to the leader from a
+// follower.)
+func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params, onLeader bool) (Result, error) {
 	leader, err := cl.Leader(ctx, defaultLeaderWait)
 	if err != nil {
 		return Result{}, err
 	}
-	follower := (leader + 1) % len(cl.Nodes)
+	replica := (leader + 1) % len(cl.Nodes)
+	if onLeader {
+		replica = leader
+	}
 	run, err := runLoop(ctx, cl, p, loopSpec{
-		workers: []worker{{replica: follower, spec: agent.WorkerSpec{Name: "uncontended/0"}}},
+		workers: []worker{{replica: replica, spec: agent.WorkerSpec{Name: "uncontended/0"}}},
 		warmup:  p.Warmup, measure: p.Duration,
 	})
 	if err != nil {
@@ -29,7 +34,7 @@ func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, er
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
-	return throughputSamples(run, uncontendedDefs()), nil
+	return throughputSamples(run, uncontendedDefs(onLeader)), nil
 }
 
 // Distinct is workload 2: n workers spread over every replica, each taking
