@@ -1,12 +1,7 @@
-//go:build raftlock
-
 // Package raftlocksys is the raftlock adapter of the benchmark: each replica
 // process embeds a raftlock node (raft-boltdb with fsync, node.DefaultConfig:
 // LAN timing, group commit) of a static 3-node cluster on loopback, and
 // lockapi sessions on it.
-//
-// It builds only with -tags raftlock until lockapi has Session.Lock and
-// Lease.Unlock; then drop the build tag here and in ../../systems_raftlock.go.
 package raftlocksys
 
 import (
