@@ -78,6 +78,54 @@ type Config struct {
 	Bootstrap bool
 	Peers     []Peer
 
+	// Membership through gossip (hashicorp/memberlist) is on when GossipAddr
+	// (or GossipListener) is set. Every node then carries its id, Raft/RPC
+	// address and protocol version in its gossip metadata, and the Raft
+	// leader keeps the Raft configuration in line with the live members (see
+	// MaxVoters and ReapTimeout). With gossip, every member of the cluster
+	// must gossip: a configured server that gossip never sees is treated as
+	// failed.
+
+	// GossipAddr is the bind address (UDP and TCP) of the gossip layer,
+	// "ip:port"; port 0 picks a free port, an empty host binds every
+	// interface.
+	GossipAddr string
+	// GossipAdvertiseAddr is the gossip address ("ip:port") other members
+	// reach; default: the bound address.
+	GossipAdvertiseAddr string
+	// Join lists seed gossip addresses ("host:port"). The node joins through
+	// any of them, in the background: at Start, and again whenever it finds
+	// itself alone, every GossipTiming.RetryJoinInterval.
+	Join []string
+	// BootstrapExpect > 0 forms a new cluster through gossip: nodes without
+	// Raft state wait until that many nodes with the same BootstrapExpect are
+	// visible, agree on the same members and then each bootstraps with the
+	// identical configuration. A node that has Raft state, or that sees a
+	// member that has, never bootstraps (it is added by the leader).
+	// Exclusive with Bootstrap; at most MaxVoters.
+	BootstrapExpect int
+	// GossipKey encrypts and authenticates gossip (AES-GCM with the
+	// memberlist keyring): 16, 24 or 32 bytes. Nodes with another key (or
+	// none) cannot join. Nil: gossip in clear text.
+	GossipKey []byte
+	// MaxVoters is the number of voters the leader keeps: members beyond it
+	// join as non-voters (they apply the log and serve their callers alike)
+	// and are promoted when a voter is removed. 0 means 5.
+	MaxVoters int
+	// ReapTimeout is how long a failed member stays in the Raft
+	// configuration before the leader removes it (never when that would
+	// leave fewer voters than a quorum, or fewer healthy voters than a
+	// quorum of what remains). A member that leaves gracefully is removed at
+	// once. 0 means 30s.
+	ReapTimeout time.Duration
+	// GossipTiming tunes failure detection; zero value: LANGossipTiming.
+	GossipTiming GossipTiming
+	// GossipListener and GossipDialer replace UDP/TCP for gossip (tests use
+	// an in-memory network): packets then travel as short connections. The
+	// listener's address must be "ip:port".
+	GossipListener net.Listener
+	GossipDialer   func(ctx context.Context, addr string) (net.Conn, error)
+
 	// Timing are the Raft timeouts; default LANTiming.
 	Timing Timing
 	// SnapshotThreshold: log entries between snapshots.
@@ -113,6 +161,9 @@ func DefaultConfig() Config {
 		TrailingLogs:      10240,
 		MaxBatch:          4096,
 		ForwardTimeout:    2 * time.Second,
+		MaxVoters:         defaultMaxVoters,
+		ReapTimeout:       defaultReapTimeout,
+		GossipTiming:      LANGossipTiming(),
 	}
 }
 
@@ -151,6 +202,9 @@ func (c *Config) Validate() error {
 		return bad("ForwardTimeout %v < HeartbeatTimeout %v", c.ForwardTimeout, t.HeartbeatTimeout)
 	case c.Bootstrap && len(c.Peers) == 0:
 		return bad("Bootstrap without Peers")
+	}
+	if err := c.validateGossip(); err != nil {
+		return bad("%s", err.Error())
 	}
 	ids, addrs := map[string]bool{}, map[string]bool{}
 	self := false

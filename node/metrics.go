@@ -26,6 +26,9 @@ type metrics struct {
 	expiryProposals prometheus.Counter
 	leaderChanges   prometheus.Counter
 	eventDrops      prometheus.Counter
+	memberConflicts *prometheus.CounterVec
+	memberChanges   *prometheus.CounterVec
+	gossipJoins     *prometheus.CounterVec
 	gauges          []prometheus.Collector
 }
 
@@ -54,6 +57,12 @@ func newMetrics(n *Node) *metrics {
 			Help: "Times this node gained or lost leadership."}),
 		eventDrops: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_drops_total",
 			Help: "Events dropped because a subscriber was slow (it was told to resync)."}),
+		memberConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "membership_conflicts_total",
+			Help: "Members refused, by reason (duplicate_id, address, protocol, metadata, bootstrap_expect); each distinct conflict counts once."}, []string{"reason"}),
+		memberChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "membership_changes_total",
+			Help: "Leader: Raft configuration changes made by membership reconciliation, by action and result (ok, error, refused)."}, []string{"action", "result"}),
+		gossipJoins: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "gossip_joins_total",
+			Help: "Attempts to join the gossip cluster through the seeds, by result."}, []string{"result"}),
 	}
 	gauge := func(name, help string, f func() float64) {
 		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, f))
@@ -80,6 +89,15 @@ func newMetrics(n *Node) *metrics {
 	gauge("locks_held", "Locks with a holder.", func() float64 { return float64(n.fsm.Stats().Held) })
 	gauge("waiters", "Queued acquisitions over all locks.", func() float64 { return float64(n.fsm.Stats().Waiters) })
 	gauge("last_token", "Last fencing token granted.", func() float64 { return float64(n.fsm.Stats().LastToken) })
+	for _, st := range []MemberState{MemberAlive, MemberSuspect, MemberDead, MemberLeft} {
+		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "members",
+			Help: "Gossip members known to this node, by state.", ConstLabels: prometheus.Labels{"state": string(st)}}, func() float64 {
+			if mb := n.members; mb != nil {
+				return mb.countMembers(st)
+			}
+			return 0
+		}))
+	}
 	return m
 }
 
@@ -92,7 +110,7 @@ func b2f(b bool) float64 {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.keepalives, m.grants,
-		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops}, m.gauges...)
+		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins}, m.gauges...)
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

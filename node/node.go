@@ -31,8 +31,9 @@ type Node struct {
 	events    *eventHub
 	lease     *leaseManager
 	verifier  *verifier
-	proposer  *batcher // leader: group commit into raft
-	forwarder *batcher // follower: group forwarding to the leader
+	proposer  *batcher    // leader: group commit into raft
+	forwarder *batcher    // follower: group forwarding to the leader
+	members   *membership // gossip layer; nil without Config.GossipAddr
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
@@ -48,7 +49,12 @@ type Node struct {
 // Start opens the node's storage, starts its transport and Raft, and returns.
 // It does not wait for a leader: use Ready or WaitReady. With Bootstrap and
 // Peers, a node without Raft state bootstraps a new cluster (every node of
-// it may be given the same Peers). ctx only bounds Start itself.
+// it may be given the same Peers). With GossipAddr, Start also starts the
+// gossip layer and makes a first attempt to join through Config.Join
+// (bounded by ctx and GossipTiming.TCPTimeout; retried in the background):
+// it fails with ErrDuplicateID if that attempt finds another live member
+// with this node's ID while this node has no Raft state. ctx only bounds
+// Start itself.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -104,6 +110,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true)
+	if cfg.gossipOn() {
+		if err := n.startMembership(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := n.metrics.register(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -153,6 +164,9 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 
 // abortStart releases what a failed Start opened.
 func (n *Node) abortStart() {
+	if n.members != nil {
+		n.members.stop()
+	}
 	if n.raft != nil {
 		n.raft.Shutdown().Error()
 	}
@@ -233,6 +247,14 @@ func (n *Node) watchLeadership() {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
+				if n.members != nil {
+					reconciled := make(chan struct{})
+					go func() {
+						defer close(reconciled)
+						n.members.lead(ctx)
+					}()
+					defer func() { <-reconciled }()
+				}
 				n.lease.lead(ctx)
 			}()
 			stop = func() { cancel(); <-done }
@@ -241,8 +263,10 @@ func (n *Node) watchLeadership() {
 }
 
 // Close leaves the cluster gracefully: a leader first hands leadership to
-// another voter, then Raft stops, the transport closes every connection and
-// the storage is closed. Calls in progress fail with ErrClosed. It returns
+// another voter; with gossip, the node then announces that it leaves, waits
+// (bounded) until the leader has removed it from the Raft configuration and
+// leaves the gossip cluster; then Raft stops, the transport closes every
+// connection and the storage is closed. Calls in progress fail with ErrClosed. It returns
 // when everything has stopped or ctx ends (the shutdown then continues in the
 // background). Safe to call more than once.
 func (n *Node) Close(ctx context.Context) error {
@@ -262,7 +286,7 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 // Kill stops the node abruptly, as a crash would look to the rest of the
-// cluster: no leadership hand-off. Storage is closed cleanly, so the node can
+// cluster: no leadership hand-off, no gossip leave (members see it fail). Storage is closed cleanly, so the node can
 // be restarted from its data dir. Meant for tests and fault injection.
 func (n *Node) Kill(ctx context.Context) error {
 	n.crash.Store(true)
@@ -274,6 +298,12 @@ func (n *Node) shutdown() error {
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("leadership transfer before shutdown failed", "err", err)
 		}
+	}
+	if n.members != nil {
+		if !n.crash.Load() {
+			n.members.leave() // announce, wait until removed from the configuration, leave gossip
+		}
+		n.members.stop()
 	}
 	n.cancel()
 	close(n.closed)

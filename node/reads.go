@@ -90,6 +90,11 @@ type Status struct {
 	Ready        bool
 	Servers      []Server
 	FSM          fsm.Stats
+
+	// With gossip (Config.GossipAddr) only:
+	GossipAddr string   // this node's advertised gossip address
+	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
+	Members    []Member // gossip members and Raft servers, by ID, as this node sees them
 }
 
 // Status returns the node's current status. It does not block on the network.
@@ -123,7 +128,18 @@ func (n *Node) Status() Status {
 			st.Servers = append(st.Servers, Server{ID: string(s.ID), Addr: string(s.Address), Role: role, Leader: s.ID == lid})
 		}
 	}
+	if n.members != nil {
+		n.members.status(&st)
+	}
 	return st
+}
+
+// GossipAddr returns the node's advertised gossip address ("" without gossip).
+func (n *Node) GossipAddr() string {
+	if n.members == nil {
+		return ""
+	}
+	return n.members.addr
 }
 
 // IsLeader reports whether this node is the Raft leader now.

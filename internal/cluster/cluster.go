@@ -1,7 +1,8 @@
 // Package cluster runs in-process raftlock clusters for tests: N nodes over
 // an in-memory network (inside testing/synctest, on fake time) or over
-// loopback TCP, with in-memory or bolt storage, and fault injection
-// (partitions, isolation, crash and restart).
+// loopback TCP, with in-memory or bolt storage, formed from static peers or
+// through gossip, and fault injection (partitions, isolation, crash and
+// restart).
 package cluster
 
 import (
@@ -30,6 +31,34 @@ type Options struct {
 	Timing node.Timing
 	// Configure adjusts node i's config before it starts.
 	Configure func(i int, c *node.Config)
+	// Gossip forms the cluster through memberlist instead of static peers:
+	// every node starts with BootstrapExpect = Nodes and one seed. With Net,
+	// node i joins through node (i+1) mod Nodes, gossips on GossipAddr(i)
+	// from host GossipHost(i) (so faults can cut gossip alone) and uses
+	// node.TestGossipTiming(). Over loopback, nodes start in order on
+	// 127.0.0.1:0 and join through node 0 (whose own seed list is empty),
+	// with a gentler timing (LoopbackGossipTiming).
+	Gossip bool
+}
+
+// GossipAddr is node i's gossip address on a memnet network.
+func GossipAddr(i int) string { return fmt.Sprintf("10.0.%d.%d:7946", (i+1)/250, (i+1)%250+1) }
+
+// GossipHost is the memnet host that node i gossips from.
+func GossipHost(i int) string { return ID(i) + "-gossip" }
+
+// LoopbackGossipTiming is the gossip timing of loopback test clusters:
+// tolerant of a loaded machine.
+func LoopbackGossipTiming() node.GossipTiming {
+	return node.GossipTiming{
+		ProbeInterval:     200 * time.Millisecond,
+		ProbeTimeout:      100 * time.Millisecond,
+		GossipInterval:    50 * time.Millisecond,
+		PushPullInterval:  5 * time.Second,
+		SuspicionMult:     4,
+		TCPTimeout:        2 * time.Second,
+		RetryJoinInterval: 200 * time.Millisecond,
+	}
 }
 
 // Cluster is a running test cluster. Methods call t.Fatal on failure and
@@ -67,20 +96,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 		peers = append(peers, node.Peer{ID: ID(i), Addr: a})
 	}
 	for i := range opts.Nodes {
-		cfg := node.DefaultConfig()
-		cfg.ID = ID(i)
-		cfg.Timing = opts.Timing
-		cfg.ForwardTimeout = 20 * opts.Timing.HeartbeatTimeout
-		cfg.Bootstrap, cfg.Peers = true, peers
-		cfg.AdvertiseAddr = addrs[i]
-		if opts.Durable {
-			c.dirs[i] = filepath.Join(t.TempDir(), ID(i))
-			cfg.DataDir = c.dirs[i]
+		cfg := c.baseConfig(i, addrs[i])
+		if opts.Gossip {
+			cfg.BootstrapExpect = opts.Nodes
+			if opts.Net != nil && opts.Nodes > 1 {
+				cfg.Join = []string{GossipAddr((i + 1) % opts.Nodes)}
+			}
 		} else {
-			cfg.InMemory = true
-		}
-		if opts.Net != nil {
-			cfg.Dialer = opts.Net.Host(ID(i)).Dial
+			cfg.Bootstrap, cfg.Peers = true, peers
 		}
 		if opts.Configure != nil {
 			opts.Configure(i, &cfg)
@@ -92,6 +115,68 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.start(i, lns[i])
 	}
 	return c
+}
+
+// baseConfig is node i's config before the way to form the cluster is set.
+func (c *Cluster) baseConfig(i int, addr string) node.Config {
+	cfg := node.DefaultConfig()
+	cfg.ID = ID(i)
+	cfg.Timing = c.opts.Timing
+	cfg.ForwardTimeout = 20 * c.opts.Timing.HeartbeatTimeout
+	cfg.AdvertiseAddr = addr
+	if c.opts.Durable {
+		c.dirs[i] = filepath.Join(c.t.TempDir(), ID(i))
+		cfg.DataDir = c.dirs[i]
+	} else {
+		cfg.InMemory = true
+	}
+	if c.opts.Net != nil {
+		cfg.Dialer = c.opts.Net.Host(ID(i)).Dial
+	}
+	if c.opts.Gossip {
+		if c.opts.Net != nil {
+			cfg.GossipTiming = node.TestGossipTiming()
+		} else {
+			cfg.GossipAddr = "127.0.0.1:0"
+			cfg.GossipTiming = LoopbackGossipTiming()
+		}
+	}
+	return cfg
+}
+
+// Add starts one more node (index len(Nodes)) with the same options; in a
+// gossip cluster it has the same BootstrapExpect and joins through the first
+// running node. configure, if not nil, adjusts its config. It returns the
+// new node's index.
+func (c *Cluster) Add(configure func(c *node.Config)) int {
+	c.t.Helper()
+	i := len(c.Nodes)
+	c.Nodes = append(c.Nodes, nil)
+	c.dirs = append(c.dirs, "")
+	ln := c.listen(i, "")
+	cfg := c.baseConfig(i, ln.Addr().String())
+	if c.opts.Gossip {
+		cfg.BootstrapExpect = c.opts.Nodes
+		for j, n := range c.Nodes {
+			if n != nil {
+				if c.opts.Net != nil {
+					cfg.Join = []string{GossipAddr(j)}
+				} else {
+					cfg.Join = []string{n.GossipAddr()}
+				}
+				break
+			}
+		}
+	}
+	if c.opts.Configure != nil {
+		c.opts.Configure(i, &cfg)
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c.cfgs = append(c.cfgs, cfg)
+	c.start(i, ln)
+	return i
 }
 
 func (c *Cluster) listen(i int, addr string) net.Listener {
@@ -116,14 +201,67 @@ func (c *Cluster) listen(i int, addr string) net.Listener {
 
 func (c *Cluster) start(i int, ln net.Listener) {
 	c.t.Helper()
-	cfg := c.cfgs[i]
-	cfg.Listener = ln
-	n, err := node.Start(context.Background(), cfg)
+	n, err := c.tryStart(i, ln)
 	if err != nil {
-		ln.Close()
 		c.t.Fatalf("start %s: %v", ID(i), err)
 	}
 	c.Nodes[i] = n
+}
+
+// tryStart starts node i from its config and returns Start's error.
+func (c *Cluster) tryStart(i int, ln net.Listener) (*node.Node, error) {
+	cfg := c.cfgs[i]
+	cfg.Listener = ln
+	var gln net.Listener
+	if c.opts.Gossip && c.opts.Net != nil && cfg.GossipAddr == "" && cfg.GossipListener == nil {
+		var err error
+		if gln, err = c.opts.Net.Host(GossipHost(i)).Listen(GossipAddr(i)); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("gossip listen: %w", err)
+		}
+		cfg.GossipListener, cfg.GossipDialer = gln, c.opts.Net.Host(GossipHost(i)).Dial
+	}
+	if c.opts.Gossip && c.opts.Net == nil && i > 0 && len(cfg.Join) == 0 && c.Nodes[0] != nil {
+		cfg.Join = []string{c.Nodes[0].GossipAddr()}
+		c.cfgs[i].Join = cfg.Join
+	}
+	n, err := node.Start(context.Background(), cfg)
+	if err != nil {
+		ln.Close()
+		if gln != nil {
+			gln.Close()
+		}
+		return nil, err
+	}
+	if c.opts.Gossip && c.opts.Net == nil {
+		c.cfgs[i].GossipAddr = n.GossipAddr() // a restart binds the same port
+	}
+	return n, nil
+}
+
+// TryAdd is like Add but returns Start's error instead of failing the test
+// (the node is not added then).
+func (c *Cluster) TryAdd(configure func(c *node.Config)) (*node.Node, error) {
+	c.t.Helper()
+	i := len(c.Nodes)
+	ln := c.listen(i, "")
+	c.dirs = append(c.dirs, "")
+	cfg := c.baseConfig(i, ln.Addr().String())
+	if c.opts.Gossip {
+		cfg.BootstrapExpect = c.opts.Nodes
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c.cfgs = append(c.cfgs, cfg)
+	c.Nodes = append(c.Nodes, nil)
+	n, err := c.tryStart(i, ln)
+	if err != nil {
+		c.Nodes, c.cfgs, c.dirs = c.Nodes[:i], c.cfgs[:i], c.dirs[:i]
+		return nil, err
+	}
+	c.Nodes[i] = n
+	return n, nil
 }
 
 // Config returns node i's configuration.
@@ -181,6 +319,17 @@ func (c *Cluster) Close() {
 			n.Kill(ctx)
 			cancel()
 		}
+	}
+	if c.opts.Gossip && c.opts.Net != nil {
+		// memberlist leaves a few goroutines behind its Shutdown, each ending
+		// on a timer (an indirect probe's nack, a stream's deadline). Inside a
+		// synctest bubble fake time no longer advances once the test
+		// function has returned, so let them end now.
+		var wait time.Duration
+		for _, cfg := range c.cfgs {
+			wait = max(wait, 2*cfg.GossipTiming.TCPTimeout)
+		}
+		time.Sleep(wait)
 	}
 }
 
@@ -240,6 +389,23 @@ func (c *Cluster) WaitReady(timeout time.Duration) {
 	}
 }
 
+// Eventually polls cond until it holds, failing the test after timeout with
+// cond's last description and the cluster's state.
+func (c *Cluster) Eventually(timeout time.Duration, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("not within %v: %s; cluster: %s", timeout, why, c.describe())
+		}
+		time.Sleep(c.opts.Timing.HeartbeatTimeout / 5)
+	}
+}
+
 // Follower returns the index of a running node other than the leader.
 func (c *Cluster) Follower(leader int) int {
 	for i, n := range c.Nodes {
@@ -251,8 +417,18 @@ func (c *Cluster) Follower(leader int) int {
 	return -1
 }
 
-// Isolate cuts node i off from every other node (both directions).
-func (c *Cluster) Isolate(i int) { c.net().Isolate(ID(i)) }
+// Isolate cuts node i off from every other node (both directions), gossip
+// included.
+func (c *Cluster) Isolate(i int) {
+	c.net().Isolate(ID(i))
+	if c.opts.Gossip {
+		c.net().Isolate(GossipHost(i))
+	}
+}
+
+// IsolateGossip cuts node i's gossip off from every other node; its Raft
+// traffic still flows.
+func (c *Cluster) IsolateGossip(i int) { c.net().Isolate(GossipHost(i)) }
 
 // Partition splits the nodes into groups of indexes that cannot reach each other.
 func (c *Cluster) Partition(groups ...[]int) {
@@ -261,6 +437,9 @@ func (c *Cluster) Partition(groups ...[]int) {
 		var ids []string
 		for _, i := range grp {
 			ids = append(ids, ID(i))
+			if c.opts.Gossip {
+				ids = append(ids, GossipHost(i))
+			}
 		}
 		g = append(g, ids)
 	}
@@ -285,7 +464,18 @@ func (c *Cluster) describe() string {
 			continue
 		}
 		st := n.Status()
-		s += fmt.Sprintf("%s=%s(leader %q, term %d, applied %d) ", ID(i), st.State, st.LeaderID, st.Term, st.AppliedIndex)
+		s += fmt.Sprintf("%s=%s(leader %q, term %d, applied %d", ID(i), st.State, st.LeaderID, st.Term, st.AppliedIndex)
+		if c.opts.Gossip {
+			var ms []string
+			for _, m := range st.Members {
+				ms = append(ms, fmt.Sprintf("%s:%s/%s", m.ID, m.State, m.Role))
+			}
+			s += fmt.Sprintf(", members %v", ms)
+			if st.GossipErr != "" {
+				s += ", gossip error " + st.GossipErr
+			}
+		}
+		s += ") "
 	}
 	return s
 }
