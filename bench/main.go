@@ -41,7 +41,7 @@ func run() (code int) {
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
 	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
-	out := flag.String("out", "results/latest.json", "JSON output file")
+	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
 	timeout := flag.Duration("timeout", 0, "abort after this long (0: 15m, or 4m with -quick)")
 	flag.Parse()
@@ -61,6 +61,12 @@ func run() (code int) {
 	}
 	if *duration > 0 {
 		opts.Params.Duration = *duration
+	}
+	if *out == "" {
+		*out = "results/latest.json"
+		if *quick {
+			*out = "results/latest-quick.json"
+		}
 	}
 	if *timeout == 0 {
 		*timeout = 15 * time.Minute

@@ -113,7 +113,7 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 		b.problem("%s %s: start: %v", sys, label, err)
 		return
 	}
-	defer cl.Stop()
+	defer cl.Kill()
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return

@@ -25,12 +25,10 @@ type Agent struct {
 	pool []lockservice.Session // the current session pool
 	ttl  time.Duration         // the pool's session TTL
 	held []lockservice.Lease   // leases taken by Hold
-
-	exit func() // ends the process after the reply went out
 }
 
-func newAgent(ctx context.Context, index int, exit func()) *Agent {
-	return &Agent{ctx: ctx, index: index, ready: make(chan struct{}), exit: exit}
+func newAgent(ctx context.Context, index int) *Agent {
+	return &Agent{ctx: ctx, index: index, ready: make(chan struct{})}
 }
 
 // start starts the replica; Wait reports the outcome.
@@ -86,17 +84,4 @@ func (a *Agent) Mem(_ Empty, reply *MemReply) error {
 	runtime.ReadMemStats(&ms)
 	*reply = MemReply{HeapInuse: ms.HeapInuse, Sys: ms.Sys}
 	return nil
-}
-
-// Shutdown closes the sessions and the replica, then ends the process.
-func (a *Agent) Shutdown(args CloseArgs, _ *Empty) error {
-	defer a.exit()
-	ctx, cancel := context.WithTimeout(context.Background(), args.Timeout)
-	defer cancel()
-	a.closePool(ctx)
-	r, err := a.started()
-	if err != nil {
-		return nil // nothing to close
-	}
-	return r.Close(ctx)
 }

@@ -22,9 +22,9 @@ const StartTimeout = 60 * time.Second
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
 // ChildMain runs a replica process: it starts the replica in the background,
-// prints "agent <addr>" on stdout and serves the parent's calls until
-// Shutdown, until its stdin closes (the parent died) or until a signal. It
-// never returns.
+// prints "agent <addr>" on stdout and serves the parent's calls until its
+// stdin closes (the parent died) or a signal arrives; the parent normally
+// ends it with SIGKILL. It never returns.
 func ChildMain() {
 	if err := childMain(); err != nil {
 		fmt.Fprintln(os.Stderr, "replica process:", err)
@@ -59,10 +59,7 @@ func childMain() error {
 		return err
 	}
 	defer l.Close()
-	a := newAgent(ctx, cfg.Index, func() {
-		// Let the reply of Shutdown go out before ending.
-		time.AfterFunc(50*time.Millisecond, cancel)
-	})
+	a := newAgent(ctx, cfg.Index)
 	srv := rpc.NewServer()
 	if err := srv.RegisterName("Agent", a); err != nil {
 		return err
@@ -78,7 +75,6 @@ func childMain() error {
 	}, StartTimeout)
 
 	<-ctx.Done()
-	// Shutdown closed the replica already; after a signal or the parent's
-	// death there is nothing worth saving: the data dir is a temporary one.
+	// Nothing worth saving: the data dir is a temporary one.
 	return nil
 }

@@ -77,8 +77,3 @@ func (c *Client) Mem(ctx context.Context) (MemReply, error) {
 	var r MemReply
 	return r, c.call(ctx, "Mem", Empty{}, &r)
 }
-
-// Shutdown closes the replica and ends its process.
-func (c *Client) Shutdown(ctx context.Context, args CloseArgs) error {
-	return c.call(ctx, "Shutdown", args, &Empty{})
-}

@@ -48,22 +48,22 @@ func Start(ctx context.Context, system string, n int, dir string) (*Cluster, err
 	for i := range n {
 		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
 		if err := os.Mkdir(data, 0o700); err != nil {
-			c.Stop()
+			c.Kill()
 			return nil, err
 		}
 		node, err := spawn(ctx, dir, agent.ChildConfig{System: system, Index: i, Addrs: addrs, DataDir: data})
 		if err != nil {
-			c.Stop()
+			c.Kill()
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
 	if err := c.waitReady(ctx); err != nil {
-		c.Stop()
+		c.Kill()
 		return nil, err
 	}
 	if _, err := c.Leader(ctx, 30*time.Second); err != nil {
-		c.Stop()
+		c.Kill()
 		return nil, err
 	}
 	return c, nil
@@ -139,12 +139,14 @@ func (c *Cluster) Usage() ([]procstat.Usage, error) {
 	return out, nil
 }
 
-// Stop shuts every replica down (killing those that do not exit in time).
-// Its directory stays until the benchmark removes its work directory.
-func (c *Cluster) Stop() {
+// Kill ends every replica process with SIGKILL: their data directories are
+// temporary, so there is nothing to shut down cleanly, and a kill is bounded
+// in time. The directory stays until the benchmark removes its work
+// directory.
+func (c *Cluster) Kill() {
 	var wg sync.WaitGroup
 	for _, n := range c.Nodes {
-		wg.Go(func() { n.stop(15 * time.Second) })
+		wg.Go(n.Kill)
 	}
 	wg.Wait()
 }

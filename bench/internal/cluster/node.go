@@ -134,21 +134,6 @@ func (n *Node) Kill() {
 	}
 }
 
-// stop asks the replica to shut down cleanly, then kills it if it has not
-// exited within the timeout.
-func (n *Node) stop(timeout time.Duration) {
-	if n.Alive() && n.Agent != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		n.Agent.Shutdown(ctx, agent.CloseArgs{Timeout: timeout})
-		cancel()
-		select {
-		case <-n.exited:
-		case <-time.After(timeout):
-		}
-	}
-	n.Kill()
-}
-
 // logTail returns the end of the process's log for error messages.
 func (n *Node) logTail() string {
 	b, err := os.ReadFile(n.logPath)
