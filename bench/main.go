@@ -114,6 +114,7 @@ func run() (code int) {
 	cluster.KillAll()
 
 	doc.Elapsed = time.Since(doc.Started).Round(time.Second).String()
+	doc.LoadEnd = report.LoadAvg()
 	doc.Metrics = report.MetricsJSON(b.metrics.Metrics())
 	doc.Problems = b.problems
 	printReport(doc, b)

@@ -13,6 +13,7 @@ import (
 type Document struct {
 	Started  time.Time      `json:"started"`
 	Elapsed  string         `json:"elapsed"`
+	LoadEnd  string         `json:"loadavg_at_end"`
 	Mode     string         `json:"mode"` // "quick" or "full"
 	Machine  Machine        `json:"machine"`
 	Settings map[string]any `json:"settings"`
@@ -65,6 +66,6 @@ func WriteJSON(path string, d *Document) error {
 
 // WriteMachine writes the machine description as a markdown list.
 func WriteMachine(w io.Writer, m Machine) {
-	fmt.Fprintf(w, "- machine: %s, %d cores, %s RAM, Linux %s, %s %s\n",
-		m.CPUModel, m.Cores, m.MemTotal, m.Kernel, m.GoVersion, m.OSArch)
+	fmt.Fprintf(w, "- machine: %s, %d cores, %s RAM, Linux %s, %s %s; load average at start %s\n",
+		m.CPUModel, m.Cores, m.MemTotal, m.Kernel, m.GoVersion, m.OSArch, m.LoadAvg)
 }

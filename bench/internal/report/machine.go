@@ -16,6 +16,9 @@ type Machine struct {
 	Kernel    string `json:"kernel"`
 	GoVersion string `json:"go_version"`
 	OSArch    string `json:"os_arch"`
+	// LoadAvg is /proc/loadavg at the start: other work on the machine
+	// makes the figures noisy.
+	LoadAvg string `json:"loadavg_at_start"`
 }
 
 // DescribeMachine reads the machine's description from /proc.
@@ -27,6 +30,7 @@ func DescribeMachine() Machine {
 		Kernel:    readTrim("/proc/sys/kernel/osrelease"),
 		GoVersion: runtime.Version(),
 		OSArch:    runtime.GOOS + "/" + runtime.GOARCH,
+		LoadAvg:   LoadAvg(),
 	}
 }
 
@@ -45,6 +49,15 @@ func procField(path, key string) string {
 		}
 	}
 	return ""
+}
+
+// LoadAvg returns the 1, 5 and 15 minute load averages.
+func LoadAvg() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func readTrim(path string) string {
