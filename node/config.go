@@ -94,8 +94,10 @@ type Config struct {
 	// reach; default: the bound address.
 	GossipAdvertiseAddr string
 	// Join lists seed gossip addresses ("host:port"). The node joins through
-	// any of them, in the background: at Start, and again whenever it finds
-	// itself alone, every GossipTiming.RetryJoinInterval.
+	// them in the background, every GossipTiming.RetryJoinInterval: from
+	// Start until one of them answers, and again whenever it finds itself
+	// alone. (Between those, it tries to reconnect to a failed member each
+	// round, so that both sides of a healed partition merge again.)
 	Join []string
 	// BootstrapExpect > 0 forms a new cluster through gossip: nodes without
 	// Raft state wait until that many nodes with the same BootstrapExpect are

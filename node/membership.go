@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -37,7 +38,8 @@ const (
 	MemberSuspect MemberState = "suspect"
 	// MemberDead: the member failed (it stopped answering without leaving).
 	MemberDead MemberState = "dead"
-	// MemberLeft: the member left gracefully (Close).
+	// MemberLeft: the member left, or announced that it is leaving,
+	// gracefully (Close).
 	MemberLeft MemberState = "left"
 	// MemberUnknown: in the Raft configuration, never seen by gossip here.
 	MemberUnknown MemberState = "unknown"
@@ -244,14 +246,23 @@ func (m *membership) wake() {
 	}
 }
 
-// joinLoop joins through the seeds at start and again whenever the node
-// finds itself alone.
+// joinLoop joins through the seeds until one of them answered, and again
+// whenever the node finds itself alone; otherwise it tries to reconnect to
+// one failed member per round (after a partition heals, memberlist alone
+// would leave the two sides apart for good).
 func (m *membership) joinLoop() {
 	defer m.wg.Done()
 	first := true
 	for {
-		if len(m.seeds) > 0 && (first || m.alone()) && m.fatalErr() == nil && !m.isDown() {
-			m.join()
+		if m.fatalErr() == nil && !m.isDown() {
+			m.mu.Lock()
+			joined := m.joined
+			m.mu.Unlock()
+			if len(m.seeds) > 0 && (!joined || m.alone()) {
+				m.join()
+			} else if !first {
+				m.reconnect()
+			}
 		}
 		if first {
 			close(m.firstJoin)
@@ -260,6 +271,27 @@ func (m *membership) joinLoop() {
 		if sleepCtx(m.ctx, m.timing.RetryJoinInterval) != nil {
 			return
 		}
+	}
+}
+
+// reconnect tries to join one failed member (not one that left).
+func (m *membership) reconnect() {
+	var addrs []string
+	m.mu.Lock()
+	for id, mi := range m.members {
+		if id != m.n.cfg.ID && mi.state == MemberDead && mi.gossip != "" {
+			addrs = append(addrs, mi.gossip)
+		}
+	}
+	m.mu.Unlock()
+	if len(addrs) == 0 {
+		return
+	}
+	addr := addrs[rand.N(len(addrs))]
+	if n, err := m.ml.Join([]string{addr}); n > 0 {
+		m.log.Info("reconnected to a failed member", "gossip_addr", addr)
+	} else {
+		m.log.Debug("reconnecting to a failed member", "gossip_addr", addr, "err", err)
 	}
 }
 
@@ -580,8 +612,8 @@ func (m *membership) observe(node *memberlist.Node, state MemberState) {
 		mi.meta = md
 	}
 	mi.gossip = node.Address()
-	if state == MemberDead && mi.meta.Leaving {
-		state = MemberLeft
+	if mi.meta.Leaving {
+		state = MemberLeft // announced: it leaves as soon as it is removed
 	}
 	if mi.state != state || mi.since.IsZero() {
 		mi.state, mi.since = state, now

@@ -1,10 +1,17 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
@@ -152,4 +159,572 @@ func fmtMembers(ms []node.Member) string {
 		s += " "
 	}
 	return s + "]"
+}
+
+// logCounter is a slog handler that counts messages (per node).
+type logCounter struct {
+	mu     *sync.Mutex
+	counts map[string]int
+}
+
+func newLogCounter() logCounter { return logCounter{mu: new(sync.Mutex), counts: map[string]int{}} }
+
+func (h logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h logCounter) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.counts[r.Message]++
+	h.mu.Unlock()
+	return nil
+}
+func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logCounter) WithGroup(string) slog.Handler      { return h }
+func (h logCounter) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[msg]
+}
+
+// metricValue sums a metric's samples whose labels include want.
+func metricValue(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// A fourth and a fifth node join as voters, a sixth as a non-voter
+// (MaxVoters 5) whose callers lock like everyone's; none of them
+// bootstraps. A voter that leaves gracefully is removed and the non-voter
+// promoted; the leader that leaves hands over leadership and is removed.
+func TestGossipGrowLeaveAndPromote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := map[string]logCounter{}
+		configure := func(i int, cfg *node.Config) {
+			h := newLogCounter()
+			logs[cfg.ID] = h
+			cfg.Logger = slog.New(h)
+		}
+		c := gossipCluster(t, 3, configure)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+
+		for _, id := range []string{"n4", "n5"} {
+			i := c.Add(nil)
+			if cluster.ID(i) != id {
+				t.Fatalf("added %s, want %s", cluster.ID(i), id)
+			}
+		}
+		waitServers(t, c, 20*time.Second, voters("n1", "n2", "n3", "n4", "n5"))
+		six := c.Add(nil)
+		want := voters("n1", "n2", "n3", "n4", "n5")
+		want["n6"] = node.RoleNonvoter
+		waitServers(t, c, 20*time.Second, want)
+		for _, id := range []string{"n4", "n5", "n6"} {
+			if n := logs[id].count("bootstrapped a new cluster"); n != 0 {
+				t.Fatalf("%s bootstrapped %d times", id, n)
+			}
+			if n := logs[id].count("found an existing cluster; not bootstrapping: waiting for its leader to add this node"); n != 1 {
+				t.Fatalf("%s did not report the existing cluster (%d)", id, n)
+			}
+		}
+
+		// The non-voter serves its callers: proposals are forwarded, it
+		// applies the log, and it sees what others granted.
+		nonvoter := c.Nodes[six]
+		c.Eventually(10*time.Second, func() (bool, string) {
+			select {
+			case <-nonvoter.Ready():
+				return true, ""
+			default:
+				return false, "n6 not ready"
+			}
+		})
+		tok := lockVia(t, ctx, nonvoter, "on-nonvoter")
+		other := lockVia(t, ctx, c.Nodes[0], "on-n1")
+		if other <= tok {
+			t.Fatalf("token %d after %d", other, tok)
+		}
+		if err := nonvoter.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := nonvoter.Holder("on-n1"); !ok || h.Token != other {
+			t.Fatalf("the non-voter does not see n1's grant: %+v %v", h, ok)
+		}
+
+		// A follower voter leaves: removed, and the non-voter promoted.
+		leader := c.WaitLeader(10 * time.Second)
+		quitter := 1
+		if quitter == leader {
+			quitter = 2
+		}
+		c.Stop(quitter)
+		want = voters("n1", "n2", "n3", "n4", "n5", "n6")
+		delete(want, cluster.ID(quitter))
+		waitServers(t, c, 20*time.Second, want)
+		c.Eventually(10*time.Second, func() (bool, string) {
+			st := memberState(c.Nodes[leader], cluster.ID(quitter))
+			return st == node.MemberLeft, "leader sees the quitter as " + string(st)
+		})
+
+		// The leader leaves: leadership moves, the configuration shrinks.
+		c.Stop(leader)
+		delete(want, cluster.ID(leader))
+		waitServers(t, c, 20*time.Second, want)
+		newLeader := c.WaitLeader(10 * time.Second)
+		if newLeader == leader {
+			t.Fatal("the leader that left still leads")
+		}
+		lockVia(t, ctx, c.Nodes[newLeader], "after-leaves")
+		lockVia(t, ctx, c.Nodes[six], "after-leaves-n6")
+	})
+}
+
+// A crashed member is removed only after the reap timeout.
+func TestGossipReapFailedMember(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const reap = 2 * time.Second
+		c := gossipCluster(t, 3, func(i int, cfg *node.Config) { cfg.ReapTimeout = reap })
+		leader := c.WaitLeader(10 * time.Second)
+		victim := c.Follower(leader)
+		vid := cluster.ID(victim)
+		c.Crash(victim)
+		crashed := time.Now()
+
+		var failedAt time.Time
+		c.Eventually(10*time.Second, func() (bool, string) {
+			for _, m := range c.Nodes[leader].Status().Members {
+				if m.ID == vid && m.State == node.MemberDead {
+					failedAt = m.Since
+					return m.Role == node.RoleVoter, "failed member already out of the configuration"
+				}
+			}
+			return false, "leader does not see " + vid + " failed"
+		})
+		if failedAt.Before(crashed) {
+			t.Fatalf("failure seen at %v, before the crash at %v", failedAt, crashed)
+		}
+		rest := voters("n1", "n2", "n3")
+		delete(rest, vid)
+		waitServers(t, c, 3*reap, rest)
+		if removed := time.Now(); removed.Before(failedAt.Add(reap)) {
+			t.Fatalf("removed %v after it was seen failed, before the reap timeout %v", removed.Sub(failedAt), reap)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		lockVia(t, ctx, c.Nodes[c.Follower(leader)], "after-reap")
+	})
+}
+
+// When gossip (not Raft) loses three of five voters, the leader does not
+// reap them: that would leave fewer healthy voters than a quorum. Losing
+// one is reaped, and it is added back once gossip sees it again.
+func TestGossipReapNeverBelowQuorum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const reap = time.Second
+		reg := map[string]*prometheus.Registry{}
+		c := gossipCluster(t, 5, func(i int, cfg *node.Config) {
+			cfg.ReapTimeout = reap
+			r := prometheus.NewRegistry()
+			reg[cfg.ID], cfg.Registerer = r, r
+		})
+		all := voters("n1", "n2", "n3", "n4", "n5")
+		waitServers(t, c, 10*time.Second, all)
+		leader := c.WaitLeader(10 * time.Second)
+		var cut []int
+		for i := range c.Nodes {
+			if i != leader && len(cut) < 3 {
+				cut = append(cut, i)
+			}
+		}
+		for _, i := range cut {
+			c.IsolateGossip(i)
+		}
+		lid := cluster.ID(leader)
+		c.Eventually(20*time.Second, func() (bool, string) {
+			for _, i := range cut {
+				if st := memberState(c.Nodes[leader], cluster.ID(i)); st != node.MemberDead {
+					return false, cluster.ID(i) + " is " + string(st)
+				}
+			}
+			return true, ""
+		})
+		c.Eventually(3*reap, func() (bool, string) {
+			v := metricValue(t, reg[lid], "raftlock_node_membership_changes_total", map[string]string{"action": "reap", "result": "refused"})
+			return v > 0, "no refused reap counted"
+		})
+		time.Sleep(2 * reap) // well past the reap timeout: still nothing removed
+		if got := servers(c.Nodes[leader]); !sameRoles(got, all) {
+			t.Fatalf("configuration %s after gossip lost a majority, want all five voters", fmtRoles(got))
+		}
+		if c.WaitLeader(10*time.Second) != leader {
+			t.Fatal("leadership moved")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		lockVia(t, ctx, c.Nodes[cut[0]], "raft-still-fine")
+		if v := metricValue(t, reg[lid], "raftlock_node_membership_changes_total", map[string]string{"action": "reap", "result": "ok"}); v != 0 {
+			t.Fatalf("%v reaps", v)
+		}
+
+		// Control: gossip loses one voter only → reaped, then re-added.
+		c.Heal()
+		c.Eventually(20*time.Second, func() (bool, string) {
+			for i := range c.Nodes {
+				if st := memberState(c.Nodes[leader], cluster.ID(i)); st != node.MemberAlive {
+					return false, cluster.ID(i) + " is " + string(st)
+				}
+			}
+			return true, ""
+		})
+		one := cut[0]
+		c.IsolateGossip(one)
+		without := voters("n1", "n2", "n3", "n4", "n5")
+		delete(without, cluster.ID(one))
+		c.Eventually(20*time.Second, func() (bool, string) {
+			got := servers(c.Nodes[leader])
+			return sameRoles(got, without), "configuration " + fmtRoles(got)
+		})
+		c.Heal()
+		waitServers(t, c, 20*time.Second, all)
+	})
+}
+
+// A node whose id a live member already uses cannot join: its Start fails
+// with ErrDuplicateID, the members report the conflict, and nothing changes.
+// A member that advertises another server's Raft address is refused by the
+// leader (not added to the configuration).
+func TestGossipConflictsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := map[string]*prometheus.Registry{}
+		logs := map[string]logCounter{}
+		c := gossipCluster(t, 3, func(i int, cfg *node.Config) {
+			r := prometheus.NewRegistry()
+			reg[cfg.ID], cfg.Registerer = r, r
+			logs[cfg.ID] = newLogCounter()
+			cfg.Logger = slog.New(logs[cfg.ID])
+		})
+		three := voters("n1", "n2", "n3")
+		waitServers(t, c, 10*time.Second, three)
+		n2gossip := c.Nodes[1].GossipAddr()
+		conflicts := func(reason string) float64 {
+			sum := 0.0
+			for _, r := range reg {
+				sum += metricValue(t, r, "raftlock_node_membership_conflicts_total", map[string]string{"reason": reason})
+			}
+			return sum
+		}
+
+		_, err := c.TryAdd(func(cfg *node.Config) {
+			cfg.ID = "n2"
+			cfg.Join = []string{cluster.GossipAddr(0)}
+		})
+		if !errors.Is(err, node.ErrDuplicateID) {
+			t.Fatalf("start with a duplicate id: %v", err)
+		}
+		if len(c.Nodes) != 3 {
+			t.Fatalf("cluster has %d nodes", len(c.Nodes))
+		}
+		c.Eventually(10*time.Second, func() (bool, string) {
+			return conflicts("duplicate_id") > 0 && logs["n1"].count("refused gossip member: its id is in use by another member") > 0,
+				"the cluster did not report the duplicate"
+		})
+		for _, n := range c.Nodes {
+			st := n.Status()
+			if len(st.Members) != 3 {
+				t.Fatalf("%s members %s", n.ID(), fmtMembers(st.Members))
+			}
+			for _, m := range st.Members {
+				if m.ID == "n2" && (m.GossipAddr != n2gossip || m.State != node.MemberAlive) {
+					t.Fatalf("%s sees n2 as %+v, want alive at %s", n.ID(), m, n2gossip)
+				}
+			}
+		}
+		waitServers(t, c, time.Second, three)
+
+		// Another id, but n2's Raft address.
+		x, err := c.TryAdd(func(cfg *node.Config) {
+			cfg.ID = "x"
+			cfg.AdvertiseAddr = c.Nodes[1].Addr()
+			cfg.Join = []string{cluster.GossipAddr(0)}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Eventually(10*time.Second, func() (bool, string) {
+			return conflicts("address") > 0, "no address conflict counted"
+		})
+		time.Sleep(2 * time.Second) // several reconciliations later
+		for _, n := range c.Nodes[:3] {
+			if got := servers(n); !sameRoles(got, three) {
+				t.Fatalf("%s configuration %s: the address thief was added", n.ID(), fmtRoles(got))
+			}
+			if st := memberState(n, "x"); st != node.MemberAlive {
+				t.Fatalf("%s sees x as %q (gossip should know it, Raft should not)", n.ID(), st)
+			}
+		}
+		if st := x.Status(); st.LeaderID != "" || st.AppliedIndex != 0 {
+			t.Fatalf("x took part in Raft: %+v", st)
+		}
+	})
+}
+
+// Gossip is encrypted: a node with another key, or none, never joins.
+func TestGossipWrongKeyRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := bytes.Repeat([]byte{7}, 32)
+		c := gossipCluster(t, 3, func(i int, cfg *node.Config) { cfg.GossipKey = key })
+		three := voters("n1", "n2", "n3")
+		waitServers(t, c, 10*time.Second, three)
+		for _, bad := range [][]byte{bytes.Repeat([]byte{8}, 32), bytes.Repeat([]byte{7}, 16), nil} {
+			n, err := c.TryAdd(func(cfg *node.Config) {
+				cfg.GossipKey = bad
+				cfg.Join = []string{cluster.GossipAddr(0), cluster.GossipAddr(1)}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Eventually(10*time.Second, func() (bool, string) {
+				return n.Status().GossipErr != "", "no join error on " + n.ID()
+			})
+			time.Sleep(2 * time.Second) // many join attempts and reconciliations later
+			st := n.Status()
+			if len(st.Members) != 1 || st.LeaderID != "" || !strings.HasPrefix(st.GossipErr, "join:") {
+				t.Fatalf("%s (key %d bytes) joined: members %s, leader %q, err %q", n.ID(), len(bad), fmtMembers(st.Members), st.LeaderID, st.GossipErr)
+			}
+			for _, m := range c.Nodes[:3] {
+				if s := memberState(m, n.ID()); s != "" {
+					t.Fatalf("%s lists %s as %q", m.ID(), n.ID(), s)
+				}
+				if got := servers(m); !sameRoles(got, three) {
+					t.Fatalf("%s configuration %s", m.ID(), fmtRoles(got))
+				}
+			}
+			c.Stop(len(c.Nodes) - 1)
+		}
+	})
+}
+
+// A member restarted with its id and data rejoins without bootstrapping
+// anything: after a crash, after a graceful leave (it is added back), and
+// when the whole cluster restarts.
+func TestGossipRestartRejoins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := map[string]logCounter{}
+		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true, Configure: func(i int, cfg *node.Config) {
+			logs[cfg.ID] = newLogCounter()
+			cfg.Logger = slog.New(logs[cfg.ID])
+		}})
+		three := voters("n1", "n2", "n3")
+		waitServers(t, c, 20*time.Second, three)
+		c.WaitReady(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s := openSession(t, ctx, c.Nodes[0], time.Hour)
+		owner := newOwner()
+		r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: owner})
+		if err != nil || r.Status != fsm.StatusGranted {
+			t.Fatalf("acquire: %v %+v", err, r)
+		}
+		bootstraps := func() int {
+			sum := 0
+			for _, h := range logs {
+				sum += h.count("bootstrapped a new cluster")
+			}
+			return sum
+		}
+		initial := bootstraps()
+		if initial == 0 || initial > 3 {
+			t.Fatalf("%d bootstraps forming the cluster", initial)
+		}
+		rejoined := func(i int) {
+			t.Helper()
+			c.WaitLeader(20 * time.Second)
+			waitServers(t, c, 20*time.Second, three)
+			if err := c.Nodes[i].Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := c.Nodes[i].Holder("kept"); !ok || h.Owner != owner || h.Token != r.Token {
+				t.Fatalf("%s after restart: %+v %v", c.Nodes[i].ID(), h, ok)
+			}
+			if n := bootstraps(); n != initial {
+				t.Fatalf("restart bootstrapped: %d bootstraps, %d before", n, initial)
+			}
+		}
+
+		leader := c.WaitLeader(10 * time.Second)
+		f := c.Follower(leader)
+		c.Crash(f)
+		c.Restart(f)
+		rejoined(f)
+		if n := logs[cluster.ID(f)].count("raft state present; not bootstrapping"); n != 1 {
+			t.Fatalf("restarted node reported its state %d times", n)
+		}
+
+		c.Stop(f) // graceful: removed
+		two := voters("n1", "n2", "n3")
+		delete(two, cluster.ID(f))
+		waitServers(t, c, 20*time.Second, two)
+		c.Restart(f) // added back
+		rejoined(f)
+
+		for i := range c.Nodes {
+			c.Crash(i)
+		}
+		for i := range c.Nodes {
+			c.Restart(i)
+		}
+		for i := range c.Nodes {
+			rejoined(i)
+		}
+		r2, err := c.Nodes[2].Apply(ctx, fsm.Acquire{Session: s, Lock: "new", Owner: newOwner()})
+		if err != nil || r2.Token <= r.Token {
+			t.Fatalf("after the restarts: token %d after %d (%v)", r2.Token, r.Token, err)
+		}
+	})
+}
+
+// More nodes than BootstrapExpect at once: one cluster, bootstrapped by at
+// most BootstrapExpect nodes with the same configuration; the others are
+// added. Nodes that disagree on BootstrapExpect do not bootstrap.
+func TestGossipBootstrapEdgeCases(t *testing.T) {
+	t.Run("more than expected", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logs := map[string]logCounter{}
+			c := cluster.Start(t, cluster.Options{Nodes: 5, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
+				cfg.BootstrapExpect = 3
+				logs[cfg.ID] = newLogCounter()
+				cfg.Logger = slog.New(logs[cfg.ID])
+			}})
+			c.WaitLeader(20 * time.Second)
+			waitServers(t, c, 20*time.Second, voters("n1", "n2", "n3", "n4", "n5"))
+			c.WaitLeader(10 * time.Second) // all five agree on one leader
+			n := 0
+			for _, h := range logs {
+				n += h.count("bootstrapped a new cluster")
+			}
+			if n < 1 || n > 3 {
+				t.Fatalf("%d nodes bootstrapped", n)
+			}
+			for _, id := range []string{"n4", "n5"} {
+				if logs[id].count("bootstrapped a new cluster") != 0 {
+					t.Fatalf("%s, not among the three smallest ids, bootstrapped", id)
+				}
+			}
+		})
+	})
+	t.Run("mismatched expect", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			logs := map[string]logCounter{}
+			c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
+				if i == 2 {
+					cfg.BootstrapExpect = 2
+				}
+				logs[cfg.ID] = newLogCounter()
+				cfg.Logger = slog.New(logs[cfg.ID])
+			}})
+			const msg = "member expects another cluster size; not bootstrapping until this is fixed"
+			c.Eventually(10*time.Second, func() (bool, string) {
+				return logs["n1"].count(msg) > 0 && logs["n3"].count(msg) > 0, "mismatch not reported"
+			})
+			time.Sleep(3 * time.Second)
+			for _, n := range c.Nodes {
+				if st := n.Status(); st.LastIndex != 0 || st.LeaderID != "" {
+					t.Fatalf("%s bootstrapped despite the mismatch: %+v", n.ID(), st)
+				}
+			}
+		})
+	})
+}
+
+func TestGossipConfigValidate(t *testing.T) {
+	base := func() node.Config {
+		c := node.DefaultConfig()
+		c.ID, c.InMemory, c.GossipAddr = "a", true, "127.0.0.1:0"
+		return c
+	}
+	if c := base(); c.Validate() != nil {
+		t.Fatalf("base config invalid: %v", c.Validate())
+	}
+	cases := map[string]func(*node.Config){
+		"Bootstrap and BootstrapExpect are exclusive": func(c *node.Config) {
+			c.BootstrapExpect, c.Bootstrap, c.Peers = 3, true, []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}}
+		},
+		"BootstrapExpect 6 > MaxVoters 5":                            func(c *node.Config) { c.BootstrapExpect = 6 },
+		"BootstrapExpect -1 < 0":                                     func(c *node.Config) { c.BootstrapExpect = -1 },
+		"BootstrapExpect needs GossipAddr":                           func(c *node.Config) { c.GossipAddr, c.BootstrapExpect = "", 3 },
+		"Join needs GossipAddr":                                      func(c *node.Config) { c.GossipAddr, c.Join = "", []string{"127.0.0.1:1"} },
+		"GossipKey needs GossipAddr":                                 func(c *node.Config) { c.GossipAddr, c.GossipKey = "", make([]byte, 16) },
+		"GossipKey is 15 bytes; want 16, 24 or 32":                   func(c *node.Config) { c.GossipKey = make([]byte, 15) },
+		"GossipAddr \"localhost:1\": host must be an IP address":     func(c *node.Config) { c.GossipAddr = "localhost:1" },
+		"GossipAdvertiseAddr \"10.0.0.1:0\": bad port":               func(c *node.Config) { c.GossipAdvertiseAddr = "10.0.0.1:0" },
+		"Join[0] \"nohost\" is not host:port":                        func(c *node.Config) { c.Join = []string{"nohost"} },
+		"MaxVoters -1 < 0":                                           func(c *node.Config) { c.MaxVoters = -1 },
+		"ReapTimeout -1s < 0":                                        func(c *node.Config) { c.ReapTimeout = -time.Second },
+		"GossipTiming.ProbeTimeout 1s outside (0, ProbeInterval 1s)": func(c *node.Config) { c.GossipTiming.ProbeTimeout = time.Second },
+		"GossipTiming.SuspicionMult 0 < 1":                           func(c *node.Config) { c.GossipTiming.SuspicionMult = 0 },
+	}
+	for want, mutate := range cases {
+		c := base()
+		mutate(&c)
+		err := c.Validate()
+		if !errors.Is(err, node.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", want, err)
+		}
+	}
+	// Zero values mean the defaults.
+	c := base()
+	c.MaxVoters, c.ReapTimeout, c.GossipTiming, c.BootstrapExpect = 0, 0, node.GossipTiming{}, 5
+	if err := c.Validate(); err != nil {
+		t.Fatalf("zero MaxVoters, ReapTimeout, GossipTiming: %v", err)
+	}
+}
+
+// Over real UDP/TCP on loopback, with an encryption key: the cluster forms,
+// serves locks from every node, and a graceful leave shrinks it.
+func TestGossipLoopback(t *testing.T) {
+	key := bytes.Repeat([]byte{3}, 16)
+	c := cluster.Start(t, cluster.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
+	c.WaitLeader(30 * time.Second)
+	waitServers(t, c, 30*time.Second, voters("n1", "n2", "n3"))
+	c.WaitReady(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, n := range c.Nodes {
+		lockVia(t, ctx, n, "l"+cluster.ID(i))
+		if !strings.HasPrefix(n.GossipAddr(), "127.0.0.1:") {
+			t.Fatalf("%s gossips at %q", n.ID(), n.GossipAddr())
+		}
+	}
+	leader := c.WaitLeader(30 * time.Second)
+	f := c.Follower(leader)
+	c.Stop(f)
+	rest := voters("n1", "n2", "n3")
+	delete(rest, cluster.ID(f))
+	waitServers(t, c, 30*time.Second, rest)
 }
