@@ -201,4 +201,3 @@ func (s *Session) withdraw(p *pending) {
 	s.mu.Unlock()
 	s.releaseAbandoned(p.name, p.owner)
 }
-

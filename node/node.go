@@ -136,7 +136,9 @@ func (n *Node) raftConfig(hlog *hclogslog.Logger) *raft.Config {
 	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	rc.SnapshotInterval = n.cfg.SnapshotInterval
 	rc.TrailingLogs = n.cfg.TrailingLogs
-	rc.BatchApplyCh = true
+	// BatchApplyCh stays off: our proposer already batches (one Apply in
+	// flight), and futures left in a buffered applyCh at shutdown are never
+	// answered.
 	rc.NoLegacyTelemetry = true
 	rc.Logger = hlog
 	return rc
