@@ -11,8 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/internal/memnet"
@@ -184,40 +182,6 @@ func (h logCounter) count(msg string) int {
 	return h.counts[msg]
 }
 
-// metricValue sums a metric's samples whose labels include want.
-func metricValue(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				labels[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue next
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // A fourth and a fifth node join as voters, a sixth as a non-voter
 // (MaxVoters 5) whose callers lock like everyone's; none of them
 // bootstraps. A voter that leaves gracefully is removed and the non-voter
@@ -249,7 +213,9 @@ func TestGossipGrowLeaveAndPromote(t *testing.T) {
 			if n := logs[id].count("bootstrapped a new cluster"); n != 0 {
 				t.Fatalf("%s bootstrapped %d times", id, n)
 			}
-			if n := logs[id].count("found an existing cluster; not bootstrapping: waiting for its leader to add this node"); n != 1 {
+			// It saw a member with Raft state, or was already reached by the leader.
+			if n := logs[id].count("found an existing cluster; not bootstrapping: waiting for its leader to add this node") +
+				logs[id].count("raft state present; not bootstrapping"); n != 1 {
 				t.Fatalf("%s did not report the existing cluster (%d)", id, n)
 			}
 		}
@@ -347,12 +313,7 @@ func TestGossipReapFailedMember(t *testing.T) {
 func TestGossipReapNeverBelowQuorum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const reap = time.Second
-		reg := map[string]*prometheus.Registry{}
-		c := gossipCluster(t, 5, func(i int, cfg *node.Config) {
-			cfg.ReapTimeout = reap
-			r := prometheus.NewRegistry()
-			reg[cfg.ID], cfg.Registerer = r, r
-		})
+		c := gossipCluster(t, 5, func(i int, cfg *node.Config) { cfg.ReapTimeout = reap })
 		all := voters("n1", "n2", "n3", "n4", "n5")
 		waitServers(t, c, 10*time.Second, all)
 		leader := c.WaitLeader(10 * time.Second)
@@ -365,7 +326,6 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 		for _, i := range cut {
 			c.IsolateGossip(i)
 		}
-		lid := cluster.ID(leader)
 		c.Eventually(20*time.Second, func() (bool, string) {
 			for _, i := range cut {
 				if st := memberState(c.Nodes[leader], cluster.ID(i)); st != node.MemberDead {
@@ -375,8 +335,7 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 			return true, ""
 		})
 		c.Eventually(3*reap, func() (bool, string) {
-			v := metricValue(t, reg[lid], "raftlock_node_membership_changes_total", map[string]string{"action": "reap", "result": "refused"})
-			return v > 0, "no refused reap counted"
+			return node.MembershipChanges(c.Nodes[leader], "reap", "refused") > 0, "no refused reap counted"
 		})
 		time.Sleep(2 * reap) // well past the reap timeout: still nothing removed
 		if got := servers(c.Nodes[leader]); !sameRoles(got, all) {
@@ -388,7 +347,7 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		lockVia(t, ctx, c.Nodes[cut[0]], "raft-still-fine")
-		if v := metricValue(t, reg[lid], "raftlock_node_membership_changes_total", map[string]string{"action": "reap", "result": "ok"}); v != 0 {
+		if v := node.MembershipChanges(c.Nodes[leader], "reap", "ok"); v != 0 {
 			t.Fatalf("%v reaps", v)
 		}
 
@@ -421,11 +380,8 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 // leader (not added to the configuration).
 func TestGossipConflictsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := map[string]*prometheus.Registry{}
 		logs := map[string]logCounter{}
 		c := gossipCluster(t, 3, func(i int, cfg *node.Config) {
-			r := prometheus.NewRegistry()
-			reg[cfg.ID], cfg.Registerer = r, r
 			logs[cfg.ID] = newLogCounter()
 			cfg.Logger = slog.New(logs[cfg.ID])
 		})
@@ -434,8 +390,8 @@ func TestGossipConflictsRefused(t *testing.T) {
 		n2gossip := c.Nodes[1].GossipAddr()
 		conflicts := func(reason string) float64 {
 			sum := 0.0
-			for _, r := range reg {
-				sum += metricValue(t, r, "raftlock_node_membership_conflicts_total", map[string]string{"reason": reason})
+			for _, n := range c.Nodes[:3] {
+				sum += node.MembershipConflicts(n, reason)
 			}
 			return sum
 		}

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Helpers for the external tests: they read a node's metrics without a
+// Registerer (registering one bridges hashicorp's process-wide go-metrics to
+// Prometheus, which does not mix with synctest bubbles).
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// MembershipConflicts returns the node's membership_conflicts_total{reason}.
+func MembershipConflicts(n *Node, reason string) float64 {
+	return counterValue(n.metrics.memberConflicts.WithLabelValues(reason))
+}
+
+// MembershipChanges returns the node's membership_changes_total{action,result}.
+func MembershipChanges(n *Node, action, result string) float64 {
+	return counterValue(n.metrics.memberChanges.WithLabelValues(action, result))
+}
+
+// The node's collectors, the membership ones included, register together.
+func TestMetricsRegister(t *testing.T) {
+	m := newMetrics(&Node{})
+	reg := prometheus.NewRegistry()
+	for _, c := range m.all() {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.memberConflicts.WithLabelValues("address").Inc()
+	only := prometheus.NewRegistry() // gathering the rest needs a running node
+	only.MustRegister(m.memberConflicts, m.memberChanges, m.gossipJoins)
+	for _, g := range m.gauges {
+		if d := <-describe(g); strings.Contains(d.String(), `"raftlock_node_members"`) {
+			only.MustRegister(g)
+		}
+	}
+	mfs, err := only.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]int{}
+	for _, mf := range mfs {
+		found[mf.GetName()] = len(mf.GetMetric())
+	}
+	if found["raftlock_node_members"] != 4 || found["raftlock_node_membership_conflicts_total"] != 1 {
+		t.Fatalf("gathered %v", found)
+	}
+}
+
+func describe(c prometheus.Collector) <-chan *prometheus.Desc {
+	ch := make(chan *prometheus.Desc, 1)
+	c.Describe(ch)
+	return ch
+}
