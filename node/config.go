@@ -84,7 +84,11 @@ type Config struct {
 	// leader keeps the Raft configuration in line with the live members (see
 	// MaxVoters and ReapTimeout). With gossip, every member of the cluster
 	// must gossip: a configured server that gossip never sees is treated as
-	// failed.
+	// failed. Gossip only decides membership: locks, leases and quorum stay
+	// with Raft, so a node whose gossip is cut keeps serving as long as Raft
+	// reaches it (until it is reaped). Two live members with one id, or with
+	// one Raft address, are refused (logged, counted in
+	// raftlock_node_membership_conflicts_total), never merged.
 
 	// GossipAddr is the bind address (UDP and TCP) of the gossip layer,
 	// "ip:port"; port 0 picks a free port, an empty host binds every
@@ -115,10 +119,12 @@ type Config struct {
 	// and are promoted when a voter is removed. 0 means 5.
 	MaxVoters int
 	// ReapTimeout is how long a failed member stays in the Raft
-	// configuration before the leader removes it (never when that would
-	// leave fewer voters than a quorum, or fewer healthy voters than a
-	// quorum of what remains). A member that leaves gracefully is removed at
-	// once. 0 means 30s.
+	// configuration before the leader removes it — never when that would
+	// leave fewer voters than a quorum of the configuration, or fewer
+	// healthy voters than a quorum of what remains. A member removed while
+	// in fact alive (gossip cut, Raft fine) is added back once gossip sees
+	// it again. A member that leaves gracefully is removed at once.
+	// 0 means 30s.
 	ReapTimeout time.Duration
 	// GossipTiming tunes failure detection; zero value: LANGossipTiming.
 	GossipTiming GossipTiming

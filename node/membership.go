@@ -126,7 +126,7 @@ type membership struct {
 	leadPoke  chan struct{} // leader's reconciliation
 	pubPoke   chan struct{} // publisher: the metadata changed
 	firstJoin chan struct{} // closed after the first join attempt
-	downOnce  sync.Once
+	life      sync.Mutex    // memberlist Leave and Shutdown (Leave after Shutdown panics)
 
 	mu        sync.Mutex
 	meta      memberMeta // published
@@ -141,8 +141,9 @@ type membership struct {
 }
 
 // startMembership creates the gossip layer, makes the first join attempt
-// (bounded by ctx and GossipTiming.TCPTimeout; it goes on in the background
-// if it takes longer) and starts its loops. Raft is running.
+// (waited for at most 5 probe intervals, capped by TCPTimeout, and ctx; it
+// goes on in the background if it takes longer) and starts its loops. Raft
+// is running.
 func (n *Node) startMembership(ctx context.Context) error {
 	cfg := &n.cfg
 	m := &membership{
@@ -184,15 +185,18 @@ func (n *Node) startMembership(ctx context.Context) error {
 		if host == "" {
 			host = "0.0.0.0"
 		}
-		mc.BindAddr = host
-		mc.BindPort, _ = strconv.Atoi(port)
+		p, _ := strconv.Atoi(port)
+		nt, err := newNetTransport(host, p, mc.Logger)
+		if err != nil {
+			m.cancel()
+			return fmt.Errorf("node: gossip: listen on %s: %w", cfg.GossipAddr, err)
+		}
+		mc.Transport, mc.BindAddr, mc.BindPort = nt, host, nt.GetAutoBindPort()
 	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		m.cancel()
-		if mc.Transport != nil {
-			mc.Transport.Shutdown()
-		}
+		mc.Transport.Shutdown()
 		return fmt.Errorf("node: gossip: %w", err)
 	}
 	m.ml = ml
@@ -209,7 +213,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 	go m.run()
 	go m.publishLoop()
 	if len(m.seeds) > 0 {
-		wait := time.NewTimer(t.TCPTimeout)
+		wait := time.NewTimer(min(t.TCPTimeout, 5*t.ProbeInterval))
 		defer wait.Stop()
 		select {
 		case <-m.firstJoin:
@@ -430,16 +434,16 @@ func (m *membership) prune() {
 	}
 }
 
-// shutdownGossip stops memberlist without a leave message.
+// shutdownGossip stops memberlist without a leave message. Idempotent.
 func (m *membership) shutdownGossip() {
-	m.downOnce.Do(func() {
-		m.mu.Lock()
-		m.down = true
-		m.mu.Unlock()
-		if err := m.ml.Shutdown(); err != nil {
-			m.log.Debug("gossip shutdown", "err", err)
-		}
-	})
+	m.life.Lock()
+	defer m.life.Unlock()
+	m.mu.Lock()
+	m.down = true
+	m.mu.Unlock()
+	if err := m.ml.Shutdown(); err != nil {
+		m.log.Debug("gossip shutdown", "err", err)
+	}
 }
 
 // stop ends gossip at once (a crash, or after leave) and waits for the loops.
@@ -454,8 +458,7 @@ func (m *membership) stop() {
 // cluster keeps its quorum — then broadcast the memberlist leave. The node's
 // Raft is still running; a leader has already handed leadership over.
 func (m *membership) leave() {
-	m.cancel()
-	m.wg.Wait()
+	m.cancel() // the loops stop; stop() waits for them
 	if m.isDown() {
 		return
 	}
@@ -466,6 +469,11 @@ func (m *membership) leave() {
 		m.log.Debug("leave intent not yet confirmed", "err", err)
 	}
 	m.awaitRemoval()
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.isDown() {
+		return
+	}
 	if err := m.ml.Leave(m.leaveTimeout()); err != nil {
 		m.log.Warn("gossip leave not confirmed", "err", err)
 	}

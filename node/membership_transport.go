@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -202,4 +204,53 @@ func (t *streamTransport) serve(c net.Conn) {
 	default:
 		c.Close()
 	}
+}
+
+// netTransport is memberlist's UDP/TCP transport whose dials end when it
+// shuts down, so that closing a node never waits out a dial to an
+// unreachable seed or member.
+type netTransport struct {
+	*memberlist.NetTransport
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// newNetTransport binds UDP and TCP on host:port (port 0: the same free port
+// for both, retried like memberlist does).
+func newNetTransport(host string, port int, logger *log.Logger) (*netTransport, error) {
+	nc := &memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: logger}
+	attempts := 1
+	if port == 0 {
+		attempts = 10
+	}
+	var err error
+	for range attempts {
+		var nt *memberlist.NetTransport
+		if nt, err = memberlist.NewNetTransport(nc); err == nil {
+			t := &netTransport{NetTransport: nt}
+			t.ctx, t.cancel = context.WithCancel(context.Background())
+			return t, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, err
+}
+
+// DialTimeout implements memberlist.Transport.
+func (t *netTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
+}
+
+// DialAddressTimeout implements memberlist.NodeAwareTransport.
+func (t *netTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	return d.DialContext(t.ctx, "tcp", a.Addr)
+}
+
+// Shutdown implements memberlist.Transport.
+func (t *netTransport) Shutdown() error {
+	t.cancel()
+	return t.NetTransport.Shutdown()
 }

@@ -51,7 +51,8 @@ type Node struct {
 // Peers, a node without Raft state bootstraps a new cluster (every node of
 // it may be given the same Peers). With GossipAddr, Start also starts the
 // gossip layer and makes a first attempt to join through Config.Join
-// (bounded by ctx and GossipTiming.TCPTimeout; retried in the background):
+// (waited for at most 5 GossipTiming.ProbeIntervals and ctx; retried in the
+// background):
 // it fails with ErrDuplicateID if that attempt finds another live member
 // with this node's ID while this node has no Raft state. ctx only bounds
 // Start itself.
