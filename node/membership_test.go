@@ -210,13 +210,15 @@ func TestGossipGrowLeaveAndPromote(t *testing.T) {
 		want["n6"] = node.RoleNonvoter
 		waitServers(t, c, 20*time.Second, want)
 		for _, id := range []string{"n4", "n5", "n6"} {
+			// It saw a member with Raft state, or was already reached by the
+			// leader, and stopped considering a bootstrap; it never bootstrapped.
+			c.Eventually(5*time.Second, func() (bool, string) {
+				n := logs[id].count("found an existing cluster; not bootstrapping: waiting for its leader to add this node") +
+					logs[id].count("raft state present; not bootstrapping")
+				return n == 1, id + " did not report the existing cluster"
+			})
 			if n := logs[id].count("bootstrapped a new cluster"); n != 0 {
 				t.Fatalf("%s bootstrapped %d times", id, n)
-			}
-			// It saw a member with Raft state, or was already reached by the leader.
-			if n := logs[id].count("found an existing cluster; not bootstrapping: waiting for its leader to add this node") +
-				logs[id].count("raft state present; not bootstrapping"); n != 1 {
-				t.Fatalf("%s did not report the existing cluster (%d)", id, n)
 			}
 		}
 
