@@ -24,7 +24,7 @@ const entryVersion byte = 1
 //	ExpireSessions  n uvarint, n × Session uvarint
 //	Acquire         Session uvarint, Lock string, Owner [16]byte, flags byte (bit 0: Wait)
 //	Release         Lock string, Owner [16]byte
-//	Tick            (empty)
+//	Tick, Noop      (empty)
 //
 // string = uvarint length + bytes. A hand-written format rather than msgpack:
 // it is a third of the size, allocation-light on the apply path, has no
@@ -95,7 +95,7 @@ func appendCommand(dst []byte, c Command) ([]byte, error) {
 		}
 		dst = appendString(dst, c.Lock)
 		dst = append(dst, c.Owner[:]...)
-	case Tick:
+	case Tick, Noop:
 	default:
 		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
 	}
@@ -278,6 +278,8 @@ func (d *decoder) command() Command {
 		return Release{Lock: d.string(MaxLockNameLen), Owner: d.owner()}
 	case OpTick:
 		return Tick{}
+	case OpNoop:
+		return Noop{}
 	default:
 		if d.err == nil {
 			d.off--

@@ -17,6 +17,7 @@ var sampleCommands = []Command{
 	Acquire{Session: 1 << 50, Lock: "ü", Owner: owner(2)},
 	Release{Lock: "invoice:842", Owner: owner(1)},
 	Tick{},
+	Noop{},
 }
 
 func TestEntryRoundTrip(t *testing.T) {

@@ -30,6 +30,7 @@ const (
 	OpAcquire        Op = 4
 	OpRelease        Op = 5
 	OpTick           Op = 6
+	OpNoop           Op = 7
 )
 
 func (o Op) String() string {
@@ -46,13 +47,15 @@ func (o Op) String() string {
 		return "Release"
 	case OpTick:
 		return "Tick"
+	case OpNoop:
+		return "Noop"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
 // Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [ExpireSessions], [Acquire], [Release] and
-// [Tick]; the set is closed.
+// [OpenSession], [CloseSession], [ExpireSessions], [Acquire], [Release],
+// [Tick] and [Noop]; the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op
@@ -109,6 +112,16 @@ type Release struct {
 // delayed locks to their waiters. Proposed by the leader. Result: StatusOK with
 // Count = number of delays ended.
 type Tick struct{}
+
+// Noop changes nothing. The leader proposes one to carry a new commit index
+// to its followers at once (see node). Result: StatusOK.
+type Noop struct{}
+
+// Op implements Command.
+func (Noop) Op() Op { return OpNoop }
+
+// Validate implements Command.
+func (Noop) Validate() error { return nil }
 
 // Op implements Command.
 func (OpenSession) Op() Op { return OpOpenSession }

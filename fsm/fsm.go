@@ -134,6 +134,8 @@ func (a *applier) apply(c Command) Result {
 		return a.release(c)
 	case Tick:
 		return a.tick()
+	case Noop:
+		return Result{Status: StatusOK}
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

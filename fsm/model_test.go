@@ -162,6 +162,8 @@ func (m *model) apply(c Command) Result {
 			}
 		}
 		return Result{Status: StatusOK, Count: n}
+	case Noop:
+		return Result{Status: StatusOK}
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
 }
@@ -223,6 +225,9 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			case 6, 7:
 				return Release{Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner"))}
 			case 8:
+				if rapid.Bool().Draw(rt, "noop") {
+					return Noop{}
+				}
 				return Tick{}
 			default:
 				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid

@@ -58,17 +58,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 					}
 				}
 				// Every replica converges on the same state.
-				for _, n := range c.Nodes {
-					if err := n.Sync(ctx); err != nil {
-						t.Fatal(err)
-					}
-				}
-				idx0, d0 := c.Nodes[0].Digest()
-				for _, n := range c.Nodes[1:] {
-					if idx, d := n.Digest(); idx != idx0 || d != d0 {
-						t.Fatalf("%s digest at %d differs from n1 at %d", n.ID(), idx, idx0)
-					}
-				}
+				requireConverged(t, ctx, c.Nodes...)
 			})
 		})
 	}

@@ -40,6 +40,9 @@ type Node struct {
 	wg      sync.WaitGroup // every goroutine the node starts
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
+	// lastCommit is the index of the last batch this node committed as
+	// leader: the read index (Noop nudges change no state and are skipped).
+	lastCommit atomic.Uint64
 	ready   chan struct{}
 	closing sync.Once
 	closed  chan struct{}

@@ -100,8 +100,28 @@ func (n *Node) commit(batch []*proposal) {
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
+	// Before answering: a Sync that starts once a caller has its answer must
+	// cover this entry.
+	n.lastCommit.Store(f.Index())
 	for i, p := range batch {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
+	}
+	if n.proposer.idle() {
+		n.nudge()
+	}
+}
+
+// nudge carries the commit index to the followers at once. hashicorp/raft
+// tells followers about a new commit index only with the next AppendEntries:
+// the next batch, or a CommitTimeout tick. When no batch follows, waiters on
+// followers (forwarded calls waiting to read their own write, Lock calls
+// waiting for a grant) would wait for the tick; a Noop entry is sent at once
+// and carries the index. It is not waited for: nothing depends on its own
+// commit, and read indexes skip it (see lastCommit).
+func (n *Node) nudge() {
+	data, err := fsm.EncodeEntry(fsm.Entry{At: time.Now().UnixNano(), Commands: []fsm.Command{fsm.Noop{}}})
+	if err == nil {
+		n.raft.Apply(data, n.cfg.Timing.CommitTimeout)
 	}
 }
 

@@ -168,13 +168,16 @@ func (n *Node) Sync(ctx context.Context) error {
 	return nil
 }
 
-// readIndexLocal: on the leader, the commit index, once leadership is
-// confirmed (and the new leader's takeover barrier has been applied).
+// readIndexLocal: on the leader, the index of the last state-changing entry
+// committed, once leadership is confirmed (and the new leader's takeover
+// barrier has been committed).
 func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
 	if !n.started.Load() || !n.lease.isLeading() {
 		return 0, errNotLeader
 	}
-	idx := n.raft.CommitIndex()
+	// Every state-changing entry up to now: the takeover barrier and each
+	// batch since were committed through this node's proposer.
+	idx := n.lastCommit.Load()
 	if err := n.verifier.confirm(ctx); err != nil {
 		return 0, leadershipErr(err)
 	}
