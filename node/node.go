@@ -43,10 +43,10 @@ type Node struct {
 	// lastCommit is the index of the last batch this node committed as
 	// leader: the read index (Noop nudges change no state and are skipped).
 	lastCommit atomic.Uint64
-	ready   chan struct{}
-	closing sync.Once
-	closed  chan struct{}
-	errc    error
+	ready      chan struct{}
+	closing    sync.Once
+	closed     chan struct{}
+	errc       error
 }
 
 // Start opens the node's storage, starts its transport and Raft, and returns.
