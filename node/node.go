@@ -55,10 +55,9 @@ type Node struct {
 // it may be given the same Peers). With GossipAddr, Start also starts the
 // gossip layer and makes a first attempt to join through Config.Join
 // (waited for at most 5 GossipTiming.ProbeIntervals and ctx; retried in the
-// background):
-// it fails with ErrDuplicateID if that attempt finds another live member
-// with this node's ID while this node has no Raft state. ctx only bounds
-// Start itself.
+// background); it fails with ErrDuplicateID if that attempt finds another
+// live member with this node's ID while this node has no Raft state. ctx
+// only bounds Start itself.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -272,9 +271,9 @@ func (n *Node) watchLeadership() {
 // another voter; with gossip, the node then announces that it leaves, waits
 // (bounded) until the leader has removed it from the Raft configuration and
 // leaves the gossip cluster; then Raft stops, the transport closes every
-// connection and the storage is closed. Calls in progress fail with ErrClosed. It returns
-// when everything has stopped or ctx ends (the shutdown then continues in the
-// background). Safe to call more than once.
+// connection and the storage is closed. Calls in progress fail with
+// ErrClosed. It returns when everything has stopped or ctx ends (the
+// shutdown then continues in the background). Safe to call more than once.
 func (n *Node) Close(ctx context.Context) error {
 	n.closing.Do(func() {
 		done := make(chan struct{})
@@ -292,8 +291,9 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 // Kill stops the node abruptly, as a crash would look to the rest of the
-// cluster: no leadership hand-off, no gossip leave (members see it fail). Storage is closed cleanly, so the node can
-// be restarted from its data dir. Meant for tests and fault injection.
+// cluster: no leadership hand-off, no gossip leave (members see it fail).
+// Storage is closed cleanly, so the node can be restarted from its data dir.
+// Meant for tests and fault injection.
 func (n *Node) Kill(ctx context.Context) error {
 	n.crash.Store(true)
 	return n.Close(ctx)
