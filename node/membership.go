@@ -251,8 +251,8 @@ func (m *membership) wake() {
 }
 
 // joinLoop joins through the seeds until one of them answered, and again
-// whenever the node finds itself alone; otherwise it tries to reconnect to
-// one failed member per round (after a partition heals, memberlist alone
+// whenever the node finds itself alone; and each round it tries to
+// reconnect to one failed member (after a partition heals, memberlist alone
 // would leave the two sides apart for good).
 func (m *membership) joinLoop() {
 	defer m.wg.Done()
@@ -264,7 +264,8 @@ func (m *membership) joinLoop() {
 			m.mu.Unlock()
 			if len(m.seeds) > 0 && (!joined || m.alone()) {
 				m.join()
-			} else if !first {
+			}
+			if !first {
 				m.reconnect()
 			}
 		}
