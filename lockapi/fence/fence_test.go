@@ -14,7 +14,8 @@ import (
 )
 
 func TestMemoryFence(t *testing.T) {
-	var f fence.Memory
+	rejected := 0
+	f := fence.Memory{OnReject: func(string, uint64, uint64) { rejected++ }}
 	if err := f.Admit("doc", 5); err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +29,9 @@ func TestMemoryFence(t *testing.T) {
 	err := f.Do("doc", 6, func() error { ran = true; return nil })
 	if !errors.Is(err, fence.ErrStaleToken) || ran {
 		t.Fatalf("stale token: err %v, write ran %v", err, ran)
+	}
+	if rejected != 1 {
+		t.Fatalf("OnReject called %d times", rejected)
 	}
 	if err := f.Admit("other", 1); err != nil {
 		t.Fatalf("resources are independent: %v", err)
@@ -88,7 +92,8 @@ func openSQLite(t *testing.T) *sql.DB {
 func TestSQLFenceSQLite(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
-	f := &fence.SQL{DB: db}
+	var rejectedAt [2]uint64
+	f := &fence.SQL{DB: db, OnReject: func(_ string, tok, highest uint64) { rejectedAt = [2]uint64{tok, highest} }}
 	if err := f.CreateTable(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +115,9 @@ func TestSQLFenceSQLite(t *testing.T) {
 	// The stale holder resumes: refused, and its write did not happen.
 	if err := write(41, "late write from 41"); !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("stale write: %v", err)
+	}
+	if rejectedAt != [2]uint64{41, 42} {
+		t.Fatalf("OnReject saw %v", rejectedAt)
 	}
 	var body string
 	db.QueryRow(`SELECT body FROM docs WHERE id = 'doc:1'`).Scan(&body)

@@ -9,6 +9,10 @@ import (
 // token admitted. The zero value is ready to use. It is safe for concurrent
 // use; writes to one resource run one at a time.
 type Memory struct {
+	// OnReject, if set, is called for every refused stale write (metrics,
+	// logging), without locks held.
+	OnReject func(resource string, token, highest uint64)
+
 	mu        sync.Mutex
 	resources map[string]*memResource
 }
@@ -46,6 +50,9 @@ func (m *Memory) Do(resource string, token uint64, write func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if token < r.highest {
+		if m.OnReject != nil {
+			defer m.OnReject(resource, token, r.highest)
+		}
 		return fmt.Errorf("%w: resource %q token %d < %d", ErrStaleToken, resource, token, r.highest)
 	}
 	r.highest = token

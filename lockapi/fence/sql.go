@@ -38,6 +38,9 @@ type SQL struct {
 	Table       string      // default "raftlock_fence"; letters, digits, _ and . only
 	Placeholder Placeholder // default QuestionMark (SQLite, MySQL-style drivers)
 	TxOptions   *sql.TxOptions
+	// OnReject, if set, is called for every refused stale write (metrics,
+	// logging); highest is 0 if it could not be read.
+	OnReject func(resource string, token, highest uint64)
 }
 
 // Placeholder is the bind-parameter style of the driver.
@@ -142,8 +145,9 @@ WHERE excluded.token >= ` + table + `.token`
 	}
 	if n == 0 {
 		var highest int64
-		if err := tx.QueryRowContext(ctx, `SELECT token FROM `+table+` WHERE resource = `+p1, resource).Scan(&highest); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: resource %q token %d", ErrStaleToken, resource, token)
+		_ = tx.QueryRowContext(ctx, `SELECT token FROM `+table+` WHERE resource = `+p1, resource).Scan(&highest)
+		if f.OnReject != nil {
+			f.OnReject(resource, token, uint64(highest))
 		}
 		return fmt.Errorf("%w: resource %q token %d < %d", ErrStaleToken, resource, token, highest)
 	}
