@@ -96,8 +96,10 @@ func (m *Metrics) singletonChanged() {
 	}
 }
 
-// FenceRejected counts a write refused by a fence (call it where you handle
-// fence.ErrStaleToken, or use Metrics.Fenced).
+// FenceRejected counts a write refused by a fence. Wire it to a fence's
+// OnReject hook:
+//
+//	f := &fence.SQL{DB: db, OnReject: func(string, uint64, uint64) { m.FenceRejected() }}
 func (m *Metrics) FenceRejected() {
 	if m != nil {
 		m.fenceRejections.Inc()
