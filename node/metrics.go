@@ -126,7 +126,6 @@ func (m *metrics) register(r prometheus.Registerer) error {
 			return err
 		}
 	}
-	bridgeRaftMetrics(r)
 	return nil
 }
 
@@ -177,17 +176,23 @@ func (m *metrics) countKeepAlive(err error) {
 
 var bridgeOnce sync.Once
 
-// bridgeRaftMetrics sends hashicorp/raft's own metrics (go-metrics, a
-// process-wide global) to the first Registerer a node is given.
-func bridgeRaftMetrics(r prometheus.Registerer) {
+// EnableRaftMetrics sends hashicorp/raft's own metrics (raft_*: commit and
+// apply times, replication, FSM and snapshot timings) to r. They go through
+// go-metrics, a process-wide global, so this is a process-wide switch: call
+// it once, at start-up; later calls do nothing. The node's own metrics
+// (Config.Registerer) do not need it.
+func EnableRaftMetrics(r prometheus.Registerer) error {
+	var err error
 	bridgeOnce.Do(func() {
-		sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: r, Name: "raftlock_raft_sink", Expiration: time.Minute})
+		var sink *gmprom.PrometheusSink
+		sink, err = gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: r, Name: "raftlock_raft_sink", Expiration: time.Minute})
 		if err != nil {
 			return
 		}
 		cfg := gometrics.DefaultConfig("raftlock")
 		cfg.EnableHostname = false
 		cfg.EnableRuntimeMetrics = false
-		_, _ = gometrics.NewGlobal(cfg, sink)
+		_, err = gometrics.NewGlobal(cfg, sink)
 	})
+	return err
 }
