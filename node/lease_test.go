@@ -135,6 +135,10 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 		if newLeader == leader {
 			t.Fatal("crashed node still leader")
 		}
+		// A new leader within a few election timeouts (fake time: exact).
+		if took, limit := time.Since(start), 10*node.TestTiming().ElectionTimeout; took > limit {
+			t.Fatalf("new leader after %v, more than %v", took, limit)
+		}
 		// The waiter on node a is woken by its own replica when the silent
 		// session expires — no polling.
 		var ev fsm.Event
