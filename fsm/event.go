@@ -68,6 +68,10 @@ type Event struct {
 	Token      Token
 	Reason     Reason
 	DelayUntil int64
+	// FromQueue is set on EventGranted when the lock went to a waiter (a
+	// hand-off by a release, an expiry or the end of a lock-delay) rather
+	// than to the Acquire of the same command.
+	FromQueue bool
 }
 
 // Observer receives what the state machine does. Both methods are called on

@@ -146,7 +146,7 @@ func TestReleaseIsCompareAndDelete(t *testing.T) {
 	if got := kinds(ev); !slices.Equal(got, []EventKind{EventReleased, EventGranted}) {
 		t.Fatalf("events %v", got)
 	}
-	if ev[0].Index != ev[1].Index || ev[0].Reason != ReasonOwner || ev[1].Owner != owner(2) || ev[1].Token != nh.Token {
+	if ev[0].Index != ev[1].Index || ev[0].Reason != ReasonOwner || ev[1].Owner != owner(2) || ev[1].Token != nh.Token || !ev[1].FromQueue {
 		t.Fatalf("events %+v", ev)
 	}
 	// The old owner's late release cannot touch the new holder.

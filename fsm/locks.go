@@ -129,6 +129,7 @@ func (a *applier) promote(name string, l *lock) {
 			continue
 		}
 		a.grant(name, l, w.session, w.owner)
+		a.events[len(a.events)-1].FromQueue = true
 		return
 	}
 }

@@ -24,6 +24,7 @@ type Lease struct {
 	name     string
 	owner    fsm.OwnerID
 	token    fsm.Token
+	index    uint64 // log index of the grant
 	acquired time.Time
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -35,8 +36,8 @@ type Lease struct {
 	unlockErr error
 }
 
-func newLease(s *Session, name string, owner fsm.OwnerID, tok fsm.Token) *Lease {
-	l := &Lease{s: s, name: name, owner: owner, token: tok, acquired: time.Now()}
+func newLease(s *Session, name string, owner fsm.OwnerID, tok fsm.Token, index uint64) *Lease {
+	l := &Lease{s: s, name: name, owner: owner, token: tok, index: index, acquired: time.Now()}
 	// Not derived from the session's context: the session ends every lease
 	// itself (Session.end), so that the lease's cause is ErrLeaseLost.
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
@@ -116,7 +117,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	delete(l.s.leases, l.owner)
 	l.s.mu.Unlock()
 
-	r, err := l.s.n.Apply(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
+	r, _, err := l.s.n.Propose(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
 	if err != nil {
 		return fmt.Errorf("lockapi: unlock %q: %w", l.name, err)
 	}

@@ -13,15 +13,22 @@ import (
 type pending struct {
 	name    string
 	owner   fsm.OwnerID
-	granted chan fsm.Token // buffered: the event loop never blocks
+	granted chan grant // buffered: the event loop never blocks
 	failed  chan error
-	queued  bool // guarded by the session's mu
+	queued  bool   // guarded by the session's mu
+	index   uint64 // log index of the Acquire, once queued; guarded by mu
 	s       *Session
 }
 
-func (p *pending) grant(t fsm.Token) {
+// grant is a grant seen by the event loop: the token and its log index.
+type grant struct {
+	token fsm.Token
+	index uint64
+}
+
+func (p *pending) grant(t fsm.Token, index uint64) {
 	select {
-	case p.granted <- t:
+	case p.granted <- grant{t, index}:
 	default:
 	}
 }
@@ -37,6 +44,12 @@ func (p *pending) isQueued() bool {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
 	return p.queued
+}
+
+func (p *pending) queuedAt() uint64 {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.index
 }
 
 // Lock acquires the named lock, waiting in the lock's FIFO queue until it is
@@ -81,7 +94,7 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 	if err := fsm.ValidateLockName(name); err != nil {
 		return nil, invalid("lock name: %v", err)
 	}
-	p := &pending{name: name, owner: newOwnerID(), granted: make(chan fsm.Token, 1), failed: make(chan error, 1), s: s}
+	p := &pending{name: name, owner: newOwnerID(), granted: make(chan grant, 1), failed: make(chan error, 1), s: s}
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
@@ -98,14 +111,16 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 		pctx, cancel = context.WithTimeout(ctx, s.tryTimeout())
 		defer cancel()
 	}
-	r, err := s.n.Apply(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
+	// Propose, not Apply: the result is all Lock needs; waiting until this
+	// replica has applied it too would cost a round of replication.
+	r, index, err := s.n.Propose(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
 	if err != nil {
 		s.abandon(p) // the outcome is unknown: release it if it lands
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
 	}
 	switch r.Status {
 	case fsm.StatusGranted:
-		return s.newLease(p, r.Token, start)
+		return s.newLease(p, r.Token, index, start)
 	case fsm.StatusLocked:
 		s.forget(p)
 		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil}
@@ -121,13 +136,13 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 	}
 
 	s.mu.Lock()
-	p.queued = true
+	p.queued, p.index = true, index
 	s.mu.Unlock()
 	s.metrics.waiting(1)
 	defer s.metrics.waiting(-1)
 	select {
-	case tok := <-p.granted:
-		return s.newLease(p, tok, start)
+	case g := <-p.granted:
+		return s.newLease(p, g.token, g.index, start)
 	case err := <-p.failed:
 		s.forget(p)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
@@ -144,7 +159,7 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 
 // newLease turns a granted acquisition into a Lease, unless the session's
 // lease has meanwhile run out (then the grant is released).
-func (s *Session) newLease(p *pending, tok fsm.Token, start time.Time) (*Lease, error) {
+func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.Time) (*Lease, error) {
 	s.mu.Lock()
 	if s.err != nil || !time.Now().Before(s.validUntil) {
 		err := s.err
@@ -155,7 +170,7 @@ func (s *Session) newLease(p *pending, tok fsm.Token, start time.Time) (*Lease, 
 		s.abandon(p)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", p.name, err)
 	}
-	l := newLease(s, p.name, p.owner, tok)
+	l := newLease(s, p.name, p.owner, tok, index)
 	s.leases[p.owner] = l
 	delete(s.pending, p.owner)
 	s.mu.Unlock()

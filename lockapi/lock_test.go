@@ -58,6 +58,9 @@ func TestFIFOAcrossReplicas(t *testing.T) {
 		quit()
 		synctest.Wait()
 		sessions[2].flushBackground(t)
+		if err := c.Nodes[0].Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
 		li, _ := c.Nodes[0].Lock("q")
 		if len(li.Waiters) != 3 {
 			t.Fatalf("%d waiters after one withdrew, want 3: %+v", len(li.Waiters), li.Waiters)

@@ -53,7 +53,7 @@ func (s *Session) handle(e fsm.Event) {
 		s.mu.Unlock()
 		switch {
 		case p != nil:
-			p.grant(e.Token)
+			p.grant(e.Token, e.Index)
 		case abandoned:
 			s.releaseAbandoned(name, e.Owner)
 		}
@@ -103,16 +103,22 @@ func (s *Session) resync() {
 		abandoned[o] = n
 	}
 	s.mu.Unlock()
+	// The local replica may not have applied an acquisition yet (Propose
+	// does not wait for it): judge only those it has.
+	applied := s.n.AppliedIndex()
 	for _, p := range pend {
 		st := s.n.Owner(p.name, p.owner)
 		switch {
 		case st.Held:
-			p.grant(st.Token)
-		case st.Position == 0 && p.isQueued():
+			p.grant(st.Token, applied)
+		case st.Position == 0 && p.isQueued() && applied >= p.queuedAt():
 			p.fail(fmt.Errorf("%w: the wait was dropped", ErrLeaseLost))
 		}
 	}
 	for _, l := range leases {
+		if applied < l.index {
+			continue
+		}
 		if st := s.n.Owner(l.name, l.owner); (!st.Held || st.Token != l.token) && !l.isUnlocking() {
 			s.mu.Lock()
 			delete(s.leases, l.owner)
@@ -135,7 +141,7 @@ func (s *Session) releaseAbandoned(name string, owner fsm.OwnerID) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ttl)
 		defer cancel()
-		if _, err := s.n.Apply(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
+		if _, _, err := s.n.Propose(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
 			s.log.Debug("releasing an abandoned acquisition failed; closing the session will", "lock", name, "err", err)
 			return
 		}

@@ -43,6 +43,9 @@ type Node struct {
 	// lastCommit is the index of the last batch this node committed as
 	// leader: the read index (Noop nudges change no state and are skipped).
 	lastCommit atomic.Uint64
+	// handoff: the entry just applied granted a lock from its queue (leader:
+	// followers should learn the commit at once; see nudge).
+	handoff atomic.Bool
 	ready      chan struct{}
 	closing    sync.Once
 	closed     chan struct{}
@@ -357,6 +360,12 @@ type observer Node
 
 func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n := (*Node)(o)
+	for i := range events {
+		if events[i].FromQueue {
+			n.handoff.Store(true)
+			break
+		}
+	}
 	n.events.dispatch(events)
 	n.lease.observe(events)
 	n.metrics.observeEvents(events)

@@ -15,7 +15,8 @@ import (
 
 // Apply proposes a command and returns its result once the command is
 // committed and applied on this node (read-your-writes: the local FSM, and
-// therefore Subscriptions on this node, already reflect it).
+// therefore Subscriptions on this node, already reflect it). It is Propose
+// followed by WaitApplied.
 //
 // On the leader the command joins the next group-commit batch; on a follower
 // it is forwarded (batched) to the leader. While no leader is known, or the
@@ -28,14 +29,32 @@ import (
 // the error. ExpireSessions and Tick are reserved to the leader and refused
 // with ErrInvalidArgument, as are commands that fail Validate.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	res, index, err := n.Propose(ctx, cmd)
+	if err != nil {
+		return res, err
+	}
+	if err := n.WaitApplied(ctx, index); err != nil {
+		return res, fmt.Errorf("node: committed at index %d but not yet applied here: %w", index, err)
+	}
+	return res, nil
+}
+
+// Propose is Apply without the wait for the local FSM: it returns the result
+// and the log index of the command as soon as the leader has committed and
+// applied it. A follower learns of the commit a moment later (with the
+// leader's next message); until then its local reads and events do not yet
+// show the command. Use it on hot paths that need only the result (lockapi
+// does, for acquire and release), and WaitApplied where the local view must
+// include the command.
+func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	switch cmd.(type) {
 	case nil:
-		return fsm.Result{}, fmt.Errorf("%w: nil command", ErrInvalidArgument)
-	case fsm.ExpireSessions, fsm.Tick:
-		return fsm.Result{}, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
+		return fsm.Result{}, 0, fmt.Errorf("%w: nil command", ErrInvalidArgument)
+	case fsm.ExpireSessions, fsm.Tick, fsm.Noop:
+		return fsm.Result{}, 0, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
 	}
 	if err := cmd.Validate(); err != nil {
-		return fsm.Result{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	var out outcome
 	err := n.retry(ctx, func(ctx context.Context) error {
@@ -43,13 +62,19 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 		return out.err
 	})
 	if err != nil {
-		return fsm.Result{}, err
+		return fsm.Result{}, 0, err
 	}
-	if err := n.applied.wait(ctx, out.index); err != nil {
-		return out.res, fmt.Errorf("node: committed at index %d but not yet applied here: %w", out.index, err)
-	}
-	return out.res, nil
+	return out.res, out.index, nil
 }
+
+// WaitApplied waits until the local FSM has applied the log index (as
+// returned by Propose), or ctx ends.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	return n.applied.wait(ctx, index)
+}
+
+// AppliedIndex returns the index of the last entry the local FSM applied.
+func (n *Node) AppliedIndex() uint64 { return n.applied.get() }
 
 // route makes one attempt through the proposer (leader) or the forwarder.
 func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
@@ -106,18 +131,17 @@ func (n *Node) commit(batch []*proposal) {
 	for i, p := range batch {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
-	if n.proposer.idle() {
+	if n.handoff.Swap(false) && n.proposer.idle() {
 		n.nudge()
 	}
 }
 
 // nudge carries the commit index to the followers at once. hashicorp/raft
 // tells followers about a new commit index only with the next AppendEntries:
-// the next batch, or a CommitTimeout tick. When no batch follows, waiters on
-// followers (forwarded calls waiting to read their own write, Lock calls
-// waiting for a grant) would wait for the tick; a Noop entry is sent at once
-// and carries the index. It is not waited for: nothing depends on its own
-// commit, and read indexes skip it (see lastCommit).
+// the next batch, or a CommitTimeout tick. When an entry handed a lock to a
+// waiter — who may be waiting on a follower — and no batch follows, a Noop
+// entry is sent at once and carries the index. It is not waited for: nothing
+// depends on its own commit, and read indexes skip it (see lastCommit).
 func (n *Node) nudge() {
 	data, err := fsm.EncodeEntry(fsm.Entry{At: time.Now().UnixNano(), Commands: []fsm.Command{fsm.Noop{}}})
 	if err == nil {

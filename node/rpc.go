@@ -58,7 +58,7 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 	var group []*proposal
 	for i, c := range cmds {
 		switch c.(type) {
-		case fsm.ExpireSessions, fsm.Tick:
+		case fsm.ExpireSessions, fsm.Tick, fsm.Noop:
 			outs[i].err = fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, c.Op())
 			continue
 		}
