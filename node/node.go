@@ -46,10 +46,10 @@ type Node struct {
 	// handoff: the entry just applied granted a lock from its queue (leader:
 	// followers should learn the commit at once; see nudge).
 	handoff atomic.Bool
-	ready      chan struct{}
-	closing    sync.Once
-	closed     chan struct{}
-	errc       error
+	ready   chan struct{}
+	closing sync.Once
+	closed  chan struct{}
+	errc    error
 }
 
 // Start opens the node's storage, starts its transport and Raft, and returns.
