@@ -12,7 +12,8 @@ func (a *applier) acquire(c Acquire) Result {
 	}
 	l := st.mutLock(c.Lock)
 	if l == nil {
-		l = &lock{gen: st.gen}
+		st.lockSeq++
+		l = &lock{gen: st.gen, seq: st.lockSeq}
 		st.locks[c.Lock] = l
 		st.track(c.Session, c.Lock, 1)
 		return a.grant(c.Lock, l, c.Session, c.Owner)

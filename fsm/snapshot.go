@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/hashicorp/raft"
 )
@@ -22,7 +22,7 @@ import (
 //	  meta:    index, clock, sessionSeq, tokenSeq, #sessions, #locks
 //	  session: id, TTL, lockDelay, createdAt, createdIdx, description   (ascending id)
 //	  lock:    name, flags (1 held, 2 delayed), [holder], [delayUntil],
-//	           #waiters, waiters                                        (ascending name)
+//	           #waiters, waiters                                 (creation order)
 //	CRC-32C of everything before it, 4 bytes big-endian
 //
 // The encoding is canonical: the same state always gives the same bytes, so
@@ -115,17 +115,19 @@ func (st *state) encode(w io.Writer) error {
 		rec = appendString(rec, s.description)
 		put()
 	}
-	// Sort (name, lock) pairs rather than names alone: one sequential pass
-	// over the map instead of a random lookup per lock.
+	// Locks in creation order — the same on every replica, since it follows
+	// the log — sorted by an integer held in the entry rather than by name:
+	// no string comparisons, no pointer chasing.
 	type entry struct {
+		seq  uint64
 		name string
 		l    *lock
 	}
 	locks := make([]entry, 0, len(st.locks))
 	for name, l := range st.locks {
-		locks = append(locks, entry{name, l})
+		locks = append(locks, entry{l.seq, name, l})
 	}
-	slices.SortFunc(locks, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(locks, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
 	for _, e := range locks {
 		name, l := e.name, e.l
 		rec = appendString(rec, name)
@@ -266,18 +268,15 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 		st.sessions[s.id] = s
 		prevID = s.id
 	}
-	prevName := ""
 	refs := make([]sessionRef, 0, min(nLocks, 1<<20))
 	for i := uint64(0); i < nLocks; i++ {
 		d, err := sr.record()
 		if err != nil {
 			return nil, snapErr("lock %d: %v", i, err)
 		}
-		name, err := st.decodeLock(&d, prevName, &refs)
-		if err != nil {
+		if err := st.decodeLock(&d, &refs); err != nil {
 			return nil, snapErr("lock %d: %v", i, err)
 		}
-		prevName = name
 	}
 	want := sr.crc
 	var sum [4]byte
@@ -339,7 +338,7 @@ func decodeSession(d *decoder, prev SessionID, seq uint64) (*session, error) {
 
 // decodeLock reads one lock record, checks it against the sessions already
 // read and adds it to st (rebuilding the per-session indexes).
-func (st *state) decodeLock(d *decoder, prev string, refs *[]sessionRef) (string, error) {
+func (st *state) decodeLock(d *decoder, refs *[]sessionRef) error {
 	name := d.string(MaxLockNameLen)
 	flags := d.byte()
 	l := &lock{}
@@ -355,22 +354,22 @@ func (st *state) decodeLock(d *decoder, prev string, refs *[]sessionRef) (string
 		l.waiters.push(waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()})
 	}
 	if err := d.end(); err != nil {
-		return "", err
+		return err
 	}
 	switch {
 	case flags&^(flagHeld|flagDelayed) != 0:
-		return "", fmt.Errorf("unknown lock flags %#x", flags)
-	case name <= prev:
-		return "", fmt.Errorf("lock %q out of order", name)
+		return fmt.Errorf("unknown lock flags %#x", flags)
+	case st.locks[name] != nil:
+		return fmt.Errorf("lock %q listed twice", name)
 	case flags&flagDelayed != 0 && l.delayUntil == 0:
-		return "", fmt.Errorf("lock %q: zero delay end", name)
+		return fmt.Errorf("lock %q: zero delay end", name)
 	case !l.held && l.delayUntil == 0:
-		return "", fmt.Errorf("lock %q: neither held nor delayed", name)
+		return fmt.Errorf("lock %q: neither held nor delayed", name)
 	case l.held && l.delayUntil != 0:
-		return "", fmt.Errorf("lock %q: both held and delayed", name)
+		return fmt.Errorf("lock %q: both held and delayed", name)
 	}
 	if err := ValidateLockName(name); err != nil {
-		return "", err
+		return err
 	}
 	var owners map[OwnerID]struct{} // duplicates are only possible with waiters
 	if l.waiters.len() > 0 {
@@ -395,17 +394,19 @@ func (st *state) decodeLock(d *decoder, prev string, refs *[]sessionRef) (string
 	}
 	if l.held {
 		if l.holder.token == 0 || uint64(l.holder.token) > st.tokenSeq {
-			return "", fmt.Errorf("lock %q: token %d beyond the counter %d", name, l.holder.token, st.tokenSeq)
+			return fmt.Errorf("lock %q: token %d beyond the counter %d", name, l.holder.token, st.tokenSeq)
 		}
 		if err := check(l.holder.session, l.holder.owner); err != nil {
-			return "", err
+			return err
 		}
 	}
 	for _, w := range l.waiters.items {
 		if err := check(w.session, w.owner); err != nil {
-			return "", err
+			return err
 		}
 	}
+	st.lockSeq++
+	l.seq = st.lockSeq
 	st.locks[name] = l
 	st.waiters += l.waiters.len()
 	if l.held {
@@ -414,7 +415,7 @@ func (st *state) decodeLock(d *decoder, prev string, refs *[]sessionRef) (string
 	if l.delayUntil != 0 {
 		st.delayed[name] = l.delayUntil
 	}
-	return name, nil
+	return nil
 }
 
 // end reports the decoder's error, or an error if bytes are left over.

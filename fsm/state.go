@@ -15,6 +15,7 @@ type state struct {
 	clock      int64  // highest leader time applied (time never goes back)
 	sessionSeq uint64 // last session id handed out
 	tokenSeq   uint64 // last fencing token handed out (grant counter)
+	lockSeq    uint64 // creation counter of lock entries (snapshot order)
 	sessions   map[SessionID]*session
 	locks      map[string]*lock
 	delayed    map[string]int64 // locks in lock-delay → delay end
@@ -38,6 +39,7 @@ type session struct {
 
 type lock struct {
 	gen        uint64
+	seq        uint64 // creation order: snapshots list locks by it
 	held       bool
 	holder     holder
 	waiters    queue
