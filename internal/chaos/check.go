@@ -1,0 +1,428 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Check names, as reported in violations.
+const (
+	CheckLogComplete    = "log-complete"        // the log holds every grant 1..LogTokens exactly once
+	CheckTokenUnique    = "token-unique"        // every token belongs to exactly one grant
+	CheckTokenOrder     = "token-order"         // tokens strictly increase per lock across grants
+	CheckOneHolder      = "one-holder"          // at most one holder per lock at any log index
+	CheckReleaseHolder  = "release-holder"      // only the holder's grant is released
+	CheckAckGrant       = "ack-grant"           // every acknowledged grant is in the committed log (no minority grant)
+	CheckAckRelease     = "ack-release"         // every acknowledged release is in the committed log
+	CheckAckWrite       = "ack-write"           // every acknowledged write is in the final state
+	CheckPhantomWrite   = "phantom-write"       // the final state holds only writes that were attempted and not rejected
+	CheckFenceOrder     = "fence-order"         // accepted writes carry non-decreasing tokens per resource
+	CheckFenceToken     = "fence-token"         // every written token belongs to a grant of that lock
+	CheckStaleAccepted  = "stale-accepted"      // a write with a token below the highest accepted was admitted
+	CheckFalseReject    = "fence-false-reject"  // a write was refused without a higher token accepted before it
+	CheckValidity       = "validity-overlap"    // client validity windows of one lock never overlap
+	CheckLeaseBeforeLog = "lease-before-handoff" // the log ends a hold only after the client's window closed
+	CheckLogRealTime    = "log-realtime"        // log order agrees with the clients' real-time order
+	CheckPorcupine      = "linearizable"        // porcupine: the lock with lease expiry, per lock
+	CheckReplicasAgree  = "replicas-agree"      // same state hash at the same applied index
+)
+
+// Violation is one failed check.
+type Violation struct {
+	Check  string `json:"check"`
+	Lock   string `json:"lock,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Stats are the figures of one checked history.
+type Stats struct {
+	ClientOps        int `json:"client_ops"`
+	Grants           int `json:"grants_acknowledged"`
+	LogEvents        int `json:"log_events"`
+	LogGrants        int `json:"log_grants"`
+	GhostOps         int `json:"indeterminate_resolved"` // log-side operations no client observed (resolved through the log)
+	PorcupineOps     int `json:"porcupine_ops"`
+	Writes           int `json:"writes"`
+	WritesAccepted   int `json:"writes_accepted"`
+	StaleRejected    int `json:"stale_writes_rejected"`
+	LateWrites       int `json:"late_writes"`        // writes attempted after the writer's validity window closed
+	UnfencedOverlaps int `json:"unfenced_overlaps"`  // of those, writes attempted once a newer holder had been granted
+	AckLost          int `json:"acknowledged_lost"`  // acknowledged grants, releases or writes missing
+	Expiries         int `json:"lease_expiries"`     // holds ended by the cluster expiring the session
+	// UnlockAfterExpiry: Unlock returned success, but its Release found the
+	// grant already ended by the session's expiry or close during the call.
+	UnlockAfterExpiry int `json:"unlock_ok_after_expiry"`
+	Digests          int `json:"replicas_compared"`  // replicas whose digests were compared
+	PorcupineMillis  int `json:"porcupine_ms"`
+}
+
+// Report is the outcome of checking one history.
+type Report struct {
+	Stats
+	Porcupine  porcupine.CheckResult `json:"porcupine"`
+	Violations []Violation           `json:"violations"`
+	// info and model are kept for the HTML visualisation.
+	info  porcupine.LinearizationInfo
+	model porcupine.Model
+	ops   []porcupine.Operation
+}
+
+// OK reports whether the history passed every check (porcupine Ok
+// included: Unknown is not a pass).
+func (r *Report) OK() bool { return len(r.Violations) == 0 && r.Porcupine == porcupine.Ok }
+
+// CheckOptions tune Check.
+type CheckOptions struct {
+	// PorcupineTimeout bounds the linearizability check (default 30s);
+	// a timeout yields Unknown, which is not a pass.
+	PorcupineTimeout time.Duration
+	// ClockSlack tolerates clock conversions between the clients' and the
+	// log's timestamps (multi-process: deadlines reported in milliseconds).
+	ClockSlack int64
+}
+
+// infinity stands for "no known return" in porcupine histories.
+const infinity = math.MaxInt64 / 4
+
+type checker struct {
+	h   *History
+	o   CheckOptions
+	r   *Report
+	log []LogEvent
+	// grantByToken: the log's grant of each token.
+	grantByToken map[uint64]LogEvent
+	// releaseOf: the log event that ended each token's hold.
+	releaseOf map[uint64]LogEvent
+	// opGrant / opRelease: client ops by token.
+	opGrant   map[uint64]*Op
+	opRelease map[uint64]*Op
+}
+
+func (c *checker) fail(check, lock, format string, args ...any) {
+	c.r.Violations = append(c.r.Violations, Violation{Check: check, Lock: lock, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Check runs every checker on h.
+func Check(h *History, o CheckOptions) *Report {
+	if o.PorcupineTimeout <= 0 {
+		o.PorcupineTimeout = 30 * time.Second
+	}
+	h.SortLog()
+	c := &checker{
+		h: h, o: o, r: &Report{}, log: h.Log,
+		grantByToken: map[uint64]LogEvent{}, releaseOf: map[uint64]LogEvent{},
+		opGrant: map[uint64]*Op{}, opRelease: map[uint64]*Op{},
+	}
+	c.r.ClientOps = len(h.Ops)
+	c.r.LogEvents = len(h.Log)
+	for _, e := range h.HarnessErrors {
+		c.fail("harness", "", "%s", e)
+	}
+	c.checkLog()
+	c.indexOps()
+	c.checkAcks()
+	c.checkWrites()
+	c.checkValidity()
+	c.checkDigests()
+	c.checkLinearizable()
+	return c.r
+}
+
+// checkLog replays the log: unique, complete, per-lock increasing tokens; one
+// holder per lock at any index; releases only of the holder.
+func (c *checker) checkLog() {
+	type hold struct {
+		token uint64
+		owner string
+		index uint64
+	}
+	holder := map[string]hold{}
+	last := map[string]uint64{}
+	for _, e := range c.log {
+		switch e.Kind {
+		case EvGranted:
+			c.r.LogGrants++
+			if prev, dup := c.grantByToken[e.Token]; dup {
+				c.fail(CheckTokenUnique, e.Lock, "token %d granted twice: index %d (%s) and index %d (%s)", e.Token, prev.Index, prev.Lock, e.Index, e.Lock)
+				continue
+			}
+			c.grantByToken[e.Token] = e
+			if h, held := holder[e.Lock]; held {
+				c.fail(CheckOneHolder, e.Lock, "index %d grants token %d while token %d (granted at index %d) still holds", e.Index, e.Token, h.token, h.index)
+			}
+			if e.Token <= last[e.Lock] {
+				c.fail(CheckTokenOrder, e.Lock, "index %d grants token %d after token %d", e.Index, e.Token, last[e.Lock])
+			}
+			last[e.Lock] = max(last[e.Lock], e.Token)
+			holder[e.Lock] = hold{e.Token, e.Owner, e.Index}
+		case EvReleased:
+			h, held := holder[e.Lock]
+			if !held || h.token != e.Token || (e.Owner != "" && h.owner != "" && e.Owner != h.owner) {
+				c.fail(CheckReleaseHolder, e.Lock, "index %d releases token %d (owner %s) but the holder is %+v (held %v)", e.Index, e.Token, e.Owner, h, held)
+			}
+			if _, dup := c.releaseOf[e.Token]; dup {
+				c.fail(CheckReleaseHolder, e.Lock, "token %d released twice (index %d)", e.Token, e.Index)
+			}
+			c.releaseOf[e.Token] = e
+			if e.Reason == "session-expired" {
+				c.r.Expiries++
+			}
+			delete(holder, e.Lock)
+		}
+	}
+	if c.h.LogTokens > 0 {
+		missing := 0
+		first := uint64(0)
+		for t := uint64(1); t <= c.h.LogTokens; t++ {
+			if _, ok := c.grantByToken[t]; !ok {
+				if missing == 0 {
+					first = t
+				}
+				missing++
+			}
+		}
+		if missing > 0 {
+			c.fail(CheckLogComplete, "", "%d of the grants 1..%d are missing from the log (first: token %d)", missing, c.h.LogTokens, first)
+		}
+		if n := uint64(len(c.grantByToken)); n > c.h.LogTokens {
+			c.fail(CheckLogComplete, "", "the log holds %d grants, the state machine counted %d", n, c.h.LogTokens)
+		}
+	}
+}
+
+func (c *checker) indexOps() {
+	for i := range c.h.Ops {
+		op := &c.h.Ops[i]
+		switch {
+		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
+			c.r.Grants++
+			if prev := c.opGrant[op.Token]; prev != nil {
+				c.fail(CheckTokenUnique, op.Lock, "token %d acknowledged to two acquisitions (ops %d and %d)", op.Token, prev.ID, op.ID)
+				continue
+			}
+			c.opGrant[op.Token] = op
+		case op.Kind == OpRelease && op.Result != Unknown:
+			if prev := c.opRelease[op.Token]; prev == nil || prev.Result == Unknown {
+				c.opRelease[op.Token] = op
+			}
+		}
+	}
+}
+
+// checkAcks: every acknowledged grant and release is in the committed log.
+func (c *checker) checkAcks() {
+	for _, op := range c.h.Ops {
+		switch {
+		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
+			g, ok := c.grantByToken[op.Token]
+			switch {
+			case !ok:
+				c.r.AckLost++
+				c.fail(CheckAckGrant, op.Lock, "op %d (client %d on %s): token %d acknowledged but not granted in the committed log", op.ID, op.Client, op.Node, op.Token)
+			case g.Lock != op.Lock || (op.Owner != "" && g.Owner != "" && g.Owner != op.Owner):
+				c.r.AckLost++
+				c.fail(CheckAckGrant, op.Lock, "op %d: token %d acknowledged for %s/%s, the log granted it to %s/%s", op.ID, op.Token, op.Lock, op.Owner, g.Lock, g.Owner)
+			}
+		case op.Kind == OpRelease && op.Result == OK:
+			// Unlock acknowledged: the grant no longer holds once it
+			// returned — released by it, or (the call took long, and the
+			// lease ran out meanwhile) by the session's expiry or close.
+			r, ok := c.releaseOf[op.Token]
+			switch {
+			case !ok:
+				c.r.AckLost++
+				c.fail(CheckAckRelease, op.Lock, "op %d (client %d): release of token %d acknowledged, but the log never releases it", op.ID, op.Client, op.Token)
+			case r.At > op.Return:
+				c.r.AckLost++
+				c.fail(CheckAckRelease, op.Lock, "op %d (client %d): release of token %d acknowledged at %d, but the log released it later (index %d, %s, leader time %d)", op.ID, op.Client, op.Token, op.Return, r.Index, r.Reason, r.At)
+			case r.Reason != "owner":
+				c.r.UnlockAfterExpiry++
+			}
+		}
+	}
+}
+
+// checkWrites: the fencing checks on the register.
+func (c *checker) checkWrites() {
+	c.r.Writes = len(c.h.Writes)
+	type key struct {
+		lock  string
+		token uint64
+		value string
+	}
+	attempted := map[key]*Write{}
+	for i := range c.h.Writes {
+		w := &c.h.Writes[i]
+		attempted[key{w.Lock, w.Token, w.Value}] = w
+		if w.Accepted {
+			c.r.WritesAccepted++
+		}
+		if w.Rejected {
+			c.r.StaleRejected++
+		}
+		if g, ok := c.grantByToken[w.Token]; !ok || g.Lock != w.Lock {
+			c.fail(CheckFenceToken, w.Lock, "write %q carries token %d, which is no grant of %s in the log (%+v)", w.Value, w.Token, w.Lock, g)
+		}
+	}
+	// The final state: acknowledged writes present, nothing else, tokens
+	// non-decreasing per resource.
+	present := map[key]bool{}
+	locks := make([]string, 0, len(c.h.Final))
+	for l := range c.h.Final {
+		locks = append(locks, l)
+	}
+	sort.Strings(locks)
+	for _, l := range locks {
+		var prev uint64
+		for i, v := range c.h.Final[l] {
+			k := key{l, v.Token, v.Value}
+			present[k] = true
+			if v.Token < prev {
+				c.fail(CheckFenceOrder, l, "version %d has token %d after token %d", i, v.Token, prev)
+			}
+			prev = max(prev, v.Token)
+			w := attempted[k]
+			switch {
+			case w == nil:
+				c.fail(CheckPhantomWrite, l, "the final state holds %q (token %d), which nobody wrote", v.Value, v.Token)
+			case w.Rejected:
+				c.fail(CheckPhantomWrite, l, "the final state holds %q (token %d), whose write was rejected", v.Value, v.Token)
+			}
+		}
+	}
+	for _, w := range c.h.Writes {
+		if w.Accepted && !present[key{w.Lock, w.Token, w.Value}] {
+			c.r.AckLost++
+			c.fail(CheckAckWrite, w.Lock, "write %q (token %d) was acknowledged but is missing from the final state", w.Value, w.Token)
+		}
+	}
+	// Replay in the fence's own order where it is known; otherwise a
+	// rejected write needs a higher token accepted before it returned.
+	byLock := map[string][]*Write{}
+	for i := range c.h.Writes {
+		w := &c.h.Writes[i]
+		byLock[w.Lock] = append(byLock[w.Lock], w)
+	}
+	for l, ws := range byLock {
+		sequenced := true
+		for _, w := range ws {
+			sequenced = sequenced && w.Seq > 0
+		}
+		if sequenced {
+			sort.Slice(ws, func(i, j int) bool { return ws[i].Seq < ws[j].Seq })
+			var highest uint64
+			for _, w := range ws {
+				switch {
+				case w.Accepted && w.Token < highest:
+					c.fail(CheckStaleAccepted, l, "write %q with token %d accepted after token %d", w.Value, w.Token, highest)
+				case w.Rejected && w.Token >= highest:
+					c.fail(CheckFalseReject, l, "write %q with token %d rejected; highest accepted was %d", w.Value, w.Token, highest)
+				}
+				if w.Accepted {
+					highest = max(highest, w.Token)
+				}
+			}
+			continue
+		}
+		for _, w := range ws {
+			if !w.Rejected {
+				continue
+			}
+			justified := false
+			for _, a := range ws {
+				if a.Accepted && a.Token > w.Token && a.Invoke <= w.Return {
+					justified = true
+					break
+				}
+			}
+			if !justified {
+				c.fail(CheckFalseReject, l, "write %q with token %d rejected without a higher token accepted before", w.Value, w.Token)
+			}
+		}
+	}
+	// Late writes and unfenced overlaps: a write attempted after its
+	// writer's window closed, once a newer grant of the lock was known
+	// committed — only the fence stands between it and the newer holder.
+	for _, w := range c.h.Writes {
+		op := c.opGrant[w.Token]
+		if op == nil || op.ValidTo == 0 || w.Invoke < op.ValidTo {
+			continue
+		}
+		c.r.LateWrites++
+		for t, g := range c.grantByToken {
+			if g.Lock != w.Lock || t <= w.Token {
+				continue
+			}
+			known := g.Observed != 0 && g.Observed <= w.Invoke
+			if o := c.opGrant[t]; o != nil && o.Return <= w.Invoke {
+				known = true
+			}
+			if known {
+				c.r.UnfencedOverlaps++
+				break
+			}
+		}
+	}
+}
+
+// window is a client validity window [from, to).
+type window struct {
+	from, to int64
+	op       *Op
+}
+
+// checkValidity: windows of different holders of one lock are disjoint, and
+// the log hands a lock on only after its holder's window closed.
+func (c *checker) checkValidity() {
+	byLock := map[string][]window{}
+	for i := range c.h.Ops {
+		op := &c.h.Ops[i]
+		if op.Result != Granted {
+			continue
+		}
+		to := op.ValidTo
+		if to == 0 {
+			to = max(c.h.End, op.Return)
+		}
+		if to > op.Return {
+			byLock[op.Lock] = append(byLock[op.Lock], window{op.Return, to, op})
+		}
+		if r, ok := c.releaseOf[op.Token]; ok && op.ValidTo != 0 && r.At+c.o.ClockSlack < op.ValidTo {
+			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s, leader time %d) before the client's window closed at %d", op.Token, op.Client, r.Index, r.Reason, r.At, op.ValidTo)
+		}
+		if r, ok := c.releaseOf[op.Token]; ok && op.ValidTo == 0 && r.At < c.h.End {
+			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s) but the client's window never closed", op.Token, op.Client, r.Index, r.Reason)
+		}
+	}
+	for l, ws := range byLock {
+		sort.Slice(ws, func(i, j int) bool { return ws[i].from < ws[j].from })
+		var open *window
+		for i := range ws {
+			w := &ws[i]
+			if open != nil && w.from < open.to && w.op.Token != open.op.Token {
+				c.fail(CheckValidity, l, "client %d held token %d during [%d, %d) while client %d held token %d during [%d, %d)",
+					open.op.Client, open.op.Token, open.from, open.to, w.op.Client, w.op.Token, w.from, w.to)
+			}
+			if open == nil || w.to > open.to {
+				open = w
+			}
+		}
+	}
+}
+
+func (c *checker) checkDigests() {
+	c.r.Digests = len(c.h.Digests)
+	if len(c.h.Digests) == 0 {
+		return
+	}
+	d0 := c.h.Digests[0]
+	for _, d := range c.h.Digests[1:] {
+		if d.Index != d0.Index || d.Hash != d0.Hash {
+			c.fail(CheckReplicasAgree, "", "%s at index %d has %s, %s at index %d has %s", d0.Node, d0.Index, d0.Hash, d.Node, d.Index, d.Hash)
+		}
+	}
+}

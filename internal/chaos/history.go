@@ -1,0 +1,211 @@
+// Package chaos tests raftlock's safety claims the way Jepsen tests lock
+// services: a workload of clients that lock, perform a fenced write and
+// unlock, under injected faults (partitions, one-way cuts, delays, leader
+// isolation, process pauses longer than the TTL, crash and restart), records
+// a history from the clients' side and from the replicated log, and checks it.
+//
+// The history and the checkers in this package are shared by two layers:
+//
+//   - in-process (this package's tests): 3–5 node clusters over
+//     internal/memnet inside testing/synctest, on bolt stores;
+//   - multi-process (package proc): replica processes of examples/replica,
+//     SIGSTOP/SIGCONT, SIGKILL and restart, and partitions made with network
+//     namespaces and nftables.
+//
+// Checkers (Check): fencing (accepted writes carry non-decreasing tokens per
+// resource, every token belongs to exactly one grant, stale writes are
+// rejected, no acknowledged write is lost), the log (tokens strictly increase
+// per lock, at most one holder per lock at any index, every acknowledged grant
+// and release is in the committed log), disjoint client validity windows, a
+// porcupine linearizability check of a lease-aware lock model per lock, and
+// agreement of the replicas' state digests.
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// OpKind is the kind of a client lock operation.
+type OpKind string
+
+// Client operation kinds.
+const (
+	OpAcquire    OpKind = "acquire"     // Lock: waits in the FIFO queue
+	OpTryAcquire OpKind = "try-acquire" // TryLock: answers at once
+	OpRelease    OpKind = "release"     // Unlock of a granted lease
+)
+
+// Outcome is what a client learnt from an operation.
+type Outcome string
+
+// Outcomes. Fail and Unknown are both indeterminate for a grant: the
+// acquisition may still have been granted in the log (and released by the
+// library's clean-up); the checkers resolve them through the log.
+const (
+	Granted   Outcome = "granted"    // acquire: the lease was handed to the client
+	Locked    Outcome = "locked"     // try-acquire: held by someone else
+	Fail      Outcome = "fail"       // acquire: an error; no lease for the client
+	OK        Outcome = "ok"         // release: acknowledged
+	NotHolder Outcome = "not-holder" // release: the cluster answered, and the lease had been lost
+	Unknown   Outcome = "unknown"    // release: no answer from the cluster
+)
+
+// Op is one client lock operation, timed on one clock shared with the log
+// events (fake time in process, the host's wall clock across processes), in
+// nanoseconds.
+type Op struct {
+	ID     int     `json:"id"`
+	Client int     `json:"client"`
+	Node   string  `json:"node"`
+	Kind   OpKind  `json:"kind"`
+	Lock   string  `json:"lock"`
+	Invoke int64   `json:"invoke"`
+	Return int64   `json:"return"`
+	Result Outcome `json:"result"`
+	// Token: the granted token (acquire) or the released lease's (release).
+	Token uint64 `json:"token,omitempty"`
+	// Owner: the acquisition's owner id (request id), when the client knows it.
+	Owner string `json:"owner,omitempty"`
+	// ValidTo ends a granted acquisition's client validity window
+	// [Return, ValidTo): the earliest of the client's release call, the
+	// moment its lease was lost, and its lease deadline. 0: held to the end.
+	ValidTo int64  `json:"valid_to,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// Write is one attempt of a fenced write into the register.
+type Write struct {
+	Client int    `json:"client"`
+	Lock   string `json:"lock"` // the resource is named after the lock
+	Token  uint64 `json:"token"`
+	Value  string `json:"value"`
+	Invoke int64  `json:"invoke"`
+	Return int64  `json:"return"`
+	// Accepted: the fence admitted the write and it committed.
+	Accepted bool `json:"accepted"`
+	// Rejected: the fence refused the token as stale. A write neither
+	// accepted nor rejected failed otherwise (its outcome is then unknown).
+	Rejected bool `json:"rejected"`
+	// Seq orders the attempts on one resource as the fence processed them
+	// (in-process register); 0 when unknown.
+	Seq uint64 `json:"seq,omitempty"`
+	// Late: the writer deliberately wrote after a pause (stale-owner resume).
+	Late bool   `json:"late,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// Version is one accepted write as the register's final state holds it.
+type Version struct {
+	Token uint64 `json:"token"`
+	Value string `json:"value"`
+}
+
+// Event kinds of the log (fsm.EventKind names).
+const (
+	EvGranted  = "granted"
+	EvReleased = "released"
+	EvExpired  = "session-expired"
+	EvClosed   = "session-closed"
+	EvOpened   = "session-opened"
+	EvQueued   = "queued"
+	EvDequeued = "dequeued"
+)
+
+// LogEvent is one event the replicated state machine emitted.
+type LogEvent struct {
+	Index   uint64 `json:"index"`
+	Seq     int    `json:"seq"` // position among the events of its entry
+	Kind    string `json:"kind"`
+	Lock    string `json:"lock,omitempty"`
+	Session uint64 `json:"session,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Token   uint64 `json:"token,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// At is the entry's leader time: never later than its commit.
+	At int64 `json:"at"`
+	// Observed is the earliest time a replica was seen applying it: never
+	// earlier than its commit. 0 when not observed live (log read back from
+	// disk): then the event is only known to have committed after At.
+	Observed int64 `json:"observed,omitempty"`
+}
+
+// Digest is one replica's state hash at an applied index.
+type Digest struct {
+	Node  string `json:"node"`
+	Index uint64 `json:"index"`
+	Hash  string `json:"hash"`
+}
+
+// History is everything one run recorded.
+type History struct {
+	Layer string `json:"layer"` // "in-process" or "multi-process"
+	Seed  int64  `json:"seed"`
+	Nodes int    `json:"nodes"`
+	TTL   int64  `json:"ttl_ns"`
+	Start int64  `json:"start"` // clock value at the start of the run
+	End   int64  `json:"end"`   // clock value once the workload stopped
+	Ops   []Op   `json:"ops"`
+	// Writes are the fenced write attempts.
+	Writes []Write `json:"writes"`
+	// Final is the register's state at the end: resource → accepted writes
+	// in the order the resource applied them.
+	Final map[string][]Version `json:"final"`
+	// Log is the committed log's events (merged over replicas, deduplicated).
+	Log []LogEvent `json:"log"`
+	// LogTokens is the state machine's grant counter at the end: the log
+	// must hold exactly the grants 1..LogTokens.
+	LogTokens uint64 `json:"log_tokens"`
+	// Digests: every replica's state hash at one common applied index.
+	Digests []Digest `json:"digests"`
+	// Faults counts injected faults by kind.
+	Faults map[string]int `json:"faults"`
+	// Notes are the harness's remarks (mechanisms used, anomalies).
+	Notes []string `json:"notes,omitempty"`
+	// HarnessErrors are problems of the harness itself (the run proves
+	// nothing then): they fail the run like a violation.
+	HarnessErrors []string `json:"harness_errors,omitempty"`
+}
+
+// AddFault counts one injected fault.
+func (h *History) AddFault(kind string) {
+	if h.Faults == nil {
+		h.Faults = map[string]int{}
+	}
+	h.Faults[kind]++
+}
+
+// SortLog orders the log by index and position.
+func (h *History) SortLog() {
+	sort.SliceStable(h.Log, func(i, j int) bool {
+		a, b := h.Log[i], h.Log[j]
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.Seq < b.Seq
+	})
+}
+
+// WriteJSON writes the history to path.
+func (h *History) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(h, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// ReadHistory reads a history written by WriteJSON.
+func ReadHistory(path string) (*History, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var h History
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &h, nil
+}

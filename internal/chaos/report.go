@@ -1,0 +1,186 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// RunResult is one checked run.
+type RunResult struct {
+	Seed       int64          `json:"seed"`
+	Nodes      int            `json:"nodes"`
+	Passed     bool           `json:"passed"`
+	Porcupine  string         `json:"porcupine"`
+	Stats      Stats          `json:"stats"`
+	Faults     map[string]int `json:"faults"`
+	Violations []Violation    `json:"violations,omitempty"`
+	Notes      []string       `json:"notes,omitempty"`
+	// Artifacts: the history (JSON) and porcupine's HTML visualisation of a
+	// failed run.
+	Artifacts []string `json:"artifacts,omitempty"`
+}
+
+// Summary aggregates the runs of one layer.
+type Summary struct {
+	Layer     string         `json:"layer"`
+	Generated string         `json:"generated"`
+	Command   string         `json:"command,omitempty"`
+	WallTime  string         `json:"wall_time,omitempty"`
+	Runs      int            `json:"runs"`
+	Passed    int            `json:"passed"`
+	Seeds     []int64        `json:"seeds"`
+	Totals    Stats          `json:"totals"`
+	Faults    map[string]int `json:"faults"`
+	Porcupine map[string]int `json:"porcupine"`
+	// Violations counts every failed check (must be 0); Unknown porcupine
+	// results count too.
+	Violations int         `json:"violations"`
+	Notes      []string    `json:"notes,omitempty"`
+	Results    []RunResult `json:"runs_detail"`
+}
+
+// NewSummary starts the summary of a layer.
+func NewSummary(layer string) *Summary {
+	return &Summary{Layer: layer, Faults: map[string]int{}, Porcupine: map[string]int{}}
+}
+
+// Add records one checked run.
+func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
+	rr := RunResult{
+		Seed: h.Seed, Nodes: h.Nodes, Passed: r.OK(), Porcupine: string(r.Porcupine),
+		Stats: r.Stats, Faults: h.Faults, Violations: r.Violations, Notes: h.Notes, Artifacts: artifacts,
+	}
+	s.Runs++
+	if rr.Passed {
+		s.Passed++
+	}
+	s.Seeds = append(s.Seeds, h.Seed)
+	t := &s.Totals
+	x := r.Stats
+	t.ClientOps += x.ClientOps
+	t.Grants += x.Grants
+	t.LogEvents += x.LogEvents
+	t.LogGrants += x.LogGrants
+	t.GhostOps += x.GhostOps
+	t.PorcupineOps += x.PorcupineOps
+	t.Writes += x.Writes
+	t.WritesAccepted += x.WritesAccepted
+	t.StaleRejected += x.StaleRejected
+	t.LateWrites += x.LateWrites
+	t.UnfencedOverlaps += x.UnfencedOverlaps
+	t.AckLost += x.AckLost
+	t.Expiries += x.Expiries
+	t.UnlockAfterExpiry += x.UnlockAfterExpiry
+	t.Digests += x.Digests
+	t.PorcupineMillis += x.PorcupineMillis
+	for k, v := range h.Faults {
+		s.Faults[k] += v
+	}
+	s.Porcupine[string(r.Porcupine)]++
+	s.Violations += len(r.Violations)
+	s.Results = append(s.Results, rr)
+	return rr
+}
+
+// Table renders the summary as a short Markdown table.
+func (s *Summary) Table() string {
+	var b strings.Builder
+	t := s.Totals
+	var kinds []string
+	for k := range s.Faults {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var faults []string
+	total := 0
+	for _, k := range kinds {
+		faults = append(faults, fmt.Sprintf("%s %d", k, s.Faults[k]))
+		total += s.Faults[k]
+	}
+	var porc []string
+	for _, k := range []string{"Ok", "Illegal", "Unknown"} {
+		if s.Porcupine[k] > 0 {
+			porc = append(porc, fmt.Sprintf("%s %d", k, s.Porcupine[k]))
+		}
+	}
+	fmt.Fprintf(&b, "| %s | |\n|---|---|\n", s.Layer)
+	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
+	row("runs (seeds) passed", fmt.Sprintf("%d/%d", s.Passed, s.Runs))
+	row("client lock operations", fmt.Sprint(t.ClientOps))
+	row("grants acknowledged / in the log", fmt.Sprintf("%d / %d", t.Grants, t.LogGrants))
+	row("log events checked", fmt.Sprint(t.LogEvents))
+	row("porcupine operations (of which resolved through the log)", fmt.Sprintf("%d (%d) — %s, %d ms", t.PorcupineOps, t.GhostOps, strings.Join(porc, ", "), t.PorcupineMillis))
+	row("fenced writes (accepted)", fmt.Sprintf("%d (%d)", t.Writes, t.WritesAccepted))
+	row("faults injected", fmt.Sprintf("%d: %s", total, strings.Join(faults, ", ")))
+	row("lease expiries (session expired by the leader)", fmt.Sprint(t.Expiries))
+	row("unlocks acknowledged after the grant had expired during the call", fmt.Sprint(t.UnlockAfterExpiry))
+	row("stale writes rejected", fmt.Sprint(t.StaleRejected))
+	row("writes after the writer's window closed", fmt.Sprint(t.LateWrites))
+	row("unfenced overlaps (late write once a newer holder was granted)", fmt.Sprint(t.UnfencedOverlaps))
+	row("violations (must be 0)", fmt.Sprint(s.Violations))
+	row("acknowledged operations lost (must be 0)", fmt.Sprint(t.AckLost))
+	return b.String()
+}
+
+// OK reports whether every run passed.
+func (s *Summary) OK() bool { return s.Runs > 0 && s.Passed == s.Runs && s.Violations == 0 }
+
+// WriteFile writes the summary as JSON to path, and the table next to it
+// (same name, .md).
+func (s *Summary) WriteFile(path string) error {
+	s.Generated = time.Now().UTC().Format(time.RFC3339)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	md := strings.TrimSuffix(path, filepath.Ext(path)) + ".md"
+	return os.WriteFile(md, []byte(s.Table()), 0o644)
+}
+
+// SaveFailure writes a failed run's artifacts into dir: the history as JSON,
+// the report (violations) and porcupine's HTML visualisation. It returns the
+// paths written.
+func SaveFailure(dir string, h *History, r *Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%s-seed%d", h.Layer, h.Seed))
+	var paths []string
+	if err := h.WriteJSON(base + "-history.json"); err != nil {
+		return paths, err
+	}
+	paths = append(paths, base+"-history.json")
+	b, _ := json.MarshalIndent(r, "", " ")
+	if err := os.WriteFile(base+"-report.json", b, 0o644); err != nil {
+		return paths, err
+	}
+	paths = append(paths, base+"-report.json")
+	if r.model.Init != nil {
+		f, err := os.Create(base + "-porcupine.html")
+		if err != nil {
+			return paths, err
+		}
+		err = porcupine.Visualize(r.model, r.info, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, base+"-porcupine.html")
+	}
+	return paths, nil
+}
