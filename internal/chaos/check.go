@@ -11,24 +11,24 @@ import (
 
 // Check names, as reported in violations.
 const (
-	CheckLogComplete    = "log-complete"        // the log holds every grant 1..LogTokens exactly once
-	CheckTokenUnique    = "token-unique"        // every token belongs to exactly one grant
-	CheckTokenOrder     = "token-order"         // tokens strictly increase per lock across grants
-	CheckOneHolder      = "one-holder"          // at most one holder per lock at any log index
-	CheckReleaseHolder  = "release-holder"      // only the holder's grant is released
-	CheckAckGrant       = "ack-grant"           // every acknowledged grant is in the committed log (no minority grant)
-	CheckAckRelease     = "ack-release"         // every acknowledged release is in the committed log
-	CheckAckWrite       = "ack-write"           // every acknowledged write is in the final state
-	CheckPhantomWrite   = "phantom-write"       // the final state holds only writes that were attempted and not rejected
-	CheckFenceOrder     = "fence-order"         // accepted writes carry non-decreasing tokens per resource
-	CheckFenceToken     = "fence-token"         // every written token belongs to a grant of that lock
-	CheckStaleAccepted  = "stale-accepted"      // a write with a token below the highest accepted was admitted
-	CheckFalseReject    = "fence-false-reject"  // a write was refused without a higher token accepted before it
-	CheckValidity       = "validity-overlap"    // client validity windows of one lock never overlap
+	CheckLogComplete    = "log-complete"         // the log holds every grant 1..LogTokens exactly once
+	CheckTokenUnique    = "token-unique"         // every token belongs to exactly one grant
+	CheckTokenOrder     = "token-order"          // tokens strictly increase per lock across grants
+	CheckOneHolder      = "one-holder"           // at most one holder per lock at any log index
+	CheckReleaseHolder  = "release-holder"       // only the holder's grant is released
+	CheckAckGrant       = "ack-grant"            // every acknowledged grant is in the committed log (no minority grant)
+	CheckAckRelease     = "ack-release"          // every acknowledged release is in the committed log
+	CheckAckWrite       = "ack-write"            // every acknowledged write is in the final state
+	CheckPhantomWrite   = "phantom-write"        // the final state holds only writes that were attempted and not rejected
+	CheckFenceOrder     = "fence-order"          // accepted writes carry non-decreasing tokens per resource
+	CheckFenceToken     = "fence-token"          // every written token belongs to a grant of that lock
+	CheckStaleAccepted  = "stale-accepted"       // a write with a token below the highest accepted was admitted
+	CheckFalseReject    = "fence-false-reject"   // a write was refused without a higher token accepted before it
+	CheckValidity       = "validity-overlap"     // client validity windows of one lock never overlap
 	CheckLeaseBeforeLog = "lease-before-handoff" // the log ends a hold only after the client's window closed
-	CheckLogRealTime    = "log-realtime"        // log order agrees with the clients' real-time order
-	CheckPorcupine      = "linearizable"        // porcupine: the lock with lease expiry, per lock
-	CheckReplicasAgree  = "replicas-agree"      // same state hash at the same applied index
+	CheckLogRealTime    = "log-realtime"         // log order agrees with the clients' real-time order
+	CheckPorcupine      = "linearizable"         // porcupine: the lock with lease expiry, per lock
+	CheckReplicasAgree  = "replicas-agree"       // same state hash at the same applied index
 )
 
 // Violation is one failed check.
@@ -49,15 +49,15 @@ type Stats struct {
 	Writes           int `json:"writes"`
 	WritesAccepted   int `json:"writes_accepted"`
 	StaleRejected    int `json:"stale_writes_rejected"`
-	LateWrites       int `json:"late_writes"`        // writes attempted after the writer's validity window closed
-	UnfencedOverlaps int `json:"unfenced_overlaps"`  // of those, writes attempted once a newer holder had been granted
-	AckLost          int `json:"acknowledged_lost"`  // acknowledged grants, releases or writes missing
-	Expiries         int `json:"lease_expiries"`     // holds ended by the cluster expiring the session
+	LateWrites       int `json:"late_writes"`       // writes attempted after the writer's validity window closed
+	UnfencedOverlaps int `json:"unfenced_overlaps"` // of those, writes attempted once a newer holder had been granted
+	AckLost          int `json:"acknowledged_lost"` // acknowledged grants, releases or writes missing
+	Expiries         int `json:"lease_expiries"`    // holds ended by the cluster expiring the session
 	// UnlockAfterExpiry: Unlock returned success, but its Release found the
 	// grant already ended by the session's expiry or close during the call.
 	UnlockAfterExpiry int `json:"unlock_ok_after_expiry"`
-	Digests          int `json:"replicas_compared"`  // replicas whose digests were compared
-	PorcupineMillis  int `json:"porcupine_ms"`
+	Digests           int `json:"replicas_compared"` // replicas whose digests were compared
+	PorcupineMillis   int `json:"porcupine_ms"`
 }
 
 // Report is the outcome of checking one history.
