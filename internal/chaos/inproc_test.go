@@ -26,6 +26,7 @@ type simConfig struct {
 	Duration time.Duration // workload time (fake)
 	TTL      time.Duration // session TTL
 	Faults   bool          // nemesis on
+	unfenced bool          // self-test: the register admits every write
 }
 
 func (c simConfig) String() string {
@@ -106,6 +107,7 @@ func simulate(t *testing.T, cfg simConfig) *History {
 		frozen:  make([]atomic.Int64, cfg.Nodes),
 		holding: make([]atomic.Int32, cfg.Clients),
 	}
+	s.reg.Unfenced = cfg.unfenced
 	s.col = newCollector(s)
 	s.c = cluster.Start(t, cluster.Options{Nodes: cfg.Nodes, Net: s.net, Durable: true, Configure: func(i int, c *node.Config) {
 		// Snapshots and log compaction happen during the run, so restarts

@@ -47,17 +47,17 @@ func artifactDir() string {
 }
 
 // TestInProcessChaos runs seeded in-process clusters (fake time) under the
-// nemesis and checks every history. RAFTLOCK_CHAOS_SEEDS (default 3) sets
+// nemesis and checks every history. RAFTLOCK_CHAOS_SEEDS (default 4) sets
 // the number of runs, RAFTLOCK_CHAOS_SEED the first seed (default 1),
-// RAFTLOCK_CHAOS_DURATION the workload's fake duration per run (default 20s);
+// RAFTLOCK_CHAOS_DURATION the workload's fake duration per run (default 30s);
 // RAFTLOCK_CHAOS_OUT, if set, receives the summary (JSON and a Markdown table).
 func TestInProcessChaos(t *testing.T) {
 	if d, err := os.Stat("/dev/shm"); err == nil && d.IsDir() && os.Getenv("TMPDIR") == "" {
 		t.Setenv("TMPDIR", "/dev/shm") // bolt stores: fsync costs real time while fake time stands still
 	}
-	seeds := envInt("RAFTLOCK_CHAOS_SEEDS", 3)
+	seeds := envInt("RAFTLOCK_CHAOS_SEEDS", 4)
 	first := int64(envInt("RAFTLOCK_CHAOS_SEED", 1))
-	dur := envDuration("RAFTLOCK_CHAOS_DURATION", 20*time.Second)
+	dur := envDuration("RAFTLOCK_CHAOS_DURATION", 30*time.Second)
 	sum := NewSummary("in-process")
 	sum.Notes = append(sum.Notes, "in-process clusters over internal/memnet in testing/synctest (fake time), bolt stores, TTL 1s, node.TestTiming")
 	start := time.Now()

@@ -13,6 +13,8 @@ import (
 // so the checker can replay the fence's decisions.
 type Register struct {
 	fence fence.Memory
+	// Unfenced admits every write (self-test: what the fence prevents).
+	Unfenced bool
 
 	mu       sync.Mutex
 	seq      uint64
@@ -30,11 +32,14 @@ func (r *Register) Write(resource string, token uint64, value string) (uint64, e
 	defer r.mu.Unlock()
 	r.seq++
 	seq := r.seq
-	err := r.fence.Do(resource, token, func() error {
+	write := func() error {
 		r.versions[resource] = append(r.versions[resource], Version{Token: token, Value: value})
 		return nil
-	})
-	return seq, err
+	}
+	if r.Unfenced {
+		return seq, write()
+	}
+	return seq, r.fence.Do(resource, token, write)
 }
 
 // Final returns a copy of the register's state.
