@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is one replica process (re-executions of this program).
+type proc struct {
+	spec    childSpec
+	exe     string
+	logPath string
+	started func(pid int) // may be nil
+
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when the current incarnation has exited
+	frozen    bool          // SIGSTOPped
+	startedAt time.Time
+}
+
+func (p *proc) id() string { return p.spec.ID }
+
+// start starts a new incarnation (same id, data dir and addresses).
+func (p *proc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !isDone(p.done) {
+		return fmt.Errorf("%s is already running", p.spec.ID)
+	}
+	p.spec.Incarnation++
+	spec, err := json.Marshal(p.spec)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(p.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.exe)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", p.spec.ID, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	p.cmd, p.done, p.frozen, p.startedAt = cmd, done, false, time.Now()
+	if p.started != nil {
+		p.started(cmd.Process.Pid)
+	}
+	return nil
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) alive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !isDone(p.done)
+}
+
+func (p *proc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || isDone(p.done) {
+		return fmt.Errorf("%s is not running", p.spec.ID)
+	}
+	// The child leads its own process group: signal the group.
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("signal %v to %s: %w", sig, p.spec.ID, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		p.frozen = true
+	case syscall.SIGCONT:
+		p.frozen = false
+	}
+	return nil
+}
+
+// freeze and thaw pause and resume the process (SIGSTOP, SIGCONT).
+func (p *proc) freeze() error { return p.signal(syscall.SIGSTOP) }
+func (p *proc) thaw() error   { return p.signal(syscall.SIGCONT) }
+
+// kill SIGKILLs the process (resuming it first if frozen, so that it dies at
+// once) and waits until it has exited.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, done, frozen := p.cmd, p.done, p.frozen
+	p.mu.Unlock()
+	if cmd == nil || isDone(done) {
+		return
+	}
+	if frozen {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+	p.mu.Lock()
+	p.frozen = false
+	p.mu.Unlock()
+}
+
+// freePorts returns n distinct loopback ports free for TCP and UDP right now.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for len(ports) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, ln.Close)
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // UDP side taken: try another
+		}
+		closers = append(closers, pc.Close)
+		ports = append(ports, port)
+	}
+	return ports, nil
+}

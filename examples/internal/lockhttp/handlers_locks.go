@@ -1,0 +1,248 @@
+package lockhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/lockapi"
+)
+
+// AcquireRequest is the body of POST /v1/acquire. Wait false is TryLock.
+// TimeoutMS bounds the call (0: 30 s when waiting; a TryLock answers within a
+// few election timeouts anyway).
+type AcquireRequest struct {
+	Lock      string `json:"lock"`
+	Wait      bool   `json:"wait"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+// AcquireResponse is the answer of a successful POST /v1/acquire.
+type AcquireResponse struct {
+	Lock             string `json:"lock"`
+	Token            uint64 `json:"token"`
+	Handle           string `json:"handle"`
+	ValidUntilUnixMS int64  `json:"valid_until_unix_ms"`
+	Session          uint64 `json:"session"`
+}
+
+// ReleaseRequest is the body of POST /v1/release.
+type ReleaseRequest struct {
+	Handle string `json:"handle"`
+}
+
+// LeaseJSON is the answer of GET /v1/lease and /v1/lease/wait.
+type LeaseJSON struct {
+	Valid  bool   `json:"valid"`
+	Error  string `json:"error,omitempty"` // why the lease ended
+	Lock   string `json:"lock"`
+	Token  uint64 `json:"token"`
+	Handle string `json:"handle"`
+}
+
+const (
+	defaultWait = 30 * time.Second
+	maxWait     = time.Hour
+	unlockWait  = 10 * time.Second
+)
+
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
+	var req AcquireRequest
+	if err := decode(r, &req); err != nil {
+		writeBad(w, "body: "+err.Error())
+		return
+	}
+	if err := fsm.ValidateLockName(req.Lock); err != nil {
+		writeBad(w, "lock: "+err.Error())
+		return
+	}
+	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxWait {
+		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
+		return
+	}
+	ctx := r.Context()
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout == 0 && req.Wait {
+		timeout = defaultWait
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	sess, err := s.sess.Get(ctx)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var lease *lockapi.Lease
+	if req.Wait {
+		lease, err = sess.Lock(ctx, req.Lock)
+	} else {
+		lease, err = sess.TryLock(ctx, req.Lock)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: nobody will ever release this lease.
+		s.unlockInBackground(lease)
+		return
+	}
+	h := s.handles.add(lease)
+	writeJSON(w, http.StatusOK, AcquireResponse{
+		Lock: req.Lock, Token: uint64(lease.Token()), Handle: h,
+		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), Session: uint64(sess.ID()),
+	})
+}
+
+func (s *Server) unlockInBackground(l *lockapi.Lease) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+		defer cancel()
+		l.Unlock(ctx)
+	}()
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	var req ReleaseRequest
+	if err := decode(r, &req); err != nil {
+		writeBad(w, "body: "+err.Error())
+		return
+	}
+	l := s.handles.get(req.Handle)
+	if l == nil {
+		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
+		return
+	}
+	if lost := l.Err(); errors.Is(lost, lockapi.ErrLeaseLost) {
+		// The lease ended before the release: report it at once, and let the
+		// session still ask the cluster to release it (in case it holds it).
+		s.handles.remove(req.Handle)
+		s.unlockInBackground(l)
+		writeJSON(w, http.StatusConflict, ErrorJSON{Error: ErrKindNotHolder, Detail: lost.Error()})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
+	defer cancel()
+	err := l.Unlock(ctx)
+	switch {
+	case err == nil:
+		s.handles.remove(req.Handle)
+		writeJSON(w, http.StatusOK, map[string]bool{"released": true})
+	case errors.Is(err, lockapi.ErrNotHolder):
+		s.handles.remove(req.Handle)
+		writeErr(w, err)
+	default:
+		writeErr(w, err) // no quorum: the handle stays, the client may retry
+	}
+}
+
+func (s *Server) leaseFor(w http.ResponseWriter, r *http.Request) (*lockapi.Lease, string) {
+	h := r.URL.Query().Get("handle")
+	l := s.handles.get(h)
+	if l == nil {
+		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
+	}
+	return l, h
+}
+
+func leaseJSON(l *lockapi.Lease, h string) LeaseJSON {
+	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: uint64(l.Token()), Handle: h}
+	if err := l.Err(); err != nil {
+		out.Valid, out.Error = false, err.Error()
+	}
+	return out
+}
+
+func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	if l, h := s.leaseFor(w, r); l != nil {
+		writeJSON(w, http.StatusOK, leaseJSON(l, h))
+	}
+}
+
+// leaseWait long-polls until the lease ends or timeout_ms (default 30 s)
+// passes; the body tells which.
+func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
+	timeout := defaultWait
+	if v := r.URL.Query().Get("timeout_ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxWait {
+			writeBad(w, "timeout_ms: want an integer in [0, 3600000]")
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	l, h := s.leaseFor(w, r)
+	if l == nil {
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-l.Done():
+	case <-t.C:
+	case <-r.Context().Done():
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseJSON(l, h))
+}
+
+// syncIf runs a linearizable read barrier when the request asks for one
+// (?sync=1); it reports false after answering with the error.
+func (s *Server) syncIf(w http.ResponseWriter, r *http.Request) bool {
+	if v := r.URL.Query().Get("sync"); v == "" || v == "0" || v == "false" {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.n.Sync(ctx); err != nil {
+		writeErr(w, err)
+		return false
+	}
+	return true
+}
+
+func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := fsm.ValidateLockName(name); err != nil {
+		writeBad(w, "lock: "+err.Error())
+		return
+	}
+	if !s.syncIf(w, r) {
+		return
+	}
+	li, ok := s.n.Lock(name)
+	if !ok {
+		li = fsm.LockInfo{Name: name}
+	}
+	writeJSON(w, http.StatusOK, s.lockJSON(li))
+}
+
+func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 1000
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeBad(w, "limit: "+err.Error())
+			return
+		}
+		limit = n
+	}
+	if !s.syncIf(w, r) {
+		return
+	}
+	out := struct {
+		Locks []LockJSON `json:"locks"`
+	}{Locks: []LockJSON{}}
+	for _, li := range s.n.Locks(q.Get("prefix"), limit) {
+		out.Locks = append(out.Locks, s.lockJSON(li))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/raftlock/raftlock/node"
+	"github.com/raftlock/raftlock/transport"
+)
+
+// config is what the flags and environment variables set.
+type config struct {
+	ID              string
+	DataDir         string
+	Bind            string
+	Advertise       string
+	Gossip          string
+	GossipAdvertise string
+	Join            string // comma-separated
+	BootstrapExpect int
+	HTTP            string
+	TLSCA           string
+	TLSCert         string
+	TLSKey          string
+	TLSServerName   string
+	GossipKey       string // base64
+	TTL             time.Duration
+	LockDelay       time.Duration
+	Timing          string
+	MaxVoters       int
+	ReapTimeout     time.Duration
+	LogLevel        string
+}
+
+// envVars maps flags to the environment variables that set them. Flags win.
+var envVars = map[string]string{
+	"id":               "RAFTLOCK_ID",
+	"data-dir":         "RAFTLOCK_DATA_DIR",
+	"bind":             "RAFTLOCK_BIND",
+	"advertise":        "RAFTLOCK_ADVERTISE",
+	"gossip":           "RAFTLOCK_GOSSIP",
+	"gossip-advertise": "RAFTLOCK_GOSSIP_ADVERTISE",
+	"join":             "RAFTLOCK_JOIN",
+	"bootstrap-expect": "RAFTLOCK_BOOTSTRAP_EXPECT",
+	"http":             "RAFTLOCK_HTTP",
+	"tls-ca":           "RAFTLOCK_TLS_CA",
+	"tls-cert":         "RAFTLOCK_TLS_CERT",
+	"tls-key":          "RAFTLOCK_TLS_KEY",
+	"tls-server-name":  "RAFTLOCK_TLS_SERVER_NAME",
+	"gossip-key":       "RAFTLOCK_GOSSIP_KEY",
+	"ttl":              "RAFTLOCK_TTL",
+	"lock-delay":       "RAFTLOCK_LOCK_DELAY",
+	"timing":           "RAFTLOCK_TIMING",
+	"max-voters":       "RAFTLOCK_MAX_VOTERS",
+	"reap-timeout":     "RAFTLOCK_REAP_TIMEOUT",
+	"log-level":        "RAFTLOCK_LOG_LEVEL",
+}
+
+// flagHelp: -h was given (the usage has been printed).
+var flagHelp = flag.ErrHelp
+
+// parseConfig reads the environment (through getenv), then the flags.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("replica", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.ID, "id", "", "node id, unique in the cluster for the node's whole life (required)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "directory of the Raft log, stable store and snapshots (required)")
+	fs.StringVar(&c.Bind, "bind", "127.0.0.1:7400", "Raft/RPC bind address (host:port)")
+	fs.StringVar(&c.Advertise, "advertise", "", "Raft/RPC address peers dial (default: the bound address)")
+	fs.StringVar(&c.Gossip, "gossip", "127.0.0.1:7401", "gossip bind address (ip:port, UDP and TCP)")
+	fs.StringVar(&c.GossipAdvertise, "gossip-advertise", "", "gossip address other members reach (default: the bound address)")
+	fs.StringVar(&c.Join, "join", "", "comma-separated gossip addresses of seed members")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 3, "number of replicas that form a new cluster (0: only join an existing one)")
+	fs.StringVar(&c.HTTP, "http", "127.0.0.1:8080", "HTTP API and status page address")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "PEM file of the CA that signs every replica's certificate (enables mutual TLS)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM file of this replica's certificate")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM file of this replica's private key")
+	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "name every peer certificate carries as a DNS SAN (default: the dialed host)")
+	fs.StringVar(&c.GossipKey, "gossip-key", "", "base64 key (16, 24 or 32 bytes) encrypting gossip")
+	fs.DurationVar(&c.TTL, "ttl", 10*time.Second, "TTL of the HTTP clients' session")
+	fs.DurationVar(&c.LockDelay, "lock-delay", 0, "lock-delay of the HTTP clients' session")
+	fs.StringVar(&c.Timing, "timing", "lan", "Raft and gossip timing: lan or test")
+	fs.IntVar(&c.MaxVoters, "max-voters", 0, "voters the leader keeps; more members join as non-voters (0: 5)")
+	fs.DurationVar(&c.ReapTimeout, "reap-timeout", 0, "how long a failed member stays in the Raft configuration (0: 30s)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			fmt.Fprintf(out, "  -%s (%s)\n    \t%s", f.Name, envVars[f.Name], f.Usage)
+			if f.DefValue != "" {
+				fmt.Fprintf(out, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
+	for name, env := range envVars {
+		if v := getenv(env); v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return c, fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, flagHelp
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case c.ID == "":
+		return c, errors.New("-id (RAFTLOCK_ID) is required")
+	case c.DataDir == "":
+		return c, errors.New("-data-dir (RAFTLOCK_DATA_DIR) is required")
+	case c.Gossip == "":
+		return c, errors.New("-gossip (RAFTLOCK_GOSSIP) is required: replicas find each other through gossip")
+	case c.Timing != "lan" && c.Timing != "test":
+		return c, fmt.Errorf("-timing %q: want lan or test", c.Timing)
+	case (c.TLSCA != "" || c.TLSCert != "" || c.TLSKey != "") && (c.TLSCA == "" || c.TLSCert == "" || c.TLSKey == ""):
+		return c, errors.New("mutual TLS needs all of -tls-ca, -tls-cert and -tls-key")
+	}
+	if _, err := logLevel(c.LogLevel); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func logLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("-log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// nodeConfig turns the configuration into a node.Config (reading the TLS
+// files and decoding the gossip key).
+func (c config) nodeConfig() (node.Config, error) {
+	nc := node.DefaultConfig()
+	nc.ID, nc.DataDir = c.ID, c.DataDir
+	nc.BindAddr, nc.AdvertiseAddr = c.Bind, c.Advertise
+	nc.GossipAddr, nc.GossipAdvertiseAddr = c.Gossip, c.GossipAdvertise
+	for _, s := range strings.Split(c.Join, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			nc.Join = append(nc.Join, s)
+		}
+	}
+	nc.BootstrapExpect = c.BootstrapExpect
+	nc.MaxVoters, nc.ReapTimeout = c.MaxVoters, c.ReapTimeout
+	if c.Timing == "test" {
+		nc.Timing, nc.GossipTiming = node.TestTiming(), node.TestGossipTiming()
+	}
+	if c.GossipKey != "" {
+		key, err := base64.StdEncoding.DecodeString(c.GossipKey)
+		if err != nil {
+			return nc, fmt.Errorf("gossip key: not base64: %w", err)
+		}
+		nc.GossipKey = key
+	}
+	if c.TLSCA != "" {
+		t, err := loadTLS(c.TLSCA, c.TLSCert, c.TLSKey, c.TLSServerName)
+		if err != nil {
+			return nc, err
+		}
+		nc.TLS = t
+	}
+	return nc, nc.Validate()
+}
+
+func loadTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("TLS CA %s: no PEM certificate found", caFile)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	return transport.NewMutualTLSConfig(cert, pool, serverName), nil
+}

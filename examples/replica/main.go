@@ -1,0 +1,142 @@
+// Command replica is a real raftlock replica: a node that finds its peers
+// through gossip, with an HTTP API for lock clients, Prometheus metrics and a
+// small status page. Run three of them (on one machine or three) to get a
+// lock service you can poke with curl; see examples/README.md.
+//
+//	replica -id r1 -data-dir /var/lib/raftlock/r1 \
+//	  -bind 10.0.0.1:7400 -gossip 10.0.0.1:7401 -join 10.0.0.2:7401,10.0.0.3:7401 \
+//	  -bootstrap-expect 3 -http 127.0.0.1:8080
+//
+// HTTP API (JSON): POST /v1/acquire, POST /v1/release, GET /v1/lease,
+// GET /v1/lease/wait, GET /v1/locks/{name}, GET /v1/locks, GET /v1/status,
+// GET /metrics, GET / (status page). Every flag can be set by an environment
+// variable (RAFTLOCK_ID, …); flags win. SIGINT or SIGTERM: the replica
+// closes its HTTP session and leaves the cluster gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/lockapi"
+	"github.com/raftlock/raftlock/node"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	if errors.Is(err, errUsage) {
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+// run runs the replica until ctx ends (then shuts it down gracefully) or a
+// fatal error.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "certs" {
+		return certs(args[1:], stderr)
+	}
+	c, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flagHelp) {
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "replica:", err)
+		return errUsage
+	}
+	level, _ := logLevel(c.LogLevel)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	nc, err := c.nodeConfig()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	nc.Registerer, nc.Logger = reg, log
+
+	// Listen before starting the node: a busy port fails fast.
+	ln, err := net.Listen("tcp", c.HTTP)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	defer ln.Close()
+
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	n, err := node.Start(startCtx, nc)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Close(closeCtx); err != nil {
+			log.Warn("node close", "err", err)
+		}
+	}()
+
+	m, err := lockapi.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	api, err := lockhttp.New(lockhttp.Config{
+		Node: n, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := api.Close(closeCtx); err != nil {
+			log.Warn("closing the HTTP session", "err", err)
+		}
+	}()
+
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("replica started", "id", c.ID, "http", ln.Addr().String(), "raft", n.Addr(), "gossip", n.GossipAddr())
+	go func() {
+		if n.WaitReady(ctx) == nil {
+			log.Info("replica ready: the cluster has a leader", "leader", n.Status().LeaderID)
+		}
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+		err = fmt.Errorf("http: %w", err)
+	}
+	shCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cancelRequests() // waiting acquisitions and long polls end now
+	srv.Shutdown(shCtx)
+	return err
+}
