@@ -32,6 +32,15 @@ import (
 // PostgreSQL; any isolation level works, because the row lock taken by the
 // upsert orders writers of one resource.
 //
+// PostgreSQL:
+//
+//	f := &fence.SQL{DB: pg, Placeholder: fence.PostgreSQL}
+//	err := f.CreateTable(ctx) // resource TEXT PRIMARY KEY, token BIGINT NOT NULL
+//	err = f.Exec(lease.Context(), "invoice:842", uint64(lease.Token()), func(tx *sql.Tx) error {
+//		_, err := tx.Exec(`UPDATE invoices SET state = 'final' WHERE id = $1`, 842)
+//		return err
+//	})
+//
 // The zero value is not usable: set DB (and Table, default "raftlock_fence").
 type SQL struct {
 	DB          *sql.DB
