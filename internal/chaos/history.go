@@ -36,6 +36,9 @@ const (
 	OpAcquire    OpKind = "acquire"     // Lock: waits in the FIFO queue
 	OpTryAcquire OpKind = "try-acquire" // TryLock: answers at once
 	OpRelease    OpKind = "release"     // Unlock of a granted lease
+	// OpLeaseCheck asks the client's replica whether a lease is still valid
+	// (multi-process: GET /v1/lease); Result Valid, NotHolder or Unknown.
+	OpLeaseCheck OpKind = "lease-check"
 )
 
 // Outcome is what a client learnt from an operation.
@@ -51,6 +54,7 @@ const (
 	OK        Outcome = "ok"         // release: acknowledged
 	NotHolder Outcome = "not-holder" // release: the cluster answered, and the lease had been lost
 	Unknown   Outcome = "unknown"    // release: no answer from the cluster
+	Valid     Outcome = "valid"      // lease-check: the replica called the lease valid
 )
 
 // Op is one client lock operation, timed on one clock shared with the log
@@ -160,6 +164,9 @@ type History struct {
 	LogTokens uint64 `json:"log_tokens"`
 	// Digests: every replica's state hash at one common applied index.
 	Digests []Digest `json:"digests"`
+	// LogDivergence lists indexes at which replicas' logs differ (read back
+	// from disk, up to the common applied index).
+	LogDivergence []string `json:"log_divergence,omitempty"`
 	// Faults counts injected faults by kind.
 	Faults map[string]int `json:"faults"`
 	// Notes are the harness's remarks (mechanisms used, anomalies).

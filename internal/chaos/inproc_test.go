@@ -529,17 +529,6 @@ func newCollector(s *sim) *collector {
 	return &collector{s: s, evs: map[[2]uint64]LogEvent{}, subs: map[*node.Node]*watcher{}}
 }
 
-func logEvent(e fsm.Event, seq int) LogEvent {
-	le := LogEvent{Index: e.Index, Seq: seq, Kind: e.Kind.String(), Lock: e.Lock, Session: uint64(e.Session), Token: uint64(e.Token), At: e.At}
-	if !e.Owner.IsZero() {
-		le.Owner = e.Owner.String()
-	}
-	if e.Reason != 0 {
-		le.Reason = e.Reason.String()
-	}
-	return le
-}
-
 func (c *collector) record(nodeID string, le LogEvent, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

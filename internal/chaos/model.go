@@ -39,6 +39,8 @@ const (
 	// log ended the grant otherwise (expiry during the call): legal where the
 	// grant no longer holds — the log's own release must come before it.
 	mEnsureReleased
+	// mHolds: a replica called the grant's lease valid: it holds.
+	mHolds
 )
 
 type lockInput struct {
@@ -87,6 +89,8 @@ func lockModel() porcupine.Model {
 				}
 			case mReleaseNoop:
 				return s.Holder != in.Token, s
+			case mHolds:
+				return s.Holder == in.Token, s
 			case mEnsureReleased:
 				if s.Holder == in.Token {
 					return false, s // the log's own release event ends it
@@ -112,8 +116,8 @@ func lockModel() porcupine.Model {
 	}
 }
 
-// checkLinearizable builds the per-lock operation history and runs porcupine.
-func (c *checker) checkLinearizable() {
+// bounds computes every log event's commit window from the log order.
+func (c *checker) bounds() {
 	n := len(c.log)
 	lo := make([]int64, n)
 	hi := make([]int64, n)
@@ -145,6 +149,18 @@ func (c *checker) checkLinearizable() {
 		}
 		hi[k] = run
 	}
+	c.lo, c.hi, c.matched = lo, hi, matched
+	c.pos = map[uint64]int{}
+	for k, e := range c.log {
+		if e.Kind == EvReleased {
+			c.pos[e.Token] = k
+		}
+	}
+}
+
+// checkLinearizable builds the per-lock operation history and runs porcupine.
+func (c *checker) checkLinearizable() {
+	lo, hi, matched := c.lo, c.hi, c.matched
 	for k := range c.log {
 		if lo[k] > hi[k] {
 			e := c.log[k]
@@ -168,6 +184,8 @@ func (c *checker) checkLinearizable() {
 		switch {
 		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
 			add(op.Client, lockInput{op.Lock, mGrant, op.Token, fmt.Sprintf("c%d %s → token %d", op.Client, op.Kind, op.Token)}, op.Invoke, op.Return)
+		case op.Kind == OpLeaseCheck && op.Result == Valid && !(c.staleChecks[op.ID] && c.known(CheckStaleValidity)):
+			add(op.Client, lockInput{op.Lock, mHolds, op.Token, fmt.Sprintf("c%d lease token %d → valid", op.Client, op.Token)}, op.Invoke, op.Return)
 		case op.Kind == OpTryAcquire && op.Result == Locked:
 			add(op.Client, lockInput{op.Lock, mLocked, 0, fmt.Sprintf("c%d try-acquire → locked", op.Client)}, op.Invoke, op.Return)
 		case op.Kind == OpRelease && (op.Result == OK || op.Result == NotHolder):
@@ -363,6 +381,8 @@ func (r *Report) Unplaceable(h *History) []string {
 					ok = ok || s.holder != 0
 				case mReleaseNoop, mEnsureReleased:
 					ok = ok || s.holder != in.Token
+				case mHolds:
+					ok = ok || s.holder == in.Token
 				}
 			}
 			if !ok {
