@@ -172,12 +172,13 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		cleanup()
 	}()
 
+	setupStart := time.Now()
 	if err := x.setupNetwork(); err != nil {
 		return nil, o.WorkDir, err
 	}
 	x.h.Notes = append(x.h.Notes, "partition mechanism: "+x.net.Mode())
 	if o.Bin == "" {
-		if o.Bin, err = buildReplica(ctx, o.Root, o.WorkDir); err != nil {
+		if o.Bin, err = buildReplica(ctx, o.Root, o.WorkDir, false); err != nil {
 			return nil, o.WorkDir, err
 		}
 	}
@@ -191,7 +192,7 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	if err := x.waitReady(ctx, 90*time.Second); err != nil {
 		return nil, o.WorkDir, err
 	}
-	x.logf("%d replicas ready (%s); workload for %v", o.Replicas, x.net.Mode(), o.Duration)
+	x.logf("%d replicas ready in %v (%s); workload for %v", o.Replicas, time.Since(setupStart).Round(time.Millisecond), x.net.Mode(), o.Duration)
 
 	x.h.Start = now()
 	x.end = time.Now().Add(o.Duration)
@@ -207,10 +208,29 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	x.healAll()
 	wg.Wait()
 	x.h.End = now()
+	x.logf("workload over (clients done %v after its end); settling", time.Since(x.end).Round(time.Millisecond))
 	if err := x.finish(ctx); err != nil {
 		x.h.HarnessErrors = append(x.h.HarnessErrors, err.Error())
 	}
 	return x.h, o.WorkDir, nil
+}
+
+// scanLog finds what must never appear in a replica's output: data races
+// (race-built replicas), panics, fatal runtime errors.
+func scanLog(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, bad := range []string{"WARNING: DATA RACE", "panic: ", "fatal error: "} {
+			if strings.Contains(line, bad) && len(out) < 5 {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+	}
+	return out
 }
 
 func (x *Harness) setupNetwork() error {
@@ -759,8 +779,21 @@ func (x *Harness) finish(ctx context.Context) error {
 		}
 		x.sleep(ctx, 300*time.Millisecond)
 	}
+	x.logf("converged at index %d", common)
+	var stops sync.WaitGroup
 	for _, r := range x.reps {
-		r.stop(syscall.SIGTERM, 15*time.Second)
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			r.stop(syscall.SIGTERM, 15*time.Second)
+		}()
+	}
+	stops.Wait()
+	x.logf("replicas stopped")
+	for _, r := range x.reps {
+		for _, p := range scanLog(r.logPath) {
+			x.h.HarnessErrors = append(x.h.HarnessErrors, fmt.Sprintf("%s log: %s", r.id, p))
+		}
 	}
 	// The resource's final state.
 	rows, err := x.db.QueryContext(ctx, `SELECT resource, token, value FROM writes ORDER BY id`)

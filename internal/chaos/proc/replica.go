@@ -135,7 +135,7 @@ func (r *replica) exited() bool {
 }
 
 // buildReplica builds examples/replica into dir and returns the binary.
-func buildReplica(ctx context.Context, root, dir string) (string, error) {
+func buildReplica(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "replica")
 	gobin := filepath.Join(goroot(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
@@ -143,7 +143,11 @@ func buildReplica(ctx context.Context, root, dir string) (string, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, gobin, "build", "-o", bin, "./examples/replica")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(cctx, gobin, append(args, "./examples/replica")...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
