@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command demo shows raftlock doing its job, with real effects, in one
 // command:
 //

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -249,7 +251,7 @@ func (r *results) check() {
 
 	// The stale write was rejected (and nothing else was).
 	add("the frozen holder's stale write was rejected", r.Stale.Rejected && !r.Stale.Accepted && len(r.rejs) >= 1,
-		"%s token %d < %d; %d stale writes rejected in all", r.Stale.Doc, r.Stale.StaleToken, r.Stale.Highest, len(r.rejs))
+		"%s token %d < %d; stale writes rejected in all: %d", r.Stale.Doc, r.Stale.StaleToken, r.Stale.Highest, len(r.rejs))
 
 	// The singleton: one runner per token, tokens never go back.
 	runner := map[uint64]string{}
@@ -265,13 +267,13 @@ func (r *results) check() {
 			bad = append(bad, fmt.Sprintf("token %d after %d", p.Token, lastTok))
 		}
 		lastTok = max(lastTok, p.Token)
-		if len(runners) == 0 || runners[len(runners)-1] != p.Replica {
-			runners = append(runners, p.Replica)
+		if run := fmt.Sprintf("%s#%d", p.Replica, p.Token); len(runners) == 0 || runners[len(runners)-1] != run {
+			runners = append(runners, run)
 		}
 	}
 	r.Totals.SingletonRows, r.Totals.SingletonRunners = len(r.runs), runners
 	add("singleton: one runner at a time", len(bad) == 0 && len(r.runs) > 0,
-		"%d rows by %d successive runs (%s)%s", len(r.runs), len(runner), strings.Join(runners, " → "), listBad(bad))
+		"%d rows by %d successive runs (replica#token: %s)%s", len(r.runs), len(runner), strings.Join(runners, " → "), listBad(bad))
 
 	// Failover.
 	f := r.Failover
