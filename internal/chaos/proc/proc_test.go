@@ -71,7 +71,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 //	RAFTLOCK_CHAOS_PROC_REPLICAS  replicas (default: 3, and 5 on even seeds when runs > 1)
 //	RAFTLOCK_CHAOS_PROC_TTL       session TTL (default 1.5s, with -timing test)
 //	RAFTLOCK_CHAOS_PROC_NET       auto (default), netns or loopback
-//	RAFTLOCK_CHAOS_PROC_RACE=1    build the replicas with -race (a data race in their output fails the run)
+//	RAFTLOCK_CHAOS_PROC_RACE=0    build the replicas without -race (default: with; a data race in their output fails the run)
 //	RAFTLOCK_CHAOS_OUT            directory receiving latest-multiprocess.json/.md
 //	RAFTLOCK_CHAOS_ARTIFACTS      where a failed run leaves its history, visualisation and replica logs
 //	RAFTLOCK_CHAOS_KNOWN          checks whose failures are known library bugs (default: knownIssues)
@@ -93,7 +93,9 @@ func TestMultiProcess(t *testing.T) {
 	defer cancel()
 
 	buildDir := t.TempDir()
-	race := os.Getenv("RAFTLOCK_CHAOS_PROC_RACE") == "1"
+	// Race-built by default: the race-instrumented packages are in the build
+	// cache after `go test -race ./...`, and a race in a replica fails the run.
+	race := os.Getenv("RAFTLOCK_CHAOS_PROC_RACE") != "0"
 	bin, err := buildReplica(ctx, root, buildDir, race)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The long chaos run: many in-process seeds, several multi-process runs
+# (race-built replicas, 3 and 5 of them) and every fuzz target for a bounded
+# time. Writes internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md}
+# and latest.md (the three tables). Run from anywhere; as root for
+# partitions (network namespaces + nftables).
+#
+#   bash internal/chaos/long.sh          # or: bash .ci/run --chaos-long
+#
+# Knobs (environment): CHAOS_SEEDS (200), CHAOS_DURATION (60s, fake time),
+# CHAOS_PROC_RUNS (4), CHAOS_PROC_DURATION (90s), CHAOS_FUZZTIME (20s per
+# target), CHAOS_OUT (internal/chaos/results).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/usr/local/go/bin:${PATH}"
+
+out="${CHAOS_OUT:-internal/chaos/results}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+artifacts="$out/failures"
+status=0
+start=$(date +%s)
+
+echo "== chaos (long): in-process, ${CHAOS_SEEDS:-200} seeds x ${CHAOS_DURATION:-60s} fake time"
+t0=$(date +%s)
+RAFTLOCK_CHAOS_SEEDS="${CHAOS_SEEDS:-200}" RAFTLOCK_CHAOS_DURATION="${CHAOS_DURATION:-60s}" \
+RAFTLOCK_CHAOS_OUT="$out" RAFTLOCK_CHAOS_ARTIFACTS="$artifacts" \
+	go test -count=1 -timeout 60m -run 'TestInProcessChaos$' ./internal/chaos/ || status=1
+echo "   in-process: $(( $(date +%s) - t0 )) s"
+
+echo "== chaos (long): multi-process, ${CHAOS_PROC_RUNS:-4} runs x ${CHAOS_PROC_DURATION:-90s}"
+if ! command -v nft >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	timeout 180 sh -c 'apt-get update -qq && apt-get install -y -qq nftables iproute2 >/dev/null' \
+		|| echo "   (nftables not installed: the run goes without partitions and says so)"
+fi
+t0=$(date +%s)
+RAFTLOCK_CHAOS_PROC=1 RAFTLOCK_CHAOS_PROC_RUNS="${CHAOS_PROC_RUNS:-4}" \
+RAFTLOCK_CHAOS_PROC_DURATION="${CHAOS_PROC_DURATION:-90s}" RAFTLOCK_CHAOS_PROC_RACE=1 \
+RAFTLOCK_CHAOS_OUT="$out" RAFTLOCK_CHAOS_ARTIFACTS="$artifacts" \
+	go test -count=1 -timeout 60m -v -run 'TestMultiProcess$' ./internal/chaos/proc/ | grep -v 'nemesis:' || status=1
+echo "   multi-process: $(( $(date +%s) - t0 )) s"
+
+echo "== fuzz (long): every target for ${CHAOS_FUZZTIME:-20s}"
+fuzz_json="$out/latest-fuzz.json"
+fuzz_md="$out/latest-fuzz.md"
+printf '| fuzz target | result |\n|---|---|\n' >"$fuzz_md"
+echo '[' >"$fuzz_json"
+first=1
+while IFS=: read -r file _ decl; do
+	pkg="./$(dirname "$file")"
+	name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/' <<<"$decl")
+	result=ok
+	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "${CHAOS_FUZZTIME:-20s}" "$pkg" >"$out/fuzz-$name.log" 2>&1; then
+		result=FAIL
+		status=1
+		echo "   $pkg $name: FAIL (see $out/fuzz-$name.log and $pkg/testdata/fuzz/$name)"
+	else
+		rm -f "$out/fuzz-$name.log"
+	fi
+	echo "   $pkg $name: $result"
+	printf '| %s %s | %s |\n' "$pkg" "$name" "$result" >>"$fuzz_md"
+	[ $first = 1 ] || echo ',' >>"$fuzz_json"
+	first=0
+	printf '{"package":"%s","target":"%s","fuzztime":"%s","result":"%s"}' "$pkg" "$name" "${CHAOS_FUZZTIME:-20s}" "$result" >>"$fuzz_json"
+done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | grep -v '^./bench/' | sed 's|^\./||' | sort)
+echo ']' >>"$fuzz_json"
+
+{
+	echo "# Chaos results ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(( $(date +%s) - start )) s)"
+	echo
+	for f in latest-inprocess.md latest-multiprocess.md latest-fuzz.md; do
+		[ -f "$out/$f" ] && { cat "$out/$f"; echo; }
+	done
+} >"$out/latest.md"
+cat "$out/latest.md"
+exit $status
