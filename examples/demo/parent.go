@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/examples/internal/ports"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -160,6 +161,9 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		if ok {
 			return nil
 		}
+		if errors.Is(err, errCrashed) {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
 		if err != nil {
 			last = err
 		}
@@ -172,11 +176,26 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
+// errCrashed: a replica process exited by itself.
+var errCrashed = errors.New("a replica process exited")
+
+func (d *demo) checkCrashed() error {
+	for _, p := range d.procs {
+		if p.crashed() {
+			return fmt.Errorf("%w: %s (see its log)", errCrashed, p.id())
+		}
+	}
+	return nil
+}
+
 // agreedLeader returns the leader that every replica in ids reports, and
 // that reports itself leader (an error while they disagree).
 func (d *demo) agreedLeader(ctx context.Context, ids []string) (lockhttp.StatusJSON, error) {
 	var leader string
 	var leaderSt lockhttp.StatusJSON
+	if err := d.checkCrashed(); err != nil {
+		return leaderSt, err
+	}
 	for _, id := range ids {
 		st, err := d.clients[id].status(ctx)
 		if err != nil {
@@ -271,7 +290,7 @@ func (d *demo) setup(ctx context.Context) error {
 	n := d.n
 	fmt.Fprintln(d.opt.out, n.paint(ansiBold, "raftlock demo — three replicas, per-document locks, fencing, failover, quorum loss"))
 	n.note("data under %s (removed at the end)", d.dir)
-	ports, err := freePorts(9)
+	addrs, err := ports.Free(9)
 	if err != nil {
 		return err
 	}
@@ -279,17 +298,16 @@ func (d *demo) setup(ctx context.Context) error {
 	if err := createDB(ctx, dbPath); err != nil {
 		return err
 	}
-	addr := func(p int) string { return fmt.Sprintf("127.0.0.1:%d", p) }
 	for i := range 3 {
 		id := fmt.Sprintf("r%d", i+1)
 		spec := childSpec{
-			ID: id, DataDir: filepath.Join(d.dir, id), Bind: addr(ports[3*i]), Gossip: addr(ports[3*i+1]), HTTP: addr(ports[3*i+2]),
+			ID: id, DataDir: filepath.Join(d.dir, id), Bind: addrs[3*i], Gossip: addrs[3*i+1], HTTP: addrs[3*i+2],
 			DB: dbPath, Records: filepath.Join(d.dir, id+"-grants.jsonl"),
 			TTL: d.ttl, Timing: d.timing, Docs: 8, Workers: 2,
 		}
 		for j := range 3 {
 			if j != i {
-				spec.Join = append(spec.Join, addr(ports[3*j+1]))
+				spec.Join = append(spec.Join, addrs[3*j+1])
 			}
 		}
 		d.procs = append(d.procs, &proc{spec: spec, exe: d.opt.exe, logPath: filepath.Join(d.dir, id+".log"), started: d.opt.started})

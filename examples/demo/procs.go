@@ -5,10 +5,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +23,7 @@ type proc struct {
 	cmd       *exec.Cmd
 	done      chan struct{} // closed when the current incarnation has exited
 	frozen    bool          // SIGSTOPped
+	killed    bool          // by the demo (its exit is expected)
 	startedAt time.Time
 }
 
@@ -60,7 +59,7 @@ func (p *proc) start() error {
 		logf.Close()
 		close(done)
 	}()
-	p.cmd, p.done, p.frozen, p.startedAt = cmd, done, false, time.Now()
+	p.cmd, p.done, p.frozen, p.killed, p.startedAt = cmd, done, false, false, time.Now()
 	if p.started != nil {
 		p.started(cmd.Process.Pid)
 	}
@@ -74,6 +73,14 @@ func isDone(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// crashed reports whether the process exited without being killed by the
+// demo (it failed: its log says why).
+func (p *proc) crashed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !p.killed && isDone(p.done)
 }
 
 func (p *proc) alive() bool {
@@ -114,6 +121,9 @@ func (p *proc) kill() {
 	if cmd == nil || isDone(done) {
 		return
 	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
 	if frozen {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
 	}
@@ -122,30 +132,4 @@ func (p *proc) kill() {
 	p.mu.Lock()
 	p.frozen = false
 	p.mu.Unlock()
-}
-
-// freePorts returns n distinct loopback ports free for TCP and UDP right now.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var closers []func() error
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	for len(ports) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, ln.Close)
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue // UDP side taken: try another
-		}
-		closers = append(closers, pc.Close)
-		ports = append(ports, port)
-	}
-	return ports, nil
 }

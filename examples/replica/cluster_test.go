@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/examples/internal/ports"
 )
 
 // replicaProc is one replica process: the test binary re-executed as the
@@ -95,28 +96,11 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var closers []io.Closer
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		closers = append(closers, ln)
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			continue
-		}
-		closers = append(closers, pc)
-		out = append(out, addr)
+	addrs, err := ports.Free(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return addrs
 }
 
 // api is a small JSON client of one replica.
@@ -277,7 +261,16 @@ func TestReplicaCluster(t *testing.T) {
 		apis = append(apis, api{t: t, base: "http://" + httpAddr(i), hc: hc})
 	}
 	r1, r2, r3 := apis[0], apis[1], apis[2]
-	waitUntil(t, 45*time.Second, "a healthy cluster of three", func() bool { return healthy(apis) })
+	waitUntil(t, 45*time.Second, "a healthy cluster of three", func() bool {
+		for _, p := range procs {
+			select {
+			case <-p.done:
+				t.Fatalf("%s exited: %v", p.id, p.err)
+			default:
+			}
+		}
+		return healthy(apis)
+	})
 
 	// Status.
 	st, err := r3.status()
@@ -311,6 +304,13 @@ func TestReplicaCluster(t *testing.T) {
 		}
 	}
 
+	// The timed-out wait is withdrawn (in the background): nothing stays queued.
+	var lj lockhttp.LockJSON
+	waitUntil(t, 10*time.Second, "the timed-out waiter to be withdrawn", func() bool {
+		r1.do("GET", "/v1/locks/x?sync=1", nil, &lj)
+		return len(lj.Waiters) == 0
+	})
+
 	// A waiter queues behind the holder; the lock view shows both, from any replica.
 	type result struct {
 		code int
@@ -322,7 +322,6 @@ func TestReplicaCluster(t *testing.T) {
 		code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": true, "timeout_ms": 20000}, &r)
 		waited <- result{code, r}
 	}()
-	var lj lockhttp.LockJSON
 	waitUntil(t, 10*time.Second, "the waiter in the lock's queue", func() bool {
 		r3.do("GET", "/v1/locks/x?sync=1", nil, &lj)
 		return len(lj.Waiters) == 1

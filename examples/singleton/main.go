@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
@@ -121,11 +122,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for crashed := 0; ; {
-		leader, err := e.waitLeader(ctx, el)
-		if err != nil {
-			return err
-		}
+	leader, err := e.waitLeaderAfter(ctx, el, 0)
+	if err != nil {
+		return err
+	}
+	for crashed := 0; ; crashed++ {
 		e.logf("election: %s leads (token %d)", leader.Description, leader.Token)
 		// Let it work a little.
 		if !sleepCtx(ctx, time.Second) {
@@ -138,11 +139,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		e.logf("crashing %s (its node is killed, no goodbye)", victim)
 		t0 := time.Now()
 		e.crash(victim)
-		crashed++
 		if el, err = e.election(victim); err != nil { // a view from a live replica
 			return err
 		}
-		next, err := e.waitLeaderOtherThan(ctx, el, uint64(leader.Token))
+		next, err := e.waitLeaderAfter(ctx, el, leader.Token)
 		if err != nil {
 			return err
 		}
@@ -151,6 +151,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		e.logf("%s restarted from its data directory and campaigns again", victim)
+		leader = next
 	}
 	// Check what happened (before shutting down, which ends the last run).
 	e.mu.Lock()
@@ -344,13 +345,11 @@ func (e *example) election(not string) (*lockapi.Election, error) {
 	return nil, errors.New("no replica left")
 }
 
-func (e *example) waitLeader(ctx context.Context, el *lockapi.Election) (lockapi.Leader, error) {
-	return e.waitLeaderOtherThan(ctx, el, 0)
-}
-
-// waitLeaderOtherThan waits (through Election.Observe, no polling) until
-// someone other than the holder of token leads.
-func (e *example) waitLeaderOtherThan(ctx context.Context, el *lockapi.Election, token uint64) (lockapi.Leader, error) {
+// waitLeaderAfter waits (through Election.Observe, no polling) until the
+// job's lock is held with a token greater than token: a grant newer than
+// that one. (A replica's view may lag — one restarted from its data replays
+// the past — but tokens only grow, so "greater" cannot be a stale view.)
+func (e *example) waitLeaderAfter(ctx context.Context, el *lockapi.Election, token fsm.Token) (lockapi.Leader, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := el.Observe(ctx)
@@ -358,7 +357,7 @@ func (e *example) waitLeaderOtherThan(ctx context.Context, el *lockapi.Election,
 		return lockapi.Leader{}, err
 	}
 	for l := range ch {
-		if l.Valid() && uint64(l.Token) != token {
+		if l.Valid() && l.Token > token {
 			return l, nil
 		}
 	}
