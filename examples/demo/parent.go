@@ -64,6 +64,7 @@ func run(ctx context.Context, opt options) (err error) {
 			return err
 		}
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
 	dir, err := os.MkdirTemp(opt.tmpRoot, "raftlock-demo-")
@@ -93,14 +94,21 @@ func run(ctx context.Context, opt options) (err error) {
 	defer d.stopAll() // runs first: no replica outlives the demo, even on panic
 
 	err = d.story(ctx)
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+	interrupted := false
+	switch {
+	case err == nil:
+	case parent.Err() != nil: // a signal
+		err, interrupted = fmt.Errorf("interrupted: %w", context.Cause(parent)), true
+	case ctx.Err() != nil:
 		err = fmt.Errorf("overall deadline of %v passed: %w", opt.timeout, err)
 	}
 	d.res.DurationMS = d.n.since().Milliseconds()
 	if err != nil {
 		d.res.Error = err.Error()
 		d.n.bad("FAILED: %v", err)
-		d.dumpLogs()
+		if !interrupted {
+			d.dumpLogs()
+		}
 	}
 	d.res.OK = err == nil && d.res.allHeld()
 	if opt.jsonPath != "" {
@@ -569,6 +577,10 @@ func (d *demo) step4(ctx context.Context) error {
 	d.recordGrant(keep, "report:quarterly", held.Token)
 	n.say("an HTTP client of %s holds report:quarterly (token %d); the session renews it every %v", keep, held.Token, d.ttl/3)
 
+	kaAtKill, err := d.keepalives(ctx, keep)
+	if err != nil {
+		return err
+	}
 	d.proc(second).kill()
 	tKill := time.Now()
 	q := &d.res.NoQuorum
@@ -632,9 +644,11 @@ func (d *demo) step4(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	q.RenewalsOK, q.RenewalsFailed = kaAfter.ok-kaBefore.ok, kaAfter.failed-kaBefore.failed
-	n.say("on %s in the %s since the first refusal: %d grants · %g renewals succeeded, %g failed · %d acquisitions refused",
-		keep, secs(time.Since(tNoQuorum)), after.Grants-before.Grants, q.RenewalsOK, q.RenewalsFailed, after.NoQuorum-before.NoQuorum)
+	// Renewals that succeeded after the first refusal (none can), and that
+	// failed since the kill (the first ones fail within TTL/3 + TTL/6).
+	q.RenewalsOK, q.RenewalsFailed = kaAfter.ok-kaBefore.ok, kaAfter.failed-kaAtKill.failed
+	n.say("on %s in the %s since the first refusal: %d grants · %g renewals succeeded · %d acquisitions refused (%g renewals failed since the kill)",
+		keep, secs(time.Since(tNoQuorum)), after.Grants-before.Grants, q.RenewalsOK, after.NoQuorum-before.NoQuorum, q.RenewalsFailed)
 	if after.SingletonToken == 0 && runner == keep {
 		n.say("%s is a %s without a leader; its sessions are %s; its singleton job (token %d) has stopped — it runs nowhere now", keep, st.State, st.Session.State, runnerTok)
 	} else {

@@ -64,8 +64,8 @@ type results struct {
 		NoQuorumFromNS      int64   `json:"no_quorum_from_ns"` // first no_quorum answer
 		NoQuorumToNS        int64   `json:"no_quorum_to_ns"`   // restart
 		GrantsWithoutQuorum int     `json:"grants_without_quorum"`
-		RenewalsOK          float64 `json:"renewals_ok"`     // keepalives that succeeded on the survivor meanwhile
-		RenewalsFailed      float64 `json:"renewals_failed"` // and that failed
+		RenewalsOK          float64 `json:"renewals_ok"`     // keepalives that succeeded on the survivor after the first refusal
+		RenewalsFailed      float64 `json:"renewals_failed"` // keepalives that failed there since the kill
 		GrantsAfterRestart  int     `json:"grants_after_restart"`
 		RecoveryMS          int64   `json:"recovery_ms"` // restart → next grant
 		RecoveryToken       uint64  `json:"recovery_token"`
@@ -297,7 +297,7 @@ func (r *results) check() {
 	add("no quorum: no grants", q.NoQuorumFromNS > 0 && q.GrantsWithoutQuorum == 0,
 		"%d grants between the first refusal and the restart", q.GrantsWithoutQuorum)
 	add("no quorum: no renewals", q.NoQuorumFromNS > 0 && q.RenewalsOK == 0 && q.RenewalsFailed > 0,
-		"%g keepalives succeeded, %g failed on %s", q.RenewalsOK, q.RenewalsFailed, q.Survivor)
+		"on %s: %g keepalives succeeded after the first refusal, %g failed since the kill", q.Survivor, q.RenewalsOK, q.RenewalsFailed)
 	add("no quorum: the held lease ended", q.LeaseEnded, "after %dms: %s", q.LeaseEndedAfterMS, shorten(q.LeaseError, 100))
 	add("recovery: grants resumed", q.RecoveryToken > 0 && q.GrantsAfterRestart > 0,
 		"%d grants after the restart, the first after %dms", q.GrantsAfterRestart, q.RecoveryMS)
