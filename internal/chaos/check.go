@@ -41,16 +41,19 @@ type Violation struct {
 
 // Stats are the figures of one checked history.
 type Stats struct {
-	ClientOps        int `json:"client_ops"`
-	Grants           int `json:"grants_acknowledged"`
-	LogEvents        int `json:"log_events"`
-	LogGrants        int `json:"log_grants"`
-	GhostOps         int `json:"indeterminate_resolved"` // log-side operations no client observed (resolved through the log)
-	PorcupineOps     int `json:"porcupine_ops"`
-	Writes           int `json:"writes"`
-	WritesAccepted   int `json:"writes_accepted"`
-	StaleRejected    int `json:"stale_writes_rejected"`
-	LateWrites       int `json:"late_writes"`       // writes attempted after the writer's validity window closed
+	ClientOps      int `json:"client_ops"`
+	Grants         int `json:"grants_acknowledged"`
+	LogEvents      int `json:"log_events"`
+	LogGrants      int `json:"log_grants"`
+	GhostOps       int `json:"indeterminate_resolved"` // log-side operations no client observed (resolved through the log)
+	PorcupineOps   int `json:"porcupine_ops"`
+	Writes         int `json:"writes"`
+	WritesAccepted int `json:"writes_accepted"`
+	StaleRejected  int `json:"stale_writes_rejected"`
+	LateWrites     int `json:"late_writes"` // writes attempted after the writer's validity window closed
+	// LateReleases: releases called after the lease had ended (release
+	// races: they must never release a newer holder's grant).
+	LateReleases     int `json:"late_releases"`
 	UnfencedOverlaps int `json:"unfenced_overlaps"` // of those, writes attempted once a newer holder had been granted
 	AckLost          int `json:"acknowledged_lost"` // acknowledged grants, releases or writes missing
 	Expiries         int `json:"lease_expiries"`    // holds ended by the cluster expiring the session
@@ -159,6 +162,11 @@ func Check(h *History, o CheckOptions) *Report {
 	c.checkAcks()
 	c.checkLeaseChecks()
 	c.checkWrites()
+	for _, op := range c.h.Ops {
+		if op.Kind == OpRelease && c.validTo[op.Token] != 0 && op.Invoke > c.validTo[op.Token] {
+			c.r.LateReleases++
+		}
+	}
 	c.checkValidity()
 	c.checkDigests()
 	c.checkLinearizable()

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,19 +16,33 @@ import (
 )
 
 // ReplicaLog is one stopped replica's Raft log, read back from its data dir.
+//
+// After a follower installs a snapshot from the leader, hashicorp/raft
+// compacts only part of its old log: the store can keep stale entries below
+// the snapshot and have a gap up to it. Entries at or below the newest
+// snapshot are therefore trusted only when the store holds the whole log
+// from index 1 without a gap.
 type ReplicaLog struct {
 	Node    string
 	Dir     string
-	First   uint64 // first index in the log store (after compaction)
+	First   uint64 // first index in the log store
 	Last    uint64
+	Gaps    int // indexes between First and Last the store does not hold
 	Entries map[uint64]*raft.Log
-	// Snapshot is the newest snapshot's index, if the log was compacted.
-	Snapshot uint64
-	snapDir  string
+	// Snapshots are the indexes of the snapshots on disk, newest first.
+	Snapshots []uint64
+	// ReliableFrom is the first index whose entry belongs to the replica's
+	// effective log (1, or the newest snapshot's index + 1).
+	ReliableFrom uint64
+	snapIDs      []string
 }
 
+// ErrCannotReplay: the log on disk does not reach back to a state from which
+// the requested index can be replayed.
+var ErrCannotReplay = errors.New("chaos: cannot replay to that index from what is on disk")
+
 // ReadReplicaLog opens a stopped replica's raft.db read-only and reads its
-// whole log.
+// whole log and the list of its snapshots.
 func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 	path := filepath.Join(dataDir, "raft.db")
 	st, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})
@@ -35,7 +50,7 @@ func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer st.Close()
-	rl := &ReplicaLog{Node: nodeID, Dir: dataDir, Entries: map[uint64]*raft.Log{}, snapDir: dataDir}
+	rl := &ReplicaLog{Node: nodeID, Dir: dataDir, Entries: map[uint64]*raft.Log{}, ReliableFrom: 1}
 	if rl.First, err = st.FirstIndex(); err != nil {
 		return nil, err
 	}
@@ -44,20 +59,40 @@ func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 	}
 	for i := rl.First; i <= rl.Last && i > 0; i++ {
 		var l raft.Log
-		if err := st.GetLog(i, &l); err != nil {
+		switch err := st.GetLog(i, &l); {
+		case errors.Is(err, raft.ErrLogNotFound):
+			rl.Gaps++
+		case err != nil:
 			return nil, fmt.Errorf("%s: log index %d: %w", nodeID, i, err)
+		default:
+			rl.Entries[i] = &l
 		}
-		rl.Entries[i] = &l
 	}
-	if rl.First > 1 {
-		snaps, err := raft.NewFileSnapshotStore(dataDir, 2, io.Discard)
-		if err == nil {
-			if metas, err := snaps.List(); err == nil && len(metas) > 0 {
-				rl.Snapshot = metas[0].Index
-			}
-		}
+	snaps, err := raft.NewFileSnapshotStore(dataDir, 2, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range metas {
+		rl.Snapshots = append(rl.Snapshots, m.Index)
+		rl.snapIDs = append(rl.snapIDs, m.ID)
+	}
+	if (rl.First > 1 || rl.Gaps > 0) && len(rl.Snapshots) > 0 {
+		rl.ReliableFrom = rl.Snapshots[0] + 1
 	}
 	return rl, nil
+}
+
+func (rl *ReplicaLog) contiguous(from, to uint64) bool {
+	for i := from; i <= to; i++ {
+		if rl.Entries[i] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // replayObserver turns applied events into LogEvents.
@@ -85,45 +120,45 @@ func logEvent(e fsm.Event, seq int) LogEvent {
 }
 
 // Replay applies the replica's log up to index upTo (0: all of it) to a
-// fresh state machine, starting from its newest snapshot if the log was
-// compacted, and returns the events, the digest there and the final grant
-// counter. complete is false when a snapshot hid the events before it.
+// fresh state machine — from index 1 if the store holds the whole log, else
+// from the newest snapshot at or below upTo — and returns the events, the
+// digest there and the grant counter. complete is false when a snapshot hid
+// the events before it. It fails with ErrCannotReplay when neither works.
 func (rl *ReplicaLog) Replay(upTo uint64) (events []LogEvent, d Digest, lastToken uint64, complete bool, err error) {
-	obs := &replayObserver{}
-	f := fsm.New(obs)
-	start := uint64(1)
-	complete = true
-	if rl.First > 1 {
-		complete = false
-		snaps, err := raft.NewFileSnapshotStore(rl.snapDir, 2, io.Discard)
-		if err != nil {
-			return nil, d, 0, false, err
-		}
-		metas, err := snaps.List()
-		if err != nil || len(metas) == 0 {
-			return nil, d, 0, false, fmt.Errorf("%s: log compacted to %d and no snapshot (%v)", rl.Node, rl.First, err)
-		}
-		_, rc, err := snaps.Open(metas[0].ID)
-		if err != nil {
-			return nil, d, 0, false, err
-		}
-		if err := f.Restore(rc); err != nil {
-			return nil, d, 0, false, fmt.Errorf("%s: restore snapshot %s: %w", rl.Node, metas[0].ID, err)
-		}
-		start = metas[0].Index + 1
-		if start < rl.First {
-			return nil, d, 0, false, fmt.Errorf("%s: snapshot at %d, log starts at %d", rl.Node, metas[0].Index, rl.First)
-		}
-	}
 	if upTo == 0 || upTo > rl.Last {
 		upTo = rl.Last
 	}
-	for i := start; i <= upTo; i++ {
-		l := rl.Entries[i]
-		if l == nil {
-			return nil, d, 0, false, fmt.Errorf("%s: log index %d missing", rl.Node, i)
+	obs := &replayObserver{}
+	f := fsm.New(obs)
+	start := uint64(1)
+	complete = rl.First == 1 && rl.contiguous(1, upTo)
+	if !complete {
+		k := -1
+		for j, idx := range rl.Snapshots {
+			if idx <= upTo && idx >= rl.First-1 && rl.contiguous(idx+1, upTo) {
+				k = j
+				break
+			}
 		}
-		f.Apply(l)
+		if k < 0 {
+			return nil, d, 0, false, fmt.Errorf("%w: %s: log %d..%d with %d gaps, snapshots %v, want index %d", ErrCannotReplay, rl.Node, rl.First, rl.Last, rl.Gaps, rl.Snapshots, upTo)
+		}
+		snaps, err := raft.NewFileSnapshotStore(rl.Dir, 2, io.Discard)
+		if err != nil {
+			return nil, d, 0, false, err
+		}
+		_, rc, err := snaps.Open(rl.snapIDs[k])
+		if err != nil {
+			return nil, d, 0, false, err
+		}
+		err = f.Restore(rc)
+		if err != nil {
+			return nil, d, 0, false, fmt.Errorf("%s: restore snapshot %s: %w", rl.Node, rl.snapIDs[k], err)
+		}
+		start = rl.Snapshots[k] + 1
+	}
+	for i := start; i <= upTo; i++ {
+		f.Apply(rl.Entries[i])
 	}
 	idx, h := f.Digest()
 	return obs.events, Digest{Node: rl.Node, Index: idx, Hash: fmt.Sprintf("%x", h[:8])}, uint64(f.Stats().LastToken), complete, nil
@@ -138,7 +173,7 @@ func CompareLogs(logs []*ReplicaLog, upTo uint64) []string {
 		var refNode string
 		for _, rl := range logs {
 			l := rl.Entries[i]
-			if l == nil {
+			if l == nil || i < rl.ReliableFrom {
 				continue
 			}
 			if ref == nil {

@@ -78,6 +78,7 @@ func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
 	t.WritesAccepted += x.WritesAccepted
 	t.StaleRejected += x.StaleRejected
 	t.LateWrites += x.LateWrites
+	t.LateReleases += x.LateReleases
 	t.UnfencedOverlaps += x.UnfencedOverlaps
 	t.AckLost += x.AckLost
 	t.Expiries += x.Expiries
@@ -133,6 +134,7 @@ func (s *Summary) Table() string {
 	row("unlocks acknowledged after the grant had expired during the call", fmt.Sprint(t.UnlockAfterExpiry))
 	row("stale writes rejected", fmt.Sprint(t.StaleRejected))
 	row("writes after the writer's window closed", fmt.Sprint(t.LateWrites))
+	row("releases after the lease had ended (release races)", fmt.Sprint(t.LateReleases))
 	row("unfenced overlaps (late write once a newer holder was granted)", fmt.Sprint(t.UnfencedOverlaps))
 	row("violations (must be 0)", fmt.Sprint(s.Violations))
 	if len(s.KnownIssues) > 0 {
