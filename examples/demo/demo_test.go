@@ -91,8 +91,8 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo failed: %v", err)
 	}
-	if len(ps.list) != 5 {
-		t.Errorf("started %d replica processes, want 5 (3, then 2 restarts)", len(ps.list))
+	if len(ps.list) < 5 {
+		t.Errorf("started %d replica processes, want 5 (3, then 2 restarts; more if a port was taken)", len(ps.list))
 	}
 
 	b, err := os.ReadFile(jsonPath)

@@ -223,6 +223,18 @@ func (d *demo) agreedLeader(ctx context.Context, ids []string) (lockhttp.StatusJ
 	return leaderSt, nil
 }
 
+// currentLeader waits until the replicas in ids agree on a leader (a
+// replica just resumed or restarted may not know it yet).
+func (d *demo) currentLeader(ctx context.Context, ids []string) (lockhttp.StatusJSON, error) {
+	var st lockhttp.StatusJSON
+	err := waitFor(ctx, 15*time.Second, "the replicas to agree on a leader", func(ctx context.Context) (bool, error) {
+		var err error
+		st, err = d.agreedLeader(ctx, ids)
+		return err == nil, err
+	})
+	return st, err
+}
+
 // waitCluster waits until every live replica is ready, agrees on the leader
 // and sees all three as alive voters.
 func (d *demo) waitCluster(ctx context.Context, timeout time.Duration) (lockhttp.StatusJSON, error) {
@@ -298,13 +310,43 @@ func (d *demo) setup(ctx context.Context) error {
 	n := d.n
 	fmt.Fprintln(d.opt.out, n.paint(ansiBold, "raftlock demo — three replicas, per-document locks, fencing, failover, quorum loss"))
 	n.note("data under %s (removed at the end)", d.dir)
-	addrs, err := ports.Free(9)
-	if err != nil {
-		return err
-	}
 	dbPath := filepath.Join(d.dir, "demo.db")
 	if err := createDB(ctx, dbPath); err != nil {
 		return err
+	}
+	var start time.Time
+	var st lockhttp.StatusJSON
+	for attempt := 1; ; attempt++ {
+		var err error
+		start = time.Now()
+		if st, err = d.startCluster(ctx, dbPath); err == nil {
+			break
+		}
+		// Another program may take a port between the choice and the bind.
+		if attempt == 3 || !errors.Is(err, errCrashed) || !d.portTaken() {
+			return fmt.Errorf("forming the cluster: %w", err)
+		}
+		n.note("a port was taken meanwhile by another program; starting again on other ports")
+		d.stopAll()
+		for _, p := range d.procs {
+			os.RemoveAll(p.spec.DataDir)
+			os.Remove(p.spec.Records)
+		}
+		d.procs, d.clients = nil, map[string]*client{}
+	}
+	d.res.Cluster.FormedMS = time.Since(start).Milliseconds()
+	d.res.Cluster.Leader = st.ID
+	n.good("cluster formed through gossip in %s: leader %s (term %d), voters r1 r2 r3", secs(time.Since(start)), st.ID, st.Term)
+	return nil
+}
+
+// startCluster starts the three replica processes on free ports and waits
+// until they have formed a cluster.
+func (d *demo) startCluster(ctx context.Context, dbPath string) (lockhttp.StatusJSON, error) {
+	n := d.n
+	addrs, err := ports.Free(9)
+	if err != nil {
+		return lockhttp.StatusJSON{}, err
 	}
 	for i := range 3 {
 		id := fmt.Sprintf("r%d", i+1)
@@ -321,30 +363,33 @@ func (d *demo) setup(ctx context.Context) error {
 		d.procs = append(d.procs, &proc{spec: spec, exe: d.opt.exe, logPath: filepath.Join(d.dir, id+".log"), started: d.opt.started})
 		d.clients[id] = &client{id: id, base: "http://" + spec.HTTP, hc: d.hc}
 	}
-	start := time.Now()
 	var pids []string
 	for _, p := range d.procs {
 		if err := p.start(); err != nil {
-			return err
+			return lockhttp.StatusJSON{}, err
 		}
 		pids = append(pids, fmt.Sprintf("%s pid %d", p.id(), p.cmd.Process.Pid))
 	}
 	n.say("started 3 replica processes (%s); each knows only the others' gossip addresses, BootstrapExpect=3", strings.Join(pids, ", "))
 	n.note("Raft: LAN timing (heartbeat %v, election %v); sessions: TTL %v, keepalive every TTL/3", d.timing.HeartbeatTimeout, d.timing.ElectionTimeout, d.ttl)
-	st, err := d.waitCluster(ctx, 30*time.Second)
-	if err != nil {
-		return fmt.Errorf("forming the cluster: %w", err)
+	return d.waitCluster(ctx, 30*time.Second)
+}
+
+// portTaken reports whether a replica process failed because its address
+// was in use.
+func (d *demo) portTaken() bool {
+	for _, p := range d.procs {
+		if b, err := os.ReadFile(p.logPath); err == nil && p.crashed() && strings.Contains(string(b), "address already in use") {
+			return true
+		}
 	}
-	d.res.Cluster.FormedMS = time.Since(start).Milliseconds()
-	d.res.Cluster.Leader = st.ID
-	n.good("cluster formed through gossip in %s: leader %s (term %d), voters r1 r2 r3", secs(time.Since(start)), st.ID, st.Term)
-	return nil
+	return false
 }
 
 func (d *demo) step1(ctx context.Context) error {
 	n := d.n
 	n.step(1, "Workers publish documents; a singleton job runs")
-	leader, err := d.agreedLeader(ctx, d.live())
+	leader, err := d.currentLeader(ctx, d.live())
 	if err != nil {
 		return err
 	}
@@ -386,7 +431,7 @@ func (d *demo) step1(ctx context.Context) error {
 func (d *demo) step2(ctx context.Context) error {
 	n := d.n
 	n.step(2, "A frozen lock holder and the fence")
-	leader, err := d.agreedLeader(ctx, d.live())
+	leader, err := d.currentLeader(ctx, d.live())
 	if err != nil {
 		return err
 	}
@@ -484,7 +529,7 @@ func (d *demo) step2(ctx context.Context) error {
 func (d *demo) step3(ctx context.Context) error {
 	n := d.n
 	n.step(3, "The Raft leader is killed")
-	leader, err := d.agreedLeader(ctx, d.live())
+	leader, err := d.currentLeader(ctx, d.live())
 	if err != nil {
 		return err
 	}
@@ -545,7 +590,7 @@ func (d *demo) step4(ctx context.Context) error {
 	n := d.n
 	n.step(4, "Quorum lost, then recovered")
 	live := d.live()
-	leader, err := d.agreedLeader(ctx, live)
+	leader, err := d.currentLeader(ctx, live)
 	if err != nil {
 		return err
 	}

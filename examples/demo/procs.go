@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/raftlock/raftlock/examples/internal/procstop"
 )
 
 // proc is one replica process (re-executions of this program).
@@ -108,9 +111,22 @@ func (p *proc) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// freeze and thaw pause and resume the process (SIGSTOP, SIGCONT).
-func (p *proc) freeze() error { return p.signal(syscall.SIGSTOP) }
-func (p *proc) thaw() error   { return p.signal(syscall.SIGCONT) }
+// freeze pauses the process (SIGSTOP) and returns once every one of its
+// threads has stopped (the signal alone only queues the stop).
+func (p *proc) freeze() error {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return procstop.Wait(ctx, pid)
+}
+
+// thaw resumes a frozen process (SIGCONT).
+func (p *proc) thaw() error { return p.signal(syscall.SIGCONT) }
 
 // kill SIGKILLs the process (resuming it first if frozen, so that it dies at
 // once) and waits until it has exited.

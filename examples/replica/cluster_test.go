@@ -23,6 +23,7 @@ import (
 
 	"github.com/raftlock/raftlock/examples/internal/lockhttp"
 	"github.com/raftlock/raftlock/examples/internal/ports"
+	"github.com/raftlock/raftlock/examples/internal/procstop"
 )
 
 // replicaProc is one replica process: the test binary re-executed as the
@@ -68,11 +69,29 @@ func startReplica(t *testing.T, id string, args []string, env map[string]string)
 	return p
 }
 
+// kill SIGKILLs the process and waits for its exit.
+func (p *replicaProc) kill() {
+	p.signal(syscall.SIGCONT)
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
 func (p *replicaProc) signal(sig syscall.Signal) {
 	select {
 	case <-p.done:
 	default:
 		syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// freeze SIGSTOPs the process and waits until it has stopped.
+func (p *replicaProc) freeze() {
+	p.t.Helper()
+	p.signal(syscall.SIGSTOP)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := procstop.Wait(ctx, p.cmd.Process.Pid); err != nil {
+		p.t.Fatal(err)
 	}
 }
 
@@ -198,16 +217,13 @@ func healthy(apis []api) bool {
 	return true
 }
 
-// TestReplicaCluster starts three replica processes — with mutual TLS and
-// an encrypted gossip, configured through flags, environment variables and
-// both — and exercises the HTTP API: acquire, release, holder, waiters,
-// leases, status, metrics, the status page, lease loss after a pause,
-// quorum loss, and a graceful shutdown.
-func TestReplicaCluster(t *testing.T) {
-	dir := t.TempDir()
-	if err := run(context.Background(), []string{"certs", "-dir", filepath.Join(dir, "certs"), "-names", "r1,r2,r3"}, envOf(nil), io.Discard); err != nil {
-		t.Fatal(err)
-	}
+// startTLSCluster starts three replica processes with mutual TLS and an
+// encrypted gossip — configured through flags, environment variables and
+// both — and waits until they form a healthy cluster. taken: a replica could
+// not bind a port (another program took it since it was chosen); the others
+// have been stopped.
+func startTLSCluster(t *testing.T, dir, certs string, hc *http.Client) (procs []*replicaProc, apis []api, gossip []string, taken bool) {
+	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
 	gossipKey := base64.StdEncoding.EncodeToString(key)
@@ -219,13 +235,12 @@ func TestReplicaCluster(t *testing.T) {
 	cert := func(id, kind string) string {
 		switch kind {
 		case "ca":
-			return filepath.Join(dir, "certs", "ca.pem")
+			return filepath.Join(certs, "ca.pem")
 		case "key":
-			return filepath.Join(dir, "certs", id+"-key.pem")
+			return filepath.Join(certs, id+"-key.pem")
 		}
-		return filepath.Join(dir, "certs", id+".pem")
+		return filepath.Join(certs, id+".pem")
 	}
-	var procs []*replicaProc
 	for i := range 3 {
 		id := fmt.Sprintf("r%d", i+1)
 		all := map[string]string{
@@ -253,31 +268,67 @@ func TestReplicaCluster(t *testing.T) {
 		}
 		procs = append(procs, startReplica(t, id, args, env))
 	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-	var apis []api
 	for i := range 3 {
 		apis = append(apis, api{t: t, base: "http://" + httpAddr(i), hc: hc})
 	}
-	r1, r2, r3 := apis[0], apis[1], apis[2]
 	waitUntil(t, 45*time.Second, "a healthy cluster of three", func() bool {
 		for _, p := range procs {
 			select {
 			case <-p.done:
+				if strings.Contains(p.logText(), "address already in use") {
+					taken = true
+					return true
+				}
 				t.Fatalf("%s exited: %v", p.id, p.err)
 			default:
 			}
 		}
 		return healthy(apis)
 	})
+	if taken {
+		for _, p := range procs {
+			p.kill()
+		}
+	}
+	gossip = []string{gossipAddr(0), gossipAddr(1), gossipAddr(2)}
+	return procs, apis, gossip, taken
+}
+
+// TestReplicaCluster starts three replica processes — with mutual TLS and
+// an encrypted gossip, configured through flags, environment variables and
+// both — and exercises the HTTP API: acquire, release, holder, waiters,
+// leases, status, metrics, the status page, lease loss after a pause,
+// quorum loss, and a graceful shutdown.
+func TestReplicaCluster(t *testing.T) {
+	dir := t.TempDir()
+	if err := run(context.Background(), []string{"certs", "-dir", filepath.Join(dir, "certs"), "-names", "r1,r2,r3"}, envOf(nil), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var procs []*replicaProc
+	var apis []api
+	var gossip []string
+	for attempt := 1; ; attempt++ {
+		var taken bool
+		procs, apis, gossip, taken = startTLSCluster(t, filepath.Join(dir, fmt.Sprint(attempt)), filepath.Join(dir, "certs"), hc)
+		if !taken {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal("ports taken by other programs three times in a row")
+		}
+		t.Logf("a port was taken meanwhile by another program; starting again on other ports")
+	}
+	r1, r2, r3 := apis[0], apis[1], apis[2]
 
 	// Status.
 	st, err := r3.status()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ID != "r3" || st.Term == 0 || st.CommitIndex == 0 || st.GossipAddr != gossipAddr(2) || st.Session.ID == 0 || st.Session.TTLMS != 3000 {
+	if st.ID != "r3" || st.Term == 0 || st.CommitIndex == 0 || st.GossipAddr != gossip[2] || st.Session.ID == 0 || st.Session.TTLMS != 3000 {
 		t.Errorf("status: %+v", st)
 	}
 
@@ -381,8 +432,8 @@ func TestReplicaCluster(t *testing.T) {
 	if code := r3.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 5000}, &a3); code != 200 {
 		t.Fatalf("acquire on r3: HTTP %d", code)
 	}
-	procs[1].signal(syscall.SIGSTOP)
-	procs[2].signal(syscall.SIGSTOP)
+	procs[1].freeze()
+	procs[2].freeze()
 	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "z"}, &e); code != 503 || e.Error != "no_quorum" {
 		t.Errorf("TryLock without quorum: HTTP %d %+v", code, e)
 	}

@@ -122,6 +122,13 @@ func (s *Server) Close(ctx context.Context) error {
 // that ended long ago.
 func (s *Server) background() {
 	defer close(s.done)
+	// Open the session once the node is ready: opened earlier, it would
+	// wait for the first election and start with part of its TTL spent.
+	select {
+	case <-s.n.Ready():
+	case <-s.ctx.Done():
+		return
+	}
 	sweep := time.NewTicker(time.Minute)
 	defer sweep.Stop()
 	for {
