@@ -143,6 +143,14 @@ type Digest struct {
 	Hash  string `json:"hash"`
 }
 
+// FaultEvent is one injected fault: what, on which nodes, from when to when.
+type FaultEvent struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target,omitempty"`
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"`
+}
+
 // History is everything one run recorded.
 type History struct {
 	Layer string `json:"layer"` // "in-process" or "multi-process"
@@ -169,6 +177,8 @@ type History struct {
 	LogDivergence []string `json:"log_divergence,omitempty"`
 	// Faults counts injected faults by kind.
 	Faults map[string]int `json:"faults"`
+	// Nemesis is the timeline of injected faults.
+	Nemesis []FaultEvent `json:"nemesis,omitempty"`
 	// Notes are the harness's remarks (mechanisms used, anomalies).
 	Notes []string `json:"notes,omitempty"`
 	// HarnessErrors are problems of the harness itself (the run proves

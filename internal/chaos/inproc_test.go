@@ -84,10 +84,17 @@ func (s *sim) note(format string, args ...any) {
 	s.mu.Unlock()
 }
 
-func (s *sim) fault(kind string) {
+// fault counts a fault and returns a function that records its end.
+func (s *sim) fault(kind, target string) func() {
 	s.mu.Lock()
 	s.h.AddFault(kind)
 	s.mu.Unlock()
+	start := now()
+	return func() {
+		s.mu.Lock()
+		s.h.Nemesis = append(s.h.Nemesis, FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
+		s.mu.Unlock()
+	}
 }
 
 // runInProcess runs one simulation in a synctest bubble and returns its
@@ -341,21 +348,23 @@ func (s *sim) nemesis() {
 		hold := ttl/4 + time.Duration(r.Int64N(int64(2*ttl)))
 		switch k := r.IntN(100); {
 		case k < 12:
-			s.fault("partition")
 			perm := r.Perm(s.cfg.Nodes)
 			cut := 1 + r.IntN(s.cfg.Nodes/2) // minority size
+			done := s.fault("partition", fmt.Sprint(perm[:cut], perm[cut:]))
 			s.c.Partition(perm[:cut], perm[cut:])
 			time.Sleep(hold)
 			s.c.Heal()
+			done()
 		case k < 22:
-			s.fault("isolate-leader")
+			done := s.fault("isolate-leader", "")
 			if l, ok := s.leader(); ok {
 				s.c.Isolate(l)
 			}
 			time.Sleep(hold)
 			s.c.Heal()
+			done()
 		case k < 32:
-			s.fault("one-way")
+			done := s.fault("one-way", "")
 			a, b := s.pair()
 			s.net.Block(cluster.ID(a), cluster.ID(b))
 			if r.IntN(2) == 0 { // the leader's outbound links too
@@ -365,8 +374,9 @@ func (s *sim) nemesis() {
 			}
 			time.Sleep(hold)
 			s.c.Heal()
+			done()
 		case k < 44:
-			s.fault("delay")
+			done := s.fault("delay", "")
 			a := r.IntN(s.cfg.Nodes)
 			d := time.Duration(1+r.IntN(40)) * time.Millisecond
 			for b := range s.cfg.Nodes {
@@ -380,25 +390,27 @@ func (s *sim) nemesis() {
 				s.net.SetDelay(cluster.ID(a), cluster.ID(b), 0)
 				s.net.SetDelay(cluster.ID(b), cluster.ID(a), 0)
 			}
+			done()
 		case k < 52:
-			s.fault("drop-conns")
+			done := s.fault("drop-conns", "")
 			s.net.DropConns(cluster.ID(r.IntN(s.cfg.Nodes)), "")
+			done()
 		case k < 64:
-			s.fault("crash-restart")
 			i := r.IntN(s.cfg.Nodes)
 			if r.IntN(3) == 0 {
 				if l, ok := s.leader(); ok {
 					i = l
 				}
 			}
+			done := s.fault("crash-restart", cluster.ID(i))
 			s.crash(i)
 			time.Sleep(hold)
 			s.restart(i)
+			done()
 		case k < 90:
 			// A process pause longer than the TTL (GC, SIGSTOP, VM
 			// freeze): the replica and its clients stop; preferably one
 			// whose client holds a lease and has not written yet.
-			s.fault("pause")
 			i := r.IntN(s.cfg.Nodes)
 			for w := range s.holding {
 				if n := s.holding[w].Load(); n >= 0 {
@@ -406,16 +418,18 @@ func (s *sim) nemesis() {
 					break
 				}
 			}
+			done := s.fault("pause", cluster.ID(i))
 			d := ttl + ttl/2 + time.Duration(r.Int64N(int64(2*ttl)))
 			s.frozen[i].Store(time.Now().Add(d).UnixNano())
 			s.c.Isolate(i)
 			time.Sleep(d)
 			s.c.Heal()
 			s.frozen[i].Store(0)
+			done()
 		default:
 			// Quorum loss for longer than the TTL: no grants, no renewals;
 			// every lease ends on its client.
-			s.fault("quorum-loss")
+			done := s.fault("quorum-loss", "")
 			var groups [][]int
 			for i := range s.cfg.Nodes {
 				groups = append(groups, []int{i})
@@ -423,6 +437,7 @@ func (s *sim) nemesis() {
 			s.c.Partition(groups...)
 			time.Sleep(ttl + time.Duration(r.Int64N(int64(2*ttl))))
 			s.c.Heal()
+			done()
 		}
 	}
 }

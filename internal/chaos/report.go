@@ -184,6 +184,11 @@ func SaveFailure(dir string, h *History, r *Report) ([]string, error) {
 	}
 	paths = append(paths, base+"-report.json")
 	if r.model.Init != nil {
+		var ann []porcupine.Annotation
+		for _, f := range h.Nemesis {
+			ann = append(ann, porcupine.Annotation{Tag: "nemesis", Start: f.Start, End: f.End, Description: f.Kind, Details: f.Target, BackgroundColor: "#f6d5d5"})
+		}
+		r.info.AddAnnotations(ann)
 		f, err := os.Create(base + "-porcupine.html")
 		if err != nil {
 			return paths, err

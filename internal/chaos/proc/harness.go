@@ -82,6 +82,9 @@ type Harness struct {
 	mu     sync.Mutex
 	h      *chaos.History
 	nextOp int
+	// terminated[i]: when replica i was stopped gracefully (its HTTP
+	// session closed: every lease of its clients ended then).
+	terminated [][]int64
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -127,9 +130,10 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		h: &chaos.History{
 			Layer: "multi-process", Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
 		},
-		paused:  make([]chan struct{}, o.Replicas),
-		down:    make([]atomic.Bool, o.Replicas),
-		holding: make([]atomic.Int32, o.Replicas*o.ClientsPerReplica),
+		paused:     make([]chan struct{}, o.Replicas),
+		terminated: make([][]int64, o.Replicas),
+		down:       make([]atomic.Bool, o.Replicas),
+		holding:    make([]atomic.Int32, o.Replicas*o.ClientsPerReplica),
 	}
 	for i := range x.holding {
 		x.holding[i].Store(-1)
@@ -433,11 +437,31 @@ func (x *Harness) addWrite(w chaos.Write) {
 	x.mu.Unlock()
 }
 
-func (x *Harness) fault(kind string) {
+// fault counts a fault and returns a function that records its end.
+func (x *Harness) fault(kind, target string) func() {
 	x.mu.Lock()
 	x.h.AddFault(kind)
 	x.mu.Unlock()
-	x.logf("nemesis: %s", kind)
+	x.logf("nemesis: %s %s", kind, target)
+	start := now()
+	return func() {
+		x.mu.Lock()
+		x.h.Nemesis = append(x.h.Nemesis, chaos.FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
+		x.mu.Unlock()
+	}
+}
+
+// endedBy returns the first graceful stop of replica i within [from, to),
+// or to.
+func (x *Harness) endedBy(i int, from, to int64) int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, t := range x.terminated[i] {
+		if t >= from && t < to {
+			return t
+		}
+	}
+	return to
 }
 
 // pausedCh returns a channel closed when replica i resumes, or nil if it
@@ -573,7 +597,10 @@ func (x *Harness) client(ctx context.Context, c int) {
 			rel.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
 		}
 		x.addOp(rel)
-		x.setValidTo(idx, min(validTo, rel.Invoke))
+		// A graceful stop of the replica closed its HTTP session: the lease
+		// ended then (the HTTP client cannot see it; an embedded worker
+		// would, through Lease.Done).
+		x.setValidTo(idx, x.endedBy(ri, op.Return, min(validTo, rel.Invoke)))
 		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 8))))
 	}
 }
@@ -631,7 +658,7 @@ func (x *Harness) nemesis(ctx context.Context) {
 			if x.down[i].Load() {
 				continue
 			}
-			x.fault("sigstop")
+			done := x.fault("sigstop", x.reps[i].id)
 			d := ttl + ttl/2 + time.Duration(r.Int64N(int64(ttl)))
 			ch := make(chan struct{})
 			x.pmu.Lock()
@@ -646,27 +673,33 @@ func (x *Harness) nemesis(ctx context.Context) {
 			x.paused[i] = nil
 			x.pmu.Unlock()
 			close(ch)
+			done()
 		case k < 50:
-			x.fault("sigkill-restart")
 			i := r.IntN(n)
 			if l, ok := x.leader(ctx); ok && r.IntN(2) == 0 {
 				i = l
 			}
+			done := x.fault("sigkill-restart", x.reps[i].id)
 			x.down[i].Store(true)
 			x.reps[i].stop(syscall.SIGKILL, 5*time.Second)
 			x.sleep(ctx, hold)
 			x.restart(i)
+			done()
 		case k < 60:
-			x.fault("sigterm-restart")
 			i := r.IntN(n)
+			done := x.fault("sigterm-restart", x.reps[i].id)
 			x.down[i].Store(true)
+			x.mu.Lock()
+			x.terminated[i] = append(x.terminated[i], now())
+			x.mu.Unlock()
 			x.reps[i].stop(syscall.SIGTERM, 10*time.Second)
 			x.sleep(ctx, hold/2)
 			x.restart(i)
+			done()
 		case k < 75:
-			x.fault("partition")
 			perm := r.Perm(n)
 			cut := 1 + r.IntN(n/2)
+			done := x.fault("partition", fmt.Sprintf("%v | %v", x.ids(perm[:cut]), x.ids(perm[cut:])))
 			for _, a := range perm[:cut] {
 				for _, b := range perm[cut:] {
 					x.block(a, b)
@@ -675,9 +708,11 @@ func (x *Harness) nemesis(ctx context.Context) {
 			}
 			x.sleep(ctx, hold)
 			x.heal()
+			done()
 		case k < 85:
-			x.fault("isolate-leader")
-			if l, ok := x.leader(ctx); ok {
+			l, ok := x.leader(ctx)
+			done := x.fault("isolate-leader", x.ids([]int{l}))
+			if ok {
 				for b := range n {
 					if b != l {
 						x.block(l, b)
@@ -687,18 +722,20 @@ func (x *Harness) nemesis(ctx context.Context) {
 			}
 			x.sleep(ctx, hold)
 			x.heal()
+			done()
 		case k < 93:
-			x.fault("one-way")
 			a := r.IntN(n)
 			b := (a + 1 + r.IntN(n-1)) % n
+			done := x.fault("one-way", fmt.Sprintf("%s→%s", x.reps[a].id, x.reps[b].id))
 			x.block(a, b)
 			if l, ok := x.leader(ctx); ok && l != a && r.IntN(2) == 0 {
 				x.block(l, a)
 			}
 			x.sleep(ctx, hold)
 			x.heal()
+			done()
 		default:
-			x.fault("quorum-loss")
+			done := x.fault("quorum-loss", "all")
 			for a := range n {
 				for b := range n {
 					if a != b {
@@ -708,8 +745,17 @@ func (x *Harness) nemesis(ctx context.Context) {
 			}
 			x.sleep(ctx, ttl+time.Duration(r.Int64N(int64(ttl))))
 			x.heal()
+			done()
 		}
 	}
+}
+
+func (x *Harness) ids(is []int) string {
+	var out []string
+	for _, i := range is {
+		out = append(out, x.reps[i].id)
+	}
+	return strings.Join(out, ",")
 }
 
 func (x *Harness) block(a, b int) {
