@@ -16,7 +16,7 @@ import (
 func (s *Session) keepAlive() {
 	defer s.wg.Done()
 	ttl := s.cfg.ttl
-	timer := time.NewTimer(jitter(ttl / 3))
+	timer := time.NewTimer(s.nextKeepAlive())
 	defer timer.Stop()
 	for {
 		select {
@@ -24,8 +24,11 @@ func (s *Session) keepAlive() {
 			return
 		case <-timer.C:
 		}
+		if s.checkDeadline(); s.ctx.Err() != nil {
+			return
+		}
 		if s.isPaused() {
-			timer.Reset(jitter(ttl / 3))
+			timer.Reset(s.nextKeepAlive())
 			continue
 		}
 		sent := time.Now()
@@ -36,7 +39,7 @@ func (s *Session) keepAlive() {
 		switch {
 		case err == nil:
 			s.renewed(sent)
-			timer.Reset(jitter(ttl / 3))
+			timer.Reset(s.nextKeepAlive())
 		case errors.Is(err, node.ErrSessionExpired):
 			s.lose(fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
 			return
@@ -52,6 +55,13 @@ func (s *Session) keepAlive() {
 			timer.Reset(jitter(ttl / 10))
 		}
 	}
+}
+
+// nextKeepAlive returns when to renew next: every TTL/3 (jittered), but
+// sooner if less of the lease is left than usual (a slow open or renewal),
+// so that there is always time for another attempt before the deadline.
+func (s *Session) nextKeepAlive() time.Duration {
+	return max(min(jitter(s.cfg.ttl/3), time.Until(s.ValidUntil())/2), s.cfg.ttl/50)
 }
 
 // renewed moves the client-side deadline to sent + TTL − margin.

@@ -68,8 +68,13 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Err returns nil while the lease is held, then ErrUnlocked after Unlock, or
-// an error wrapping ErrLeaseLost and its cause.
+// an error wrapping ErrLeaseLost and its cause. It checks the session's
+// deadline itself, so it never reports a lease as held past that deadline,
+// even if the session's goroutine has not run yet (a process that just
+// resumed from a pause) — but a process can pause right after Err returns
+// nil: fence your writes.
 func (l *Lease) Err() error {
+	l.s.checkDeadline()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err

@@ -153,11 +153,24 @@ func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
 func (s *Session) Context() context.Context { return s.ctx }
 
 // Err returns nil while the session is open, then why it ended: an error
-// wrapping ErrSessionExpired (lost) or ErrSessionClosed.
+// wrapping ErrSessionExpired (lost) or ErrSessionClosed. Like Lease.Err it
+// checks the deadline itself.
 func (s *Session) Err() error {
+	s.checkDeadline()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// checkDeadline ends the session at once if its lease deadline has passed,
+// without waiting for the watch goroutine to notice.
+func (s *Session) checkDeadline() {
+	s.mu.Lock()
+	over := s.err == nil && !time.Now().Before(s.validUntil)
+	s.mu.Unlock()
+	if over {
+		s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+	}
 }
 
 // State returns the session's current state.
