@@ -247,10 +247,10 @@ func (x *Harness) setupNetwork() error {
 		return fmt.Errorf("network namespaces unavailable: %s", why)
 	}
 	if mode == "loopback" || !ok {
-		x.net = newLoopback(24000 + 100*x.rng.IntN(300))
-		if !ok {
-			x.h.Notes = append(x.h.Notes, "no network namespaces: "+why)
+		if ok {
+			why = "loopback chosen"
 		}
+		x.net = newLoopback(24000+100*x.rng.IntN(300), why)
 		return nil
 	}
 	if removed := cleanupLeftovers(); len(removed) > 0 {

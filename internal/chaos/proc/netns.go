@@ -37,11 +37,12 @@ type network interface {
 
 type loopback struct {
 	base int
+	why  string
 }
 
-func newLoopback(base int) *loopback { return &loopback{base: base} }
+func newLoopback(base int, why string) *loopback { return &loopback{base: base, why: why} }
 
-func (l *loopback) Mode() string         { return "loopback (no network faults: ip/nft or root missing)" }
+func (l *loopback) Mode() string         { return "loopback, no network faults (" + l.why + ")" }
 func (l *loopback) Host(int) string      { return "127.0.0.1" }
 func (l *loopback) Port(i, s int) int    { return l.base + 10*i + s }
 func (l *loopback) CanPartition() bool   { return false }

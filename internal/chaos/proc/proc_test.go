@@ -15,14 +15,7 @@ import (
 	"github.com/raftlock/raftlock/internal/chaos"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// sqlite's connection opener and net/http's idle connections end
-		// shortly after their Close.
-		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // knownIssues are checks that fail because of known, reported library bugs;
 // their failures are reported apart and do not fail the run.
