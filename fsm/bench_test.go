@@ -12,17 +12,75 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// encodeAll pre-encodes one entry per command (the leader's work, not timed).
-func encodeAll(b *testing.B, cmds []Command) []*raft.Log {
+// The apply benchmarks run against a realistic table — baseHeld locks held
+// by 11 sessions — and time one kind of command at a time, in windows of
+// window commands: the setup a window needs (and the clean-up after it) runs
+// with the timer stopped, so the table stays near its base size whatever
+// b.N is. Commands go through the raft.FSM entry point, decode included.
+const (
+	baseHeld = 100_000
+	window   = 10_000
+)
+
+// applyBench holds a populated state and applies pre-encoded entries.
+type applyBench struct {
+	b    *testing.B
+	h    *harness
+	sess []SessionID
+	next int // counter for fresh lock names and owners
+}
+
+func newApplyBench(b *testing.B) *applyBench {
+	h := populate(b, baseHeld)
+	var sess []SessionID
+	for _, si := range h.f.Sessions() {
+		sess = append(sess, si.ID)
+	}
+	return &applyBench{b: b, h: h, sess: sess, next: baseHeld}
+}
+
+// apply applies one command per entry, outside the timer, and checks it.
+func (ab *applyBench) setup(cmds ...Command) {
+	for _, c := range cmds {
+		if r := ab.h.do(c); r.Status == StatusInvalid {
+			ab.b.Fatalf("setup %T: %+v", c, r)
+		}
+	}
+}
+
+// timed applies the commands, one entry each, with the timer running.
+func (ab *applyBench) timed(cmds []Command) {
 	logs := make([]*raft.Log, len(cmds))
 	for i, c := range cmds {
-		data, err := EncodeEntry(Entry{At: epoch, Commands: []Command{c}})
+		data, err := EncodeEntry(Entry{At: ab.h.now, Commands: []Command{c}})
 		if err != nil {
-			b.Fatal(err)
+			ab.b.Fatal(err)
 		}
-		logs[i] = &raft.Log{Type: raft.LogCommand, Data: data}
+		ab.h.index++
+		logs[i] = &raft.Log{Type: raft.LogCommand, Index: ab.h.index, Data: data}
 	}
-	return logs
+	ab.b.StartTimer()
+	for _, l := range logs {
+		if r := ab.h.f.Apply(l).(*Response); r.Err != nil || r.Results[0].Status == StatusInvalid {
+			ab.b.Fatalf("apply: %+v", r)
+		}
+	}
+	ab.b.StopTimer()
+}
+
+// run calls win(n) for windows covering b.N commands.
+func (ab *applyBench) run(win func(n int)) {
+	ab.b.ReportAllocs()
+	ab.b.ResetTimer()
+	ab.b.StopTimer()
+	for done := 0; done < ab.b.N; done += window {
+		win(min(window, ab.b.N-done))
+	}
+}
+
+func (ab *applyBench) fresh() (string, OwnerID, SessionID) {
+	ab.next++
+	return "invoice:" + strconv.Itoa(ab.next), ownerN(ab.next), ab.sess[ab.next%len(ab.sess)]
 }
 
 func ownerN(i int) OwnerID {
@@ -34,64 +92,69 @@ func ownerN(i int) OwnerID {
 	return o
 }
 
-// run applies the logs through the raft.FSM entry point (decode included).
-func run(b *testing.B, f *FSM, logs []*raft.Log, next *uint64) {
-	b.ReportAllocs()
-	b.ResetTimer()
-	for _, l := range logs {
-		*next++
-		l.Index = *next
-		if r := f.Apply(l).(*Response); r.Err != nil || r.Results[0].Status == StatusInvalid {
-			b.Fatalf("apply: %+v", r)
-		}
-	}
-}
-
+// BenchmarkApplyAcquire: acquire of a free lock (a grant).
 func BenchmarkApplyAcquire(b *testing.B) {
-	h := newHarness(b)
-	s := h.open(time.Minute, 0, "bench")
-	cmds := make([]Command, b.N)
-	for i := range cmds {
-		cmds[i] = Acquire{Session: s, Lock: "invoice:" + strconv.Itoa(i), Owner: ownerN(i)}
-	}
-	run(b, h.f, encodeAll(b, cmds), &h.index)
+	ab := newApplyBench(b)
+	ab.run(func(n int) {
+		acq, rel := make([]Command, n), make([]Command, n)
+		for i := range n {
+			name, o, s := ab.fresh()
+			acq[i], rel[i] = Acquire{Session: s, Lock: name, Owner: o}, Release{Lock: name, Owner: o}
+		}
+		ab.timed(acq)
+		ab.setup(rel...)
+	})
 }
 
+// BenchmarkApplyRelease: release of a held lock without waiters.
 func BenchmarkApplyRelease(b *testing.B) {
-	h := newHarness(b)
-	s := h.open(time.Minute, 0, "bench")
-	cmds := make([]Command, b.N)
-	for i := range cmds {
-		name := "invoice:" + strconv.Itoa(i)
-		h.do(Acquire{Session: s, Lock: name, Owner: ownerN(i)})
-		cmds[i] = Release{Lock: name, Owner: ownerN(i)}
-	}
-	run(b, h.f, encodeAll(b, cmds), &h.index)
+	ab := newApplyBench(b)
+	ab.run(func(n int) {
+		rel := make([]Command, n)
+		for i := range n {
+			name, o, s := ab.fresh()
+			ab.setup(Acquire{Session: s, Lock: name, Owner: o})
+			rel[i] = Release{Lock: name, Owner: o}
+		}
+		ab.timed(rel)
+	})
 }
 
 // BenchmarkApplyHandoff: release of a lock with a waiter, which is granted
 // in the same command.
 func BenchmarkApplyHandoff(b *testing.B) {
-	h := newHarness(b)
-	s := h.open(time.Minute, 0, "bench")
-	cmds := make([]Command, b.N)
-	h.do(Acquire{Session: s, Lock: "hot", Owner: ownerN(0)})
-	for i := range cmds {
-		h.do(Acquire{Session: s, Lock: "hot", Owner: ownerN(i + 1), Wait: true})
-		cmds[i] = Release{Lock: "hot", Owner: ownerN(i)}
-	}
-	run(b, h.f, encodeAll(b, cmds), &h.index)
+	ab := newApplyBench(b)
+	ab.run(func(n int) {
+		name, first, s := ab.fresh()
+		ab.setup(Acquire{Session: s, Lock: name, Owner: first})
+		rel := make([]Command, n)
+		prev := first
+		for i := range n {
+			_, o, s := ab.fresh()
+			ab.setup(Acquire{Session: s, Lock: name, Owner: o, Wait: true})
+			rel[i], prev = Release{Lock: name, Owner: prev}, o
+		}
+		ab.timed(rel)
+		ab.setup(Release{Lock: name, Owner: prev})
+	})
 }
 
+// BenchmarkApplyExpire: expiry of a session holding one lock (with a
+// lock-delay, so that the lock enters it).
 func BenchmarkApplyExpire(b *testing.B) {
-	h := newHarness(b)
-	cmds := make([]Command, b.N)
-	for i := range cmds {
-		s := h.open(time.Minute, time.Second, "bench")
-		h.do(Acquire{Session: s, Lock: "invoice:" + strconv.Itoa(i), Owner: ownerN(i)})
-		cmds[i] = ExpireSessions{Sessions: []SessionID{s}}
-	}
-	run(b, h.f, encodeAll(b, cmds), &h.index)
+	ab := newApplyBench(b)
+	ab.run(func(n int) {
+		exp := make([]Command, n)
+		for i := range n {
+			s := ab.h.open(time.Minute, time.Second, "bench")
+			name, o, _ := ab.fresh()
+			ab.setup(Acquire{Session: s, Lock: name, Owner: o})
+			exp[i] = ExpireSessions{Sessions: []SessionID{s}}
+		}
+		ab.timed(exp)
+		ab.h.advance(time.Hour)
+		ab.setup(Tick{}) // end the delays: the table returns to its base size
+	})
 }
 
 // populate applies n held locks, 1000 per entry, over n/10000+1 sessions.
@@ -177,21 +240,30 @@ func BenchmarkSnapshotRestore(b *testing.B) {
 	}
 }
 
-// BenchmarkApplyLockUnlock: the steady state of a lock service — acquire and
-// release over a working set of 1,000 locks; one command per op.
+// BenchmarkApplyLockUnlock: the steady state of a lock service on top of
+// the base table — acquire and release taking turns over a working set of
+// 1,000 locks; one command per op.
 func BenchmarkApplyLockUnlock(b *testing.B) {
-	h := newHarness(b)
-	h.f, h.rec = New(nil), nil
-	s := h.open(time.Minute, 0, "bench")
-	cmds := make([]Command, b.N)
-	for i := range cmds {
-		k := i / 2
-		name := "invoice:" + strconv.Itoa(k%1000)
-		if i%2 == 0 {
-			cmds[i] = Acquire{Session: s, Lock: name, Owner: ownerN(k)}
-		} else {
-			cmds[i] = Release{Lock: name, Owner: ownerN(k)}
+	ab := newApplyBench(b)
+	s := ab.sess[0]
+	ab.run(func(n int) {
+		cmds := make([]Command, n)
+		for i := range n {
+			k := ab.next + i/2
+			name := "hot:" + strconv.Itoa(k%1000)
+			if i%2 == 0 {
+				cmds[i] = Acquire{Session: s, Lock: name, Owner: ownerN(k)}
+			} else {
+				cmds[i] = Release{Lock: name, Owner: ownerN(k)}
+			}
 		}
-	}
-	run(b, h.f, encodeAll(b, cmds), &h.index)
+		if n%2 == 1 { // keep windows balanced: an odd window ends with an acquire
+			ab.timed(cmds)
+			k := ab.next + (n-1)/2
+			ab.setup(Release{Lock: "hot:" + strconv.Itoa(k%1000), Owner: ownerN(k)})
+		} else {
+			ab.timed(cmds)
+		}
+		ab.next += (n + 1) / 2
+	})
 }

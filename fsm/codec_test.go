@@ -166,6 +166,23 @@ func checkInvariants(t tb, f *FSM) {
 	if st := f.Stats(); st.Held != held || st.Waiters != waiters {
 		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
 	}
+	// Every session's index lists exactly the locks it holds or waits for.
+	for id, s := range f.st.sessions {
+		want := map[string]bool{}
+		for name, l := range f.st.locks {
+			if l.involves(id) {
+				want[name] = true
+			}
+		}
+		if len(want) != len(s.locks) {
+			t.Fatalf("session %d indexes %d locks, involved in %d", id, len(s.locks), len(want))
+		}
+		for name := range s.locks {
+			if !want[name] {
+				t.Fatalf("session %d indexes %q without being involved", id, name)
+			}
+		}
+	}
 }
 
 var sampleResults = []Result{

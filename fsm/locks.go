@@ -15,7 +15,7 @@ func (a *applier) acquire(c Acquire) Result {
 		st.lockSeq++
 		l = &lock{gen: st.gen, seq: st.lockSeq}
 		st.locks[c.Lock] = l
-		st.track(c.Session, c.Lock, 1)
+		st.involve(c.Session, c.Lock)
 		return a.grant(c.Lock, l, c.Session, c.Owner)
 	}
 	a.settle(c.Lock, l)
@@ -37,12 +37,12 @@ func (a *applier) acquire(c Acquire) Result {
 	switch {
 	case !l.held && l.delayUntil == 0:
 		// Free: after settle, a free lock has no waiters.
-		st.track(c.Session, c.Lock, 1)
+		st.involve(c.Session, c.Lock)
 		return a.grant(c.Lock, l, c.Session, c.Owner)
 	case c.Wait:
 		l.waiters.push(waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index})
 		st.waiters++
-		st.track(c.Session, c.Lock, 1)
+		st.involve(c.Session, c.Lock)
 		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner})
 		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
@@ -68,7 +68,7 @@ func (a *applier) release(c Release) Result {
 		h := l.holder
 		l.held, l.holder = false, holder{}
 		st.held--
-		st.track(h.session, c.Lock, -1)
+		st.uninvolve(h.session, c.Lock, l)
 		a.emit(Event{Kind: EventReleased, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token, Reason: ReasonOwner})
 		a.promote(c.Lock, l)
 		st.dropIfIdle(c.Lock, l)
@@ -77,7 +77,7 @@ func (a *applier) release(c Release) Result {
 	if p := l.waiters.position(c.Owner); p > 0 {
 		w := l.waiters.removeAt(p - 1)
 		st.waiters--
-		st.track(w.session, c.Lock, -1)
+		st.uninvolve(w.session, c.Lock, l)
 		a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
 		st.dropIfIdle(c.Lock, l)
 		return Result{Status: StatusOK}

@@ -283,7 +283,10 @@ func TestStateMachineAgainstModel(t *testing.T) {
 					rt.Fatal("snapshot → restore → snapshot differs")
 				}
 			},
-			"": func(rt *rapid.T) { checkAgainstModel(rt, h.f, m) },
+			"": func(rt *rapid.T) {
+				checkAgainstModel(rt, h.f, m)
+				checkInvariants(rt, h.f)
+			},
 		})
 
 		// Determinism: replaying the same log gives byte-identical snapshots.

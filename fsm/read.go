@@ -128,7 +128,7 @@ func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 	if s == nil {
 		return SessionInfo{}, false
 	}
-	return s.info(), true
+	return f.st.sessionInfo(s), true
 }
 
 // Sessions returns every live session in id order.
@@ -137,7 +137,7 @@ func (f *FSM) Sessions() []SessionInfo {
 	defer f.mu.RUnlock()
 	out := make([]SessionInfo, 0, len(f.st.sessions))
 	for _, id := range slices.Sorted(maps.Keys(f.st.sessions)) {
-		out = append(out, f.st.sessions[id].info())
+		out = append(out, f.st.sessionInfo(f.st.sessions[id]))
 	}
 	return out
 }
@@ -153,10 +153,19 @@ func (f *FSM) SessionLocks(id SessionID) []string {
 	return slices.Sorted(maps.Keys(s.locks))
 }
 
-func (s *session) info() SessionInfo {
+func (st *state) sessionInfo(s *session) SessionInfo {
 	n := 0
-	for _, c := range s.locks {
-		n += int(c)
+	for name := range s.locks {
+		if l := st.locks[name]; l != nil {
+			if l.held && l.holder.session == s.id {
+				n++
+			}
+			for i := range l.waiters.items {
+				if l.waiters.items[i].session == s.id {
+					n++
+				}
+			}
+		}
 	}
 	return SessionInfo{
 		ID: s.id, TTL: time.Duration(s.ttl), LockDelay: time.Duration(s.lockDelay), Description: s.description,

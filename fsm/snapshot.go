@@ -307,10 +307,10 @@ func indexSessions(refs []sessionRef) {
 		counts[r.s]++
 	}
 	for s, n := range counts {
-		s.locks = make(map[string]int32, n)
+		s.locks = make(map[string]struct{}, n)
 	}
 	for _, r := range refs {
-		r.s.locks[r.name]++
+		r.s.locks[r.name] = struct{}{}
 	}
 }
 

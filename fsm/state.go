@@ -31,10 +31,9 @@ type session struct {
 	description string
 	createdAt   int64
 	createdIdx  uint64
-	// locks counts, per lock name, the acquisitions (held or queued) of this
-	// session on that lock, so that closing or expiring a session touches only
-	// its own locks.
-	locks map[string]int32
+	// locks is the set of locks this session holds or waits for, so that
+	// closing or expiring a session touches only its own locks.
+	locks map[string]struct{}
 }
 
 type lock struct {
@@ -107,21 +106,40 @@ func (st *state) mutSession(id SessionID) *session {
 	return s
 }
 
-// track records one more (delta=1) or one fewer (delta=-1) acquisition of
-// session id on lock name.
-func (st *state) track(id SessionID, name string, delta int32) {
+// involve records that session id holds or waits for lock name.
+func (st *state) involve(id SessionID, name string) {
 	s := st.mutSession(id)
 	if s == nil {
 		return
 	}
 	if s.locks == nil {
-		s.locks = make(map[string]int32)
+		s.locks = make(map[string]struct{})
 	}
-	if n := s.locks[name] + delta; n > 0 {
-		s.locks[name] = n
-	} else {
+	s.locks[name] = struct{}{}
+}
+
+// uninvolve forgets lock name for session id unless the session still holds
+// or waits for it (through another acquisition).
+func (st *state) uninvolve(id SessionID, name string, l *lock) {
+	if l.involves(id) {
+		return
+	}
+	if s := st.mutSession(id); s != nil {
 		delete(s.locks, name)
 	}
+}
+
+// involves reports whether session id holds or waits for the lock.
+func (l *lock) involves(id SessionID) bool {
+	if l.held && l.holder.session == id {
+		return true
+	}
+	for i := range l.waiters.items {
+		if l.waiters.items[i].session == id {
+			return true
+		}
+	}
+	return false
 }
 
 // dropIfIdle forgets a lock that has no holder, no waiters and no delay.
