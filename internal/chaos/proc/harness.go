@@ -55,6 +55,9 @@ type Options struct {
 	Bin               string // a prebuilt replica binary (skips the build)
 	WorkDir           string // temporary files (default: a new temp dir)
 	Logf              func(format string, args ...any)
+	// OnInterrupt runs when SIGINT/SIGTERM/SIGHUP aborts the run, after the
+	// clean-up and before the process exits (remove the caller's files).
+	OnInterrupt func()
 }
 
 func goroot() string { return runtime.GOROOT() }
@@ -166,6 +169,10 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		case s := <-sigs:
 			x.logf("signal %v: cleaning up", s)
 			cleanup()
+			os.RemoveAll(o.WorkDir)
+			if o.OnInterrupt != nil {
+				o.OnInterrupt()
+			}
 			os.Exit(2)
 		case <-stopSignals:
 		}
