@@ -127,13 +127,18 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		return fmt.Errorf("lockapi: unlock %q: %w", l.name, err)
 	}
 	var result error
+	if lost == nil && r.Status == fsm.StatusNotHolder {
+		// The session may have ended during the call (its deadline passed
+		// while the release was on its way).
+		lost = l.s.Err()
+	}
 	switch {
 	case lost != nil:
 		result = fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost)
 	case r.Status == fsm.StatusOK, r.Status == fsm.StatusNotHolder:
-		// NotHolder for a lease that was still valid means an earlier,
+		// NotHolder while the session is still valid means an earlier,
 		// ambiguous attempt of this very release committed: while the
-		// lease is valid nobody else can release it.
+		// session is valid nobody else can release its lock.
 	default:
 		result = fmt.Errorf("lockapi: unlock %q: %w", l.name, r.Err())
 	}
