@@ -25,17 +25,18 @@ func (p *proposal) finish(o outcome) {
 }
 
 // batcher is group commit: it gathers concurrent proposals and hands them to
-// run in batches of at most max, with one batch in flight at a time —
-// everything that arrives while a batch runs forms the next one. It starts a
-// goroutine only while there is work.
+// run in batches of at most max, with at most inflight batches running at a
+// time — whatever arrives while that many run forms the next batch. It
+// starts a goroutine per batch, and none while there is no work.
 type batcher struct {
-	max int
-	run func(batch []*proposal) // must finish every proposal
-	wg  *sync.WaitGroup
+	max      int
+	inflight int                     // batches running at once (at least 1)
+	run      func(batch []*proposal) // must finish every proposal
+	wg       *sync.WaitGroup
 
 	mu      sync.Mutex
 	pending []*proposal
-	running bool
+	running int
 	closed  bool
 }
 
@@ -43,50 +44,56 @@ type batcher struct {
 // is closed.
 func (b *batcher) submit(ps ...*proposal) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
 		for _, p := range ps {
 			p.finish(outcome{err: ErrClosed})
 		}
 		return
 	}
 	b.pending = append(b.pending, ps...)
-	if !b.running {
-		b.running = true
-		b.wg.Add(1)
-		go b.loop()
-	}
-	b.mu.Unlock()
+	b.startLocked()
 }
 
-func (b *batcher) loop() {
-	defer b.wg.Done()
-	for {
-		b.mu.Lock()
-		var batch []*proposal
-		n := 0
-		for _, p := range b.pending {
-			if len(batch) == b.max {
-				break
-			}
-			n++
-			if p.ctx.Err() != nil {
-				p.finish(outcome{err: p.ctx.Err()}) // nobody waits for it: do not propose it
-				continue
-			}
-			batch = append(batch, p)
-		}
-		b.pending = append(b.pending[:0], b.pending[n:]...)
-		if len(batch) == 0 && len(b.pending) == 0 {
-			b.running = false
-			b.mu.Unlock()
+// startLocked starts batches while there is work and room for them.
+func (b *batcher) startLocked() {
+	for b.running < max(b.inflight, 1) {
+		batch := b.takeLocked()
+		if len(batch) == 0 {
 			return
 		}
-		b.mu.Unlock()
-		if len(batch) > 0 {
+		b.running++
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
 			b.run(batch)
-		}
+			b.mu.Lock()
+			b.running--
+			b.startLocked()
+			b.mu.Unlock()
+		}()
 	}
+}
+
+// takeLocked removes the next batch from pending. Proposals whose caller has
+// given up are finished at once instead: nobody waits for them, so they are
+// not proposed.
+func (b *batcher) takeLocked() []*proposal {
+	var batch []*proposal
+	n := 0
+	for _, p := range b.pending {
+		if len(batch) == b.max {
+			break
+		}
+		n++
+		if p.ctx.Err() != nil {
+			p.finish(outcome{err: p.ctx.Err()})
+			continue
+		}
+		batch = append(batch, p)
+	}
+	b.pending = append(b.pending[:0], b.pending[n:]...)
+	return batch
 }
 
 // idle reports whether no proposal is waiting for the next batch.

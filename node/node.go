@@ -78,8 +78,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.lease = newLeaseManager(n)
-	n.proposer = &batcher{max: cfg.MaxBatch, run: n.commit, wg: &n.wg}
-	n.forwarder = &batcher{max: cfg.MaxBatch, run: n.forward, wg: &n.wg}
+	// The leader keeps one Apply in flight and gathers everything else into
+	// the next one (DESIGN §4a). A follower pipelines a few forwards, so that
+	// a request joins the leader's next batch instead of waiting for the
+	// previous forward's round trip.
+	n.proposer = &batcher{max: cfg.MaxBatch, inflight: 1, run: n.commit, wg: &n.wg}
+	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg}
 	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
 
 	ok := false

@@ -193,6 +193,9 @@ func (n *Node) forward(batch []*proposal) {
 	}
 }
 
+// forwardsInFlight is how many forward RPCs a follower runs at once.
+const forwardsInFlight = 4
+
 // errForward: an RPC to the leader failed; retried (commands are idempotent).
 var errForward = errors.New("node: forwarding to the leader failed")
 
