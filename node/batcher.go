@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -28,17 +29,32 @@ func (p *proposal) finish(o outcome) {
 // run in batches of at most max, with at most inflight batches running at a
 // time — whatever arrives while that many run forms the next batch. It
 // starts a goroutine per batch, and none while there is no work.
+//
+// Linger (when lingerFrac > 0): callers in a closed loop (lock, unlock, lock
+// again) answered by one batch come back a moment after it finishes. If the
+// next batch left with only the proposals already waiting, the callers would
+// split into cohorts that alternate batches, each batch carrying a fraction of
+// them. So when a batch of several proposals finishes and fewer than
+// (its size + those waiting) are pending, the next batch waits for that many,
+// but never longer than lingerFrac of the finished batch's run time (capped
+// by maxLinger). A lone caller never waits: a batch of one sets no linger.
 type batcher struct {
-	max      int
-	inflight int                     // batches running at once (at least 1)
-	run      func(batch []*proposal) // must finish every proposal
-	wg       *sync.WaitGroup
+	max        int
+	inflight   int                     // batches running at once (at least 1)
+	run        func(batch []*proposal) // must finish every proposal
+	wg         *sync.WaitGroup
+	lingerFrac float64 // 0: no linger
 
 	mu      sync.Mutex
 	pending []*proposal
 	running int
 	closed  bool
+	want    int         // linger: pending count at which the next batch leaves
+	timer   *time.Timer // linger: ends the wait
 }
+
+// maxLinger bounds the linger of a batcher.
+const maxLinger = time.Millisecond
 
 // submit queues proposals; they are finished with ErrClosed if the batcher
 // is closed.
@@ -55,9 +71,14 @@ func (b *batcher) submit(ps ...*proposal) {
 	b.startLocked()
 }
 
-// startLocked starts batches while there is work and room for them.
+// startLocked starts batches while there is work and room for them, unless
+// a linger is waiting for more.
 func (b *batcher) startLocked() {
 	for b.running < max(b.inflight, 1) {
+		if b.want > 0 && len(b.pending) < b.want && !b.closed {
+			return
+		}
+		b.stopLingerLocked()
 		batch := b.takeLocked()
 		if len(batch) == 0 {
 			return
@@ -66,13 +87,43 @@ func (b *batcher) startLocked() {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
+			start := time.Now()
 			b.run(batch)
+			took := time.Since(start)
 			b.mu.Lock()
 			b.running--
+			b.lingerLocked(len(batch), took)
 			b.startLocked()
 			b.mu.Unlock()
 		}()
 	}
+}
+
+// lingerLocked arms the linger after a batch of size n that ran for took.
+func (b *batcher) lingerLocked(n int, took time.Duration) {
+	if b.lingerFrac <= 0 || n < 2 || b.closed || b.timer != nil {
+		return
+	}
+	want := min(n+len(b.pending), b.max)
+	if len(b.pending) >= want {
+		return
+	}
+	b.want = want
+	b.timer = time.AfterFunc(min(time.Duration(b.lingerFrac*float64(took)), maxLinger), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.want, b.timer = 0, nil
+		b.startLocked()
+	})
+}
+
+// stopLingerLocked ends a linger (the batch is leaving).
+func (b *batcher) stopLingerLocked() {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	b.want = 0
 }
 
 // takeLocked removes the next batch from pending. Proposals whose caller has
@@ -108,6 +159,7 @@ func (b *batcher) idle() bool {
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
+	b.stopLingerLocked()
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/node"
@@ -21,7 +23,12 @@ import (
 // op is one command (acquire or release of the caller's own lock, taking
 // turns). Reports p50/p99 latency.
 func BenchmarkPropose(b *testing.B) {
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
+	regs := make([]*prometheus.Registry, 3)
+	c := cluster.Start(b, cluster.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
+		Configure: func(i int, cfg *node.Config) {
+			regs[i] = prometheus.NewRegistry()
+			cfg.Registerer = regs[i]
+		}})
 	leader := c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
 	for _, where := range []string{"leader", "follower"} {
@@ -31,10 +38,40 @@ func BenchmarkPropose(b *testing.B) {
 		}
 		for _, callers := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/callers=%d", where, callers), func(b *testing.B) {
+				before := commitStats(b, regs[leader])
 				benchPropose(b, n, callers)
+				after := commitStats(b, regs[leader])
+				if batches := after.batches - before.batches; batches > 0 {
+					b.ReportMetric((after.commands-before.commands)/batches, "cmds/batch")
+					b.ReportMetric(1000*(after.seconds-before.seconds)/batches, "batch-ms")
+				}
 			})
 		}
 	}
+}
+
+// batchTotals are the leader's group-commit counters: entries, commands in
+// them, and seconds from raft.Apply to the applied result, summed.
+type batchTotals struct{ batches, commands, seconds float64 }
+
+func commitStats(b *testing.B, reg *prometheus.Registry) batchTotals {
+	mfs, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var t batchTotals
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			switch mf.GetName() {
+			case "raftlock_node_batch_commands":
+				t.batches, t.commands = float64(h.GetSampleCount()), h.GetSampleSum()
+			case "raftlock_node_apply_duration_seconds":
+				t.seconds = h.GetSampleSum()
+			}
+		}
+	}
+	return t
 }
 
 func benchPropose(b *testing.B, n *node.Node, callers int) {

@@ -82,7 +82,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// the next one (DESIGN §4a). A follower pipelines a few forwards, so that
 	// a request joins the leader's next batch instead of waiting for the
 	// previous forward's round trip.
-	n.proposer = &batcher{max: cfg.MaxBatch, inflight: 1, run: n.commit, wg: &n.wg}
+	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.wg, lingerFrac: proposerLinger}
 	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg}
 	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -127,7 +128,7 @@ func (n *Node) commit(batch []*proposal) {
 	}
 	// Before answering: a Sync that starts once a caller has its answer must
 	// cover this entry.
-	n.lastCommit.Store(f.Index())
+	storeMax(&n.lastCommit, f.Index())
 	for i, p := range batch {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
@@ -192,6 +193,28 @@ func (n *Node) forward(batch []*proposal) {
 		p.finish(outs[i])
 	}
 }
+
+// storeMax raises v to x unless it is already higher (batches in flight
+// together may finish in any order).
+func storeMax(v *atomic.Uint64, x uint64) {
+	for {
+		old := v.Load()
+		if old >= x || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
+}
+
+// proposalsInFlight is how many batch entries the leader's proposer has in
+// raft at once. One, as DESIGN.md §4a: measured with two (raft pipelines
+// AppendEntries), each round took longer (the leader loop stores the next
+// batch while it should be committing this one) and the callers split into
+// more, smaller cohorts: 16 callers went from 6.1k to 5.1k proposals/s.
+const proposalsInFlight = 1
+
+// proposerLinger is the leader proposer's linger, as a fraction of the last
+// batch's commit time (see batcher).
+const proposerLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4

@@ -14,8 +14,9 @@ import (
 // Agent is the net/rpc service of a replica process. Its exported methods are
 // the calls the parent can make.
 type Agent struct {
-	ctx   context.Context // ends when the process shuts down
-	index int
+	ctx    context.Context // ends when the process shuts down
+	index  int
+	system string // the system's registered name, set before ready closes
 
 	ready   chan struct{} // closed once the replica started or failed
 	replica lockservice.Replica
@@ -35,6 +36,7 @@ func newAgent(ctx context.Context, index int) *Agent {
 func (a *Agent) start(sys lockservice.System, cfg lockservice.ReplicaConfig, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(a.ctx, timeout)
 	defer cancel()
+	a.system = sys.Name()
 	a.replica, a.err = sys.StartReplica(ctx, cfg)
 	close(a.ready)
 }

@@ -26,6 +26,7 @@ func (a *Agent) Loop(args LoopArgs, reply *LoopReply) error {
 			return err
 		}
 	}
+	a.profileWindow(a.system, args.StartAt, args.StopAt)
 	results := make([]LoopReply, len(args.Workers))
 	var wg sync.WaitGroup
 	for k, w := range args.Workers {
