@@ -9,11 +9,21 @@ import (
 // EventFilter chooses the events a Subscription receives: those of one
 // owner id, one session or one lock, or all of them. Exactly one of Owner,
 // Session, Lock or All must be set.
+//
+// EarlyGrants (with Owner or Session only) also delivers the hand-off grants
+// that the leader announces as soon as it has applied them — before this
+// replica applies them, which on a follower can take a replication round
+// longer. An announced grant is committed, but it arrives out of apply
+// order and arrives again when this replica applies it: a subscriber that
+// sets EarlyGrants must treat an EventGranted idempotently and must not
+// expect the local reads to show it yet. Announcements are best effort; the
+// applied event always follows.
 type EventFilter struct {
-	Owner   fsm.OwnerID
-	Session fsm.SessionID
-	Lock    string
-	All     bool
+	Owner       fsm.OwnerID
+	Session     fsm.SessionID
+	Lock        string
+	All         bool
+	EarlyGrants bool
 }
 
 // Subscription receives the events the local FSM applies that match its
@@ -150,6 +160,24 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 		if e.Lock != "" {
 			send(h.byLock[e.Lock], e)
 		}
+	}
+}
+
+// dispatchEarly delivers announced grants to the Owner and Session
+// subscriptions that asked for them; never blocks.
+func (h *eventHub) dispatchEarly(grants []fsm.Event) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	send := func(list []*Subscription, e fsm.Event) {
+		for _, s := range list {
+			if s.filter.EarlyGrants && !s.deliver(e) && h.dropped != nil {
+				h.dropped()
+			}
+		}
+	}
+	for _, e := range grants {
+		send(h.byOwner[e.Owner], e)
+		send(h.bySession[e.Session], e)
 	}
 }
 

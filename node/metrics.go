@@ -19,6 +19,7 @@ type metrics struct {
 	batchSize       prometheus.Histogram
 	commits         *prometheus.CounterVec
 	forwards        *prometheus.CounterVec
+	announcements   *prometheus.CounterVec
 	keepalives      *prometheus.CounterVec
 	grants          prometheus.Counter
 	releases        *prometheus.CounterVec
@@ -43,6 +44,8 @@ func newMetrics(n *Node) *metrics {
 			Help: "Leader: batch entries proposed, by outcome."}, []string{"outcome"}),
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "forwards_total",
 			Help: "Follower: RPCs forwarded to the leader, by outcome."}, []string{"outcome"}),
+		announcements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "grant_announcements_total",
+			Help: "Leader: notices of hand-off grants sent to other replicas, by outcome."}, []string{"outcome"}),
 		keepalives: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "keepalives_total",
 			Help: "Keepalives handled, by result (ok, expired, no_quorum, error)."}, []string{"result"}),
 		grants: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "grants_total",
@@ -109,7 +112,7 @@ func b2f(b bool) float64 {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.keepalives, m.grants,
+	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.announcements, m.keepalives, m.grants,
 		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins}, m.gauges...)
 }
 

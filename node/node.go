@@ -41,15 +41,17 @@ type Node struct {
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
 	// lastCommit is the index of the last batch this node committed as
-	// leader: the read index (Noop nudges change no state and are skipped).
+	// leader: the read index.
 	lastCommit atomic.Uint64
 	// handoff: the entry just applied granted a lock from its queue (leader:
-	// followers should learn the commit at once; see nudge).
+	// followers should learn the grant at once; see announcer).
 	handoff atomic.Bool
-	ready   chan struct{}
-	closing sync.Once
-	closed  chan struct{}
-	errc    error
+	// announcer tells followers about hand-off grants at once (leader).
+	announcer *announcer
+	ready     chan struct{}
+	closing   sync.Once
+	closed    chan struct{}
+	errc      error
 }
 
 // Start opens the node's storage, starts its transport and Raft, and returns.
@@ -75,6 +77,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: logger.With("node", cfg.ID), ready: make(chan struct{}), closed: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
+	n.announcer = newAnnouncer(n)
+	n.announcer.sent = func(ok bool) {
+		if ok {
+			n.metrics.announcements.WithLabelValues("ok").Inc()
+		} else {
+			n.metrics.announcements.WithLabelValues("error").Inc()
+		}
+	}
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.lease = newLeaseManager(n)
@@ -367,6 +377,9 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	for i := range events {
 		if events[i].FromQueue {
 			n.handoff.Store(true)
+			if n.started.Load() && n.raft.State() == raft.Leader {
+				n.announcer.collect(events)
+			}
 			break
 		}
 	}

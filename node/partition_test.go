@@ -69,7 +69,7 @@ func TestMinorityPartition(t *testing.T) {
 				if r, err := c.Nodes[maj[1]].Apply(mctx, fsm.Acquire{Session: s2, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
 					t.Fatalf("majority acquire: %v %+v", err, r)
 				}
-				// Only entries committed before the cut (a Noop nudge) may
+				// Only entries committed before the cut may
 				// still be applied there: no state changes.
 				if after := m.Stats(); after.LastToken != before.LastToken || after.Sessions != before.Sessions || after.Held != before.Held {
 					t.Fatalf("the minority's state changed while cut off: %+v → %+v", before, after)

@@ -132,21 +132,8 @@ func (n *Node) commit(batch []*proposal) {
 	for i, p := range batch {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
-	if n.handoff.Swap(false) && n.proposer.idle() {
-		n.nudge()
-	}
-}
-
-// nudge carries the commit index to the followers at once. hashicorp/raft
-// tells followers about a new commit index only with the next AppendEntries:
-// the next batch, or a CommitTimeout tick. When an entry handed a lock to a
-// waiter — who may be waiting on a follower — and no batch follows, a Noop
-// entry is sent at once and carries the index. It is not waited for: nothing
-// depends on its own commit, and read indexes skip it (see lastCommit).
-func (n *Node) nudge() {
-	data, err := fsm.EncodeEntry(fsm.Entry{At: time.Now().UnixNano(), Commands: []fsm.Command{fsm.Noop{}}})
-	if err == nil {
-		n.raft.Apply(data, n.cfg.Timing.CommitTimeout)
+	if n.handoff.Swap(false) {
+		n.announcer.announce()
 	}
 }
 

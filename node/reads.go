@@ -55,6 +55,9 @@ func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 	if set != 1 {
 		return nil, fmt.Errorf("%w: event filter must set exactly one of Owner, Session, Lock, All", ErrInvalidArgument)
 	}
+	if f.EarlyGrants && f.Owner.IsZero() && f.Session == 0 {
+		return nil, fmt.Errorf("%w: EarlyGrants needs an Owner or Session filter", ErrInvalidArgument)
+	}
 	return n.events.add(f, max(buf, 1)), nil
 }
 

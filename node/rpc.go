@@ -41,6 +41,13 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		}
 		idx, err := n.readIndexLocal(ctx)
 		return encodeReadIndexReply(idx, wireSafe(err)), nil
+	case kindGrantNotice:
+		grants, err := decodeGrantNotice(req)
+		if err != nil {
+			return nil, err
+		}
+		n.events.dispatchEarly(grants)
+		return encodeGrantNoticeReply(), nil
 	}
 	return nil, fmt.Errorf("%w: unknown request kind %d", errWire, kind)
 }

@@ -17,12 +17,15 @@ import (
 //	keepalive reply:    v, kindKeepAlive, code, message
 //	read-index request: v, kindReadIndex
 //	read-index reply:   v, kindReadIndex, code, index, message
+//	grant notice:       v, kindGrantNotice, n, n × (index, at, session, lock, owner[16], token)
+//	grant notice reply: v, kindGrantNotice
 const wireVersion byte = 1
 
 const (
-	kindApply     byte = 1
-	kindKeepAlive byte = 2
-	kindReadIndex byte = 3
+	kindApply       byte = 1
+	kindKeepAlive   byte = 2
+	kindReadIndex   byte = 3
+	kindGrantNotice byte = 4
 )
 
 // code is how an error crosses the wire.
@@ -289,3 +292,65 @@ func decodeReadIndexReply(b []byte) (index uint64, verdict error, err error) {
 	}
 	return index, verdict, nil
 }
+
+func encodeGrantNotice(grants []fsm.Event) []byte {
+	b := []byte{wireVersion, kindGrantNotice}
+	b = binary.AppendUvarint(b, uint64(len(grants)))
+	for _, g := range grants {
+		b = binary.AppendUvarint(b, g.Index)
+		b = binary.AppendVarint(b, g.At)
+		b = binary.AppendUvarint(b, uint64(g.Session))
+		b = appendString(b, g.Lock)
+		b = append(b, g.Owner[:]...)
+		b = binary.AppendUvarint(b, uint64(g.Token))
+	}
+	return b
+}
+
+// decodeGrantNotice returns the announced grants as EventGranted events
+// (FromQueue), refusing a malformed or implausible one.
+func decodeGrantNotice(b []byte) ([]fsm.Event, error) {
+	r := reader{b: b}
+	r.header(kindGrantNotice)
+	n := r.uvarint()
+	if r.err == nil && n > maxPendingGrants {
+		return nil, fmt.Errorf("%w: %d grants in one notice", errWire, n)
+	}
+	var grants []fsm.Event
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		g := fsm.Event{Kind: fsm.EventGranted, FromQueue: true}
+		g.Index = r.uvarint()
+		if r.err == nil {
+			at, k := binary.Varint(r.b)
+			if k <= 0 {
+				r.fail()
+				break
+			}
+			g.At, r.b = at, r.b[k:]
+		}
+		g.Session = fsm.SessionID(r.uvarint())
+		g.Lock = r.string()
+		if r.err == nil && len(r.b) < len(g.Owner) {
+			r.fail()
+			break
+		}
+		if r.err == nil {
+			copy(g.Owner[:], r.b)
+			r.b = r.b[len(g.Owner):]
+		}
+		g.Token = fsm.Token(r.uvarint())
+		if r.err != nil {
+			break
+		}
+		if g.Index == 0 || g.Session == 0 || g.Owner.IsZero() || g.Token == 0 || fsm.ValidateLockName(g.Lock) != nil {
+			return nil, fmt.Errorf("%w: implausible grant %d in notice", errWire, i)
+		}
+		grants = append(grants, g)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return grants, nil
+}
+
+func encodeGrantNoticeReply() []byte { return []byte{wireVersion, kindGrantNotice} }

@@ -49,6 +49,27 @@ func TestWireRoundTrip(t *testing.T) {
 	if i, v, err := decodeReadIndexReply(encodeReadIndexReply(12, nil)); err != nil || v != nil || i != 12 {
 		t.Fatalf("read-index reply: %v %v %d", err, v, i)
 	}
+	grants := []fsm.Event{
+		{Kind: fsm.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: fsm.OwnerID{7}, Token: 41},
+		{Kind: fsm.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: fsm.OwnerID{8, 1}, Token: 42},
+	}
+	if back, err := decodeGrantNotice(encodeGrantNotice(grants)); err != nil || !reflect.DeepEqual(back, grants) {
+		t.Fatalf("grant notice: %v %+v", err, back)
+	}
+	for _, bad := range []fsm.Event{
+		{Index: 0, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 1},
+		{Index: 1, Session: 0, Lock: "a", Owner: fsm.OwnerID{7}, Token: 1},
+		{Index: 1, Session: 3, Lock: "", Owner: fsm.OwnerID{7}, Token: 1},
+		{Index: 1, Session: 3, Lock: "a", Token: 1},
+		{Index: 1, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 0},
+	} {
+		if _, err := decodeGrantNotice(encodeGrantNotice([]fsm.Event{bad})); err == nil {
+			t.Fatalf("implausible grant accepted: %+v", bad)
+		}
+	}
+	if _, err := decodeGrantNotice(encodeGrantNotice(grants)[:20]); err == nil {
+		t.Fatal("truncated grant notice accepted")
+	}
 }
 
 // FuzzWire: no decoder panics or accepts trailing garbage; what decodes
@@ -61,6 +82,7 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodeKeepAliveReply(ErrSessionExpired))
 	f.Add(encodeReadIndexReply(3, nil))
 	f.Add([]byte{wireVersion, 99})
+	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 41}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if cmds, err := decodeApplyRequest(b); err == nil {
 			again, err := encodeApplyRequest(cmds)
@@ -79,6 +101,12 @@ func FuzzWire(f *testing.F) {
 		if s, err := decodeKeepAliveRequest(b); err == nil {
 			if back, err := decodeKeepAliveRequest(encodeKeepAliveRequest(s)); err != nil || back != s {
 				t.Fatal("keepalive request round trip")
+			}
+		}
+		if grants, err := decodeGrantNotice(b); err == nil {
+			back, err := decodeGrantNotice(encodeGrantNotice(grants))
+			if err != nil || !reflect.DeepEqual(back, grants) {
+				t.Fatalf("grant notice round trip: %v", err)
 			}
 		}
 		decodeKeepAliveReply(b)
