@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -194,6 +195,7 @@ func (n *Node) abortStart() {
 	}
 	if n.trans != nil {
 		n.trans.Close()
+		n.waitRaftConns()
 	}
 	n.proposer.close()
 	n.forwarder.close()
@@ -335,6 +337,7 @@ func (n *Node) shutdown() error {
 	f := n.raft.Shutdown()
 	n.trans.Close()
 	err := f.Error()
+	n.waitRaftConns()
 	n.wg.Wait()
 	if cerr := n.store.close(); cerr != nil && err == nil {
 		err = cerr
@@ -346,6 +349,19 @@ func (n *Node) shutdown() error {
 	}
 	return nil
 }
+
+// waitRaftConns waits (boundedly) for raft's inbound connection goroutines,
+// which may still be writing to the stable store, before it is closed.
+func (n *Node) waitRaftConns() {
+	ctx, cancel := context.WithTimeout(context.Background(), raftConnsDrain)
+	defer cancel()
+	if err := n.trans.WaitRaftConns(ctx); err != nil {
+		n.log.Warn("raft connection handlers still running at close", "waited", raftConnsDrain)
+	}
+}
+
+// raftConnsDrain bounds the wait of waitRaftConns.
+const raftConnsDrain = 5 * time.Second
 
 func (n *Node) hasOtherVoters() bool {
 	f := n.raft.GetConfiguration()

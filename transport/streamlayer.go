@@ -30,6 +30,12 @@ type streamLayer struct {
 	acceptCh chan net.Conn
 	closed   chan struct{}
 	once     sync.Once
+	// open counts the accepted connections their user has not closed yet;
+	// idle is closed (and cleared) when it drops to zero. See
+	// Transport.WaitRaftConns.
+	mu   sync.Mutex
+	open int
+	idle chan struct{}
 }
 
 func newStreamLayer(t *Transport) *streamLayer {
@@ -95,22 +101,66 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 func (s *streamLayer) deliver(raw, conn net.Conn) {
 	timer := time.NewTimer(s.t.cfg.HandshakeTimeout)
 	defer timer.Stop()
+	s.accepted(1)
 	select {
-	case s.acceptCh <- &raftConn{Conn: conn, raw: raw, t: s.t}:
+	case s.acceptCh <- &raftConn{Conn: conn, raw: raw, t: s.t, accepted: true}:
 		s.t.metrics.accepted.WithLabelValues("raft").Inc()
+		return
 	case <-s.closed:
 		s.t.reject(raw, rejectClosing, ErrClosed)
 	case <-timer.C:
 		s.t.reject(raw, rejectNotAccepted, fmt.Errorf("no raft transport accepted the connection within %v", s.t.cfg.HandshakeTimeout))
+	}
+	s.accepted(-1)
+}
+
+// accepted adds d to the count of open accepted connections.
+func (s *streamLayer) accepted(d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open += d
+	if s.open == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// WaitRaftConns waits until every Raft connection that Accept returned has
+// been closed by its user, or ctx ends (then it returns ctx.Err()).
+//
+// raft.NetworkTransport serves each accepted connection on a goroutine that
+// may still be running a request — a heartbeat writes the term to raft's
+// stable store — after Raft shut down and the connection broke; it closes
+// the connection when it returns. Call WaitRaftConns after Close and
+// before closing the stores Raft writes to.
+func (t *Transport) WaitRaftConns(ctx context.Context) error {
+	s := t.stream
+	for {
+		s.mu.Lock()
+		if s.open == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle := s.idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
 // raftConn is a Raft connection; closing it also forgets it.
 type raftConn struct {
 	net.Conn
-	raw  net.Conn
-	t    *Transport
-	once sync.Once
+	raw      net.Conn
+	t        *Transport
+	accepted bool // inbound: counted in streamLayer.open until closed
+	once     sync.Once
 }
 
 // Read reads from the connection. Once the stream layer or the Transport
@@ -130,6 +180,9 @@ func (c *raftConn) Close() error {
 	c.once.Do(func() {
 		c.raw.Close()
 		c.t.untrack(c.raw)
+		if c.accepted {
+			c.t.stream.accepted(-1)
+		}
 	})
 	return err
 }

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -60,6 +61,22 @@ func TestStreamLayerAcceptDialClose(t *testing.T) {
 		t.Fatalf("second Close = %v", err)
 	}
 	out.Close()
+
+	// WaitRaftConns waits for the user (raft's handler goroutine) to close
+	// the accepted connection, even after Close broke it.
+	b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := b.WaitRaftConns(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitRaftConns with the accepted connection open = %v", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- b.WaitRaftConns(context.Background()) }()
+	in.Close()
+	in.Close() // counted once
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitRaftConns after the connection closed = %v", err)
+	}
 }
 
 func TestStreamLayerUnacceptedConnDropped(t *testing.T) {

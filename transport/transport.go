@@ -107,7 +107,8 @@ func (t *Transport) Addr() string { return t.advertise }
 // and pooled connection — so no Raft or RPC read stays blocked — fails
 // in-flight calls with ErrClosed or ErrConnectionLost, cancels running
 // handlers' contexts, and waits for every goroutine the Transport started
-// (including running handlers). Idempotent; always returns nil.
+// (including running handlers); see WaitRaftConns for raft's own connection
+// goroutines. Idempotent; always returns nil.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {
