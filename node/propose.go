@@ -200,8 +200,16 @@ func storeMax(v *atomic.Uint64, x uint64) {
 const proposalsInFlight = 1
 
 // proposerLinger is the leader proposer's linger, as a fraction of the last
-// batch's commit time (see batcher).
+// batch's commit time (see batcher). Measured on 16 callers in the leader's
+// process: 6.1k → 12.2k proposals/s; a lone caller never waits.
 const proposerLinger = 0.25
+
+// forwarderLinger is a follower forwarder's linger, as a fraction of the
+// last forward's round trip. Without it, callers answered by one forward
+// come back one by one and each takes a free forward slot alone, arriving
+// at the leader spread out: 16 workers on a follower went from 1.9k to
+// 3.8k-4.4k Lock+Unlock/s in-process with it, 64 from 5.9k to 10.8k.
+const forwarderLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4
