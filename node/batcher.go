@@ -109,12 +109,17 @@ func (b *batcher) lingerLocked(n int, took time.Duration) {
 		return
 	}
 	b.want = want
-	b.timer = time.AfterFunc(min(time.Duration(b.lingerFrac*float64(took)), maxLinger), func() {
+	var t *time.Timer
+	t = time.AfterFunc(min(time.Duration(b.lingerFrac*float64(took)), maxLinger), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		if b.timer != t {
+			return // this linger already ended (its batch left); a later one may be running
+		}
 		b.want, b.timer = 0, nil
 		b.startLocked()
 	})
+	b.timer = t
 }
 
 // stopLingerLocked ends a linger (the batch is leaving).
