@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/raftlock/raftlock/fsm"
 )
 
@@ -35,8 +33,6 @@ type announcer struct {
 	busy    map[string]bool        // peer address → an announcement is in flight
 	peers   []string               // the other replicas' addresses (cached)
 	peersAt time.Time              // when peers was read
-	sent    func(ok bool)          // metric hook
-	getConf func() []raft.Server   // the configuration
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
@@ -49,15 +45,7 @@ const peersTTL = time.Second
 const announceTimeout = time.Second
 
 func newAnnouncer(n *Node) *announcer {
-	a := &announcer{n: n, queues: map[string][]fsm.Event{}, busy: map[string]bool{}}
-	a.getConf = func() []raft.Server {
-		f := n.raft.GetConfiguration()
-		if f.Error() != nil {
-			return nil
-		}
-		return f.Configuration().Servers
-	}
-	return a
+	return &announcer{n: n, queues: map[string][]fsm.Event{}, busy: map[string]bool{}}
 }
 
 // collect keeps the hand-off grants of an applied entry (FSM goroutine; on
@@ -72,32 +60,25 @@ func (a *announcer) collect(events []fsm.Event) {
 	}
 }
 
-// announce queues the collected grants for every other replica and starts
-// a sender for each peer that has none running. It does not wait.
+// announce queues the grants collected so far for every other replica and
+// starts a sender for each peer that has none running. It does not wait.
 func (a *announcer) announce() {
 	a.mu.Lock()
-	if len(a.grants) == 0 {
-		a.mu.Unlock()
+	grants, refresh := a.grants, time.Since(a.peersAt) > peersTTL
+	a.grants = nil
+	a.mu.Unlock()
+	if len(grants) == 0 {
 		return
 	}
-	stale := time.Since(a.peersAt) > peersTTL
-	a.mu.Unlock()
-	if stale {
-		servers := a.getConf() // outside the lock: it waits for raft
-		var peers []string
-		for _, s := range servers {
-			if string(s.ID) != a.n.cfg.ID {
-				peers = append(peers, string(s.Address))
-			}
-		}
-		a.mu.Lock()
-		a.peers, a.peersAt = peers, time.Now()
-		a.mu.Unlock()
+	var peers []string
+	if refresh {
+		peers = a.n.otherServers() // outside the lock: it waits for raft
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	grants := a.grants
-	a.grants = nil
+	if refresh {
+		a.peers, a.peersAt = peers, time.Now()
+	}
 	for _, p := range a.peers {
 		q := a.queues[p]
 		if room := maxPendingGrants - len(q); room < len(grants) {
@@ -128,9 +109,7 @@ func (a *announcer) send(addr string) {
 		ctx, cancel := context.WithTimeout(a.n.ctx, announceTimeout)
 		_, err := a.n.trans.Call(ctx, addr, encodeGrantNotice(q))
 		cancel()
-		if a.sent != nil {
-			a.sent(err == nil)
-		}
+		a.n.metrics.announcements.WithLabelValues(outcomeLabel(err)).Inc()
 		if err != nil {
 			// Unreachable or slow: what queued meanwhile would be late too.
 			a.mu.Lock()

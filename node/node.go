@@ -44,9 +44,6 @@ type Node struct {
 	// lastCommit is the index of the last batch this node committed as
 	// leader: the read index.
 	lastCommit atomic.Uint64
-	// handoff: the entry just applied granted a lock from its queue (leader:
-	// followers should learn the grant at once; see announcer).
-	handoff atomic.Bool
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	ready     chan struct{}
@@ -79,13 +76,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
 	n.announcer = newAnnouncer(n)
-	n.announcer.sent = func(ok bool) {
-		if ok {
-			n.metrics.announcements.WithLabelValues("ok").Inc()
-		} else {
-			n.metrics.announcements.WithLabelValues("error").Inc()
-		}
-	}
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.lease = newLeaseManager(n)
@@ -364,6 +354,22 @@ func (n *Node) waitRaftConns() {
 // raftConnsDrain bounds the wait of waitRaftConns.
 const raftConnsDrain = 5 * time.Second
 
+// otherServers returns the Raft addresses of the other servers in the
+// configuration (none if it cannot be read).
+func (n *Node) otherServers() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var addrs []string
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) != n.cfg.ID {
+			addrs = append(addrs, string(s.Address))
+		}
+	}
+	return addrs
+}
+
 func (n *Node) hasOtherVoters() bool {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -393,7 +399,6 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n := (*Node)(o)
 	for i := range events {
 		if events[i].FromQueue {
-			n.handoff.Store(true)
 			if n.started.Load() && n.raft.State() == raft.Leader {
 				n.announcer.collect(events)
 			}

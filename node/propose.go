@@ -132,9 +132,7 @@ func (n *Node) commit(batch []*proposal) {
 	for i, p := range batch {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
-	if n.handoff.Swap(false) {
-		n.announcer.announce()
-	}
+	n.announcer.announce() // the hand-offs this entry made, if any
 }
 
 // forward is a follower's batch: one RPC to the leader carrying every
