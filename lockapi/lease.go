@@ -122,7 +122,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	delete(l.s.leases, l.owner)
 	l.s.mu.Unlock()
 
-	r, _, err := l.s.n.Propose(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
+	r, _, err := l.s.propose(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
 	if err != nil {
 		return fmt.Errorf("lockapi: unlock %q: %w", l.name, err)
 	}

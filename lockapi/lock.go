@@ -113,7 +113,7 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 	}
 	// Propose, not Apply: the result is all Lock needs; waiting until this
 	// replica has applied it too would cost a round of replication.
-	r, index, err := s.n.Propose(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
+	r, index, err := s.propose(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
 	if err != nil {
 		s.abandon(p) // the outcome is unknown: release it if it lands
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)

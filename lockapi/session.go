@@ -270,7 +270,7 @@ func (s *Session) lose(cause error) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
 		defer cancel()
-		if _, err := s.n.Apply(ctx, fsm.CloseSession{Session: s.id}); err != nil && !errors.Is(err, node.ErrClosed) {
+		if _, err := s.apply(ctx, fsm.CloseSession{Session: s.id}); err != nil && !errors.Is(err, node.ErrClosed) {
 			s.log.Debug("closing a lost session failed; the leader will expire it", "err", err)
 		}
 	}()
@@ -286,7 +286,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		wasOpen := s.end(StateClosed, ErrSessionClosed)
 		if wasOpen {
-			r, err := s.n.Apply(ctx, fsm.CloseSession{Session: s.id})
+			r, err := s.apply(ctx, fsm.CloseSession{Session: s.id})
 			switch {
 			case err != nil:
 				s.closeErr = fmt.Errorf("lockapi: close session: %w", err)

@@ -141,7 +141,7 @@ func (s *Session) releaseAbandoned(name string, owner fsm.OwnerID) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ttl)
 		defer cancel()
-		if _, _, err := s.n.Propose(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
+		if _, _, err := s.propose(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
 			s.log.Debug("releasing an abandoned acquisition failed; closing the session will", "lock", name, "err", err)
 			return
 		}
