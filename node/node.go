@@ -300,6 +300,15 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.errc
 }
 
+// Leave decommissions the node: it leaves the cluster for good (the leader
+// removes it from the Raft configuration, guarded so that the remaining
+// voters keep a quorum), then stops like Close. A node that left must not be
+// restarted on the same data dir. (Until restart and decommission are told
+// apart, Close does the same.)
+func (n *Node) Leave(ctx context.Context) error {
+	return n.Close(ctx)
+}
+
 // Kill stops the node abruptly, as a crash would look to the rest of the
 // cluster: no leadership hand-off, no gossip leave (members see it fail).
 // Storage is closed cleanly, so the node can be restarted from its data dir.
