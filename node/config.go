@@ -156,6 +156,18 @@ type Config struct {
 	// Listener and Dialer replace TCP (tests use an in-memory network).
 	Listener net.Listener
 	Dialer   func(ctx context.Context, addr string) (net.Conn, error)
+
+	// Fault injection, for tests and chaos runs; nil in production.
+	//
+	// WallClock replaces time.Now for the one thing that reads the wall
+	// clock: the leader's timestamp in each log entry (informational: when a
+	// lock was granted, a session opened). Nothing that safety depends on
+	// reads it.
+	WallClock func() time.Time
+	// DiskFault, when set, is consulted before every log-store operation and
+	// stable-store write; a non-nil error fails that operation as a failing
+	// disk would (ENOSPC, EIO).
+	DiskFault func(op DiskOp) error
 }
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock

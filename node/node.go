@@ -100,6 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.store, err = openStorage(&cfg, hlog); err != nil {
 		return nil, err
 	}
+	n.store.withFaults(cfg.DiskFault)
 	n.trans, err = transport.New(transport.Config{
 		BindAddr:      cfg.BindAddr,
 		AdvertiseAddr: cfg.AdvertiseAddr,

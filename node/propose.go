@@ -108,7 +108,7 @@ func (n *Node) commit(batch []*proposal) {
 			p.finish(outcome{err: err})
 		}
 	}
-	data, err := fsm.EncodeEntry(fsm.Entry{At: time.Now().UnixNano(), Commands: cmds})
+	data, err := fsm.EncodeEntry(fsm.Entry{At: n.wallNow().UnixNano(), Commands: cmds})
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
@@ -177,6 +177,14 @@ func (n *Node) forward(batch []*proposal) {
 	for i, p := range batch {
 		p.finish(outs[i])
 	}
+}
+
+// wallNow is the leader's wall clock for entry stamps (Config.WallClock).
+func (n *Node) wallNow() time.Time {
+	if n.cfg.WallClock != nil {
+		return n.cfg.WallClock()
+	}
+	return time.Now()
 }
 
 // storeMax raises v to x unless it is already higher (batches in flight
