@@ -144,7 +144,7 @@ func (m *leaseManager) tick(ctx context.Context) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	now := time.Now()
-	clock := max(now.UnixNano(), m.n.fsm.Stats().Clock) // the FSM's time never goes back
+	clock := max(m.n.wallNow().UnixNano(), m.n.fsm.Stats().Clock) // the FSM's time never goes back
 	if wait := time.Duration(end - clock); wait > 0 {
 		return now.Add(wait), true
 	}
