@@ -61,7 +61,9 @@ type Member struct {
 const metaVersion = 1
 
 // memberMeta is what a node publishes about itself in gossip (JSON, at most
-// memberlist.MetaMaxSize bytes).
+// memberlist.MetaMaxSize bytes). Fields after Leaving were added with
+// identities; a node of the previous release publishes none of them (and
+// ignores them), so both can be members during a rolling upgrade.
 type memberMeta struct {
 	V       int    `json:"v"`    // metadata version
 	Wire    int    `json:"wire"` // forwarding protocol version (wire.go)
@@ -69,8 +71,10 @@ type memberMeta struct {
 	Addr    string `json:"addr"`              // Raft/RPC address
 	Expect  int    `json:"expect,omitempty"`  // BootstrapExpect
 	State   bool   `json:"state,omitempty"`   // has Raft state: part of a cluster
-	Leaving bool   `json:"leaving,omitempty"` // closing gracefully: remove me
-	Promise string `json:"promise,omitempty"` // bootstrap: hash of the configuration this node agreed to
+	Leaving bool   `json:"leaving,omitempty"` // decommissioning (Leave): remove me
+	Inc     string `json:"inc,omitempty"`     // incarnation of its data dir
+	RaftID  string `json:"rid,omitempty"`     // its Raft server id
+	Cluster string `json:"cid,omitempty"`     // its cluster id ("" before it has one)
 }
 
 // decodeMeta parses and checks a member's metadata; on failure it also
@@ -87,11 +91,44 @@ func decodeMeta(name string, b []byte) (memberMeta, string, error) {
 		return md, "metadata", fmt.Errorf("metadata id %q differs from member name %q", md.ID, name)
 	case md.Expect < 0:
 		return md, "metadata", fmt.Errorf("negative BootstrapExpect %d", md.Expect)
+	case md.Inc != "" && !isHexID(md.Inc):
+		return md, "metadata", fmt.Errorf("bad incarnation %q", md.Inc)
+	case md.Cluster != "" && !isHexID(md.Cluster):
+		return md, "metadata", fmt.Errorf("bad cluster id %q", md.Cluster)
+	}
+	if md.RaftID != "" {
+		id, inc := splitRaftID(md.RaftID)
+		if id != md.ID || (inc != "" && inc != md.Inc) || (inc == "" && md.RaftID != md.ID) {
+			return md, "metadata", fmt.Errorf("raft id %q does not name node %q with incarnation %q", md.RaftID, md.ID, md.Inc)
+		}
 	}
 	if host, _, err := net.SplitHostPort(md.Addr); err != nil || host == "" {
 		return md, "metadata", fmt.Errorf("bad Raft address %q", md.Addr)
 	}
 	return md, "", nil
+}
+
+// raftID returns the member's Raft id: as published, or (a node of the
+// previous release) its node id.
+func (md memberMeta) raftID() string {
+	if md.RaftID != "" {
+		return md.RaftID
+	}
+	return md.ID
+}
+
+// isHexID reports whether s is 16 lowercase hex digits (incarnations and
+// cluster ids).
+func isHexID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // memberInfo is what this node knows of one member (gossip events).
@@ -111,7 +148,7 @@ type memberInfo struct {
 // memberlist calls the delegate methods below with its own lock held: they
 // only touch m.mu and never call memberlist; nothing calls memberlist while
 // holding m.mu.
-type membership struct {
+type gossip struct {
 	n      *Node
 	log    *slog.Logger
 	timing GossipTiming
@@ -137,7 +174,6 @@ type membership struct {
 	joined    bool
 	down      bool // memberlist shut down
 	reported  map[string]bool
-	boot      bootstrapState // run loop only
 }
 
 // startMembership creates the gossip layer, makes the first join attempt
@@ -146,15 +182,17 @@ type membership struct {
 // is running.
 func (n *Node) startMembership(ctx context.Context) error {
 	cfg := &n.cfg
-	m := &membership{
+	m := &gossip{
 		n: n, log: n.log.With("component", "membership"), timing: cfg.gossipTiming(),
 		poke: make(chan struct{}, 1), leadPoke: make(chan struct{}, 1), pubPoke: make(chan struct{}, 1), firstJoin: make(chan struct{}),
 		members: make(map[string]*memberInfo), reported: make(map[string]bool),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.meta = memberMeta{V: metaVersion, Wire: int(wireVersion), ID: cfg.ID, Addr: n.trans.Addr(), Expect: cfg.BootstrapExpect, State: n.hasRaftState()}
+	id := n.ident()
+	m.meta = memberMeta{V: metaVersion, Wire: int(wireVersion), ID: cfg.ID, Addr: n.trans.Addr(), Expect: cfg.BootstrapExpect, State: n.hasRaftState(),
+		Inc: id.Incarnation, RaftID: id.RaftID, Cluster: id.ClusterID}
 	worst := m.meta
-	worst.Leaving, worst.State, worst.Promise = true, true, strings.Repeat("f", promiseHexLen)
+	worst.Leaving, worst.State, worst.Cluster = true, true, strings.Repeat("f", 16)
 	if b, _ := json.Marshal(worst); len(b) > memberlist.MetaMaxSize {
 		m.cancel()
 		return fmt.Errorf("%w: gossip metadata of %d bytes exceeds %d (shorten ID or address)", ErrInvalidConfig, len(b), memberlist.MetaMaxSize)
@@ -235,13 +273,13 @@ func (n *Node) hasRaftState() bool {
 	return n.raft.LastIndex() > 0 || n.raft.CurrentTerm() > 0
 }
 
-func (m *membership) fatalErr() error {
+func (m *gossip) fatalErr() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.fatal
 }
 
-func (m *membership) wake() {
+func (m *gossip) wake() {
 	for _, c := range []chan struct{}{m.poke, m.leadPoke} {
 		select {
 		case c <- struct{}{}:
@@ -254,7 +292,7 @@ func (m *membership) wake() {
 // whenever the node finds itself alone; and each round it tries to
 // reconnect to one failed member (after a partition heals, memberlist alone
 // would leave the two sides apart for good).
-func (m *membership) joinLoop() {
+func (m *gossip) joinLoop() {
 	defer m.wg.Done()
 	first := true
 	for {
@@ -280,7 +318,7 @@ func (m *membership) joinLoop() {
 }
 
 // reconnect tries to join one failed member (not one that left).
-func (m *membership) reconnect() {
+func (m *gossip) reconnect() {
 	var addrs []string
 	m.mu.Lock()
 	for id, mi := range m.members {
@@ -300,7 +338,7 @@ func (m *membership) reconnect() {
 	}
 }
 
-func (m *membership) join() {
+func (m *gossip) join() {
 	contacted, err := m.ml.Join(m.seeds)
 	if contacted > 0 {
 		m.mu.Lock()
@@ -329,7 +367,7 @@ func (m *membership) join() {
 }
 
 // alone reports whether no other member is alive.
-func (m *membership) alone() bool {
+func (m *gossip) alone() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, mi := range m.members {
@@ -340,7 +378,7 @@ func (m *membership) alone() bool {
 	return true
 }
 
-func (m *membership) isDown() bool {
+func (m *gossip) isDown() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.down
@@ -348,7 +386,7 @@ func (m *membership) isDown() bool {
 
 // run keeps the published metadata current, drives the bootstrap agreement,
 // forgets long-gone members, and stops gossip on a fatal id conflict.
-func (m *membership) run() {
+func (m *gossip) run() {
 	defer m.wg.Done()
 	tick := time.NewTicker(m.timing.ProbeInterval)
 	defer tick.Stop()
@@ -358,7 +396,6 @@ func (m *membership) run() {
 			m.shutdownGossip()
 			return
 		}
-		m.bootstrapStep()
 		m.publish()
 		m.prune()
 		select {
@@ -371,11 +408,11 @@ func (m *membership) run() {
 }
 
 // publish has the metadata re-advertised if it changed.
-func (m *membership) publish() {
-	state := m.n.hasRaftState()
+func (m *gossip) publish() {
+	state, cid := m.n.hasRaftState(), m.n.ident().ClusterID
 	m.mu.Lock()
-	if m.meta.State != state {
-		m.meta.State, m.metaDirty = state, true
+	if m.meta.State != state || m.meta.Cluster != cid {
+		m.meta.State, m.meta.Cluster, m.metaDirty = state, cid, true
 	}
 	dirty := m.metaDirty
 	m.metaDirty = false
@@ -390,7 +427,7 @@ func (m *membership) publish() {
 
 // publishLoop re-advertises the metadata (memberlist reads the latest from
 // NodeMeta), so that the run loop never waits for gossip.
-func (m *membership) publishLoop() {
+func (m *gossip) publishLoop() {
 	defer m.wg.Done()
 	for {
 		select {
@@ -409,13 +446,13 @@ func (m *membership) publishLoop() {
 	}
 }
 
-func (m *membership) updateTimeout() time.Duration {
+func (m *gossip) updateTimeout() time.Duration {
 	return 5*m.timing.GossipInterval + m.timing.ProbeInterval
 }
 
 // prune forgets members that failed or left long ago and are not in the
 // Raft configuration.
-func (m *membership) prune() {
+func (m *gossip) prune() {
 	f := m.n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -436,7 +473,7 @@ func (m *membership) prune() {
 }
 
 // shutdownGossip stops memberlist without a leave message. Idempotent.
-func (m *membership) shutdownGossip() {
+func (m *gossip) shutdownGossip() {
 	m.life.Lock()
 	defer m.life.Unlock()
 	m.mu.Lock()
@@ -448,7 +485,7 @@ func (m *membership) shutdownGossip() {
 }
 
 // stop ends gossip at once (a crash, or after leave) and waits for the loops.
-func (m *membership) stop() {
+func (m *gossip) stop() {
 	m.cancel()
 	m.shutdownGossip()
 	m.wg.Wait()
@@ -458,7 +495,7 @@ func (m *membership) stop() {
 // has removed this voter from the Raft configuration — so that a shrinking
 // cluster keeps its quorum — then broadcast the memberlist leave. The node's
 // Raft is still running; a leader has already handed leadership over.
-func (m *membership) leave() {
+func (m *gossip) leave() {
 	m.cancel() // the loops stop; stop() waits for them
 	if m.isDown() {
 		return
@@ -481,14 +518,14 @@ func (m *membership) leave() {
 	m.log.Info("left the gossip cluster")
 }
 
-func (m *membership) leaveTimeout() time.Duration {
+func (m *gossip) leaveTimeout() time.Duration {
 	return 20*m.n.cfg.Timing.HeartbeatTimeout + 10*m.timing.GossipInterval
 }
 
 // awaitRemoval waits until this node is no longer in its latest Raft
 // configuration, if it is a voter with other voters. Followers learn of
 // configuration changes only by polling.
-func (m *membership) awaitRemoval() {
+func (m *gossip) awaitRemoval() {
 	deadline := time.Now().Add(m.leaveTimeout())
 	poll := m.n.cfg.Timing.HeartbeatTimeout / 4
 	for {
@@ -527,7 +564,7 @@ func (m *membership) awaitRemoval() {
 }
 
 // conflict logs a refused member once per key and counts it.
-func (m *membership) conflict(reason, key, msg string, args ...any) {
+func (m *gossip) conflict(reason, key, msg string, args ...any) {
 	m.mu.Lock()
 	k := reason + "|" + key
 	seen := m.reported[k]
@@ -543,7 +580,7 @@ func (m *membership) conflict(reason, key, msg string, args ...any) {
 // --- memberlist delegates (called with memberlist's lock held) ---
 
 // NodeMeta implements memberlist.Delegate.
-func (m *membership) NodeMeta(limit int) []byte {
+func (m *gossip) NodeMeta(limit int) []byte {
 	m.mu.Lock()
 	b, err := json.Marshal(m.meta)
 	m.mu.Unlock()
@@ -554,20 +591,20 @@ func (m *membership) NodeMeta(limit int) []byte {
 }
 
 // NotifyMsg implements memberlist.Delegate (no user messages).
-func (m *membership) NotifyMsg([]byte) {}
+func (m *gossip) NotifyMsg([]byte) {}
 
 // GetBroadcasts implements memberlist.Delegate (no user broadcasts).
-func (m *membership) GetBroadcasts(int, int) [][]byte { return nil }
+func (m *gossip) GetBroadcasts(int, int) [][]byte { return nil }
 
 // LocalState implements memberlist.Delegate (no user state).
-func (m *membership) LocalState(bool) []byte { return nil }
+func (m *gossip) LocalState(bool) []byte { return nil }
 
 // MergeRemoteState implements memberlist.Delegate (no user state).
-func (m *membership) MergeRemoteState([]byte, bool) {}
+func (m *gossip) MergeRemoteState([]byte, bool) {}
 
 // NotifyAlive implements memberlist.AliveDelegate: members with bad or
 // incompatible metadata are refused.
-func (m *membership) NotifyAlive(peer *memberlist.Node) error {
+func (m *gossip) NotifyAlive(peer *memberlist.Node) error {
 	if _, reason, err := decodeMeta(peer.Name, peer.Meta); err != nil {
 		m.conflict(reason, peer.Name+"@"+peer.Address(), "refused gossip member", "member", peer.Name, "gossip_addr", peer.Address(), "err", err)
 		return err
@@ -577,7 +614,7 @@ func (m *membership) NotifyAlive(peer *memberlist.Node) error {
 
 // NotifyConflict implements memberlist.ConflictDelegate: two live nodes
 // claim one name (id). memberlist keeps the one it knew first.
-func (m *membership) NotifyConflict(existing, other *memberlist.Node) {
+func (m *gossip) NotifyConflict(existing, other *memberlist.Node) {
 	if existing.Name != m.n.cfg.ID {
 		m.conflict("duplicate_id", existing.Name+"@"+other.Address(), "refused gossip member: its id is in use by another member",
 			"member", other.Name, "gossip_addr", other.Address(), "in_use_by", existing.Address())
@@ -595,16 +632,16 @@ func (m *membership) NotifyConflict(existing, other *memberlist.Node) {
 }
 
 // NotifyJoin implements memberlist.EventDelegate.
-func (m *membership) NotifyJoin(node *memberlist.Node) { m.observe(node, MemberAlive) }
+func (m *gossip) NotifyJoin(node *memberlist.Node) { m.observe(node, MemberAlive) }
 
 // NotifyUpdate implements memberlist.EventDelegate.
-func (m *membership) NotifyUpdate(node *memberlist.Node) { m.observe(node, MemberAlive) }
+func (m *gossip) NotifyUpdate(node *memberlist.Node) { m.observe(node, MemberAlive) }
 
 // NotifyLeave implements memberlist.EventDelegate: the member failed, or
 // left if it had announced that it was leaving.
-func (m *membership) NotifyLeave(node *memberlist.Node) { m.observe(node, MemberDead) }
+func (m *gossip) NotifyLeave(node *memberlist.Node) { m.observe(node, MemberDead) }
 
-func (m *membership) observe(node *memberlist.Node, state MemberState) {
+func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 	md, _, err := decodeMeta(node.Name, node.Meta)
 	now := time.Now()
 	m.mu.Lock()
@@ -635,11 +672,11 @@ func (m *membership) observe(node *memberlist.Node, state MemberState) {
 }
 
 // AckPayload implements memberlist.PingDelegate.
-func (m *membership) AckPayload() []byte { return nil }
+func (m *gossip) AckPayload() []byte { return nil }
 
 // NotifyPingComplete implements memberlist.PingDelegate: a direct probe was
 // answered.
-func (m *membership) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+func (m *gossip) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
 	m.mu.Lock()
 	if mi := m.members[other.Name]; mi != nil && mi.state == MemberAlive {
 		mi.heard = time.Now()
@@ -661,13 +698,13 @@ type memberView struct {
 // suspectAfter: an alive member not heard from directly for this long is
 // reported suspect. memberlist probes members round-robin, one per
 // ProbeInterval, reshuffling after each round.
-func (m *membership) suspectAfter(alive int) time.Duration {
+func (m *gossip) suspectAfter(alive int) time.Duration {
 	return time.Duration(3*max(alive, 1)+2) * m.timing.ProbeInterval
 }
 
 // view returns every known member (this node's own entry uses its current
 // metadata).
-func (m *membership) view(now time.Time) map[string]memberView {
+func (m *gossip) view(now time.Time) map[string]memberView {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	alive := 0
@@ -693,7 +730,7 @@ func (m *membership) view(now time.Time) map[string]memberView {
 }
 
 // status fills the membership part of a Status.
-func (m *membership) status(st *Status) {
+func (m *gossip) status(st *Status) {
 	view := m.view(time.Now())
 	byID := map[string]int{}
 	for _, s := range st.Servers {
@@ -722,7 +759,7 @@ func (m *membership) status(st *Status) {
 }
 
 // countMembers counts members by state (the members gauge).
-func (m *membership) countMembers(state MemberState) float64 {
+func (m *gossip) countMembers(state MemberState) float64 {
 	c := 0
 	for _, v := range m.view(time.Now()) {
 		if v.State == state {

@@ -239,7 +239,7 @@ func planMembership(in planInput) plan {
 
 // lead reconciles while this node leads (until ctx ends): on every gossip
 // event, at the next reap deadline, and at least every two probe intervals.
-func (m *membership) lead(ctx context.Context) {
+func (m *gossip) lead(ctx context.Context) {
 	missing := map[string]time.Time{}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -256,7 +256,7 @@ func (m *membership) lead(ctx context.Context) {
 
 // reconcile makes the changes that are due, one at a time, and returns when
 // to look again.
-func (m *membership) reconcile(ctx context.Context, missing map[string]time.Time) time.Time {
+func (m *gossip) reconcile(ctx context.Context, missing map[string]time.Time) time.Time {
 	interval := 2 * m.timing.ProbeInterval
 	for range 16 {
 		now := time.Now()
@@ -303,7 +303,7 @@ func (m *membership) reconcile(ctx context.Context, missing map[string]time.Time
 	return time.Now()
 }
 
-func (m *membership) report(nt planNote) {
+func (m *gossip) report(nt planNote) {
 	if nt.Reason != "reap_refused" {
 		m.conflict(nt.Reason, nt.Key, nt.Msg, nt.Args...)
 		return
@@ -321,7 +321,7 @@ func (m *membership) report(nt planNote) {
 
 // apply makes one configuration change and waits until it is committed (or
 // fails: leadership lost, shutdown).
-func (m *membership) apply(a planAction) error {
+func (m *gossip) apply(a planAction) error {
 	id, addr, to := raft.ServerID(a.ID), raft.ServerAddress(a.Addr), m.n.cfg.ForwardTimeout
 	var f raft.IndexFuture
 	switch a.Kind {

@@ -34,7 +34,13 @@ type Node struct {
 	verifier  *verifier
 	proposer  *batcher    // leader: group commit into raft
 	forwarder *batcher    // follower: group forwarding to the leader
-	members   *membership // gossip layer; nil without Config.GossipAddr
+	members   *gossip // gossip layer; nil without Config.GossipAddr
+
+	id        *identity  // node id, incarnation, Raft id, cluster id
+	guard     *voteGuard // between the Raft transport and Raft
+	formation *formation // founding a cluster; nil if this node does not found one
+	joins     joinTable  // static mode, on the leader: nodes asking to be added
+	refusals  refusals   // why this node was refused, or refused others
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
@@ -101,6 +107,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.store.withFaults(cfg.DiskFault)
+	hasState, err := raft.HasExistingState(n.store.logs, n.store.stable, n.store.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("node: read raft state: %w", err)
+	}
+	if n.id, err = loadIdentity(n.store.stable, cfg.ID, hasState); err != nil {
+		return nil, err
+	}
 	n.trans, err = transport.New(transport.Config{
 		BindAddr:      cfg.BindAddr,
 		AdvertiseAddr: cfg.AdvertiseAddr,
@@ -114,20 +127,27 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: transport: %w", err)
 	}
 	rc := n.raftConfig(hlog)
-	if cfg.Bootstrap {
-		if err := n.bootstrap(rc); err != nil {
+	if cfg.Recover {
+		if err := n.recover(rc, hasState); err != nil {
 			return nil, err
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
+	n.guard = newVoteGuard(n.trans.RaftTransport(), rc.LocalID, n.latestConfig, n.metrics.votesRefused.Inc)
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true)
+	if !hasState && (cfg.Bootstrap || cfg.BootstrapExpect > 0) {
+		if n.formation, err = newFormation(n); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.gossipOn() {
 		if err := n.startMembership(ctx); err != nil {
 			return nil, err
 		}
 	}
+	n.startFormation(hasState)
 	if err := n.metrics.register(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -141,7 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 func (n *Node) raftConfig(hlog *hclogslog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(n.cfg.ID)
+	rc.LocalID = raft.ServerID(n.id.raftID)
 	rc.HeartbeatTimeout = n.cfg.Timing.HeartbeatTimeout
 	rc.ElectionTimeout = n.cfg.Timing.ElectionTimeout
 	rc.LeaderLeaseTimeout = n.cfg.Timing.LeaderLeaseTimeout
@@ -157,26 +177,6 @@ func (n *Node) raftConfig(hlog *hclogslog.Logger) *raft.Config {
 	return rc
 }
 
-func (n *Node) bootstrap(rc *raft.Config) error {
-	has, err := raft.HasExistingState(n.store.logs, n.store.stable, n.store.snaps)
-	if err != nil {
-		return fmt.Errorf("node: read raft state: %w", err)
-	}
-	if has {
-		n.log.Info("existing raft state found; not bootstrapping")
-		return nil
-	}
-	var conf raft.Configuration
-	for _, p := range n.cfg.Peers {
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
-	}
-	if err := raft.BootstrapCluster(rc, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport(), conf); err != nil {
-		return fmt.Errorf("node: bootstrap: %w", err)
-	}
-	n.log.Info("bootstrapped a new cluster", "peers", len(n.cfg.Peers))
-	return nil
-}
-
 // abortStart releases what a failed Start opened.
 func (n *Node) abortStart() {
 	if n.members != nil {
@@ -184,6 +184,9 @@ func (n *Node) abortStart() {
 	}
 	if n.raft != nil {
 		n.raft.Shutdown().Error()
+	}
+	if n.guard != nil {
+		n.guard.halt()
 	}
 	if n.trans != nil {
 		n.trans.Close()
@@ -338,6 +341,7 @@ func (n *Node) shutdown() error {
 	f := n.raft.Shutdown()
 	n.trans.Close()
 	err := f.Error()
+	n.guard.halt()
 	n.waitRaftConns()
 	n.wg.Wait()
 	if cerr := n.store.close(); cerr != nil && err == nil {
