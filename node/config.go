@@ -71,12 +71,36 @@ type Config struct {
 	// TLS, when set, makes every Raft and RPC connection mutual TLS.
 	TLS *tls.Config
 
-	// Bootstrap, with Peers, forms a static cluster: a node without existing
-	// Raft state bootstraps with exactly Peers as voters. Every node of a new
-	// cluster may be given the same Peers and Bootstrap; a node that has
-	// state ignores both.
+	// Static membership (without gossip). Peers lists the cluster's nodes.
+	//
+	// Bootstrap says "found a new cluster" (etcd's initial-cluster-state
+	// "new"): a node without Raft state agrees with a majority of Peers on
+	// the founding configuration (formation: single-decree Paxos, see
+	// internal/membership) and bootstraps it; give every founding node the
+	// same Peers and Bootstrap. If formation finds that the cluster exists
+	// already (a peer has Raft state), the node joins it as a new member
+	// instead: a node never founds twice, and one that lost its data dir
+	// never comes back as its old self.
+	//
+	// Without Bootstrap (initial-cluster-state "existing"), a node without
+	// Raft state only joins: it asks Peers to add it, and the leader adds it
+	// as a non-voter and promotes it once it has caught up.
+	//
+	// A node with Raft state ignores both and restarts as the member it is.
 	Bootstrap bool
 	Peers     []Peer
+
+	// Recover, on a node with Raft state, makes it the only voter of its
+	// cluster before it starts: disaster recovery when a majority of voters
+	// is lost for good (like Consul's peers.json or etcd's
+	// --force-new-cluster). Every entry in this node's log is kept, as if
+	// committed, with the lock table and the token counter; whatever only
+	// the lost voters had is gone. The cluster then grows back as new
+	// members join. It runs once per data dir: a later start with Recover
+	// still set logs an error and starts normally. Never use it while other
+	// voters of the cluster may still be running: two clusters would grant
+	// the same locks.
+	Recover bool
 
 	// Membership through gossip (hashicorp/memberlist) is on when GossipAddr
 	// (or GossipListener) is set. Every node then carries its id, Raft/RPC
@@ -114,10 +138,26 @@ type Config struct {
 	// memberlist keyring): 16, 24 or 32 bytes. Nodes with another key (or
 	// none) cannot join. Nil: gossip in clear text.
 	GossipKey []byte
-	// MaxVoters is the number of voters the leader keeps: members beyond it
-	// join as non-voters (they apply the log and serve their callers alike)
-	// and are promoted when a voter is removed. 0 means 5.
+	// MaxVoters is the most voters the leader keeps (odd counts: 5 servers
+	// give 5 voters, 4 give 3). Members join as non-voters (they apply the
+	// log and serve their callers alike) and are promoted once they have
+	// been healthy for Stabilization. 0 means 5.
 	MaxVoters int
+	// MaxNonvoters bounds the non-voters the leader adds (each costs the
+	// leader a replication stream). Default 16.
+	MaxNonvoters int
+	// Stabilization is how long a non-voter must have been healthy —
+	// reachable over Raft/RPC by the leader, caught up, in contact with the
+	// leader — before it is promoted to voter (Consul autopilot's
+	// ServerStabilizationTime). A member that cannot be reached over Raft
+	// (a TLS mismatch, a one-way partition) is never promoted. Default 10s.
+	Stabilization time.Duration
+	// AllowUnencryptedGossip allows gossip without GossipKey while TLS is
+	// on. Off by default: with mutual TLS, membership trusts only members
+	// whose certificate names their id, but an unencrypted gossip port still
+	// lets anyone spread false member states; say explicitly if that is
+	// acceptable (a closed network).
+	AllowUnencryptedGossip bool
 	// ReapTimeout is how long a failed member stays in the Raft
 	// configuration before the leader removes it — never when that would
 	// leave fewer voters than a quorum of the configuration, or fewer
@@ -182,6 +222,8 @@ func DefaultConfig() Config {
 		MaxBatch:          4096,
 		ForwardTimeout:    2 * time.Second,
 		MaxVoters:         defaultMaxVoters,
+		MaxNonvoters:      defaultMaxNonvoters,
+		Stabilization:     defaultStabilization,
 		ReapTimeout:       defaultReapTimeout,
 		GossipTiming:      LANGossipTiming(),
 	}
@@ -196,8 +238,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == "":
 		return bad("ID is empty")
-	case len(c.ID) > 128:
-		return bad("ID %q longer than 128 bytes", c.ID)
+	case validID(c.ID) != nil:
+		return bad("%v", validID(c.ID))
 	case c.DataDir == "" && !c.InMemory:
 		return bad("DataDir is empty and InMemory is false")
 	case c.DataDir != "" && c.InMemory:
@@ -222,6 +264,14 @@ func (c *Config) Validate() error {
 		return bad("ForwardTimeout %v < HeartbeatTimeout %v", c.ForwardTimeout, t.HeartbeatTimeout)
 	case c.Bootstrap && len(c.Peers) == 0:
 		return bad("Bootstrap without Peers")
+	case c.Recover && c.InMemory:
+		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
+	case c.MaxNonvoters < 0:
+		return bad("MaxNonvoters %d < 0", c.MaxNonvoters)
+	case c.Stabilization < 0:
+		return bad("Stabilization %v < 0", c.Stabilization)
+	case c.TLS != nil && c.gossipOn() && len(c.GossipKey) == 0 && !c.AllowUnencryptedGossip:
+		return bad("TLS is on but gossip is not encrypted: set GossipKey (or AllowUnencryptedGossip on a closed network)")
 	}
 	if err := c.validateGossip(); err != nil {
 		return bad("%s", err.Error())
@@ -232,6 +282,8 @@ func (c *Config) Validate() error {
 		switch {
 		case p.ID == "" || p.Addr == "":
 			return bad("peer %+v: empty ID or Addr", p)
+		case validID(p.ID) != nil:
+			return bad("peer %v", validID(p.ID))
 		case ids[p.ID]:
 			return bad("duplicate peer ID %q", p.ID)
 		case addrs[p.Addr]:

@@ -113,6 +113,7 @@ func newFormation(n *Node) (*formation, error) {
 		}
 	}
 	f.maxSeen = f.acc.Promised
+	f.lastPeer = time.Now() // others than the smallest id give it time to propose first
 	return f, nil
 }
 
@@ -129,9 +130,12 @@ func (n *Node) staticCandidates() ([]formationCandidate, string, string) {
 	return out, "", ""
 }
 
-func (f *formation) self() membership.Founder {
-	id := f.n.ident()
-	return membership.Founder{ID: id.NodeID, Addr: f.n.trans.Addr(), Incarnation: id.Incarnation}
+func (f *formation) self() membership.Founder { return formationSelf(f.n) }
+
+// formationSelf is this node as a founder.
+func formationSelf(n *Node) membership.Founder {
+	id := n.ident()
+	return membership.Founder{ID: id.NodeID, Addr: n.trans.Addr(), Incarnation: id.Incarnation}
 }
 
 // persist writes the acceptor state (caller holds f.mu).
@@ -152,7 +156,12 @@ func (f *formation) persistLocked() error {
 func (f *formation) handle(op byte, m formationMsg) (formationReply, error) {
 	r := formationReply{From: f.self()}
 	if f.n.hasRaftState() {
+		// Formation is over here. Tell what was decided, so that a founder
+		// that missed the decision bootstraps it rather than joining.
 		r.HasState, r.ClusterID = true, f.n.ident().ClusterID
+		f.mu.Lock()
+		r.Seen = f.acc
+		f.mu.Unlock()
 		return r, nil
 	}
 	if m.Mode != f.mode {
@@ -313,6 +322,9 @@ func (f *formation) propose(ctx context.Context, cands []formationCandidate) boo
 	promised := map[string]bool{}
 	for _, r := range replies {
 		if r.HasState {
+			if d := r.Seen.Decided; d.Check() == nil && d.Names(msg.From.ID, msg.From.Incarnation) {
+				return f.learn(d)
+			}
 			f.found(r.From.Addr, r.ClusterID)
 			return true
 		}
@@ -355,6 +367,25 @@ func (f *formation) propose(ctx context.Context, cands []formationCandidate) boo
 	f.ask(ctx, opDecided, msg, founders)
 	f.signal() // this node's own decision, if it is a founder, is handled next round
 	return f.n.hasRaftState()
+}
+
+// learn records a decided value that names this node (from a founder that
+// bootstrapped it) and bootstraps it.
+func (f *formation) learn(v membership.Value) bool {
+	f.mu.Lock()
+	if f.acc.Decided == nil {
+		old := f.acc
+		f.acc.Decided = v
+		if err := f.persistLocked(); err != nil {
+			f.acc = old
+			f.mu.Unlock()
+			f.log.Warn("cannot record the founding decision; will retry", "err", err)
+			return false
+		}
+	}
+	d := f.acc.Decided
+	f.mu.Unlock()
+	return f.bootstrap(d)
 }
 
 // seen raises the highest ballot seen.

@@ -101,16 +101,24 @@ func (n *Node) handleJoin(m joinMsg) joinReply {
 	return joinReply{OK: true}
 }
 
-// joinLoop asks the peers to add this node until it is in the configuration
-// or the node closes.
+// joinLoop asks the peers to add this node whenever it is not in its
+// configuration (a new node, or one the leader removed while it was away),
+// until the node closes.
 func (n *Node) joinLoop(ctx context.Context) {
 	interval := 4 * n.cfg.Timing.HeartbeatTimeout
-	logged := false
+	logged, member := false, false
 	for {
 		if n.inConfiguration() {
-			n.log.Info("joined the cluster")
-			return
+			if !member {
+				n.log.Info("member of the cluster")
+				member, logged = true, false
+			}
+			if sleepCtx(ctx, 4*interval) != nil {
+				return
+			}
+			continue
 		}
+		member = false
 		id := n.ident()
 		m := joinMsg{NodeID: id.NodeID, RaftID: id.RaftID, Addr: n.trans.Addr(), Incarnation: id.Incarnation, ClusterID: id.ClusterID}
 		asked := false

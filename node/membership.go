@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
 )
 
 // ErrDuplicateID: another live member of the gossip cluster already uses this
@@ -459,7 +458,7 @@ func (m *gossip) prune() {
 	}
 	inConf := map[string]bool{}
 	for _, s := range f.Configuration().Servers {
-		inConf[string(s.ID)] = true
+		inConf[nodeOf(s.ID)] = true
 	}
 	forget := m.n.cfg.reapTimeout() + m.timing.PushPullInterval
 	now := time.Now()
@@ -491,29 +490,21 @@ func (m *gossip) stop() {
 	m.wg.Wait()
 }
 
-// leave is the graceful exit: announce it, wait (bounded) until the leader
-// has removed this voter from the Raft configuration — so that a shrinking
-// cluster keeps its quorum — then broadcast the memberlist leave. The node's
-// Raft is still running; a leader has already handed leadership over.
+// leave is the graceful gossip exit (Close and Leave): broadcast the
+// memberlist leave so that members see this node go at once instead of
+// suspecting it. Whether the node stays in the Raft configuration depends on
+// what it announced before: nothing (a restart: the leader keeps it, and
+// reaps it only if it stays away past the reap timeout) or Leaving (Leave:
+// the leader has removed it already).
 func (m *gossip) leave() {
 	m.cancel() // the loops stop; stop() waits for them
-	if m.isDown() {
-		return
-	}
-	m.mu.Lock()
-	m.meta.Leaving = true
-	m.mu.Unlock()
-	if err := m.ml.UpdateNode(m.updateTimeout()); err != nil {
-		m.log.Debug("leave intent not yet confirmed", "err", err)
-	}
-	m.awaitRemoval()
 	m.life.Lock()
 	defer m.life.Unlock()
 	if m.isDown() {
 		return
 	}
 	if err := m.ml.Leave(m.leaveTimeout()); err != nil {
-		m.log.Warn("gossip leave not confirmed", "err", err)
+		m.log.Info("gossip leave not confirmed", "err", err)
 	}
 	m.log.Info("left the gossip cluster")
 }
@@ -522,44 +513,16 @@ func (m *gossip) leaveTimeout() time.Duration {
 	return 20*m.n.cfg.Timing.HeartbeatTimeout + 10*m.timing.GossipInterval
 }
 
-// awaitRemoval waits until this node is no longer in its latest Raft
-// configuration, if it is a voter with other voters. Followers learn of
-// configuration changes only by polling.
-func (m *gossip) awaitRemoval() {
-	deadline := time.Now().Add(m.leaveTimeout())
-	poll := m.n.cfg.Timing.HeartbeatTimeout / 4
-	for {
-		f := m.n.raft.GetConfiguration()
-		if f.Error() != nil {
-			return
-		}
-		inConf, voter, others := false, false, false
-		for _, s := range f.Configuration().Servers {
-			switch {
-			case string(s.ID) == m.n.cfg.ID:
-				inConf, voter = true, s.Suffrage == raft.Voter
-			case s.Suffrage == raft.Voter:
-				others = true
-			}
-		}
-		if !inConf {
-			m.log.Debug("not in the Raft configuration (removed)")
-			return
-		}
-		if !voter || !others {
-			return // a non-voter or the last voter: nothing to wait for
-		}
-		if time.Now().After(deadline) {
-			m.log.Warn("leaving before the leader removed this voter from the Raft configuration", "waited", m.leaveTimeout())
-			return
-		}
-		if m.n.raft.State() == raft.Leader {
-			// Leadership came back (or the hand-off failed): hand it over again.
-			if err := m.n.raft.LeadershipTransfer().Error(); err != nil {
-				m.log.Debug("leadership transfer while leaving", "err", err)
-			}
-		}
-		time.Sleep(poll)
+// announceLeaving publishes that this node decommissions (Leave).
+func (m *gossip) announceLeaving() {
+	m.mu.Lock()
+	m.meta.Leaving = true
+	m.mu.Unlock()
+	if m.isDown() {
+		return
+	}
+	if err := m.ml.UpdateNode(m.updateTimeout()); err != nil {
+		m.log.Debug("leave intent not yet confirmed", "err", err)
 	}
 }
 
@@ -603,13 +566,63 @@ func (m *gossip) LocalState(bool) []byte { return nil }
 func (m *gossip) MergeRemoteState([]byte, bool) {}
 
 // NotifyAlive implements memberlist.AliveDelegate: members with bad or
-// incompatible metadata are refused.
+// incompatible metadata, or of another cluster, are refused (memberlist
+// then ignores them, so two clusters whose gossip meets stay apart).
 func (m *gossip) NotifyAlive(peer *memberlist.Node) error {
-	if _, reason, err := decodeMeta(peer.Name, peer.Meta); err != nil {
+	md, reason, err := decodeMeta(peer.Name, peer.Meta)
+	if err == nil {
+		err = m.foreign(md)
+		reason = "cluster_id"
+	}
+	if err != nil {
 		m.conflict(reason, peer.Name+"@"+peer.Address(), "refused gossip member", "member", peer.Name, "gossip_addr", peer.Address(), "err", err)
+		m.n.refusals.add(reason, err.Error(), peer.Name+"@"+peer.Address())
 		return err
 	}
 	return nil
+}
+
+// errForeignCluster: a member carries another cluster id.
+var errForeignCluster = errors.New("node: member of another cluster")
+
+// foreign reports a member of another cluster (both ids known and
+// different).
+func (m *gossip) foreign(md memberMeta) error {
+	if cid := m.n.ident().ClusterID; md.Cluster != "" && cid != "" && md.Cluster != cid {
+		return fmt.Errorf("%w: its cluster id is %s, this node's %s", errForeignCluster, md.Cluster, cid)
+	}
+	return nil
+}
+
+// formationCandidates lists the founding nodes gossip shows (formation):
+// alive members without Raft state that were started with the same
+// BootstrapExpect; or reports that a cluster exists (a member with state),
+// or what prevents formation (another BootstrapExpect, too many founders).
+func (m *gossip) formationCandidates() ([]formationCandidate, string, string) {
+	expect := m.n.cfg.BootstrapExpect
+	var cands []formationCandidate
+	for id, v := range m.view(time.Now()) {
+		if v.State != MemberAlive && v.State != MemberSuspect {
+			continue
+		}
+		switch {
+		case id == m.n.cfg.ID:
+		case v.Meta.State:
+			return nil, v.Addr, ""
+		case v.Meta.Expect == 0:
+			continue // started to join, not to found
+		case v.Meta.Expect != expect:
+			m.conflict("bootstrap_expect", id, "member expects another cluster size; not founding until this is fixed",
+				"member", id, "its_bootstrap_expect", v.Meta.Expect, "bootstrap_expect", expect)
+			return nil, "", fmt.Sprintf("member %s has BootstrapExpect %d, this node %d", id, v.Meta.Expect, expect)
+		}
+		cands = append(cands, formationCandidate{ID: id, Addr: v.Addr})
+	}
+	if len(cands) > 2*expect-1 {
+		return nil, "", fmt.Sprintf("%d nodes with BootstrapExpect %d: at most %d may found a cluster (start the others without BootstrapExpect)", len(cands), expect, 2*expect-1)
+	}
+	slices.SortFunc(cands, func(a, b formationCandidate) int { return strings.Compare(a.ID, b.ID) })
+	return cands, "", ""
 }
 
 // NotifyConflict implements memberlist.ConflictDelegate: two live nodes
@@ -643,6 +656,12 @@ func (m *gossip) NotifyLeave(node *memberlist.Node) { m.observe(node, MemberDead
 
 func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 	md, _, err := decodeMeta(node.Name, node.Meta)
+	if err == nil && m.foreign(md) != nil {
+		m.mu.Lock()
+		delete(m.members, node.Name)
+		m.mu.Unlock()
+		return
+	}
 	now := time.Now()
 	m.mu.Lock()
 	mi := m.members[node.Name]

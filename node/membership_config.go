@@ -9,8 +9,10 @@ import (
 )
 
 const (
-	defaultMaxVoters   = 5
-	defaultReapTimeout = 30 * time.Second
+	defaultMaxVoters     = 5
+	defaultMaxNonvoters  = 16
+	defaultReapTimeout   = 30 * time.Second
+	defaultStabilization = 10 * time.Second
 )
 
 // GossipTiming tunes the gossip layer's failure detection (SWIM, as in
@@ -101,6 +103,8 @@ func (c *Config) validateGossip() error {
 		return fmt.Errorf("BootstrapExpect %d < 0", c.BootstrapExpect)
 	case c.Bootstrap && c.BootstrapExpect > 0:
 		return errors.New("Bootstrap and BootstrapExpect are exclusive")
+	case len(c.Peers) > 0 && on:
+		return errors.New("Peers is for static membership: with gossip, members find each other through Join")
 	case c.BootstrapExpect > c.maxVoters():
 		return fmt.Errorf("BootstrapExpect %d > MaxVoters %d", c.BootstrapExpect, c.maxVoters())
 	case !on && c.BootstrapExpect > 0:

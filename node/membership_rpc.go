@@ -27,6 +27,8 @@ const (
 	opDecided byte = 3 // formation: the chosen value, to its founders
 	opJoin    byte = 4 // a node asks the leader to add it (joinMsg → joinReply)
 	opRefused byte = 5 // the leader tells a node why it was refused (refusalMsg → {})
+	opStatus  byte = 6 // the leader's probe ({} → statusReply)
+	opLeave   byte = 7 // a node asks the leader to remove it for good (leaveMsg → joinReply)
 )
 
 // maxMembershipMsg bounds a membership message body.
@@ -64,6 +66,9 @@ func (n *Node) handleMembership(ctx context.Context, req []byte) ([]byte, error)
 	if len(req) < 1 {
 		return nil, fmt.Errorf("%w: no op", errMembershipMsg)
 	}
+	if !n.started.Load() {
+		return nil, fmt.Errorf("node: starting")
+	}
 	op, body := req[0], req[1:]
 	var reply any
 	switch op {
@@ -72,11 +77,28 @@ func (n *Node) handleMembership(ctx context.Context, req []byte) ([]byte, error)
 		if err := decodeJSON(body, &m); err != nil {
 			return nil, err
 		}
+		if n.formation == nil {
+			id := n.ident()
+			reply = formationReply{From: formationSelf(n), HasState: n.hasRaftState(), ClusterID: id.ClusterID, Refused: "this node does not found a cluster"}
+			break
+		}
 		r, err := n.formation.handle(op, m)
 		if err != nil {
 			return nil, err
 		}
 		reply = r
+	case opStatus:
+		var m statusMsg
+		if err := decodeJSON(body, &m); err != nil {
+			return nil, err
+		}
+		reply = n.statusReply(m)
+	case opLeave:
+		var m leaveMsg
+		if err := decodeJSON(body, &m); err != nil {
+			return nil, err
+		}
+		reply = n.handleLeave(m)
 	case opJoin:
 		var m joinMsg
 		if err := decodeJSON(body, &m); err != nil {

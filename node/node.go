@@ -41,6 +41,7 @@ type Node struct {
 	formation *formation // founding a cluster; nil if this node does not found one
 	joins     joinTable  // static mode, on the leader: nodes asking to be added
 	refusals  refusals   // why this node was refused, or refused others
+	reconciler *reconciler // the leader's membership loop
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
@@ -85,6 +86,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.lease = newLeaseManager(n)
+	n.reconciler = newReconciler(n)
 	// The leader keeps one Apply in flight and gathers everything else into
 	// the next one (DESIGN §4a). A follower pipelines a few forwards, so that
 	// a request joins the leader's next batch instead of waiting for the
@@ -266,14 +268,12 @@ func (n *Node) watchLeadership() {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				if n.members != nil {
-					reconciled := make(chan struct{})
-					go func() {
-						defer close(reconciled)
-						n.members.lead(ctx)
-					}()
-					defer func() { <-reconciled }()
-				}
+				reconciled := make(chan struct{})
+				go func() {
+					defer close(reconciled)
+					n.reconciler.lead(ctx)
+				}()
+				defer func() { <-reconciled }()
 				n.lease.lead(ctx)
 			}()
 			stop = func() { cancel(); <-done }
@@ -281,13 +281,17 @@ func (n *Node) watchLeadership() {
 	}
 }
 
-// Close leaves the cluster gracefully: a leader first hands leadership to
-// another voter; with gossip, the node then announces that it leaves, waits
-// (bounded) until the leader has removed it from the Raft configuration and
-// leaves the gossip cluster; then Raft stops, the transport closes every
-// connection and the storage is closed. Calls in progress fail with
-// ErrClosed. It returns when everything has stopped or ctx ends (the
-// shutdown then continues in the background). Safe to call more than once.
+// Close stops the node for a restart: it stays a member of the cluster
+// (like a Consul server with leave_on_terminate=false). A leader first hands
+// leadership to another voter; with gossip, the node leaves gossip
+// gracefully; then Raft stops, the transport closes every connection and
+// the storage is closed. The leader keeps the node in the Raft
+// configuration — so stopping every replica and starting them again, in any
+// order, resumes the cluster with its state — and removes it only if it
+// stays away longer than ReapTimeout (and never below a quorum). To remove
+// a node for good, use Leave. Calls in progress fail with ErrClosed. Close
+// returns when everything has stopped or ctx ends (the shutdown then
+// continues in the background). Safe to call more than once.
 func (n *Node) Close(ctx context.Context) error {
 	n.closing.Do(func() {
 		done := make(chan struct{})
@@ -302,15 +306,6 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	})
 	return n.errc
-}
-
-// Leave decommissions the node: it leaves the cluster for good (the leader
-// removes it from the Raft configuration, guarded so that the remaining
-// voters keep a quorum), then stops like Close. A node that left must not be
-// restarted on the same data dir. (Until restart and decommission are told
-// apart, Close does the same.)
-func (n *Node) Leave(ctx context.Context) error {
-	return n.Close(ctx)
 }
 
 // Kill stops the node abruptly, as a crash would look to the rest of the
@@ -330,7 +325,7 @@ func (n *Node) shutdown() error {
 	}
 	if n.members != nil {
 		if !n.crash.Load() {
-			n.members.leave() // announce, wait until removed from the configuration, leave gossip
+			n.members.leave()
 		}
 		n.members.stop()
 	}
@@ -377,7 +372,7 @@ func (n *Node) otherServers() []string {
 	}
 	var addrs []string
 	for _, s := range f.Configuration().Servers {
-		if string(s.ID) != n.cfg.ID {
+		if string(s.ID) != n.id.raftID {
 			addrs = append(addrs, string(s.Address))
 		}
 	}
@@ -390,7 +385,7 @@ func (n *Node) hasOtherVoters() bool {
 		return false
 	}
 	for _, s := range f.Configuration().Servers {
-		if s.Suffrage == raft.Voter && string(s.ID) != n.cfg.ID {
+		if s.Suffrage == raft.Voter && string(s.ID) != n.id.raftID {
 			return true
 		}
 	}

@@ -148,7 +148,7 @@ func (n *Node) forward(batch []*proposal) {
 	case addr == "":
 		fail(errNoLeader)
 		return
-	case string(id) == n.cfg.ID:
+	case string(id) == n.id.raftID:
 		n.proposer.submit(batch...) // became leader meanwhile
 		return
 	}

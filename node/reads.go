@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -59,82 +58,6 @@ func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 		return nil, fmt.Errorf("%w: EarlyGrants needs an Owner or Session filter", ErrInvalidArgument)
 	}
 	return n.events.add(f, max(buf, 1)), nil
-}
-
-// Role of a server in the Raft configuration.
-type Role string
-
-// Roles.
-const (
-	RoleVoter    Role = "voter"
-	RoleNonvoter Role = "nonvoter"
-)
-
-// Server is one member of the Raft configuration.
-type Server struct {
-	ID     string
-	Addr   string
-	Role   Role
-	Leader bool
-}
-
-// Status describes the node and the cluster as this node sees it.
-type Status struct {
-	ID           string
-	Addr         string
-	State        string // "leader", "follower", "candidate" or "shutdown"
-	LeaderID     string // empty when no leader is known
-	LeaderAddr   string
-	Term         uint64
-	LastIndex    uint64
-	CommitIndex  uint64
-	AppliedIndex uint64        // of the local FSM
-	LastContact  time.Duration // since the leader was last heard (followers); 0 on the leader
-	Ready        bool
-	Servers      []Server
-	FSM          fsm.Stats
-
-	// With gossip (Config.GossipAddr) only:
-	GossipAddr string   // this node's advertised gossip address
-	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
-	Members    []Member // gossip members and Raft servers, by ID, as this node sees them
-}
-
-// Status returns the node's current status. It does not block on the network.
-func (n *Node) Status() Status {
-	r := n.raft
-	laddr, lid := r.LeaderWithID()
-	st := Status{
-		ID: n.cfg.ID, Addr: n.trans.Addr(),
-		State:    stateName(r.State()),
-		LeaderID: string(lid), LeaderAddr: string(laddr),
-		Term: r.CurrentTerm(), LastIndex: r.LastIndex(), CommitIndex: r.CommitIndex(),
-		AppliedIndex: n.applied.get(),
-		FSM:          n.fsm.Stats(),
-	}
-	if st.State == "follower" {
-		if lc := r.LastContact(); !lc.IsZero() {
-			st.LastContact = time.Since(lc)
-		}
-	}
-	select {
-	case <-n.ready:
-		st.Ready = true
-	default:
-	}
-	if f := r.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
-			role := RoleVoter
-			if s.Suffrage != raft.Voter {
-				role = RoleNonvoter
-			}
-			st.Servers = append(st.Servers, Server{ID: string(s.ID), Addr: string(s.Address), Role: role, Leader: s.ID == lid})
-		}
-	}
-	if n.members != nil {
-		n.members.status(&st)
-	}
-	return st
 }
 
 // GossipAddr returns the node's advertised gossip address ("" without gossip).

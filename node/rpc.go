@@ -41,6 +41,8 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		}
 		idx, err := n.readIndexLocal(ctx)
 		return encodeReadIndexReply(idx, wireSafe(err)), nil
+	case kindMembership:
+		return n.handleMembership(ctx, req[2:])
 	case kindGrantNotice:
 		grants, err := decodeGrantNotice(req)
 		if err != nil {
@@ -130,7 +132,7 @@ func (n *Node) callLeader(ctx context.Context, req []byte) ([]byte, error) {
 	switch {
 	case addr == "":
 		return nil, errNoLeader
-	case string(id) == n.cfg.ID:
+	case string(id) == n.id.raftID:
 		return nil, errNotLeader // we became leader: retry locally
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)

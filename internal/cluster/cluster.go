@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -273,6 +274,43 @@ func (c *Cluster) Stop(i int) {
 	c.stop(i, false)
 }
 
+// Leave decommissions node i (node.Leave: removed from the configuration,
+// guarded, then stopped). It fails the test if Leave returns an error.
+func (c *Cluster) Leave(i int) {
+	c.t.Helper()
+	if err := c.TryLeave(i); err != nil {
+		c.t.Fatalf("leave %s: %v", ID(i), err)
+	}
+}
+
+// TryLeave is Leave returning node.Leave's error (the node is stopped
+// either way).
+func (c *Cluster) TryLeave(i int) error {
+	n := c.Nodes[i]
+	if n == nil {
+		return nil
+	}
+	c.Nodes[i] = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 100*c.opts.Timing.ElectionTimeout)
+	defer cancel()
+	return n.Leave(ctx)
+}
+
+// Wipe deletes node i's data dir (the node must be down): a replaced disk.
+// Restart then starts it with the same id and address and an empty data
+// dir. Without Durable, a restart is always a wipe.
+func (c *Cluster) Wipe(i int) {
+	c.t.Helper()
+	if c.Nodes[i] != nil {
+		c.t.Fatalf("wipe %s: still running", ID(i))
+	}
+	if c.dirs[i] != "" {
+		if err := os.RemoveAll(c.dirs[i]); err != nil {
+			c.t.Fatalf("wipe %s: %v", ID(i), err)
+		}
+	}
+}
+
 // Crash stops node i abruptly: no leadership hand-off; its storage survives.
 func (c *Cluster) Crash(i int) {
 	c.t.Helper()
@@ -298,14 +336,12 @@ func (c *Cluster) stop(i int, crash bool) {
 	}
 }
 
-// Restart starts node i again with the same id, address and data dir.
+// Restart starts node i again with the same id, address and data dir (an
+// in-memory node restarts empty: a new incarnation, as after a wipe).
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
 	if c.Nodes[i] != nil {
 		c.t.Fatalf("restart %s: still running", ID(i))
-	}
-	if !c.opts.Durable {
-		c.t.Fatalf("restart %s: in-memory nodes cannot restart with their state", ID(i))
 	}
 	c.start(i, c.listen(i, c.cfgs[i].AdvertiseAddr))
 }

@@ -141,10 +141,12 @@ func TargetVoters(n, maxVoters int) int {
 //     (it lost its data dir) is removed, with the same guard: it is gone
 //     for good, but removing it must not cost the quorum. Its new
 //     incarnation is then added like any new member (step 5).
-//  3. A server failed longer than ReapTimeout is removed, never when that
-//     leaves fewer voters than a quorum of the configuration, or fewer
-//     healthy voters than a quorum of what remains. A member that merely
-//     restarts (Close) is not removed unless it stays down that long.
+//  3. A server failed longer than ReapTimeout (gone from gossip, or not
+//     answering the leader's probes, and not healthy by them) is removed,
+//     never when that leaves fewer voters than a quorum of the
+//     configuration, or fewer healthy voters than a quorum of what remains.
+//     A member that merely restarts (Close) is not removed unless it stays
+//     down that long.
 //  4. A server restarted at a new address (same incarnation) is moved
 //     there, once its identity at the new address is verified.
 //  5. A live, verified member of this cluster (or of none yet) that is not
@@ -247,9 +249,11 @@ func PlanMembership(in Input) Plan {
 		return p
 	}
 
-	// 3. Failed servers, after the reap timeout.
+	// 3. Failed servers, after the reap timeout. A server that answers the
+	// leader's probes is never reaped, whatever gossip says (its gossip may
+	// be cut while Raft works).
 	for _, s := range servers {
-		if s.RaftID == in.Self {
+		if s.RaftID == in.Self || in.Health[s.RaftID].Healthy {
 			continue
 		}
 		m, ok := current(s)
@@ -363,6 +367,7 @@ func PlanMembership(in Input) Plan {
 
 	// 6. Promotions of stable non-voters.
 	var stable []Server
+	healthyNonvoters := 0
 	for _, s := range servers {
 		if s.Voter {
 			continue
@@ -371,6 +376,7 @@ func PlanMembership(in Input) Plan {
 		if !h.Healthy || !healthy(s) {
 			continue
 		}
+		healthyNonvoters++
 		if ready := h.Since.Add(in.Stabilization); in.Now.Before(ready) {
 			due(ready)
 			continue
@@ -385,8 +391,10 @@ func PlanMembership(in Input) Plan {
 		return p
 	}
 
-	// 7. Demotions down to the target.
-	if voters > target {
+	// 7. Demotions down to the target — counting the non-voters that are
+	// healthy but not yet stable, so that a voter is not demoted only to be
+	// promoted again a stabilization time later.
+	if voters > TargetVoters(voters+healthyNonvoters, in.MaxVoters) {
 		var pick *Server
 		for i := range servers {
 			s := &servers[i]

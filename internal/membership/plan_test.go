@@ -150,6 +150,11 @@ func TestPlanMembership(t *testing.T) {
 			nextDue: t0.Add(reap - time.Second),
 		},
 		{
+			name: "a voter whose gossip is cut but which answers probes is not reaped",
+			in: Input{Gossip: true, Servers: vs("a", "b", "c"), Members: members(alive("a"), alive("b"), dead("c", t0.Add(-time.Hour))),
+				Health: healthAll("b", "c")},
+		},
+		{
 			name: "failed voter reaped after the reap timeout",
 			in: Input{Gossip: true, Servers: vs("a", "b", "c"), Members: members(alive("a"), alive("b"), dead("c", t0.Add(-reap))),
 				Health: healthAll("b")},
@@ -222,6 +227,12 @@ func TestPlanMembership(t *testing.T) {
 			in: Input{Servers: vs("a", "b", "c", "d", "e", "f"), MaxVoters: 5,
 				Members: members(alive("a"), alive("b"), alive("c"), alive("d"), alive("e"), alive("f")), Health: healthAll("b", "c", "d", "e", "f")},
 			want: "demote f",
+		},
+		{
+			name: "four voters and a healthy, not yet stable non-voter: no demotion (it will make five)",
+			in: Input{Servers: append(vs("a", "b", "c", "d"), nv("e")), Members: members(alive("a"), alive("b"), alive("c"), alive("d"), alive("e")),
+				Health: withHealth(healthAll("b", "c", "d"), "e", Health{Reachable: true, Healthy: true, Since: t0.Add(-time.Second)})},
+			nextDue: t0.Add(stab - time.Second),
 		},
 		{
 			name: "even voter count (a static 4) demoted to 3",

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/membership"
+)
+
+// Probes. The leader asks every server, and every member it might add, how
+// it is (opStatus) over the Raft/RPC port — the port Raft itself uses, with
+// the same TLS. The answers are the planner's health (a non-voter is
+// promoted only after answering as caught up and in contact with the
+// leader for a stabilization time; a server that cannot be reached is never
+// promoted, and is reaped once down for the reap timeout) and its proof of
+// identity (a member is added or moved only after its Raft address answered
+// with its node id, Raft id and incarnation).
+
+// statusMsg is the leader's probe (opStatus). It carries the cluster id, so
+// that a member the leader added learns it (the replicated state carries it
+// too): a node without one adopts it from its current Raft leader only.
+type statusMsg struct {
+	LeaderRaftID string `json:"leader"`
+	ClusterID    string `json:"cluster_id,omitempty"`
+}
+
+// statusReply answers opStatus.
+type statusReply struct {
+	NodeID      string `json:"node_id"`
+	RaftID      string `json:"raft_id"`
+	Incarnation string `json:"inc"`
+	ClusterID   string `json:"cluster_id,omitempty"`
+	Term        uint64 `json:"term"`
+	LastIndex   uint64 `json:"last_index"`
+	// LastContactMs: milliseconds since this node last heard from the
+	// leader (0 on the leader, -1 never).
+	LastContactMs int64 `json:"last_contact_ms"`
+	HasState      bool  `json:"has_state"`
+}
+
+func (n *Node) statusReply(m statusMsg) statusReply {
+	if m.ClusterID != "" && isHexID(m.ClusterID) && n.ident().ClusterID == "" && n.started.Load() {
+		if _, lid := n.raft.LeaderWithID(); lid != "" && string(lid) == m.LeaderRaftID && lid != raft.ServerID(n.id.raftID) {
+			if err := n.id.setCluster(m.ClusterID); err == nil {
+				n.log.Info("joined cluster", "cluster_id", m.ClusterID)
+			}
+		}
+	}
+	id := n.ident()
+	r := statusReply{NodeID: id.NodeID, RaftID: id.RaftID, Incarnation: id.Incarnation, ClusterID: id.ClusterID, LastContactMs: -1}
+	if !n.started.Load() {
+		return r
+	}
+	r.Term, r.LastIndex, r.HasState = n.raft.CurrentTerm(), n.raft.LastIndex(), n.hasRaftState()
+	switch lc := n.raft.LastContact(); {
+	case n.raft.State() == raft.Leader:
+		r.LastContactMs = 0
+	case !lc.IsZero():
+		r.LastContactMs = time.Since(lc).Milliseconds()
+	}
+	return r
+}
+
+// probeTarget is one address the leader asks.
+type probeTarget struct {
+	raftID, nodeID, addr string
+	server               bool // a configured server (else a candidate to verify)
+}
+
+// probe asks every server and candidate at once and records the answers.
+func (r *reconciler) probe(ctx context.Context, conf raft.Configuration, members map[string]membership.Member) {
+	self := r.n.ident()
+	var targets []probeTarget
+	configured := map[string]bool{}
+	for _, s := range conf.Servers {
+		configured[string(s.ID)+"@"+string(s.Address)] = true
+		if string(s.ID) != self.RaftID {
+			targets = append(targets, probeTarget{raftID: string(s.ID), nodeID: nodeOf(s.ID), addr: string(s.Address), server: true})
+		}
+	}
+	for id, m := range members {
+		live := m.State == membership.Alive || m.State == membership.Suspect
+		if id != self.NodeID && live && !configured[m.RaftID+"@"+m.Addr] {
+			targets = append(targets, probeTarget{raftID: m.RaftID, nodeID: id, addr: m.Addr})
+		}
+	}
+	term, last := r.n.raft.CurrentTerm(), r.n.raft.LastIndex()
+	contact := r.contactThreshold()
+	ctx, cancel := context.WithTimeout(ctx, min(r.n.cfg.ForwardTimeout, r.interval()))
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var rep statusReply
+			err := r.n.callMembership(ctx, t.addr, opStatus, statusMsg{LeaderRaftID: self.RaftID, ClusterID: self.ClusterID}, &rep)
+			now := time.Now()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if !t.server {
+				key := t.raftID + "@" + t.addr
+				if err == nil && r.proves(rep, t, self.ClusterID) {
+					r.verified[key] = now
+				} else {
+					delete(r.verified, key)
+				}
+				return
+			}
+			h := r.health[t.raftID]
+			switch {
+			case err != nil || rep.NodeID != t.nodeID:
+				h.Reachable, h.Healthy, h.Since, h.Gone = false, false, time.Time{}, false
+				if h.Down.IsZero() {
+					h.Down = now
+				}
+			case rep.RaftID != t.raftID:
+				// Another incarnation of the node answers at the server's
+				// address: this one lost its data dir and is gone.
+				h.Reachable, h.Healthy, h.Since, h.Gone = true, false, time.Time{}, true
+			default:
+				healthy := rep.Term == term && rep.LastIndex+maxCatchUpLag >= last &&
+					rep.LastContactMs >= 0 && time.Duration(rep.LastContactMs)*time.Millisecond <= contact
+				if healthy && !h.Healthy {
+					h.Since = now
+				}
+				if !healthy {
+					h.Since = time.Time{}
+				}
+				h.Reachable, h.Healthy, h.Down, h.Gone = true, healthy, time.Time{}, false
+				r.verified[t.raftID+"@"+t.addr] = now
+			}
+			r.health[t.raftID] = h
+		}()
+	}
+	wg.Wait()
+}
+
+// proves reports whether a candidate's answer proves the identity its
+// gossip metadata or join request claimed.
+func (r *reconciler) proves(rep statusReply, t probeTarget, clusterID string) bool {
+	if rep.NodeID != t.nodeID || rep.RaftID != t.raftID {
+		return false
+	}
+	if _, inc := splitRaftID(rep.RaftID); inc != "" && inc != rep.Incarnation {
+		return false
+	}
+	return rep.ClusterID == "" || clusterID == "" || rep.ClusterID == clusterID
+}
+
+// contactThreshold: a follower that has not heard from the leader for longer
+// is not healthy.
+func (r *reconciler) contactThreshold() time.Duration {
+	return 4 * r.n.cfg.Timing.HeartbeatTimeout
+}
