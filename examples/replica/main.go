@@ -91,8 +91,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := n.Close(closeCtx); err != nil {
-			log.Warn("node close", "err", err)
+		stop := n.Close // a restart: the replica stays a member
+		if c.LeaveOnStop {
+			stop = n.Leave // a decommission
+		}
+		if err := stop(closeCtx); err != nil {
+			log.Warn("node stop", "err", err, "leave", c.LeaveOnStop)
 		}
 	}()
 
