@@ -19,9 +19,12 @@ import (
 // identity (a member is added or moved only after its Raft address answered
 // with its node id, Raft id and incarnation).
 
-// statusMsg is the leader's probe (opStatus). It carries the cluster id, so
-// that a member the leader added learns it (the replicated state carries it
-// too): a node without one adopts it from its current Raft leader only.
+// statusMsg is the leader's probe (opStatus). It carries the cluster id: a
+// node without one adopts it — a node without Raft state from the first
+// leader that probes it (it is then that cluster's candidate, and any other
+// cluster's leader sees the id in its answer and refuses it: a node belongs
+// to one cluster only), a node with Raft state from its own Raft leader only.
+// (The replicated state carries the id too.)
 type statusMsg struct {
 	LeaderRaftID string `json:"leader"`
 	ClusterID    string `json:"cluster_id,omitempty"`
@@ -43,9 +46,10 @@ type statusReply struct {
 
 func (n *Node) statusReply(m statusMsg) statusReply {
 	if m.ClusterID != "" && isHexID(m.ClusterID) && n.ident().ClusterID == "" && n.started.Load() {
-		if _, lid := n.raft.LeaderWithID(); lid != "" && string(lid) == m.LeaderRaftID && lid != raft.ServerID(n.id.raftID) {
+		_, lid := n.raft.LeaderWithID()
+		if !n.hasRaftState() || (lid != "" && string(lid) == m.LeaderRaftID && lid != raft.ServerID(n.id.raftID)) {
 			if err := n.id.setCluster(m.ClusterID); err == nil {
-				n.log.Info("joined cluster", "cluster_id", m.ClusterID)
+				n.log.Info("this node belongs to cluster "+m.ClusterID+" now", "by", m.LeaderRaftID)
 			}
 		}
 	}
