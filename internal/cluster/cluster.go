@@ -265,6 +265,9 @@ func (c *Cluster) TryAdd(configure func(c *node.Config)) (*node.Node, error) {
 	return n, nil
 }
 
+// Reconfigure changes node i's configuration for its next Restart.
+func (c *Cluster) Reconfigure(i int, change func(cfg *node.Config)) { change(&c.cfgs[i]) }
+
 // Config returns node i's configuration.
 func (c *Cluster) Config(i int) node.Config { return c.cfgs[i] }
 
