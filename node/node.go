@@ -134,16 +134,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.guard = newVoteGuard(n.trans.RaftTransport(), rc.LocalID, n.latestConfig, n.metrics.votesRefused.Inc)
-	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
-		return nil, fmt.Errorf("node: start raft: %w", err)
-	}
-	n.started.Store(true)
 	if !hasState && (cfg.Bootstrap || cfg.BootstrapExpect > 0) {
 		if n.formation, err = newFormation(n); err != nil {
 			return nil, err
 		}
 	}
+	n.guard = newVoteGuard(n.trans.RaftTransport(), rc.LocalID, n.latestConfig, n.metrics.votesRefused.Inc)
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
+		return nil, fmt.Errorf("node: start raft: %w", err)
+	}
+	n.started.Store(true) // publishes raft and formation to the RPC handlers
 	if cfg.gossipOn() {
 		if err := n.startMembership(ctx); err != nil {
 			return nil, err
