@@ -7,9 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
+
+// wallClock reads the wall clock, for timestamps shown to people
+// (Refusal.At). Nothing that decides liveness or a deadline reads it: Go
+// timers and deadlines run on the monotonic clock. Tests step it to prove
+// that.
+var wallClock = time.Now
 
 // connKind is what an accepted or dialed raw connection is used for.
 type connKind uint8
