@@ -32,9 +32,9 @@ type muxConn struct {
 	client   bool     // the client side sends pings
 	interval time.Duration
 
-	sendq    chan []byte
-	done     chan struct{} // closed on failure
-	once     sync.Once
+	sendq  chan []byte
+	done   chan struct{} // closed on failure
+	once   sync.Once
 	err    error       // why it failed; set before done is closed
 	onFail func(error) // runs once, after done is closed
 	// heard is set by every frame read and cleared by each keepalive tick:
