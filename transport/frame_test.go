@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 
 	"github.com/raftlock/raftlock/internal/memnet"
@@ -146,4 +149,34 @@ func FuzzListener(f *testing.F) {
 			}
 		})
 	})
+}
+
+// A frame header declaring a large payload costs memory only as payload
+// bytes arrive (issue 20 #4): a header declaring 16 MiB followed by 10
+// bytes allocates far less than 16 MiB.
+func TestReadFrameGrowsWithArrivingBytes(t *testing.T) {
+	f := newFrame(kindRequest, 0, 1, 0, nil)
+	binary.BigEndian.PutUint32(f[4:8], 16<<20)
+	in := append(f, "0123456789"...)
+	var hdr [headerLen]byte
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := readFrame(bytes.NewReader(in), &hdr, 16<<20)
+	runtime.ReadMemStats(&after)
+	if err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated frame: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("reading a header declaring 16 MiB and 10 payload bytes allocated %d bytes", got)
+	}
+
+	// A payload that does arrive is read whole, across many growth steps.
+	payload := make([]byte, 3<<20+17)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	h, got, err := readFrame(iotest.OneByteReader(bytes.NewReader(newFrame(kindRequest, 0, 2, 0, payload))), &hdr, 16<<20)
+	if err != nil || h.id != 2 || !bytes.Equal(got, payload) {
+		t.Fatalf("payload of %d bytes: read %d bytes, %v", len(payload), len(got), err)
+	}
 }
