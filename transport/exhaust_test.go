@@ -132,7 +132,7 @@ func BenchmarkExhaustHeaderOnly(b *testing.B) {
 				hdr := newFrame(kindRequest, 0, 1, 0, nil)
 				binary.BigEndian.PutUint32(hdr[4:8], DefaultMaxMessageSize)
 				exhaust(b, srv, 64, sources, func(c net.Conn) error {
-					_, err := c.Write(append([]byte{protoRPC, rpcVersion}, hdr...))
+					_, err := c.Write(append([]byte{protoRPC, versionLegacy}, hdr...))
 					return err
 				})
 				srv.Close()
@@ -150,7 +150,7 @@ func BenchmarkExhaustRaftIdle(b *testing.B) {
 				srv := startTransport(b, testConfig(nil), nil)
 				srv.RaftTransport()
 				exhaust(b, srv, 2000, sources, func(c net.Conn) error {
-					_, err := c.Write([]byte{protoRaft, raftVersion})
+					_, err := c.Write([]byte{protoRaft, versionLegacy})
 					return err
 				})
 				srv.Close()
@@ -181,7 +181,7 @@ func BenchmarkExhaustRaftPartial(b *testing.B) {
 				srv.RaftTransport()
 				chunk := make([]byte, 4<<20)
 				exhaust(b, srv, 100, sources, func(c net.Conn) error {
-					c.Write([]byte{protoRaft, raftVersion})
+					c.Write([]byte{protoRaft, versionLegacy})
 					c.Write(partialAppendEntries())
 					_, err := c.Write(chunk)
 					return err

@@ -95,21 +95,24 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// FuzzPreface: parsePreface accepts exactly the two known (type, version)
-// pairs and classifies everything else.
+// FuzzPreface: parsePreface accepts exactly the known protocol types with
+// a version the policy admits, and classifies everything else.
 func FuzzPreface(f *testing.F) {
-	f.Add(protoRaft, raftVersion)
-	f.Add(protoRPC, rpcVersion)
+	f.Add(protoRaft, versionLegacy)
+	f.Add(protoRPC, versionHello)
 	f.Add(byte(0x16), byte(3))
 	f.Fuzz(func(t *testing.T, a, b byte) {
-		proto, err := parsePreface([prefaceLen]byte{a, b})
-		valid := (a == protoRaft && b == raftVersion) || (a == protoRPC && b == rpcVersion)
-		if valid != (err == nil) || (valid && proto != a) {
-			t.Fatalf("parsePreface(%#x, %#x) = %#x, %v", a, b, proto, err)
-		}
-		var pe *prefaceError
-		if err != nil && (!errors.As(err, &pe) || (pe.reason != rejectUnknownType && pe.reason != rejectBadVersion)) {
-			t.Fatalf("unclassified error %v", err)
+		for _, p := range []prefacePolicy{{}, {legacy: true}, {hello: true}, {legacy: true, hello: true}} {
+			proto, version, err := parsePreface([prefaceLen]byte{a, b}, p)
+			valid := (a == protoRaft || a == protoRPC) &&
+				((b == versionLegacy && p.legacy) || (b == versionHello && p.hello))
+			if valid != (err == nil) || (valid && (proto != a || version != b)) {
+				t.Fatalf("parsePreface(%#x, %#x, %+v) = %#x, %d, %v", a, b, p, proto, version, err)
+			}
+			var pe *prefaceError
+			if err != nil && (!errors.As(err, &pe) || (pe.reason != rejectUnknownType && pe.reason != rejectBadVersion && pe.reason != rejectLegacy)) {
+				t.Fatalf("unclassified error %v", err)
+			}
 		}
 	})
 }
@@ -121,10 +124,10 @@ func FuzzPreface(f *testing.F) {
 func FuzzListener(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0xFF, 0x01})
-	f.Add([]byte{protoRaft, raftVersion, 0, 1, 2})
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindCancel, 0, 1, 0, nil)...))
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
+	f.Add([]byte{protoRaft, versionLegacy, 0, 1, 2})
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindCancel, 0, 1, 0, nil)...))
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
 	f.Add(append([]byte{protoRPC, 2}, 1, 2, 3))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {

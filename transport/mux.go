@@ -37,6 +37,11 @@ type muxConn struct {
 	once   sync.Once
 	err    error       // why it failed; set before done is closed
 	onFail func(error) // runs once, after done is closed
+	// busy, when set (client side), reports whether the connection was
+	// used since its previous call; after idleTicks keepalive ticks in a
+	// row without use the connection is closed (RPCIdleTimeout).
+	busy      func() bool
+	idleTicks int
 	// heard is set by every frame read and cleared by each keepalive tick:
 	// liveness counts ticks (monotonic timers), never reads a clock, so a
 	// wall-clock step can neither kill a healthy connection nor hide a
@@ -44,13 +49,15 @@ type muxConn struct {
 	heard atomic.Bool
 }
 
-func newMuxConn(t *Transport, raw, conn net.Conn, client bool) *muxConn {
+// newMuxConn returns the shared part of an RPC connection; a client pings
+// every interval.
+func newMuxConn(t *Transport, raw, conn net.Conn, client bool, interval time.Duration) *muxConn {
 	m := &muxConn{
 		t:        t,
 		raw:      raw,
 		conn:     conn,
 		client:   client,
-		interval: t.cfg.KeepaliveInterval,
+		interval: interval,
 		sendq:    make(chan []byte, sendQueueLen),
 		done:     make(chan struct{}),
 	}
@@ -116,7 +123,7 @@ func (m *muxConn) writeLoop() {
 	bw := bufio.NewWriterSize(m.conn, ioBufSize)
 	ticker := time.NewTicker(m.interval)
 	defer ticker.Stop()
-	silentTicks := 0
+	silentTicks, unusedTicks := 0, 0
 	var ping [headerLen]byte
 	header{kind: kindPing}.put(ping[:])
 	for {
@@ -134,6 +141,14 @@ func (m *muxConn) writeLoop() {
 			} else if silentTicks++; silentTicks >= deadAfter {
 				m.fail(fmt.Errorf("%w: nothing received from %s for %d keepalive intervals of %v", ErrConnectionLost, m.raw.RemoteAddr(), silentTicks, m.interval))
 				return
+			}
+			if m.busy != nil {
+				if m.busy() {
+					unusedTicks = 0
+				} else if unusedTicks++; unusedTicks >= m.idleTicks {
+					m.fail(fmt.Errorf("%w: closed after %d keepalive intervals without a call", ErrConnectionLost, unusedTicks))
+					return
+				}
 			}
 			if m.client {
 				if err := m.writeBatch(bw, ping[:]); err != nil {

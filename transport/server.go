@@ -34,7 +34,7 @@ func (t *Transport) serveConn(raw, conn net.Conn) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	s := &serverConn{
-		muxConn:  newMuxConn(t, raw, conn, false),
+		muxConn:  newMuxConn(t, raw, conn, false, t.cfg.KeepaliveInterval),
 		from:     raw.RemoteAddr().String(),
 		sem:      make(chan struct{}, maxInflightPerConn),
 		inflight: make(map[uint64]context.CancelFunc),
