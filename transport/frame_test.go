@@ -8,9 +8,11 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"testing"
 	"testing/iotest"
 	"testing/synctest"
+	"time"
 
 	"github.com/raftlock/raftlock/internal/memnet"
 )
@@ -128,7 +130,12 @@ func FuzzListener(f *testing.F) {
 	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
 	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindCancel, 0, 1, 0, nil)...))
 	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
-	f.Add(append([]byte{protoRPC, 2}, 1, 2, 3))
+	f.Add(append([]byte{protoRPC, 3}, 1, 2, 3))
+	hi := encodeHello(hello{id: Identity{NodeID: "fuzz"}})
+	f.Add(slices.Concat([]byte{protoRPC, versionHello}, hi, encodeMsg(msgAccept, nil), newFrame(kindRequest, 0, 1, 0, []byte("x"))))
+	f.Add(slices.Concat([]byte{protoRaft, versionHello}, hi, encodeMsg(msgAccept, nil), []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0x80}))
+	f.Add(slices.Concat([]byte{protoRaft, versionHello}, hi, encodeRefuse("no")))
+	f.Add(slices.Concat([]byte{protoRPC, versionHello}, []byte{msgHello, 0, 1, 9}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			n := memnet.New()
@@ -182,4 +189,51 @@ func TestReadFrameGrowsWithArrivingBytes(t *testing.T) {
 	if err != nil || h.id != 2 || !bytes.Equal(got, payload) {
 		t.Fatalf("payload of %d bytes: read %d bytes, %v", len(payload), len(got), err)
 	}
+}
+
+// FuzzHello: no input makes the hello decoders panic or allocate past their
+// bounds; every hello accepted re-encodes to the bytes read.
+func FuzzHello(f *testing.F) {
+	f.Add(encodeHello(hello{id: Identity{NodeID: "n1", Incarnation: "inc", ClusterID: "c1"}, idle: time.Minute}))
+	f.Add(encodeHello(hello{}))
+	f.Add(encodeMsg(msgAccept, nil))
+	f.Add(encodeRefuse("other cluster"))
+	f.Add([]byte{msgHello, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		typ, body, err := readMsg(r)
+		if err != nil {
+			return
+		}
+		if len(body) > maxHelloBody {
+			t.Fatalf("body of %d bytes accepted", len(body))
+		}
+		consumed := data[:len(data)-r.Len()]
+		switch typ {
+		case msgHello:
+			h, err := decodeHello(body)
+			if err != nil {
+				if !errors.Is(err, ErrProtocol) {
+					t.Fatalf("unclassified hello error %v", err)
+				}
+				return
+			}
+			if checkIdentity(h.id) != nil {
+				t.Fatalf("decoded identity %+v does not pass checkIdentity", h.id)
+			}
+			if re := encodeHello(h); !bytes.Equal(re, consumed) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", re, consumed)
+			}
+		case msgRefuse:
+			if len(body) > maxReasonLen {
+				t.Fatalf("reason of %d bytes accepted", len(body))
+			}
+		case msgAccept:
+			if len(body) != 0 {
+				t.Fatal("accept with a body")
+			}
+		default:
+			t.Fatalf("message type %d accepted", typ)
+		}
+	})
 }
