@@ -252,3 +252,75 @@ func TestSynctestDroppedConnAndPeerRestart(t *testing.T) {
 		}
 	})
 }
+
+// A raft cluster left idle for far longer than RaftIdleTimeout keeps every
+// connection when its nodes speak version 2 (keepalives), and then commits
+// at once; legacy (version 1) connections idle in raft's pool are cut. A
+// leadership transfer leaves the old leader's connections idle in its pool
+// (raft's pipeline connection itself is never idle: the leader sends an
+// AppendEntries every CommitTimeout), and a second one reuses them.
+func TestSynctestRaftIdleConnsKeptAlive(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		identity bool
+	}{{"version 2", true}, {"version 1", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := memnet.New()
+				defer n.Close()
+				var trs []*Transport
+				for _, h := range []string{"a", "b", "c"} {
+					trs = append(trs, memTransport(t, n, h, echo, func(c *Config) {
+						c.RaftIdleTimeout = 3 * time.Second
+						if tc.identity {
+							c.Identity = func() Identity { return Identity{NodeID: h, ClusterID: "c1"} }
+						}
+					}))
+				}
+				all := testEntries(20)
+				nodes := startRaftCluster(t, trs, raftTiming{}, len(all))
+				applyViaLeader(t, nodes, all[:10], time.Minute)
+				transferLeadership(t, nodes)
+				time.Sleep(10 * time.Minute)
+				var cut float64
+				for _, tr := range trs {
+					cut += counterValue(t, tr.metrics.raftIdle)
+				}
+				switch {
+				case tc.identity && cut != 0:
+					t.Fatalf("%v idle version-2 Raft connections were cut", cut)
+				case !tc.identity && cut == 0:
+					t.Fatal("no idle version-1 Raft connection was cut (the test does not exercise idle connections)")
+				}
+				transferLeadership(t, nodes)
+				applyViaLeader(t, nodes, all[10:], time.Minute)
+				waitApplied(t, nodes, all, time.Minute)
+				stopRaftCluster(t, nodes)
+			})
+		})
+	}
+}
+
+// transferLeadership moves leadership away from the current leader and
+// waits until another node leads.
+func transferLeadership(t *testing.T, nodes []*clusterNode) {
+	t.Helper()
+	for _, nd := range nodes {
+		if nd.r.State() != raft.Leader {
+			continue
+		}
+		if err := nd.r.LeadershipTransfer().Error(); err != nil {
+			t.Fatalf("leadership transfer: %v", err)
+		}
+		for range 600 {
+			for _, o := range nodes {
+				if o != nd && o.r.State() == raft.Leader {
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatal("no new leader after the transfer")
+	}
+	t.Fatal("no leader")
+}
