@@ -75,7 +75,7 @@ func raftPair(t *testing.T, a, b *Transport, acc <-chan net.Conn) (out, in net.C
 func expectRaftFlows(t *testing.T, out, in net.Conn) {
 	t.Helper()
 	for _, dir := range []struct{ w, r net.Conn }{{out, in}, {in, out}} {
-		msg := []byte("raft bytes")
+		msg := raftMsg
 		if _, err := dir.w.Write(msg); err != nil {
 			t.Fatal(err)
 		}
@@ -86,6 +86,10 @@ func expectRaftFlows(t *testing.T, out, in net.Conn) {
 		}
 	}
 }
+
+// raftMsg is a small well-formed Raft request (RequestVote{Term: 7}): the
+// inbound guard (raftguard.go) passes only those.
+var raftMsg = []byte{1, 0x81, 0xa4, 'T', 'e', 'r', 'm', 0x07}
 
 // lastRefusal returns tr's newest refusal.
 func lastRefusal(t *testing.T, tr *Transport) Refusal {

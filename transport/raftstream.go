@@ -61,9 +61,10 @@ type raftConn struct {
 	closed   chan struct{}
 
 	// inbound
-	idle time.Duration // RaftIdleTimeout
-	br   *bufio.Reader // framed: over Conn
-	rem  int           // framed: bytes left in the current chunk
+	idle  time.Duration // RaftIdleTimeout
+	br    *bufio.Reader // framed: over Conn
+	rem   int           // framed: bytes left in the current chunk
+	guard raftGuard     // bounds each request before raft decodes it
 
 	// outbound, framed
 	wmu     sync.Mutex
@@ -112,7 +113,7 @@ func (c *raftConn) Read(b []byte) (int, error) {
 	if !c.framed {
 		c.armIdle()
 		n, err := c.Conn.Read(b)
-		return n, c.readErr(err)
+		return c.guarded(b[:n], err)
 	}
 	for c.rem == 0 {
 		var h [chunkHeaderLen]byte
@@ -122,17 +123,33 @@ func (c *raftConn) Read(b []byte) (int, error) {
 		}
 		n := binary.BigEndian.Uint32(h[:])
 		if n > maxChunk {
-			c.t.metrics.protocol.Inc()
-			c.t.log.Debug("transport: closing Raft connection: protocol violation", "remote", c.raw.RemoteAddr().String(), "chunk", n)
-			c.Close()
-			return 0, fmt.Errorf("%w: Raft chunk of %d bytes (at most %d)", ErrProtocol, n, maxChunk)
+			err := fmt.Errorf("%w: Raft chunk of %d bytes (at most %d)", ErrProtocol, n, maxChunk)
+			c.violation(err)
+			return 0, err
 		}
 		c.rem = int(n)
 	}
 	c.armIdle()
 	n, err := c.br.Read(b[:min(len(b), c.rem)])
 	c.rem -= n
-	return n, c.readErr(err)
+	return c.guarded(b[:n], err)
+}
+
+// guarded passes bytes read from an inbound connection through the guard:
+// bytes that break its bounds never reach raft, and close the connection.
+func (c *raftConn) guarded(b []byte, err error) (int, error) {
+	if gerr := c.guard.feed(b); gerr != nil {
+		c.violation(gerr)
+		return 0, gerr
+	}
+	return len(b), c.readErr(err)
+}
+
+// violation closes an inbound connection that broke the stream's rules.
+func (c *raftConn) violation(err error) {
+	c.t.metrics.protocol.Inc()
+	c.t.log.Debug("transport: closing Raft connection: protocol violation", "remote", c.raw.RemoteAddr().String(), "err", err)
+	c.Close()
 }
 
 // armIdle sets the inbound read deadline RaftIdleTimeout from now.
