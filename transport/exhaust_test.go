@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -184,6 +185,31 @@ func BenchmarkExhaustRaftPartial(b *testing.B) {
 					c.Write([]byte{protoRaft, versionLegacy})
 					c.Write(partialAppendEntries())
 					_, err := c.Write(chunk)
+					return err
+				})
+				srv.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkExhaustRaftEntries: Raft connections that send an AppendEntries
+// whose Entries declares 2^30 elements, followed by 1 MiB of empty maps
+// (one byte each; raft allocates a Log per element), then nothing.
+func BenchmarkExhaustRaftEntries(b *testing.B) {
+	for _, sources := range exhaustSources {
+		b.Run(fmt.Sprintf("conns=16/sources=%d", sources), func(b *testing.B) {
+			for range b.N {
+				srv := startTransport(b, testConfig(nil), nil)
+				srv.RaftTransport()
+				req := []byte{0, 0x81, 0xa7}
+				req = append(req, "Entries"...)
+				req = append(req, 0xdd)
+				req = binary.BigEndian.AppendUint32(req, 1<<30)
+				req = append(req, bytes.Repeat([]byte{0x80}, 1<<20)...)
+				exhaust(b, srv, 16, sources, func(c net.Conn) error {
+					c.Write([]byte{protoRaft, versionLegacy})
+					_, err := c.Write(req)
 					return err
 				})
 				srv.Close()
