@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -205,6 +206,48 @@ func TestSynctestRPCPoolPruned(t *testing.T) {
 		// A pruned address is dialed again on demand.
 		if resp, err := cli.Call(context.Background(), srvs[0].Addr(), []byte("again")); err != nil || string(resp) != "echo:again" {
 			t.Fatalf("call after pruning: %q, %v", resp, err)
+		}
+	})
+}
+
+// The requests one connection's running handlers hold are bounded in bytes
+// (4 × MaxMessageSize): beyond it the connection's reader waits.
+func TestSynctestInflightBytesBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		var running, most atomic.Int32
+		gate := make(chan struct{})
+		srv := memTransport(t, n, "srv", HandlerFunc(func(ctx context.Context, _ string, req []byte) ([]byte, error) {
+			now := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			<-gate
+			return nil, nil
+		}), func(c *Config) { c.MaxMessageSize = 1024 })
+		defer srv.Close()
+		cli := memTransport(t, n, "cli", nil, func(c *Config) { c.RPCConnsPerPeer = 1 })
+		defer cli.Close()
+		errs := make(chan error, 10)
+		for range 10 {
+			go func() {
+				_, err := cli.Call(context.Background(), srv.Addr(), make([]byte, 1000))
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		if got := running.Load(); got != 4 {
+			t.Fatalf("%d handlers hold 1000-byte requests at once, want 4 (4 KiB budget)", got)
+		}
+		close(gate)
+		for range 10 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if most.Load() != 4 {
+			t.Fatalf("at most %d handlers ran at once, want 4", most.Load())
 		}
 	})
 }
