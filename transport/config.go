@@ -78,7 +78,8 @@ type Config struct {
 	AcceptLegacy func() bool
 
 	// HandshakeTimeout bounds, for each accepted connection, the TLS
-	// handshake plus the arrival of the protocol preface. Default 5s.
+	// handshake, the arrival of the protocol preface and the hello.
+	// Default 5s.
 	HandshakeTimeout time.Duration
 
 	// Listener, when set, is used instead of listening on BindAddr (tests,
@@ -89,8 +90,9 @@ type Config struct {
 	// It must honour ctx.
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 
-	// Logger receives the transport's logs (rejected connections at Debug).
-	// nil discards them.
+	// Logger receives the transport's logs: rejected connections at Debug;
+	// identity refusals (once per peer and reason) and reached connection
+	// limits (at most every 10s) at Warn. nil discards them.
 	Logger *slog.Logger
 
 	// Registerer, when set, receives the transport's Prometheus metrics
