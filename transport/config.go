@@ -264,39 +264,17 @@ func checkPlaintextBind(c Config) error {
 // withDefaults returns c with zero fields replaced by defaults.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = d.HandshakeTimeout
-	}
-	if c.RaftMaxPool == 0 {
-		c.RaftMaxPool = d.RaftMaxPool
-	}
-	if c.RaftTimeout == 0 {
-		c.RaftTimeout = d.RaftTimeout
-	}
-	if c.RPCConnsPerPeer == 0 {
-		c.RPCConnsPerPeer = d.RPCConnsPerPeer
-	}
-	if c.MaxMessageSize == 0 {
-		c.MaxMessageSize = d.MaxMessageSize
-	}
-	if c.KeepaliveInterval == 0 {
-		c.KeepaliveInterval = d.KeepaliveInterval
-	}
-	if c.RaftIdleTimeout == 0 {
-		c.RaftIdleTimeout = d.RaftIdleTimeout
-	}
-	if c.RPCIdleTimeout == 0 {
-		c.RPCIdleTimeout = d.RPCIdleTimeout
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = d.MaxConns
-	}
-	if c.MaxConnsPerHost == 0 {
-		c.MaxConnsPerHost = d.MaxConnsPerHost
-	}
-	if c.MaxHandshakes == 0 {
-		c.MaxHandshakes = d.MaxHandshakes
-	}
+	orDefault(&c.HandshakeTimeout, d.HandshakeTimeout)
+	orDefault(&c.RaftMaxPool, d.RaftMaxPool)
+	orDefault(&c.RaftTimeout, d.RaftTimeout)
+	orDefault(&c.RPCConnsPerPeer, d.RPCConnsPerPeer)
+	orDefault(&c.MaxMessageSize, d.MaxMessageSize)
+	orDefault(&c.KeepaliveInterval, d.KeepaliveInterval)
+	orDefault(&c.RaftIdleTimeout, d.RaftIdleTimeout)
+	orDefault(&c.RPCIdleTimeout, d.RPCIdleTimeout)
+	orDefault(&c.MaxConns, d.MaxConns)
+	orDefault(&c.MaxConnsPerHost, d.MaxConnsPerHost)
+	orDefault(&c.MaxHandshakes, d.MaxHandshakes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -307,6 +285,14 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	return c
+}
+
+// orDefault sets *v to d when *v is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // checkAdvertise checks that addr is a dialable host:port.

@@ -184,8 +184,8 @@ func (t *Transport) clientHello(conn net.Conn, addr string, proto byte) (hello, 
 	}
 	if err := t.checkPeer(peer.id, false); err != nil {
 		reason := truncate(err.Error(), maxReasonLen)
-		conn.Write(encodeRefuse(reason))
 		t.refuse(addr, false, false, peer.id, reason)
+		conn.Write(encodeRefuse(reason))
 		return hello{}, &peerRefusedError{addr: addr, peer: peer.id, err: err}
 	}
 	if _, err := conn.Write(encodeMsg(msgAccept, nil)); err != nil {

@@ -143,15 +143,18 @@ func TestIdentityOtherClusterRefused(t *testing.T) {
 // cannot be reached by a node that refuses it, and learns why.
 func TestIdentityDialerRefusesListener(t *testing.T) {
 	a := identityTransport(t, Identity{NodeID: "a", ClusterID: "c1"}, sameCluster("c1"), nil)
-	b := identityTransport(t, Identity{NodeID: "b", ClusterID: "c2"}, nil, nil)
+	var rej <-chan string
+	b := identityTransport(t, Identity{NodeID: "b", ClusterID: "c2"}, nil, func(c *Config) { rej = watchRejects(c) })
 	acceptRaft(t, b)
 	_, err := a.Call(ctxTimeout(t), b.Addr(), nil)
 	if !errors.Is(err, ErrHandshake) || !errors.Is(err, errOtherCluster) {
 		t.Fatalf("call to a node this node refuses: %v, want ErrHandshake and CheckPeer's error", err)
 	}
+	expectReject(t, b, rej, rejectRefusedByPeer)
 	if _, _, err := raftPair(t, a, b, nil); !errors.Is(err, errOtherCluster) {
 		t.Fatalf("raft dial to a node this node refuses: %v", err)
 	}
+	expectReject(t, b, rej, rejectRefusedByPeer)
 	got := lastRefusal(t, a)
 	if got.Inbound || got.ByPeer || got.Peer != (Identity{NodeID: "b", ClusterID: "c2"}) {
 		t.Fatalf("dialer's refusal record: %+v", got)

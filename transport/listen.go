@@ -97,14 +97,15 @@ func (t *Transport) handshake(raw net.Conn) {
 	if err != nil {
 		var pe *prefaceError
 		errors.As(err, &pe)
+		var farewell []byte
 		if pe.reason == rejectBadVersion || pe.reason == rejectLegacy {
 			// Tell the dialer why, in the frame format every version keeps.
-			conn.Write(newFrame(kindError, codeVersion, 0, 0, []byte(pe.msg)))
+			farewell = newFrame(kindError, codeVersion, 0, 0, []byte(pe.msg))
 		}
 		if pe.reason == rejectLegacy {
 			t.refuse(raw.RemoteAddr().String(), true, false, Identity{}, pe.msg)
 		}
-		t.reject(raw, pe.reason, err)
+		t.rejectWith(raw, conn, pe.reason, err, farewell)
 		return
 	}
 	if _, err := conn.Write(b[:]); err != nil {
@@ -112,8 +113,8 @@ func (t *Transport) handshake(raw net.Conn) {
 		return
 	}
 	if version == versionHello {
-		if reason, err := t.serverHello(conn, raw.RemoteAddr().String(), proto); err != nil {
-			t.reject(raw, reason, err)
+		if reason, farewell, err := t.serverHello(conn, raw.RemoteAddr().String(), proto); err != nil {
+			t.rejectWith(raw, conn, reason, err, farewell)
 			return
 		}
 	}
@@ -147,21 +148,22 @@ func (t *Transport) acceptLegacy() bool {
 
 // serverHello runs the listener's side of the hello (hello.go): read the
 // dialer's hello, vet it, answer with this node's hello or a refusal, and
-// wait for the dialer's verdict. On failure it returns the metric reason.
-func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (string, error) {
+// wait for the dialer's verdict. On failure it returns the metric reason
+// and, for a refusal, the message to send before closing.
+func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (string, []byte, error) {
 	typ, body, err := readMsg(conn)
 	if err != nil {
 		if errors.Is(err, ErrProtocol) {
-			return rejectHello, err
+			return rejectHello, nil, err
 		}
-		return readFailure(err), err
+		return readFailure(err), nil, err
 	}
 	if typ != msgHello {
-		return rejectHello, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
 	}
 	peer, err := decodeHello(body)
 	if err != nil {
-		return rejectHello, err
+		return rejectHello, nil, err
 	}
 	own, err := t.ownHello(proto)
 	if err == nil {
@@ -171,27 +173,26 @@ func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (strin
 	}
 	if err != nil {
 		reason := truncate(err.Error(), maxReasonLen)
-		conn.Write(encodeRefuse(reason))
 		t.refuse(remote, true, false, peer.id, reason)
-		return rejectIdentity, fmt.Errorf("refused peer %q: %w", peer.id.NodeID, err)
+		return rejectIdentity, encodeRefuse(reason), fmt.Errorf("refused peer %q: %w", peer.id.NodeID, err)
 	}
 	if _, err := conn.Write(encodeHello(own)); err != nil {
-		return readFailure(err), err
+		return readFailure(err), nil, err
 	}
 	typ, body, err = readMsg(conn)
 	switch {
 	case err != nil && errors.Is(err, ErrProtocol):
-		return rejectHello, err
+		return rejectHello, nil, err
 	case err != nil:
-		return readFailure(err), err
+		return readFailure(err), nil, err
 	case typ == msgRefuse:
 		reason := printable(body)
 		t.refuse(remote, true, true, peer.id, reason)
-		return rejectRefusedByPeer, fmt.Errorf("%w: %s", ErrRefused, reason)
+		return rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", ErrRefused, reason)
 	case typ != msgAccept:
-		return rejectHello, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // ownHello is the hello this node sends on a connection of proto.
@@ -246,6 +247,14 @@ func readFailure(err error) string {
 
 // reject closes a connection that failed the handshake.
 func (t *Transport) reject(raw net.Conn, reason string, err error) {
+	t.rejectWith(raw, nil, reason, err, nil)
+}
+
+// rejectWith is reject that first tells the peer why: it writes farewell
+// (a version error frame or a hello refusal) to conn, after the refusal was
+// counted and recorded, so the peer never learns of it before this node's
+// metrics and Refusals do.
+func (t *Transport) rejectWith(raw, conn net.Conn, reason string, err error, farewell []byte) {
 	if t.isClosed() {
 		reason = rejectClosing
 	}
@@ -254,6 +263,9 @@ func (t *Transport) reject(raw net.Conn, reason string, err error) {
 		t.cfg.testHookReject(reason)
 	}
 	t.log.Debug("transport: refused connection", "remote", raw.RemoteAddr().String(), "reason", reason, "err", err)
+	if len(farewell) > 0 {
+		conn.Write(farewell)
+	}
 	raw.Close()
 	t.untrack(raw)
 }

@@ -250,25 +250,20 @@ func (c *raftConn) keepalive(every time.Duration) {
 
 // SetDeadline sets raft's read and write deadlines (outbound framed: the
 // write deadline is remembered for the keepalive to restore).
-func (c *raftConn) SetDeadline(t time.Time) error {
-	if c.accepted || !c.framed {
-		return c.Conn.SetDeadline(t)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.wdl = t
-	return c.Conn.SetDeadline(t)
-}
+func (c *raftConn) SetDeadline(t time.Time) error { return c.setWrite(t, c.Conn.SetDeadline) }
 
 // SetWriteDeadline sets raft's write deadline (see SetDeadline).
-func (c *raftConn) SetWriteDeadline(t time.Time) error {
+func (c *raftConn) SetWriteDeadline(t time.Time) error { return c.setWrite(t, c.Conn.SetWriteDeadline) }
+
+// setWrite applies a deadline raft sets that includes the write deadline.
+func (c *raftConn) setWrite(t time.Time, set func(time.Time) error) error {
 	if c.accepted || !c.framed {
-		return c.Conn.SetWriteDeadline(t)
+		return set(t)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wdl = t
-	return c.Conn.SetWriteDeadline(t)
+	return set(t)
 }
 
 // Close closes the connection (sending a TLS close_notify when on TLS).

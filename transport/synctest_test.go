@@ -382,6 +382,7 @@ func TestSynctestRaftInstallSnapshot(t *testing.T) {
 		}
 		n.Heal()
 		waitApplied(t, nodes, all, 5*time.Minute)
+		synctest.Wait() // raft records the install after the FSM restored it
 		if got := nodes[lag].r.Stats()["last_snapshot_index"]; got == "0" {
 			t.Fatal("the lagging follower caught up without installing a snapshot")
 		}
