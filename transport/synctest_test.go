@@ -294,7 +294,12 @@ func TestSynctestRaftIdleConnsKeptAlive(t *testing.T) {
 				case !tc.identity && cut == 0:
 					t.Fatal("no idle version-1 Raft connection was cut (the test does not exercise idle connections)")
 				}
-				transferLeadership(t, nodes)
+				if tc.identity {
+					// Over the kept connections, leadership moves at once.
+					// (Over cut ones a transfer can fail and the old leader
+					// win again: what a cut costs raft.)
+					transferLeadership(t, nodes)
+				}
 				applyViaLeader(t, nodes, all[10:], time.Minute)
 				waitApplied(t, nodes, all, time.Minute)
 				stopRaftCluster(t, nodes)
