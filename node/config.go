@@ -71,6 +71,13 @@ type Config struct {
 	// TLS, when set, makes every Raft and RPC connection mutual TLS.
 	TLS *tls.Config
 
+	// AllowPlaintext admits a BindAddr (or Listener) other than loopback
+	// without TLS; without it such a node does not start. Without TLS
+	// anyone who reaches the port can speak Raft to the node: set it only
+	// where the network itself is trusted. See
+	// transport.Config.AllowPlaintext.
+	AllowPlaintext bool
+
 	// Static membership (without gossip). Peers lists the cluster's nodes.
 	//
 	// Bootstrap says "found a new cluster" (etcd's initial-cluster-state

@@ -32,15 +32,15 @@ type Node struct {
 	events    *eventHub
 	lease     *leaseManager
 	verifier  *verifier
-	proposer  *batcher    // leader: group commit into raft
-	forwarder *batcher    // follower: group forwarding to the leader
-	members   *gossip // gossip layer; nil without Config.GossipAddr
+	proposer  *batcher // leader: group commit into raft
+	forwarder *batcher // follower: group forwarding to the leader
+	members   *gossip  // gossip layer; nil without Config.GossipAddr
 
-	id        *identity  // node id, incarnation, Raft id, cluster id
-	guard     *voteGuard // between the Raft transport and Raft
-	formation *formation // founding a cluster; nil if this node does not found one
-	joins     joinTable  // static mode, on the leader: nodes asking to be added
-	refusals  refusals   // why this node was refused, or refused others
+	id         *identity   // node id, incarnation, Raft id, cluster id
+	guard      *voteGuard  // between the Raft transport and Raft
+	formation  *formation  // founding a cluster; nil if this node does not found one
+	joins      joinTable   // static mode, on the leader: nodes asking to be added
+	refusals   refusals    // why this node was refused, or refused others
 	reconciler *reconciler // the leader's membership loop
 
 	ctx     context.Context // ends when Close begins
@@ -117,13 +117,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.trans, err = transport.New(transport.Config{
-		BindAddr:      cfg.BindAddr,
-		AdvertiseAddr: cfg.AdvertiseAddr,
-		TLS:           cfg.TLS,
-		Listener:      cfg.Listener,
-		Dialer:        cfg.Dialer,
-		Logger:        n.log,
-		Registerer:    cfg.Registerer,
+		BindAddr:       cfg.BindAddr,
+		AdvertiseAddr:  cfg.AdvertiseAddr,
+		TLS:            cfg.TLS,
+		AllowPlaintext: cfg.AllowPlaintext,
+		Listener:       cfg.Listener,
+		Dialer:         cfg.Dialer,
+		Logger:         n.log,
+		Registerer:     cfg.Registerer,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: transport: %w", err)

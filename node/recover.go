@@ -22,7 +22,7 @@ func (n *Node) recover(rc *raft.Config, hasState bool) error {
 		return fmt.Errorf("%w: Recover: the data dir has no Raft state to recover", ErrInvalidConfig)
 	}
 	if done, err := n.store.stable.Get(keyRecovered); err == nil && len(done) > 0 {
-		n.log.Error("Recover is set, but this data dir was recovered already (at "+string(done)+"): starting normally; remove Recover from the configuration")
+		n.log.Error("Recover is set, but this data dir was recovered already (at " + string(done) + "): starting normally; remove Recover from the configuration")
 		return nil
 	}
 	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(n.trans.Addr())}}}

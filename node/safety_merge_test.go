@@ -96,4 +96,3 @@ func TestSafetyClustersDoNotMerge(t *testing.T) {
 		}
 	})
 }
-

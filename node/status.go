@@ -105,4 +105,3 @@ func (n *Node) Status() Status {
 	}
 	return st
 }
-
