@@ -125,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Dialer:         cfg.Dialer,
 		Logger:         n.log,
 		Registerer:     cfg.Registerer,
+		Identity:       n.helloIdentity,
+		CheckPeer:      n.checkPeer,
+		AcceptLegacy:   n.acceptLegacy,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: transport: %w", err)

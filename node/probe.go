@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -107,7 +108,13 @@ func (r *reconciler) probe(ctx context.Context, conf raft.Configuration, members
 			defer r.mu.Unlock()
 			if !t.server {
 				key := t.raftID + "@" + t.addr
-				if err == nil && r.proves(rep, t, self.ClusterID) {
+				proven := err == nil && r.proves(rep, t, self.ClusterID)
+				if proven && r.n.cfg.TLS != nil {
+					r.mu.Unlock()
+					proven = r.provesCertificate(ctx, t)
+					r.mu.Lock()
+				}
+				if proven {
 					r.verified[key] = now
 				} else {
 					delete(r.verified, key)
@@ -153,6 +160,26 @@ func (r *reconciler) proves(rep statusReply, t probeTarget, clusterID string) bo
 		return false
 	}
 	return rep.ClusterID == "" || clusterID == "" || rep.ClusterID == clusterID
+}
+
+// provesCertificate: with TLS, a candidate is proven only if a fresh
+// connection to its address presents a certificate (verified against the
+// CA) that names its node id — a member of the CA's fleet cannot claim
+// another member's id, or a crashed voter's name.
+func (r *reconciler) provesCertificate(ctx context.Context, t probeTarget) bool {
+	p, err := r.n.trans.Probe(ctx, t.addr)
+	if err != nil || len(p.Certificates) == 0 {
+		r.n.log.Debug("identity probe failed", "member", t.nodeID, "addr", t.addr, "err", err)
+		return false
+	}
+	if _, inc := splitRaftID(t.raftID); p.Identity.NodeID != t.nodeID || (inc != "" && p.Identity.Incarnation != inc) {
+		return false
+	}
+	if !certNames(p.Certificates[0], t.nodeID) {
+		r.n.refusals.add("identity", fmt.Sprintf("member %s at %s presents a certificate for %q", t.nodeID, t.addr, p.Certificates[0].Subject.CommonName), t.nodeID)
+		return false
+	}
+	return true
 }
 
 // contactThreshold: a follower that has not heard from the leader for longer

@@ -100,6 +100,17 @@ func (n *Node) Status() Status {
 		st.Formation = n.formation.status()
 	}
 	st.Refusals = n.refusals.get()
+	for _, r := range n.trans.Refusals() {
+		who := "refused " + r.Addr
+		if r.ByPeer {
+			who = "refused by " + r.Addr
+		}
+		peer := r.Peer.NodeID
+		if peer == "" {
+			peer = r.Addr
+		}
+		st.Refusals = append(st.Refusals, Refusal{Reason: "transport_" + r.Reason, Detail: who + ": " + r.Reason, Peer: peer, Last: r.At, Count: 1})
+	}
 	if n.members != nil {
 		n.members.status(&st)
 	}
