@@ -1,0 +1,428 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// memberInfo is what this node knows of one member (gossip events).
+type memberInfo struct {
+	meta   memberMeta
+	gossip string
+	state  MemberState // alive, dead or left; suspect is derived from heard
+	since  time.Time
+	heard  time.Time // last join, update or direct probe answer
+}
+
+// gossip is a node's gossip layer (hashicorp/memberlist): the member table
+// fed by its events (gossip_delegate.go), the join loop, the published
+// metadata (gossip_meta.go) and the views the formation and the leader's
+// reconciler read (gossip_view.go, reconcile.go).
+//
+// memberlist calls the delegate methods below with its own lock held: they
+// only touch m.mu and never call memberlist; nothing calls memberlist while
+// holding m.mu.
+type gossip struct {
+	n      *Node
+	log    *slog.Logger
+	timing GossipTiming
+	ml     *memberlist.Memberlist
+	addr   string // advertised gossip address
+	seeds  []string
+
+	ctx       context.Context // the join and run loops
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	poke      chan struct{} // run loop
+	leadPoke  chan struct{} // leader's reconciliation
+	pubPoke   chan struct{} // publisher: the metadata changed
+	firstJoin chan struct{} // closed after the first join attempt
+	life      sync.Mutex    // memberlist Leave and Shutdown (Leave after Shutdown panics)
+
+	mu        sync.Mutex
+	meta      memberMeta // published
+	metaDirty bool
+	members   map[string]*memberInfo
+	fatal     error  // another live member uses our id (we have no Raft state)
+	joinErr   string // last join failure, "" after a success
+	joined    bool
+	down      bool // memberlist shut down
+	reported  map[string]bool
+}
+
+// startMembership creates the gossip layer, makes the first join attempt
+// (waited for at most 5 probe intervals, capped by TCPTimeout, and ctx; it
+// goes on in the background if it takes longer) and starts its loops. Raft
+// is running.
+func (n *Node) startMembership(ctx context.Context) error {
+	cfg := &n.cfg
+	m := &gossip{
+		n: n, log: n.log.With("component", "membership"), timing: cfg.gossipTiming(),
+		poke: make(chan struct{}, 1), leadPoke: make(chan struct{}, 1), pubPoke: make(chan struct{}, 1), firstJoin: make(chan struct{}),
+		members: make(map[string]*memberInfo), reported: make(map[string]bool),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	id := n.ident()
+	m.meta = memberMeta{V: metaVersion, Wire: int(wireVersion), ID: cfg.ID, Addr: n.trans.Addr(), Expect: cfg.BootstrapExpect, State: n.hasRaftState(),
+		Inc: id.Incarnation, RaftID: id.RaftID, Cluster: id.ClusterID}
+	worst := m.meta
+	worst.Leaving, worst.State, worst.Cluster = true, true, strings.Repeat("f", 16)
+	if b, _ := json.Marshal(worst); len(b) > memberlist.MetaMaxSize {
+		m.cancel()
+		return fmt.Errorf("%w: gossip metadata of %d bytes exceeds %d (shorten ID or address)", ErrInvalidConfig, len(b), memberlist.MetaMaxSize)
+	}
+
+	t := m.timing
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.ID
+	mc.ProbeInterval, mc.ProbeTimeout = t.ProbeInterval, t.ProbeTimeout
+	mc.GossipInterval, mc.PushPullInterval = t.GossipInterval, t.PushPullInterval
+	mc.SuspicionMult, mc.TCPTimeout = t.SuspicionMult, t.TCPTimeout
+	mc.GossipToTheDeadTime = t.PushPullInterval
+	mc.DeadNodeReclaimTime = t.PushPullInterval // a failed member may come back at a new address
+	mc.Delegate, mc.Events, mc.Conflict, mc.Alive, mc.Ping = m, m, m, m, m
+	mc.Logger = log.New(memberlistLog{m.log.With("logger", "memberlist")}, "", 0)
+	if len(cfg.GossipKey) > 0 {
+		mc.SecretKey = slices.Clone(cfg.GossipKey)
+	}
+	if cfg.GossipAdvertiseAddr != "" {
+		host, port, _ := net.SplitHostPort(cfg.GossipAdvertiseAddr)
+		mc.AdvertiseAddr = host
+		mc.AdvertisePort, _ = strconv.Atoi(port)
+	}
+	if cfg.GossipListener != nil {
+		mc.Transport = newStreamTransport(cfg.GossipListener, cfg.GossipDialer, t)
+	} else {
+		host, port, _ := net.SplitHostPort(cfg.GossipAddr)
+		if host == "" {
+			host = "0.0.0.0"
+		}
+		p, _ := strconv.Atoi(port)
+		nt, err := newNetTransport(host, p, mc.Logger)
+		if err != nil {
+			m.cancel()
+			return fmt.Errorf("node: gossip: listen on %s: %w", cfg.GossipAddr, err)
+		}
+		mc.Transport, mc.BindAddr, mc.BindPort = nt, host, nt.GetAutoBindPort()
+	}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		m.cancel()
+		mc.Transport.Shutdown()
+		return fmt.Errorf("node: gossip: %w", err)
+	}
+	m.ml = ml
+	m.addr = ml.LocalNode().Address()
+	for _, s := range cfg.Join {
+		if s != m.addr {
+			m.seeds = append(m.seeds, s)
+		}
+	}
+	n.members = m
+
+	m.wg.Add(3)
+	go m.joinLoop()
+	go m.run()
+	go m.publishLoop()
+	if len(m.seeds) > 0 {
+		wait := time.NewTimer(min(t.TCPTimeout, 5*t.ProbeInterval))
+		defer wait.Stop()
+		select {
+		case <-m.firstJoin:
+		case <-wait.C: // the attempt goes on in the background
+		case <-ctx.Done():
+			return fmt.Errorf("node: joining the gossip cluster: %w", ctx.Err())
+		}
+	}
+	if err := m.fatalErr(); err != nil {
+		return err
+	}
+	m.log.Info("gossip started", "gossip_addr", m.addr, "seeds", m.seeds, "bootstrap_expect", cfg.BootstrapExpect, "encrypted", len(cfg.GossipKey) > 0)
+	return nil
+}
+
+// hasRaftState reports whether this node's Raft has a log, a snapshot or a
+// term: it belongs (or belonged) to a cluster and must never bootstrap.
+func (n *Node) hasRaftState() bool {
+	return n.raft.LastIndex() > 0 || n.raft.CurrentTerm() > 0
+}
+
+func (m *gossip) fatalErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fatal
+}
+
+func (m *gossip) wake() {
+	for _, c := range []chan struct{}{m.poke, m.leadPoke} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// joinLoop joins through the seeds until one of them answered, and again
+// whenever the node finds itself alone; and each round it tries to
+// reconnect to one failed member (after a partition heals, memberlist alone
+// would leave the two sides apart for good).
+func (m *gossip) joinLoop() {
+	defer m.wg.Done()
+	first := true
+	for {
+		if m.fatalErr() == nil && !m.isDown() {
+			m.mu.Lock()
+			joined := m.joined
+			m.mu.Unlock()
+			if len(m.seeds) > 0 && (!joined || m.alone()) {
+				m.join()
+			}
+			if !first {
+				m.reconnect()
+			}
+		}
+		if first {
+			close(m.firstJoin)
+			first = false
+		}
+		if sleepCtx(m.ctx, m.timing.RetryJoinInterval) != nil {
+			return
+		}
+	}
+}
+
+// reconnect tries to join one failed member (not one that left).
+func (m *gossip) reconnect() {
+	var addrs []string
+	m.mu.Lock()
+	for id, mi := range m.members {
+		if id != m.n.cfg.ID && mi.state == MemberDead && mi.gossip != "" {
+			addrs = append(addrs, mi.gossip)
+		}
+	}
+	m.mu.Unlock()
+	if len(addrs) == 0 {
+		return
+	}
+	addr := addrs[rand.N(len(addrs))]
+	if n, err := m.ml.Join([]string{addr}); n > 0 {
+		m.log.Info("reconnected to a failed member", "gossip_addr", addr)
+	} else {
+		m.log.Debug("reconnecting to a failed member", "gossip_addr", addr, "err", err)
+	}
+}
+
+func (m *gossip) join() {
+	contacted, err := m.ml.Join(m.seeds)
+	if contacted > 0 {
+		m.mu.Lock()
+		again := m.joined
+		m.joined, m.joinErr = true, ""
+		m.mu.Unlock()
+		m.n.metrics.gossipJoins.WithLabelValues("ok").Inc()
+		if !again {
+			m.log.Info("joined the gossip cluster", "seeds_contacted", contacted)
+		} else {
+			m.log.Info("rejoined the gossip cluster", "seeds_contacted", contacted)
+		}
+		return
+	}
+	msg := strings.Join(strings.Fields(fmt.Sprint(err)), " ")
+	m.mu.Lock()
+	repeated := m.joinErr == msg
+	m.joinErr = msg
+	m.mu.Unlock()
+	m.n.metrics.gossipJoins.WithLabelValues("error").Inc()
+	if repeated {
+		m.log.Debug("gossip join failed; will retry", "seeds", m.seeds, "err", msg)
+	} else {
+		m.log.Warn("gossip join failed; will retry", "seeds", m.seeds, "retry_in", m.timing.RetryJoinInterval, "err", msg)
+	}
+}
+
+// alone reports whether no other member is alive.
+func (m *gossip) alone() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, mi := range m.members {
+		if id != m.n.cfg.ID && mi.state == MemberAlive {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *gossip) isDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.down
+}
+
+// run keeps the published metadata current, drives the bootstrap agreement,
+// forgets long-gone members, and stops gossip on a fatal id conflict.
+func (m *gossip) run() {
+	defer m.wg.Done()
+	tick := time.NewTicker(m.timing.ProbeInterval)
+	defer tick.Stop()
+	for {
+		if m.fatalErr() != nil {
+			m.log.Error("another live member uses this node's id: gossip stopped; this node will not join the cluster", "err", m.fatalErr())
+			m.shutdownGossip()
+			return
+		}
+		m.publish()
+		m.prune()
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.poke:
+		case <-tick.C:
+		}
+	}
+}
+
+// publish has the metadata re-advertised if it changed.
+func (m *gossip) publish() {
+	state, cid := m.n.hasRaftState(), m.n.ident().ClusterID
+	m.mu.Lock()
+	if m.meta.State != state || m.meta.Cluster != cid {
+		m.meta.State, m.meta.Cluster, m.metaDirty = state, cid, true
+	}
+	dirty := m.metaDirty
+	m.metaDirty = false
+	m.mu.Unlock()
+	if dirty {
+		select {
+		case m.pubPoke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// publishLoop re-advertises the metadata (memberlist reads the latest from
+// NodeMeta), so that the run loop never waits for gossip.
+func (m *gossip) publishLoop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.pubPoke:
+		}
+		if m.isDown() {
+			continue
+		}
+		// The update is queued for gossip either way; the wait only confirms
+		// it went out, so a timeout is harmless.
+		if err := m.ml.UpdateNode(m.updateTimeout()); err != nil {
+			m.log.Debug("metadata update not yet confirmed", "err", err)
+		}
+	}
+}
+
+func (m *gossip) updateTimeout() time.Duration {
+	return 5*m.timing.GossipInterval + m.timing.ProbeInterval
+}
+
+// prune forgets members that failed or left long ago and are not in the
+// Raft configuration.
+func (m *gossip) prune() {
+	f := m.n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	inConf := map[string]bool{}
+	for _, s := range f.Configuration().Servers {
+		inConf[nodeOf(s.ID)] = true
+	}
+	forget := m.n.cfg.reapTimeout() + m.timing.PushPullInterval
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, mi := range m.members {
+		if mi.state != MemberAlive && !inConf[id] && now.Sub(mi.since) > forget {
+			delete(m.members, id)
+		}
+	}
+}
+
+// shutdownGossip stops memberlist without a leave message. Idempotent.
+func (m *gossip) shutdownGossip() {
+	m.life.Lock()
+	defer m.life.Unlock()
+	m.mu.Lock()
+	m.down = true
+	m.mu.Unlock()
+	if err := m.ml.Shutdown(); err != nil {
+		m.log.Debug("gossip shutdown", "err", err)
+	}
+}
+
+// stop ends gossip at once (a crash, or after leave) and waits for the loops.
+func (m *gossip) stop() {
+	m.cancel()
+	m.shutdownGossip()
+	m.wg.Wait()
+}
+
+// leave is the graceful gossip exit (Close and Leave): broadcast the
+// memberlist leave so that members see this node go at once instead of
+// suspecting it. Whether the node stays in the Raft configuration depends on
+// what it announced before: nothing (a restart: the leader keeps it, and
+// reaps it only if it stays away past the reap timeout) or Leaving (Leave:
+// the leader has removed it already).
+func (m *gossip) leave() {
+	m.cancel() // the loops stop; stop() waits for them
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.isDown() {
+		return
+	}
+	if err := m.ml.Leave(m.leaveTimeout()); err != nil {
+		m.log.Info("gossip leave not confirmed", "err", err)
+	}
+	m.log.Info("left the gossip cluster")
+}
+
+func (m *gossip) leaveTimeout() time.Duration {
+	return 20*m.n.cfg.Timing.HeartbeatTimeout + 10*m.timing.GossipInterval
+}
+
+// announceLeaving publishes that this node decommissions (Leave).
+func (m *gossip) announceLeaving() {
+	m.mu.Lock()
+	m.meta.Leaving = true
+	m.mu.Unlock()
+	if m.isDown() {
+		return
+	}
+	if err := m.ml.UpdateNode(m.updateTimeout()); err != nil {
+		m.log.Debug("leave intent not yet confirmed", "err", err)
+	}
+}
+
+// conflict logs a refused member once per key and counts it.
+func (m *gossip) conflict(reason, key, msg string, args ...any) {
+	m.mu.Lock()
+	k := reason + "|" + key
+	seen := m.reported[k]
+	m.reported[k] = true
+	m.mu.Unlock()
+	if seen {
+		return
+	}
+	m.n.metrics.memberConflicts.WithLabelValues(reason).Inc()
+	m.log.Error(msg, append([]any{"reason", reason}, args...)...)
+}
