@@ -52,4 +52,3 @@ func (n *Node) haltedReason() string {
 	}
 	return ""
 }
-

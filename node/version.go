@@ -111,4 +111,3 @@ func (n *Node) clusterDuties(ctx context.Context) {
 	n.raiseClusterVersion(ctx)
 	n.syncLimits(ctx)
 }
-
