@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -73,6 +74,10 @@ type eventHub struct {
 	byLock    map[string][]*Subscription
 	all       []*Subscription
 	dropped   func() // metric hook
+	// afterDispatch, when set (tests), is called on the apply goroutine once
+	// an entry's events have been delivered, before the entry is counted
+	// as applied.
+	afterDispatch atomic.Pointer[func(events []fsm.Event)]
 }
 
 func newEventHub(dropped func()) *eventHub {
@@ -160,6 +165,9 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 		if e.Lock != "" {
 			send(h.byLock[e.Lock], e)
 		}
+	}
+	if f := h.afterDispatch.Load(); f != nil {
+		(*f)(events)
 	}
 }
 

@@ -56,3 +56,15 @@ func DelayEnds(n *Node, result string) float64 {
 	return counterValue(n.metrics.delayEnds.WithLabelValues(result))
 }
 
+
+// AfterDispatch sets a function n's apply goroutine calls once it has
+// delivered an entry's events to subscribers, before it counts the entry as
+// applied (nil: none). A function that blocks stalls the apply goroutine in
+// that window.
+func AfterDispatch(n *Node, f func(events []fsm.Event)) {
+	if f == nil {
+		n.events.afterDispatch.Store(nil)
+		return
+	}
+	n.events.afterDispatch.Store(&f)
+}

@@ -41,9 +41,6 @@ type Node struct {
 	wg      sync.WaitGroup // every goroutine the node starts
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
-	// lastCommit is the index of the last batch this node committed as
-	// leader: the read index.
-	lastCommit atomic.Uint64
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	ready     chan struct{}

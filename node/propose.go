@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -176,9 +175,6 @@ func (n *Node) commit(batch []*proposal) {
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
-	// Before answering: a Sync that starts once a caller has its answer must
-	// cover this entry.
-	storeMax(&n.lastCommit, f.Index())
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
@@ -237,17 +233,6 @@ func (n *Node) wallNow() time.Time {
 		return n.cfg.WallClock()
 	}
 	return time.Now()
-}
-
-// storeMax raises v to x unless it is already higher (batches in flight
-// together may finish in any order).
-func storeMax(v *atomic.Uint64, x uint64) {
-	for {
-		old := v.Load()
-		if old >= x || v.CompareAndSwap(old, x) {
-			return
-		}
-	}
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in
