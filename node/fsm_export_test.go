@@ -38,7 +38,9 @@ func WithMaxClusterVersion(c *Config, v uint64) { c.maxClusterVersion = v }
 type PeerInfo = peerInfo
 
 // AskPeerInfo calls the peer-info RPC of the server at addr through n.
-func AskPeerInfo(ctx context.Context, n *Node, addr string) (PeerInfo, error) { return n.peerInfo(ctx, addr) }
+func AskPeerInfo(ctx context.Context, n *Node, addr string) (PeerInfo, error) {
+	return n.peerInfo(ctx, addr)
+}
 
 // ProposeAsLeader proposes a leader-only command through n (its leader).
 func ProposeAsLeader(ctx context.Context, n *Node, cmd fsm.Command) (fsm.Result, error) {
@@ -55,7 +57,6 @@ func QuotaRefusals(n *Node, q fsm.Quota) float64 {
 func DelayEnds(n *Node, result string) float64 {
 	return counterValue(n.metrics.delayEnds.WithLabelValues(result))
 }
-
 
 // AfterDispatch sets a function n's apply goroutine calls once it has
 // delivered an entry's events to subscribers, before it counts the entry as
