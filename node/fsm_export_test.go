@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -31,8 +32,9 @@ func DecodeApplyReply(b []byte, n int) ([]fsm.Result, []error, error) {
 }
 
 // WithMaxClusterVersion makes a node report (and raise the cluster to) at
-// most version v, as a server of an older release would.
-func WithMaxClusterVersion(c *Config, v uint64) { c.maxClusterVersion = v }
+// most version v(), as a server of an older release would (0: what it
+// supports).
+func WithMaxClusterVersion(c *Config, v func() uint64) { c.maxClusterVersion = v }
 
 // PeerInfo is the exported view of peerInfo for tests.
 type PeerInfo = peerInfo
@@ -69,3 +71,10 @@ func AfterDispatch(n *Node, f func(events []fsm.Event)) {
 	}
 	n.events.afterDispatch.Store(&f)
 }
+
+// ApplyRaw appends data to the log through n's raft (n must lead), as a
+// leader of another release could.
+func ApplyRaw(n *Node, data []byte) error { return n.raft.Apply(data, 5*time.Second).Error() }
+
+// SnapshotNow asks n's raft for a snapshot.
+func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }

@@ -122,7 +122,8 @@ func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 	if err := n.haltErr(); err != nil {
 		return outcome{err: err}
 	}
-	if v, need := n.fsm.ClusterVersion(), fsm.NeedsVersion(cmd); need > v {
+	if v := n.fsm.ClusterVersion(); fsm.NeedsVersion(fsm.Downgrade(cmd, v)) > v {
+		need := fsm.NeedsVersion(cmd)
 		return outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, v)}
 	}
 	p := newProposal(ctx, cmd)
@@ -138,11 +139,12 @@ func (n *Node) commit(batch []*proposal) {
 	cmds := make([]fsm.Command, 0, len(batch))
 	ok := batch[:0:0]
 	for _, p := range batch {
-		if need := fsm.NeedsVersion(p.cmd); need > v {
-			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, p.cmd.Op(), need, v)})
+		c := fsm.Downgrade(p.cmd, v)
+		if need := fsm.NeedsVersion(c); need > v {
+			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, c.Op(), need, v)})
 			continue
 		}
-		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		cmds = append(cmds, c)
 		ok = append(ok, p)
 	}
 	if batch = ok; len(batch) == 0 {
@@ -199,12 +201,12 @@ func (n *Node) forward(batch []*proposal) {
 		n.proposer.submit(batch...) // became leader meanwhile
 		return
 	}
-	v := n.fsm.ClusterVersion() // the leader of a cluster at version 1 may be of the previous release
 	cmds := make([]fsm.Command, len(batch))
 	for i, p := range batch {
-		cmds[i] = fsm.Downgrade(p.cmd, v)
+		cmds[i] = p.cmd
 	}
-	req, err := encodeApplyRequest(cmds)
+	// The leader of a cluster at version 1 may be of the previous release.
+	req, err := forwardRequest(cmds, n.fsm.ClusterVersion())
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
@@ -225,6 +227,17 @@ func (n *Node) forward(batch []*proposal) {
 	for i, p := range batch {
 		p.finish(outs[i])
 	}
+}
+
+// forwardRequest encodes a follower's batch for the leader in the form the
+// cluster version allows (see fsm.Downgrade): at version 1 a leader of the
+// previous release must be able to read it.
+func forwardRequest(cmds []fsm.Command, clusterVersion uint64) ([]byte, error) {
+	out := make([]fsm.Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = fsm.Downgrade(c, clusterVersion)
+	}
+	return encodeApplyRequest(out)
 }
 
 // wallNow is the leader's wall clock for entry stamps (Config.WallClock).
