@@ -48,7 +48,10 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 			}
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			for name, err := range map[string]error{
-				"propose":   func() error { _, _, err := n.Propose(tctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()}); return err }(),
+				"propose": func() error {
+					_, _, err := n.Propose(tctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()})
+					return err
+				}(),
 				"sync":      n.Sync(tctx),
 				"keepalive": n.KeepAlive(tctx, s),
 				"ready":     n.WaitReady(tctx),
