@@ -78,6 +78,9 @@ type eventHub struct {
 	// an entry's events have been delivered, before the entry is counted
 	// as applied.
 	afterDispatch atomic.Pointer[func(events []fsm.Event)]
+	// beforeResync, when set (tests), is called by resyncAll before it
+	// signals the subscriptions.
+	beforeResync atomic.Pointer[func()]
 }
 
 func newEventHub(dropped func()) *eventHub {
@@ -191,6 +194,9 @@ func (h *eventHub) dispatchEarly(grants []fsm.Event) {
 
 // resyncAll tells every subscription to re-read the state (after a restore).
 func (h *eventHub) resyncAll() {
+	if f := h.beforeResync.Load(); f != nil {
+		(*f)()
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, s := range h.all {

@@ -441,7 +441,7 @@ func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, er
 
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)
+	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
 	n.lease.restored()
-	n.applied.advance(index)
 }
