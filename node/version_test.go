@@ -42,8 +42,8 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 			}
 		}
 		leader := c.Nodes[li]
-		if l := leader.Status(); l.MaxClusterVersion != 2 {
-			t.Fatalf("leader supports %d", l.MaxClusterVersion)
+		if got := c.Nodes[old].Status().MaxClusterVersion; got != 1 {
+			t.Fatalf("the old server supports %d", got)
 		}
 		// Version 1 rules: a redelivered acquire after the release is applied
 		// again (no request numbers are written), quotas are not set.
