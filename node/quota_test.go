@@ -9,7 +9,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -19,10 +18,7 @@ import (
 func TestConfiguredQuotasAreEnforced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := fsm.Limits{MaxLockNameLen: 16, MaxWaitersPerLock: 1, MaxLocksPerSession: 2, MaxSessions: 3, RequestWindow: 8}
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
-		li := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 2)
+		c, li := readyCluster(t, cluster.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
 		c.Eventually(10*time.Second, func() (bool, string) {
 			for _, n := range c.Nodes {
 				if n.Status().Limits != lim {

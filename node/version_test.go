@@ -92,10 +92,7 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 func TestPeerInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: net})
-		li := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 2)
+		c, li := readyCluster(t, cluster.Options{Net: net})
 		ctx := context.Background()
 		f := c.Follower(li)
 		info, err := node.AskPeerInfo(ctx, c.Nodes[li], c.Nodes[f].Addr())
