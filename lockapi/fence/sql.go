@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 )
 
 // SQL is a fence kept in a database table, one row per resource with the
@@ -42,7 +44,8 @@ import (
 //
 // Serialization failures and deadlocks (SQLSTATE 40001 and 40P01; see
 // Conflict) are retried: Exec runs the whole transaction again, write
-// included, up to Attempts times, then returns an error wrapping ErrConflict.
+// included, up to Attempts times (after a short random backoff), then
+// returns an error wrapping ErrConflict.
 // write must therefore touch nothing but its transaction.
 //
 // For SQLite, open the database so that transactions take the write lock at
@@ -155,7 +158,24 @@ func (f *SQL) Exec(ctx context.Context, resource string, token uint64, write fun
 		case n >= attempts:
 			return fmt.Errorf("%w: %d attempts, the last: %w", ErrConflict, n, err)
 		}
+		if berr := conflictBackoff(ctx, n); berr != nil {
+			return err
+		}
 		n++
+	}
+}
+
+// conflictBackoff waits before the attempt after attempt n: a random time
+// up to 2^n ms (at most 128 ms), so that writers that keep colliding spread
+// out. It returns early with ctx's error when ctx ends.
+func conflictBackoff(ctx context.Context, n int) error {
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(n, 7))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
