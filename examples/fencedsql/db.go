@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -39,23 +38,7 @@ func openStore(ctx context.Context, pgDSN, path string) (*store, error) {
 	return &store{db: db, fence: &fence.SQL{DB: db, Dialect: dialect}}, nil // table raftlock_fence
 }
 
-// q rewrites ? parameters to $n for PostgreSQL.
-func (s *store) q(query string) string {
-	if s.fence.Dialect != fence.PostgreSQL {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		n++
-		fmt.Fprintf(&b, "$%d", n)
-	}
-	return b.String()
-}
+func (s *store) q(query string) string { return s.fence.Dialect.Bind(query) }
 
 // errFenceAhead: the fence already knows the invoice from an earlier run.
 var errFenceAhead = errors.New("the fence is ahead of this cluster")

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,8 +69,7 @@ func TestFencedSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	same := func(q string) string { return q }
-	checkRows(t, db, same, 31)
+	checkRows(t, db, fence.SQLite.Bind, 31)
 
 	if _, err := runExample(t, "-db", path, "-workers", "2", "-rounds", "2"); !errors.Is(err, errFenceAhead) {
 		t.Fatalf("second run on the same database: %v, want errFenceAhead", err)
@@ -81,7 +82,7 @@ func TestFencedSQL(t *testing.T) {
 		t.Error("the reset is not reported")
 	}
 	checkOutput(t, out, 4)
-	checkRows(t, db, same, 5)
+	checkRows(t, db, fence.SQLite.Bind, 5)
 }
 
 func TestFencedSQLBadFlags(t *testing.T) {
@@ -128,20 +129,5 @@ func TestFencedSQLPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	checkRows(t, db, pgParams, 31)
-}
-
-// pgParams rewrites ? to $n, like store.q for PostgreSQL.
-func pgParams(q string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	checkRows(t, db, fence.PostgreSQL.Bind, 31)
 }

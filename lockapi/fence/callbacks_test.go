@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/raftlock/raftlock/lockapi/fence"
@@ -58,15 +57,7 @@ func TestMemoryHighestCreatesNoEntry(t *testing.T) {
 // openSQLiteBusy opens a SQLite database whose writers give up after a
 // short busy timeout, so a leaked transaction shows as "database is locked"
 // rather than as a hang.
-func openSQLiteBusy(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "f.db")+"?_txlock=immediate&_pragma=busy_timeout(200)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+func openSQLiteBusy(t *testing.T) *sql.DB { return openSQLiteTimeout(t, 200) }
 
 // Issue 20 #6: fence.SQL calls OnReject after the transaction was rolled
 // back, so the callback can use the database (here: write an audit row).

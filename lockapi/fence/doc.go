@@ -63,8 +63,8 @@
 // stale holder's write is admitted as a first write again, so writers must
 // not recreate a deleted resource blindly (update existing records; treat
 // "not found" as the end). A periodic job can expire a whole batch the
-// same way, one resource at a time; see the README for SQL and Redis
-// examples.
+// same way, one resource at a time (Memory.Forget, SQL.Forget,
+// Redis.Forget; Memory.Len tells how many entries are kept).
 //
 // # Lifetime
 //

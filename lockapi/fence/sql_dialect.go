@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Dialect is the SQL dialect of the fence's statements. It is chosen by the
@@ -37,6 +38,27 @@ func (d Dialect) String() string {
 		return "MySQL"
 	}
 	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// Bind rewrites the ? parameters of query into the dialect's style: $1,
+// $2, … for PostgreSQL, unchanged for the others. It is a plain text
+// substitution (a ? inside a string literal is rewritten too), for queries
+// written once for several dialects, like those that go with the fence.
+func (d Dialect) Bind(query string) string {
+	if d != PostgreSQL {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r != '?' {
+			b.WriteRune(r)
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "$%d", n)
+	}
+	return b.String()
 }
 
 // statements are the fence's SQL for one dialect and table. Parameters:

@@ -56,3 +56,15 @@ func TestSQLStatements(t *testing.T) {
 		}
 	}
 }
+
+func TestDialectBind(t *testing.T) {
+	q := `UPDATE t SET a = ?, b = ? WHERE id = ?`
+	if got := PostgreSQL.Bind(q); got != `UPDATE t SET a = $1, b = $2 WHERE id = $3` {
+		t.Errorf("PostgreSQL: %s", got)
+	}
+	for _, d := range []Dialect{SQLite, MySQL} {
+		if got := d.Bind(q); got != q {
+			t.Errorf("%v: %s", d, got)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/raftlock/raftlock/lockapi/fence"
 )
@@ -21,23 +20,7 @@ type SQLStore struct {
 	Prefix string // table name prefix, e.g. "suite"
 }
 
-// q rewrites ? parameters to $n for PostgreSQL.
-func (s *SQLStore) q(query string) string {
-	if s.Fence.Dialect != fence.PostgreSQL {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (s *SQLStore) q(query string) string { return s.Fence.Dialect.Bind(query) }
 
 // CreateTables creates the fence table and the data tables (dropping data
 // tables of an earlier run).
