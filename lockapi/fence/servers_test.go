@@ -13,13 +13,14 @@ import (
 var raceFlag string
 
 // TestStoreFencesOnServers runs the fence tests against real PostgreSQL,
-// MariaDB and Redis servers, and the fencedsql example on PostgreSQL. They
+// MariaDB, Redis and Azurite (Azure Blob Storage's emulator) servers, and
+// the fencedsql example on PostgreSQL. They
 // live in nested modules (lockapi/fence/fencetest, examples/fencedsql), so
 // that their database clients stay out of raftlock's go.mod; this test runs
 // them with `go test` when the servers' addresses are set, as servers.sh
 // does, and fails if any of their tests failed or skipped.
 func TestStoreFencesOnServers(t *testing.T) {
-	vars := []string{"RAFTLOCK_TEST_POSTGRES", "RAFTLOCK_TEST_MYSQL", "RAFTLOCK_TEST_REDIS"}
+	vars := []string{"RAFTLOCK_TEST_POSTGRES", "RAFTLOCK_TEST_MYSQL", "RAFTLOCK_TEST_REDIS", "RAFTLOCK_TEST_AZURITE"}
 	var missing []string
 	for _, v := range vars {
 		if os.Getenv(v) == "" {
@@ -27,7 +28,7 @@ func TestStoreFencesOnServers(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		msg := "fence tests against PostgreSQL, MariaDB and Redis need " + strings.Join(missing, ", ") +
+		msg := "fence tests against PostgreSQL, MariaDB, Redis and Azurite need " + strings.Join(missing, ", ") +
 			": run `bash lockapi/fence/fencetest/servers.sh` from the repository root (it starts the servers on loopback, runs this test, and stops them)"
 		if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
 			t.Fatal(msg)

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Starts PostgreSQL, MariaDB and Redis on loopback (throwaway data dirs,
-# random free ports), runs a command with their addresses in the
+# Starts PostgreSQL, MariaDB, Redis and Azurite (Azure Blob Storage's
+# emulator: an object store with conditional writes) on loopback (throwaway
+# data dirs, random free ports), runs a command with their addresses in the
 # environment, then stops them and removes their data — also on failure or
-# interrupt. Installs the Debian packages first if a server is missing and
-# we are root.
+# interrupt. Installs what is missing first: the Debian packages (as root),
+# and Azurite from the npm registry into $RAFTLOCK_AZURITE_DIR (default
+# /var/tmp/raftlock-azurite-3.35.0, kept for the next run).
 #
 #   bash lockapi/fence/fencetest/servers.sh            # the fence tests against all three
 #   bash lockapi/fence/fencetest/servers.sh CMD ARGS…  # anything else (run from the repo root)
 #
-# The command sees RAFTLOCK_TEST_POSTGRES, RAFTLOCK_TEST_MYSQL and
-# RAFTLOCK_TEST_REDIS, and RAFTLOCK_FENCE_SERVERS=required (so that the
+# The command sees RAFTLOCK_TEST_POSTGRES, RAFTLOCK_TEST_MYSQL,
+# RAFTLOCK_TEST_REDIS and RAFTLOCK_TEST_AZURITE, and RAFTLOCK_FENCE_SERVERS=required (so that the
 # tests fail instead of skipping when a server is unreachable).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -21,6 +23,7 @@ install_missing() {
 	[ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 	command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
 	command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+	command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 	[ ${#need[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 		log "missing ${need[*]} and cannot install them (not root, or no apt-get)"; exit 1
@@ -48,9 +51,17 @@ free_port() {
 
 install_missing
 
+azurite_version=3.35.0 # 3.36+ want Node.js 22
+azdir=${RAFTLOCK_AZURITE_DIR:-/var/tmp/raftlock-azurite-$azurite_version}
+if [ ! -x "$azdir/node_modules/.bin/azurite-blob" ]; then
+	log "installing azurite $azurite_version into $azdir"
+	mkdir -p "$azdir"
+	timeout 300 npm install --prefix "$azdir" --no-audit --no-fund --silent "azurite@$azurite_version" >/dev/null
+fi
+
 dir=$(mktemp -d /tmp/raftlock-fence-servers.XXXXXX)
 chmod 755 "$dir"
-pg_pid="" my_pid="" redis_pid=""
+pg_pid="" my_pid="" redis_pid="" az_pid=""
 pgbin=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/postgres | sort -V | tail -1)")
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
@@ -59,6 +70,7 @@ cleanup() {
 	[ -n "$pg_pid" ] && as_pg "$pgbin/pg_ctl" -D "$dir/pg" -m immediate stop >/dev/null 2>&1
 	[ -n "$my_pid" ] && kill "$my_pid" 2>/dev/null && wait "$my_pid" 2>/dev/null
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+	[ -n "$az_pid" ] && kill "$az_pid" 2>/dev/null && wait "$az_pid" 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -104,12 +116,25 @@ for _ in $(seq 1 60); do
 	sleep 0.5
 done
 
+# Azurite, Blob service only, without its telemetry (on by default).
+az_port=$(free_port)
+mkdir "$dir/az"
+"$azdir/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$az_port" --location "$dir/az" \
+	--silent --skipApiVersionCheck --disableTelemetry >"$dir/az.log" 2>&1 &
+az_pid=$!
+for _ in $(seq 1 60); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$az_port") 2>/dev/null && break
+	kill -0 "$az_pid" 2>/dev/null || { cat "$dir/az.log"; exit 1; }
+	sleep 0.5
+done
+
 export RAFTLOCK_TEST_POSTGRES="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
 export RAFTLOCK_TEST_MYSQL="root@tcp(127.0.0.1:$my_port)/fence"
 export RAFTLOCK_TEST_REDIS="127.0.0.1:$redis_port"
+export RAFTLOCK_TEST_AZURITE="http://127.0.0.1:$az_port"
 export RAFTLOCK_FENCE_SERVERS=required
-log "$("$pgbin/postgres" --version); $(mariadbd --version | sed 's/ for .*//'); $(redis-server --version | cut -d' ' -f1-3)"
-log "PostgreSQL :$pg_port, MariaDB :$my_port, Redis :$redis_port (data in $dir)"
+log "$("$pgbin/postgres" --version); $(mariadbd --version | sed 's/ for .*//'); $(redis-server --version | cut -d' ' -f1-3); azurite $("$azdir/node_modules/.bin/azurite-blob" --version)"
+log "PostgreSQL :$pg_port, MariaDB :$my_port, Redis :$redis_port, Azurite :$az_port (data in $dir)"
 
 if [ $# -eq 0 ]; then
 	set -- go test -count=1 -v -run '^TestStoreFencesOnServers$' ./lockapi/fence/
