@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/raftlock/raftlock/lockapi/fence"
@@ -123,5 +125,50 @@ func TestSQLExecRollsBackOnPanic(t *testing.T) {
 	}
 	if err := f.Exec(ctx, "doc", 5, nil); !errors.Is(err, fence.ErrStaleToken) {
 		t.Fatalf("token 5 after 6: %v", err)
+	}
+}
+
+// Forget racing with Do: writes of one resource still run one at a time
+// (a Do that waited on a forgotten entry moves to the new one).
+func TestMemoryForgetKeepsWritesExclusive(t *testing.T) {
+	var f fence.Memory
+	var mu sync.Mutex
+	inside, maxInside, writes := 0, 0, 0
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if (g+i)%3 == 0 {
+					if err := f.Forget("r", 1); err != nil {
+						t.Errorf("forget: %v", err)
+					}
+					continue
+				}
+				err := f.Do("r", 1, func() error {
+					mu.Lock()
+					inside++
+					maxInside = max(maxInside, inside)
+					writes++
+					mu.Unlock()
+					runtime.Gosched()
+					mu.Lock()
+					inside--
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					t.Errorf("do: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if maxInside != 1 || writes == 0 {
+		t.Fatalf("%d writes of one resource ran at once (%d writes)", maxInside, writes)
+	}
+	if n := f.Len(); n > 1 {
+		t.Fatalf("%d entries for one resource", n)
 	}
 }
