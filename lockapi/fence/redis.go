@@ -25,8 +25,9 @@ import (
 //
 // What it guarantees, and what not:
 //   - The fence key and the written keys must live on one server (Redis
-//     Cluster: one hash slot — put the same {hash tag} in KeyPrefix's
-//     resource names and the data keys, e.g. resource "{invoice:842}").
+//     Cluster: in one hash slot — give the resource and the data keys the
+//     same {hash tag}, e.g. resource "{invoice:842}", key
+//     "{invoice:842}:data").
 //   - A script is atomic but not transactional: if a command fails (a wrong
 //     type, say), the commands before it and the new token stay. Validate
 //     before writing; the token staying is safe (the holder was current).

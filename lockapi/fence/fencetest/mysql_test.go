@@ -12,19 +12,6 @@ import (
 	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
 )
 
-func openMySQL(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("mysql", server(t, "RAFTLOCK_TEST_MYSQL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Ping(); err != nil {
-		t.Fatalf("MariaDB/MySQL: %v", err)
-	}
-	return db
-}
-
 // mysqlConflict: InnoDB's deadlock (1213, SQLSTATE 40001) is worth a retry.
 func mysqlConflict(err error) bool {
 	var e *mysql.MySQLError
@@ -33,7 +20,7 @@ func mysqlConflict(err error) bool {
 
 // The suite on MariaDB/MySQL at each isolation level.
 func TestMySQL(t *testing.T) {
-	db := openMySQL(t)
+	db := openDB(t, "mysql", "RAFTLOCK_TEST_MYSQL")
 	var version string
 	if err := db.QueryRow(`SELECT VERSION()`).Scan(&version); err != nil {
 		t.Fatal(err)

@@ -14,15 +14,17 @@ import (
 	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
 )
 
-func openPostgres(t *testing.T) *sql.DB {
+// openDB opens the database whose address is in the environment
+// variable env (see server) and checks that it answers.
+func openDB(t *testing.T, driver, env string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("pgx", server(t, "RAFTLOCK_TEST_POSTGRES"))
+	db, err := sql.Open(driver, server(t, env))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	if err := db.Ping(); err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
+		t.Fatalf("%s (%s): %v", env, driver, err)
 	}
 	return db
 }
@@ -31,7 +33,7 @@ func openPostgres(t *testing.T) *sql.DB {
 // and SERIALIZABLE racing writers of one resource meet serialization
 // failures (SQLSTATE 40001), which Exec retries.
 func TestPostgreSQL(t *testing.T) {
-	db := openPostgres(t)
+	db := openDB(t, "pgx", "RAFTLOCK_TEST_POSTGRES")
 	var version string
 	if err := db.QueryRow(`SHOW server_version`).Scan(&version); err != nil {
 		t.Fatal(err)
