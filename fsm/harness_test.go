@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"time"
 )
 
@@ -18,6 +19,14 @@ func (r *recorder) Applied(index uint64, events []Event) {
 }
 
 func (r *recorder) Restored(index uint64) { r.restored = append(r.restored, index) }
+
+// haltRecorder also records halts.
+type haltRecorder struct {
+	recorder
+	halted []uint64
+}
+
+func (r *haltRecorder) Halted(index uint64, err error) { r.halted = append(r.halted, index) }
 
 // take returns the events recorded since the last call.
 func (r *recorder) take() []Event {
@@ -85,6 +94,26 @@ func (h *harness) snapshot() []byte {
 		h.t.Fatalf("snapshot: %v", err)
 	}
 	return buf.Bytes()
+}
+
+// digest is the hash of the state's encoding (also while halted).
+func (h *harness) digest() [32]byte {
+	_, d := h.f.Digest()
+	return d
+}
+
+// content is the hash of the state's encoding without the applied index
+// and the clock: equal before and after an entry that changed nothing.
+func (h *harness) content() [32]byte {
+	h.f.mu.Lock()
+	st := h.f.st.freeze()
+	h.f.mu.Unlock()
+	st.index, st.clock = 0, 0
+	sum := sha256.New()
+	_ = st.encode(sum)
+	var d [32]byte
+	sum.Sum(d[:0])
+	return d
 }
 
 func owner(n byte) OwnerID {

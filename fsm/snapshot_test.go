@@ -121,13 +121,17 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 	}
 	for name, b := range cases {
 		h := fuzzFixture(t)
-		before := h.snapshot()
+		before := h.digest()
 		err := h.f.Restore(readCloser(b))
 		if !errors.Is(err, ErrInvalidSnapshot) {
 			t.Errorf("%s: err = %v", name, err)
 		}
-		if !bytes.Equal(h.snapshot(), before) {
+		if h.digest() != before {
 			t.Errorf("%s: failed restore changed the state", name)
+		}
+		// An unknown version halts (never skipped); garbage does not.
+		if unknown := name == "bad version"; unknown != errors.Is(h.f.Halted(), ErrHalted) || unknown != errors.Is(err, ErrUnsupportedVersion) {
+			t.Errorf("%s: err %v, halted %v", name, err, h.f.Halted())
 		}
 		if len(h.rec.restored) != 0 {
 			t.Errorf("%s: observer told of a failed restore", name)
@@ -140,6 +144,7 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 // give a state that satisfies the invariants and snapshots canonically.
 func FuzzRestore(f *testing.F) {
 	f.Add(fuzzFixture(f).snapshot())
+	f.Add(fuzzFixtureV2(f).snapshot())
 	f.Add(newHarness(f).snapshot())
 	f.Add([]byte("RLKS\x01\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -148,13 +153,16 @@ func FuzzRestore(f *testing.F) {
 			binary.BigEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], crcTable))
 		}
 		h := fuzzFixture(t)
-		before := h.snapshot()
+		before := h.digest()
 		if err := h.f.Restore(readCloser(data)); err != nil {
 			if !errors.Is(err, ErrInvalidSnapshot) {
 				t.Fatalf("error does not wrap ErrInvalidSnapshot: %v", err)
 			}
-			if !bytes.Equal(h.snapshot(), before) {
+			if h.digest() != before {
 				t.Fatal("failed restore changed the state")
+			}
+			if errors.Is(err, ErrUnsupportedVersion) != (h.f.Halted() != nil) {
+				t.Fatalf("restore error %v, halted %v", err, h.f.Halted())
 			}
 			return
 		}
@@ -170,4 +178,21 @@ func FuzzRestore(f *testing.F) {
 			t.Fatal("snapshot not canonical after restore")
 		}
 	})
+}
+
+// fuzzFixtureV2 is fuzzFixture at cluster version 2, with a cluster id,
+// quotas, an exactly-once table and a version-2 lock-delay.
+func fuzzFixtureV2(t tb) *harness {
+	h := fuzzFixture(t)
+	h.entry(SetClusterVersion{Version: 2}, InitCluster{ID: "c-1"}, SetLimits{Limits: DefaultLimits()})
+	s := h.open(time.Second, time.Second, "v2")
+	h.entry(
+		Acquire{Session: s, Lock: "v2", Owner: owner(20), Seq: 1, AckBelow: 1},
+		Acquire{Session: s, Lock: "invoice:842", Owner: owner(21), Wait: true, Seq: 2, AckBelow: 1},
+		Acquire{Session: s, Lock: "taken", Owner: owner(22), Seq: 4, AckBelow: 1},
+	)
+	h.do(ExpireSessions{Sessions: []SessionID{s}})
+	b := h.open(time.Second, 0, "v2b")
+	h.do(Acquire{Session: b, Lock: "q", Owner: owner(23), Seq: 3, AckBelow: 2})
+	return h
 }

@@ -60,6 +60,9 @@ type formation struct {
 	// (gossip: a cluster exists).
 	candidates func() (cands []formationCandidate, existing string, problem string)
 	interval   time.Duration
+	static     bool          // founding a static configuration of Peers
+	begun      time.Time     // when this node began taking part
+	patience   time.Duration // static: how long to wait for every peer before founding with a majority
 
 	wake chan struct{}
 
@@ -97,6 +100,7 @@ func newFormation(n *Node) (*formation, error) {
 		f.quorum, f.own = membership.StaticQuorum(len(n.cfg.Peers)), membership.PeersValue
 		f.interval = 2 * n.cfg.Timing.HeartbeatTimeout
 		f.candidates = n.staticCandidates
+		f.static, f.patience = true, 10*f.interval
 	}
 	b, err := n.store.stable.Get(keyFormation)
 	if err != nil && err.Error() != "not found" {
@@ -109,6 +113,7 @@ func newFormation(n *Node) (*formation, error) {
 	}
 	f.maxSeen = f.acc.Promised
 	f.lastPeer = time.Now() // others than the smallest id give it time to propose first
+	f.begun = f.lastPeer
 	return f, nil
 }
 

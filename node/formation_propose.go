@@ -121,6 +121,14 @@ func (f *formation) propose(ctx context.Context, cands []formationCandidate) boo
 	if !ok {
 		return false
 	}
+	if f.static && len(v) < len(cands) && !anyAccepted(promises) && time.Since(f.begun) < f.patience {
+		// Not every peer answered yet. A majority may found the cluster,
+		// but then the others join later as non-voters and the cluster has
+		// less redundancy until they are promoted: give late peers a little
+		// time first (abandoning a ballot after phase 1 is always safe).
+		f.setState(fmt.Sprintf("waiting for the other peers (%d of %d answered)", len(v), len(cands)))
+		return false
+	}
 	msg.Value = v
 	var acceptors []formationCandidate
 	for _, c := range cands {
@@ -264,4 +272,15 @@ func founderIDs(v membership.Value) string {
 // jitterDur returns d ± 10%.
 func jitterDur(d time.Duration) time.Duration {
 	return d - d/10 + rand.N(d/5+1)
+}
+
+// anyAccepted reports whether a promise carries an accepted value (which
+// must then be proposed, whatever its size).
+func anyAccepted(promises []membership.Promise) bool {
+	for _, p := range promises {
+		if p.OK && len(p.Seen.Accepted) > 0 {
+			return true
+		}
+	}
+	return false
 }

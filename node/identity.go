@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // Identity.
@@ -198,4 +200,44 @@ func (n *Node) ident() nodeIdentity {
 		return nodeIdentity{NodeID: n.cfg.ID, RaftID: n.cfg.ID}
 	}
 	return n.id.get()
+}
+
+// initCluster (leader, from cluster version 2 on) records the cluster id in
+// the replicated state if it is not there yet: the id this node founded the
+// cluster with, or — a cluster from before cluster ids, upgraded — a new
+// one. Every replica then persists it (adoptClusterID), and so does every
+// member added later, from the log or a snapshot.
+func (n *Node) initCluster(ctx context.Context) {
+	for n.fsm.ClusterVersion() >= 2 && n.fsm.ClusterID() == "" {
+		cid := n.ident().ClusterID
+		if cid == "" {
+			var b [8]byte
+			rand.Read(b[:])
+			cid = hex.EncodeToString(b[:])
+		}
+		out := n.proposeAsLeader(ctx, fsm.InitCluster{ID: cid})
+		if out.err == nil && out.res.Status == fsm.StatusOK {
+			n.log.Info("cluster id recorded in the replicated state", "cluster_id", cid, "index", out.index)
+			return
+		}
+		n.log.Warn("recording the cluster id failed; will retry", "err", out.err, "status", out.res.Status)
+		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {
+			return
+		}
+	}
+}
+
+// adoptClusterID persists the cluster id of the replicated state (FSM
+// goroutine: after InitCluster is applied or a snapshot restored). A data
+// dir that already names another cluster keeps its id and says so: that is
+// a node of another cluster that was given this one's log, which the hello
+// checks should have made impossible.
+func (n *Node) adoptClusterID() {
+	cid := n.fsm.ClusterID()
+	if cid == "" || n.id == nil {
+		return
+	}
+	if err := n.id.setCluster(cid); err != nil {
+		n.log.Error("the replicated state names another cluster than this data dir", "state_cluster_id", cid, "err", err)
+	}
 }

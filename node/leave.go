@@ -29,8 +29,8 @@ type leaveMsg struct {
 // leader first hands leadership over. A node that left must not be started
 // again on the same data dir; start a new one (it joins as a new member).
 func (n *Node) Leave(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	if err := checkCtx(ctx); err != nil {
+		return err
 	}
 	if n.isClosed() {
 		return ErrClosed

@@ -48,9 +48,6 @@ type Node struct {
 	wg      sync.WaitGroup // every goroutine the node starts
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
-	// lastCommit is the index of the last batch this node committed as
-	// leader: the read index.
-	lastCommit atomic.Uint64
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	ready     chan struct{}
@@ -69,6 +66,9 @@ type Node struct {
 // live member with this node's ID while this node has no Raft state. ctx
 // only bounds Start itself.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -225,6 +225,12 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // WaitReady waits until Ready is closed, ctx ends, or the node closes.
 func (n *Node) WaitReady(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	if err := n.haltErr(); err != nil {
+		return err
+	}
 	select {
 	case <-n.ready:
 		return nil
@@ -297,6 +303,9 @@ func (n *Node) watchLeadership() {
 // returns when everything has stopped or ctx ends (the shutdown then
 // continues in the background). Safe to call more than once.
 func (n *Node) Close(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	n.closing.Do(func() {
 		done := make(chan struct{})
 		go func() {
@@ -317,6 +326,9 @@ func (n *Node) Close(ctx context.Context) error {
 // Storage is closed cleanly, so the node can be restarted from its data dir.
 // Meant for tests and fault injection.
 func (n *Node) Kill(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	n.crash.Store(true)
 	return n.Close(ctx)
 }
@@ -421,12 +433,22 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n.events.dispatch(events)
 	n.lease.observe(events)
 	n.metrics.observeEvents(events)
+	for i := range events {
+		if events[i].Kind == fsm.EventClusterChanged {
+			n.adoptClusterID()
+			break
+		}
+	}
 	n.applied.advance(index) // last: a caller woken by it finds its events delivered
 }
 
+// Halted is told by the FSM that it stopped applying (fsm.HaltObserver).
+func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, err) }
+
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)
+	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
 	n.lease.restored()
-	n.applied.advance(index)
+	n.adoptClusterID()
 }

@@ -40,9 +40,8 @@ func (n *Node) acceptLegacy() bool {
 	return n.clusterVersion() < 2
 }
 
-// clusterVersion is the cluster version committed in the log (1 before the
-// versioned state machine).
-func (n *Node) clusterVersion() uint32 { return 1 }
+// clusterVersion is the cluster version committed in the log.
+func (n *Node) clusterVersion() uint64 { return n.fsm.ClusterVersion() }
 
 // certNames reports whether a certificate names node id: as its subject's
 // common name, a DNS name, or a URI "raftlock://<id>" (or "spiffe://…/<id>"

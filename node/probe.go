@@ -31,18 +31,16 @@ type statusMsg struct {
 	ClusterID    string `json:"cluster_id,omitempty"`
 }
 
-// statusReply answers opStatus.
+// statusReply answers opStatus: who the node is, and the highest cluster
+// version its binary supports (a member below the cluster version is never
+// added: it could not apply the log).
 type statusReply struct {
 	NodeID      string `json:"node_id"`
 	RaftID      string `json:"raft_id"`
 	Incarnation string `json:"inc"`
 	ClusterID   string `json:"cluster_id,omitempty"`
-	Term        uint64 `json:"term"`
-	LastIndex   uint64 `json:"last_index"`
-	// LastContactMs: milliseconds since this node last heard from the
-	// leader (0 on the leader, -1 never).
-	LastContactMs int64 `json:"last_contact_ms"`
-	HasState      bool  `json:"has_state"`
+	MaxVersion  uint64 `json:"max_version"`
+	HasState    bool   `json:"has_state"`
 }
 
 func (n *Node) statusReply(m statusMsg) statusReply {
@@ -55,16 +53,9 @@ func (n *Node) statusReply(m statusMsg) statusReply {
 		}
 	}
 	id := n.ident()
-	r := statusReply{NodeID: id.NodeID, RaftID: id.RaftID, Incarnation: id.Incarnation, ClusterID: id.ClusterID, LastContactMs: -1}
-	if !n.started.Load() {
-		return r
-	}
-	r.Term, r.LastIndex, r.HasState = n.raft.CurrentTerm(), n.raft.LastIndex(), n.hasRaftState()
-	switch lc := n.raft.LastContact(); {
-	case n.raft.State() == raft.Leader:
-		r.LastContactMs = 0
-	case !lc.IsZero():
-		r.LastContactMs = time.Since(lc).Milliseconds()
+	r := statusReply{NodeID: id.NodeID, RaftID: id.RaftID, Incarnation: id.Incarnation, ClusterID: id.ClusterID, MaxVersion: n.maxVersion()}
+	if n.started.Load() {
+		r.HasState = n.hasRaftState()
 	}
 	return r
 }
@@ -101,53 +92,72 @@ func (r *reconciler) probe(ctx context.Context, conf raft.Configuration, members
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var rep statusReply
-			err := r.n.callMembership(ctx, t.addr, opStatus, statusMsg{LeaderRaftID: self.RaftID, ClusterID: self.ClusterID}, &rep)
-			now := time.Now()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if !t.server {
-				key := t.raftID + "@" + t.addr
-				proven := err == nil && r.proves(rep, t, self.ClusterID)
-				if proven && r.n.cfg.TLS != nil {
-					r.mu.Unlock()
-					proven = r.provesCertificate(ctx, t)
-					r.mu.Lock()
-				}
-				if proven {
-					r.verified[key] = now
-				} else {
-					delete(r.verified, key)
-				}
+			if t.server {
+				info, err := r.n.peerInfo(ctx, t.addr)
+				r.recordHealth(t, info, err, term, last, contact)
 				return
 			}
-			h := r.health[t.raftID]
-			switch {
-			case err != nil || rep.NodeID != t.nodeID:
-				h.Reachable, h.Healthy, h.Since, h.Gone = false, false, time.Time{}, false
-				if h.Down.IsZero() {
-					h.Down = now
-				}
-			case rep.RaftID != t.raftID:
-				// Another incarnation of the node answers at the server's
-				// address: this one lost its data dir and is gone.
-				h.Reachable, h.Healthy, h.Since, h.Gone = true, false, time.Time{}, true
-			default:
-				healthy := rep.Term == term && rep.LastIndex+maxCatchUpLag >= last &&
-					rep.LastContactMs >= 0 && time.Duration(rep.LastContactMs)*time.Millisecond <= contact
-				if healthy && !h.Healthy {
-					h.Since = now
-				}
-				if !healthy {
-					h.Since = time.Time{}
-				}
-				h.Reachable, h.Healthy, h.Down, h.Gone = true, healthy, time.Time{}, false
-				r.verified[t.raftID+"@"+t.addr] = now
+			var rep statusReply
+			err := r.n.callMembership(ctx, t.addr, opStatus, statusMsg{LeaderRaftID: self.RaftID, ClusterID: self.ClusterID}, &rep)
+			proven := err == nil && r.proves(rep, t, self.ClusterID)
+			if proven && r.n.cfg.TLS != nil {
+				proven = r.provesCertificate(ctx, t)
 			}
-			r.health[t.raftID] = h
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			key := t.raftID + "@" + t.addr
+			if proven {
+				r.verified[key] = verification{at: time.Now(), maxVersion: rep.MaxVersion}
+			} else {
+				delete(r.verified, key)
+			}
 		}()
 	}
 	wg.Wait()
+}
+
+// verification is a proven identity (a candidate's address answered as the
+// member it claims to be).
+type verification struct {
+	at         time.Time
+	maxVersion uint64
+}
+
+// recordHealth turns a server's peer-info answer into its health.
+func (r *reconciler) recordHealth(t probeTarget, info peerInfo, err error, term, last uint64, contact time.Duration) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.health[t.raftID]
+	switch {
+	case err == nil && info.Legacy:
+		// A server of the previous release cannot tell; it answers, and
+		// Raft keeps it in the configuration: count it healthy.
+		if !h.Healthy {
+			h.Since = now
+		}
+		h.Reachable, h.Healthy, h.Down, h.Gone = true, true, time.Time{}, false
+	case err != nil || info.NodeID != t.nodeID:
+		h.Reachable, h.Healthy, h.Since, h.Gone = false, false, time.Time{}, false
+		if h.Down.IsZero() {
+			h.Down = now
+		}
+	case info.RaftID != t.raftID:
+		// Another incarnation of the node answers at the server's address:
+		// this one lost its data dir and is gone.
+		h.Reachable, h.Healthy, h.Since, h.Gone = true, false, time.Time{}, true
+	default:
+		healthy := info.Halted == "" && info.Term == term && info.LastIndex+maxCatchUpLag >= last &&
+			info.State == "follower" && info.LastContact > 0 && info.LastContact <= contact
+		if healthy && !h.Healthy {
+			h.Since = now
+		}
+		if !healthy {
+			h.Since = time.Time{}
+		}
+		h.Reachable, h.Healthy, h.Down, h.Gone = true, healthy, time.Time{}, false
+	}
+	r.health[t.raftID] = h
 }
 
 // proves reports whether a candidate's answer proves the identity its

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/transport"
 )
 
 // Apply proposes a command and returns its result once the command is
@@ -22,14 +19,25 @@ import (
 // On the leader the command joins the next group-commit batch; on a follower
 // it is forwarded (batched) to the leader. While no leader is known, or the
 // leader cannot commit, Apply retries with jittered backoff until ctx ends;
-// it then returns an error wrapping ErrNoQuorum and ctx.Err(). Retries are
-// safe because Acquire and Release are idempotent on (lock, owner); a retried
-// OpenSession may leave an unused session behind, which expires by its TTL.
+// it then returns an error wrapping ErrNoQuorum and ctx.Err() — and also
+// ErrNotProposed if no attempt can have reached a leader's log (the command
+// can never commit). Every retry sends the very same command: with request
+// numbers (Seq, see fsm) a command executes at most once however often it
+// is delivered; without them Acquire and Release are idempotent on (lock,
+// owner), and a retried OpenSession may leave an unused session behind,
+// which expires by its TTL. While the cluster version is 1 (a rolling
+// upgrade from the previous release) request numbers are dropped before the
+// command is written: exactly-once is off until every server supports it.
 //
-// Business outcomes (locked, not holder, no session) are in the Result, not
-// the error. ExpireSessions and Tick are reserved to the leader and refused
-// with ErrInvalidArgument, as are commands that fail Validate.
+// Business outcomes (locked, not holder, no session, stale, quota) are in
+// the Result, not the error. Leader-only commands (fsm.Op.LeaderOnly) are
+// refused with ErrInvalidArgument, as are commands that fail Validate and a
+// nil ctx. A halted node (its state machine met an unknown version) fails
+// with ErrHalted.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := checkCtx(ctx); err != nil {
+		return fsm.Result{}, err
+	}
 	res, index, err := n.Propose(ctx, cmd)
 	if err != nil {
 		return res, err
@@ -48,17 +56,23 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 // does, for acquire and release), and WaitApplied where the local view must
 // include the command.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
-	switch cmd.(type) {
-	case nil:
+	if err := checkCtx(ctx); err != nil {
+		return fsm.Result{}, 0, err
+	}
+	if cmd == nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: nil command", ErrInvalidArgument)
-	case fsm.ExpireSessions, fsm.Tick, fsm.Noop:
+	}
+	if cmd.Op().LeaderOnly() {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
 	}
 	if err := cmd.Validate(); err != nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrNotProposed, err)
+	}
 	var out outcome
-	err := n.retry(ctx, func(ctx context.Context) error {
+	err := n.retry(ctx, true, func(ctx context.Context) error {
 		out = n.route(ctx, cmd)
 		return out.err
 	})
@@ -71,7 +85,19 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 // WaitApplied waits until the local FSM has applied the log index (as
 // returned by Propose), or ctx ends.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return n.applied.wait(ctx, index)
+}
+
+// checkCtx refuses a nil context at the API boundary (it would panic in a
+// node goroutine).
+func checkCtx(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return nil
 }
 
 // AppliedIndex returns the index of the last entry the local FSM applied.
@@ -91,17 +117,34 @@ func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
 // proposeAsLeader proposes through this node's group commit without
 // forwarding or retrying (the lease manager's own commands).
 func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
+	if err := n.haltErr(); err != nil {
+		return outcome{err: err}
+	}
+	if err := versionRefusal(cmd, n.fsm.ClusterVersion()); err != nil {
+		return outcome{err: err}
+	}
 	p := newProposal(ctx, cmd)
 	n.proposer.submit(p)
 	return p.wait()
 }
 
 // commit is the leader's batch: one log entry stamped with the leader's
-// time, carrying every command of the batch.
+// time, carrying every command of the batch in the form the cluster version
+// allows (see fsm.Downgrade): an old replica must be able to read it.
 func (n *Node) commit(batch []*proposal) {
-	cmds := make([]fsm.Command, len(batch))
-	for i, p := range batch {
-		cmds[i] = p.cmd
+	v := n.fsm.ClusterVersion()
+	cmds := make([]fsm.Command, 0, len(batch))
+	kept := make([]*proposal, 0, len(batch))
+	for _, p := range batch {
+		if err := versionRefusal(p.cmd, v); err != nil {
+			p.finish(outcome{err: err})
+			continue
+		}
+		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		kept = append(kept, p)
+	}
+	if batch = kept; len(batch) == 0 {
+		return
 	}
 	fail := func(err error) {
 		for _, p := range batch {
@@ -122,17 +165,28 @@ func (n *Node) commit(batch []*proposal) {
 		return
 	}
 	resp, ok := f.Response().(*fsm.Response)
-	if !ok || resp.Err != nil || len(resp.Results) != len(batch) {
+	switch {
+	case ok && resp.Err != nil && errors.Is(resp.Err, fsm.ErrHalted):
+		fail(fmt.Errorf("%w: %w", ErrHalted, resp.Err))
+		return
+	case !ok || resp.Err != nil || len(resp.Results) != len(batch):
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
-	// Before answering: a Sync that starts once a caller has its answer must
-	// cover this entry.
-	storeMax(&n.lastCommit, f.Index())
 	for i, p := range batch {
+		n.metrics.countQuota(resp.Results[i])
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
 	n.announcer.announce() // the hand-offs this entry made, if any
+}
+
+// versionRefusal refuses a command that the cluster version cannot carry
+// even downgraded (a version-2 leader command at version 1).
+func versionRefusal(cmd fsm.Command, clusterVersion uint64) error {
+	if need := fsm.NeedsVersion(fsm.Downgrade(cmd, clusterVersion)); need > clusterVersion {
+		return fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, clusterVersion)
+	}
+	return nil
 }
 
 // forward is a follower's batch: one RPC to the leader carrying every
@@ -156,7 +210,8 @@ func (n *Node) forward(batch []*proposal) {
 	for i, p := range batch {
 		cmds[i] = p.cmd
 	}
-	req, err := encodeApplyRequest(cmds)
+	// The leader of a cluster at version 1 may be of the previous release.
+	req, err := forwardRequest(cmds, n.fsm.ClusterVersion())
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
@@ -179,23 +234,23 @@ func (n *Node) forward(batch []*proposal) {
 	}
 }
 
+// forwardRequest encodes a follower's batch for the leader in the form the
+// cluster version allows (see fsm.Downgrade): at version 1 a leader of the
+// previous release must be able to read it.
+func forwardRequest(cmds []fsm.Command, clusterVersion uint64) ([]byte, error) {
+	out := make([]fsm.Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = fsm.Downgrade(c, clusterVersion)
+	}
+	return encodeApplyRequest(out)
+}
+
 // wallNow is the leader's wall clock for entry stamps (Config.WallClock).
 func (n *Node) wallNow() time.Time {
 	if n.cfg.WallClock != nil {
 		return n.cfg.WallClock()
 	}
 	return time.Now()
-}
-
-// storeMax raises v to x unless it is already higher (batches in flight
-// together may finish in any order).
-func storeMax(v *atomic.Uint64, x uint64) {
-	for {
-		old := v.Load()
-		if old >= x || v.CompareAndSwap(old, x) {
-			return
-		}
-	}
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in
@@ -219,92 +274,3 @@ const forwarderLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4
-
-// errForward: an RPC to the leader failed; retried (commands are idempotent).
-var errForward = errors.New("node: forwarding to the leader failed")
-
-func raftErr(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return errNotLeader
-	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrClosed
-	default: // ErrLeadershipLost, ErrEnqueueTimeout, ErrAbortedByRestore: ambiguous, retried
-		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
-	}
-}
-
-// leadershipErr maps a failed VerifyLeader (or its context).
-func leadershipErr(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errUnknown{err}
-	default:
-		return raftErr(err)
-	}
-}
-
-func retryable(err error) bool {
-	return errors.Is(err, errNotLeader) || errors.Is(err, errNoLeader) ||
-		errors.Is(err, ErrNoQuorum) || errors.Is(err, errForward)
-}
-
-// retry runs op until it succeeds, fails for good, or ctx ends. Failures
-// that mean "no leader / cannot commit now" are retried with jittered,
-// exponential backoff (a tenth of a heartbeat up to an election timeout).
-func (n *Node) retry(ctx context.Context, op func(context.Context) error) error {
-	start := time.Now()
-	var last error
-	for attempt := 0; ; attempt++ {
-		if n.isClosed() {
-			return ErrClosed
-		}
-		err := op(ctx)
-		if err == nil {
-			return nil
-		}
-		if unknown := (errUnknown{}); errors.As(err, &unknown) {
-			return n.giveUp(ctx, last, err, start)
-		}
-		if !retryable(err) {
-			return err
-		}
-		last = err
-		if sleepCtx(ctx, n.backoff(attempt)) != nil {
-			return n.giveUp(ctx, last, nil, start)
-		}
-	}
-}
-
-// giveUp explains why ctx ended: ErrNoQuorum if the cluster was not able to
-// commit or confirm in the time the caller gave.
-func (n *Node) giveUp(ctx context.Context, last, final error, start time.Time) error {
-	switch {
-	case last != nil:
-		return fmt.Errorf("%w: %w (last attempt: %v)", ErrNoQuorum, ctx.Err(), last)
-	case time.Since(start) >= n.cfg.Timing.ElectionTimeout:
-		return fmt.Errorf("%w: %w: not committed within %v", ErrNoQuorum, ctx.Err(), time.Since(start).Round(time.Millisecond))
-	case final != nil:
-		return fmt.Errorf("node: %w", final)
-	}
-	return ctx.Err()
-}
-
-func (n *Node) backoff(attempt int) time.Duration {
-	base := n.cfg.Timing.HeartbeatTimeout / 10
-	d := base << min(attempt, 6)
-	d = min(d, n.cfg.Timing.ElectionTimeout)
-	return d/2 + rand.N(d/2+1)
-}
-
-func outcomeLabel(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, transport.ErrClosed):
-		return "closed"
-	}
-	return "error"
-}

@@ -37,7 +37,7 @@ type reconciler struct {
 
 	mu       sync.Mutex
 	health   map[string]membership.Health // Raft id → probes
-	verified map[string]time.Time         // Raft id + "@" + address → when proven
+	verified map[string]verification      // Raft id + "@" + address → proven identity
 	missing  map[string]time.Time         // configured, unknown to gossip: since
 	leaving  map[string]time.Time         // Raft id → decommission requested (static mode, or through the RPC)
 	lastAdd  time.Time
@@ -45,7 +45,7 @@ type reconciler struct {
 }
 
 func newReconciler(n *Node) *reconciler {
-	return &reconciler{n: n, poke: make(chan struct{}, 1), health: map[string]membership.Health{}, verified: map[string]time.Time{},
+	return &reconciler{n: n, poke: make(chan struct{}, 1), health: map[string]membership.Health{}, verified: map[string]verification{},
 		missing: map[string]time.Time{}, leaving: map[string]time.Time{}, reported: map[string]bool{}}
 }
 
@@ -156,7 +156,7 @@ func (r *reconciler) members(now time.Time) map[string]membership.Member {
 func (r *reconciler) input(now time.Time, conf raft.Configuration, members map[string]membership.Member) membership.Input {
 	id := r.n.ident()
 	cfg := &r.n.cfg
-	in := membership.Input{Self: id.RaftID, ClusterID: id.ClusterID, Now: now, Members: map[string]membership.Member{},
+	in := membership.Input{Self: id.RaftID, ClusterID: id.ClusterID, ClusterVersion: r.n.clusterVersion(), Now: now, Members: map[string]membership.Member{},
 		Health: map[string]membership.Health{}, Missing: map[string]time.Time{}, Gossip: cfg.gossipOn(),
 		MaxVoters: cfg.maxVoters(), MaxNonvoters: cfg.MaxNonvoters, ReapTimeout: cfg.reapTimeout(), Stabilization: cfg.Stabilization,
 		AddInterval: r.addInterval()}
@@ -191,7 +191,8 @@ func (r *reconciler) input(now time.Time, conf raft.Configuration, members map[s
 		}
 	}
 	for id, m := range members {
-		_, m.Verified = r.verified[m.RaftID+"@"+m.Addr]
+		v, ok := r.verified[m.RaftID+"@"+m.Addr]
+		m.Verified, m.MaxVersion = ok, v.maxVersion
 		in.Members[id] = m
 	}
 	// Without gossip the probes are the liveness source of the servers.

@@ -44,6 +44,12 @@ type Status struct {
 	Ready        bool
 	Servers      []Server
 	FSM          fsm.Stats
+	// State machine versions (see ErrHalted and fsm's version.go).
+	ClusterVersion    uint64     // in force in the log this node applied
+	MaxClusterVersion uint64     // what this binary supports
+	Halted            string     // why the state machine halted (the node serves nothing); "" when fine
+	Limits            fsm.Limits // the replicated quotas in force
+
 	// Voter: this node's incarnation is a voter of its configuration (it
 	// grants votes only then).
 	Voter bool
@@ -73,6 +79,9 @@ func (n *Node) Status() Status {
 		Term: r.CurrentTerm(), LastIndex: r.LastIndex(), CommitIndex: r.CommitIndex(),
 		AppliedIndex: n.applied.get(),
 		FSM:          n.fsm.Stats(),
+
+		ClusterVersion: n.fsm.ClusterVersion(), MaxClusterVersion: n.maxVersion(), Halted: n.haltedReason(),
+		Limits: n.fsm.Limits(),
 	}
 	if st.State == "follower" {
 		if lc := r.LastContact(); !lc.IsZero() {
@@ -81,7 +90,7 @@ func (n *Node) Status() Status {
 	}
 	select {
 	case <-n.ready:
-		st.Ready = true
+		st.Ready = st.Halted == ""
 	default:
 	}
 	if f := r.GetConfiguration(); f.Error() == nil {

@@ -40,6 +40,10 @@ type Member struct {
 	// Addr and it answered as NodeID/RaftID (with TLS: its certificate names
 	// NodeID). Only verified members are added or re-addressed.
 	Verified bool
+	// MaxVersion: the highest cluster version the member's binary supports
+	// (with Verified; 0 unknown). A member below the cluster version is not
+	// added: it could not apply the log.
+	MaxVersion uint64
 }
 
 // Health is what the leader's probes say of a server.
@@ -55,10 +59,11 @@ type Health struct {
 
 // Input is everything the planner looks at.
 type Input struct {
-	Self      string    // the leader's Raft id
-	ClusterID string    // this cluster's id ("" if not known yet)
-	Now       time.Time // the leader's clock
-	Servers   []Server  // the latest Raft configuration
+	Self           string    // the leader's Raft id
+	ClusterID      string    // this cluster's id ("" if not known yet)
+	ClusterVersion uint64    // the cluster version in force (0: not known)
+	Now            time.Time // the leader's clock
+	Servers        []Server  // the latest Raft configuration
 	// Members by node id. With gossip, a configured server that gossip does
 	// not know is in Missing (since when); without gossip, the leader's
 	// probes stand in for gossip (State Dead since Health.Down).
@@ -343,6 +348,12 @@ func PlanMembership(in Input) Plan {
 			p.Notes = append(p.Notes, Note{Reason: "unverified", Key: id + "|" + m.Addr, Notify: m.Addr,
 				Msg:  "not adding member yet: its identity at its Raft address is not proven (unreachable over Raft, or its certificate does not name it)",
 				Args: []any{"member", id, "addr", m.Addr}})
+			continue
+		}
+		if in.ClusterVersion > 0 && m.MaxVersion > 0 && m.MaxVersion < in.ClusterVersion {
+			p.Notes = append(p.Notes, Note{Reason: "version", Key: id + "|" + m.RaftID, Notify: m.Addr,
+				Msg:  "refusing member: its binary does not support the cluster version (it could not apply the log)",
+				Args: []any{"member", id, "its_max_version", m.MaxVersion, "cluster_version", in.ClusterVersion}})
 			continue
 		}
 		if configured {

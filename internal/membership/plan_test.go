@@ -84,6 +84,12 @@ func TestPlanMembership(t *testing.T) {
 			note: "cluster_id",
 		},
 		{
+			name: "member whose binary is below the cluster version refused",
+			in: Input{ClusterVersion: 2, Servers: vs("a", "b", "c"), Members: members(alive("a"), alive("b"), alive("c"),
+				with(fresh("d"), func(m *Member) { m.MaxVersion = 1 })), Health: healthAll("b", "c")},
+			note: "version",
+		},
+		{
 			name: "additions are rate limited",
 			in: Input{Servers: vs("a", "b", "c"), Members: members(alive("a"), alive("b"), alive("c"), fresh("d")), Health: healthAll("b", "c"),
 				LastAdd: t0.Add(-time.Second), AddInterval: 3 * time.Second},
