@@ -168,7 +168,7 @@ func TestPlanMembership(t *testing.T) {
 		},
 		{
 			name: "two voters: never reaped below a quorum",
-			in: Input{Gossip: true, Servers: vs("a", "b"), Members: members(alive("a"), dead("b", t0.Add(-time.Hour)))},
+			in:   Input{Gossip: true, Servers: vs("a", "b"), Members: members(alive("a"), dead("b", t0.Add(-time.Hour)))},
 			note: "reap_refused",
 		},
 		{
