@@ -426,3 +426,31 @@ func (m *gossip) conflict(reason, key, msg string, args ...any) {
 	m.n.metrics.memberConflicts.WithLabelValues(reason).Inc()
 	m.log.Error(msg, append([]any{"reason", reason}, args...)...)
 }
+
+// Gossip user messages (memberlist SendReliable), bounded by maxUserMsg.
+const (
+	userMsgRefusal byte = 'R' // a refusalMsg, JSON
+	maxUserMsg          = 4 << 10
+)
+
+// notify sends a refusal notice to the member named id through gossip; it
+// reports whether the member is known to gossip (the send itself is best
+// effort).
+func (m *gossip) notify(id string, r refusalMsg) bool {
+	if m.isDown() {
+		return false
+	}
+	b, err := json.Marshal(r)
+	if err != nil || len(b)+1 > maxUserMsg {
+		return false
+	}
+	for _, mb := range m.ml.Members() {
+		if mb.Name == id {
+			if err := m.ml.SendReliable(mb, append([]byte{userMsgRefusal}, b...)); err != nil {
+				m.log.Debug("refusal notice not sent", "member", id, "err", err)
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -25,8 +25,18 @@ func (m *gossip) NodeMeta(limit int) []byte {
 	return b
 }
 
-// NotifyMsg implements memberlist.Delegate (no user messages).
-func (m *gossip) NotifyMsg([]byte) {}
+// NotifyMsg implements memberlist.Delegate: a leader's refusal notice
+// (gossip.notify); anything else is ignored.
+func (m *gossip) NotifyMsg(b []byte) {
+	if len(b) < 2 || b[0] != userMsgRefusal || len(b) > maxUserMsg {
+		return
+	}
+	var r refusalMsg
+	if decodeJSON(b[1:], &r) != nil || r.Reason == "" {
+		return
+	}
+	m.n.refusals.add(r.Reason, r.Detail, r.By)
+}
 
 // GetBroadcasts implements memberlist.Delegate (no user broadcasts).
 func (m *gossip) GetBroadcasts(int, int) [][]byte { return nil }

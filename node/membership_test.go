@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"fmt"
 	"bytes"
 	"context"
 	"errors"
@@ -473,6 +474,15 @@ func TestGossipConflictsRefused(t *testing.T) {
 		}
 		c.Eventually(10*time.Second, func() (bool, string) {
 			return conflicts("address") > 0, "no address conflict counted"
+		})
+		// The refused node learns why (the leader tells it through gossip).
+		c.Eventually(10*time.Second, func() (bool, string) {
+			for _, r := range x.Status().Refusals {
+				if r.Reason == "address" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("x does not know why it was refused: %+v", x.Status().Refusals)
 		})
 		time.Sleep(2 * time.Second) // several reconciliations later
 		for _, n := range c.Nodes[:3] {

@@ -239,6 +239,9 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 		return
 	}
 	msg := refusalMsg{Reason: nt.Reason, Detail: nt.Msg, By: r.n.cfg.ID}
+	if g := r.n.members; g != nil && nt.Member != "" && g.notify(nt.Member, msg) {
+		return // through gossip: reaches the member even if its Raft address is another's
+	}
 	r.n.wg.Add(1)
 	go func() {
 		defer r.n.wg.Done()

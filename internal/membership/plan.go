@@ -104,12 +104,14 @@ type Action struct {
 	Why    string
 }
 
-// Note is a refusal to report (deduplicated by Reason and Key); Notify
-// names the node to tell (its Raft/RPC address), if any.
+// Note is a refusal to report (deduplicated by Reason and Key). Member and
+// Notify name the refused node (its node id, and the Raft/RPC address it
+// claims), so that it can be told why.
 type Note struct {
-	Reason string // "address", "duplicate_id", "cluster_id", "unverified", "leave_refused", "reap_refused", "replace_refused", "rate_limited", "full"
+	Reason string // "address", "duplicate_id", "cluster_id", "unverified", "version", "leave_refused", "reap_refused", "replace_refused", "full"
 	Key    string
 	Msg    string
+	Member string
 	Notify string
 	Args   []any
 }
@@ -237,7 +239,7 @@ func PlanMembership(in Input) Plan {
 		}
 		if !in.Health[s.RaftID].Gone {
 			if live := m.State == Alive || m.State == Suspect; live && m.Addr != s.Addr && in.Health[s.RaftID].Healthy {
-				p.Notes = append(p.Notes, Note{Reason: "duplicate_id", Key: s.NodeID + "|" + m.RaftID, Notify: m.Addr,
+				p.Notes = append(p.Notes, Note{Reason: "duplicate_id", Key: s.NodeID + "|" + m.RaftID, Member: m.NodeID, Notify: m.Addr,
 					Msg:  "refusing member: another incarnation of it is configured and still answers at its own address",
 					Args: []any{"member", s.NodeID, "raft_id", m.RaftID, "addr", m.Addr, "configured", s.RaftID, "configured_addr", s.Addr}})
 			}
@@ -321,19 +323,19 @@ func PlanMembership(in Input) Plan {
 			if old, ok := byNode[id]; ok && old.RaftID == owner {
 				continue // its own older incarnation holds the address: step 2 removes it first
 			}
-			p.Notes = append(p.Notes, Note{Reason: "address", Key: id + "|" + m.Addr + "|" + owner, Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "address", Key: id + "|" + m.Addr + "|" + owner, Member: m.NodeID, Notify: m.Addr,
 				Msg:  "refusing member: its Raft address belongs to another server of the configuration",
 				Args: []any{"member", id, "addr", m.Addr, "server", owner}})
 			continue
 		}
 		if others := slices.DeleteFunc(slices.Clone(byAddr[m.Addr]), func(o string) bool { return o == id }); len(others) > 0 {
-			p.Notes = append(p.Notes, Note{Reason: "address", Key: id + "|" + m.Addr + "|" + strings.Join(others, ","), Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "address", Key: id + "|" + m.Addr + "|" + strings.Join(others, ","), Member: m.NodeID, Notify: m.Addr,
 				Msg:  "refusing member: another live member advertises the same Raft address",
 				Args: []any{"member", id, "addr", m.Addr, "others", others}})
 			continue
 		}
 		if m.ClusterID != "" && in.ClusterID != "" && m.ClusterID != in.ClusterID {
-			p.Notes = append(p.Notes, Note{Reason: "cluster_id", Key: id + "|" + m.ClusterID, Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "cluster_id", Key: id + "|" + m.ClusterID, Member: m.NodeID, Notify: m.Addr,
 				Msg:  "refusing member: it belongs to another cluster",
 				Args: []any{"member", id, "its_cluster_id", m.ClusterID, "cluster_id", in.ClusterID}})
 			continue
@@ -345,13 +347,13 @@ func PlanMembership(in Input) Plan {
 			continue // suspect: wait
 		}
 		if !m.Verified {
-			p.Notes = append(p.Notes, Note{Reason: "unverified", Key: id + "|" + m.Addr, Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "unverified", Key: id + "|" + m.Addr, Member: m.NodeID, Notify: m.Addr,
 				Msg:  "not adding member yet: its identity at its Raft address is not proven (unreachable over Raft, or its certificate does not name it)",
 				Args: []any{"member", id, "addr", m.Addr}})
 			continue
 		}
 		if in.ClusterVersion > 0 && m.MaxVersion > 0 && m.MaxVersion < in.ClusterVersion {
-			p.Notes = append(p.Notes, Note{Reason: "version", Key: id + "|" + m.RaftID, Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "version", Key: id + "|" + m.RaftID, Member: m.NodeID, Notify: m.Addr,
 				Msg:  "refusing member: its binary does not support the cluster version (it could not apply the log)",
 				Args: []any{"member", id, "its_max_version", m.MaxVersion, "cluster_version", in.ClusterVersion}})
 			continue
@@ -362,7 +364,7 @@ func PlanMembership(in Input) Plan {
 			return p
 		}
 		if nonvoters >= in.MaxNonvoters {
-			p.Notes = append(p.Notes, Note{Reason: "full", Key: id, Notify: m.Addr,
+			p.Notes = append(p.Notes, Note{Reason: "full", Key: id, Member: m.NodeID, Notify: m.Addr,
 				Msg:  "not adding member: the configuration already has the most non-voters allowed",
 				Args: []any{"member", id, "nonvoters", nonvoters, "max_nonvoters", in.MaxNonvoters}})
 			continue
