@@ -1,10 +1,10 @@
 package node_test
 
 import (
-	"fmt"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
