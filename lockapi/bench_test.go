@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/node"
 )
@@ -25,7 +27,11 @@ func benchCluster(b *testing.B) (*cluster.Cluster, int) {
 }
 
 func benchSession(b *testing.B, n *node.Node) *Session {
-	s, err := NewSession(context.Background(), n, WithTTL(10*time.Second))
+	m, err := NewMetrics(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewSession(context.Background(), n, WithTTL(10*time.Second), WithMetrics(m))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,6 +95,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			report(b, slices.Concat(lat...), per*tc.workers, elapsed, "lock+unlock/s")
+			reportStrays(b, per*tc.workers, s)
 		})
 	}
 }
@@ -146,4 +153,18 @@ func BenchmarkHandoff(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	report(b, gaps, grants, elapsed, "handoffs/s")
+	reportStrays(b, grants, sessions...)
+}
+
+// reportStrays reports the releases of acquisitions the sessions did not
+// know, per operation: extra commands that a race between an Unlock and the
+// local replica's apply of the grant would cost.
+func reportStrays(b *testing.B, ops int, sessions ...*Session) {
+	n := 0.0
+	for _, s := range sessions {
+		var m dto.Metric
+		s.metrics.strayReleases.Write(&m)
+		n += m.GetCounter().GetValue()
+	}
+	b.ReportMetric(n/float64(max(ops, 1)), "strays/op")
 }

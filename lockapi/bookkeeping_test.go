@@ -17,7 +17,7 @@ import (
 func (s *Session) bookkeeping() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending) + len(s.abandoned)
+	return len(s.pending) + len(s.releases)
 }
 
 // 5,000 TryLock calls with a context that had already ended leave nothing

@@ -44,7 +44,7 @@ func (s *Session) keepAlive() {
 			s.lose(fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
 			return
 		case errors.Is(err, node.ErrClosed):
-			s.lose(fmt.Errorf("%w: the node is closed", ErrSessionExpired))
+			s.lose(fmt.Errorf("%w: the node is closed: %w", ErrSessionExpired, node.ErrClosed))
 			return
 		default:
 			if s.ctx.Err() != nil {
