@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/node"
 )
@@ -162,9 +160,7 @@ func BenchmarkHandoff(b *testing.B) {
 func reportStrays(b *testing.B, ops int, sessions ...*Session) {
 	n := 0.0
 	for _, s := range sessions {
-		var m dto.Metric
-		s.metrics.strayReleases.Write(&m)
-		n += m.GetCounter().GetValue()
+		n += metricValue(s.metrics.strayReleases)
 	}
 	b.ReportMetric(n/float64(max(ops, 1)), "strays/op")
 }

@@ -34,6 +34,7 @@ type release struct {
 	err        error      // why it never committed (the session ended, the node closed)
 	background bool       // a background loop is trying it
 	finished   bool
+	attempts   int
 }
 
 // addReleaseLocked registers a release of (name, owner) — or returns the one
@@ -105,6 +106,13 @@ func (s *Session) result(r *release) (fsm.Status, error) {
 // tryRelease proposes r's Release once, bounded by ctx and by the session;
 // it returns nil once the Release committed (r is then finished).
 func (s *Session) tryRelease(ctx context.Context, r *release) error {
+	s.mu.Lock()
+	r.attempts++
+	retry := r.attempts > 1
+	s.mu.Unlock()
+	if retry {
+		s.metrics.releaseRetried()
+	}
 	bctx, cancel := s.bind(ctx)
 	defer cancel()
 	start := time.Now()
@@ -113,6 +121,9 @@ func (s *Session) tryRelease(ctx context.Context, r *release) error {
 		return s.explain(ctx, nil, err, start)
 	}
 	s.finishRelease(r, res.Status, index, nil)
+	if retry {
+		s.log.Info("release committed after retrying", "lock", r.name, "owner", r.owner)
+	}
 	return nil
 }
 
@@ -148,17 +159,11 @@ func (s *Session) retryLoop(r *release) {
 	s.metrics.releasePending(1)
 	defer s.metrics.releasePending(-1)
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			s.metrics.releaseRetried()
-		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.tryTimeout())
 		err := s.tryRelease(ctx, r)
 		cancel()
 		switch {
 		case err == nil:
-			if attempt > 0 {
-				s.log.Info("release committed after retrying", "lock", r.name, "owner", r.owner, "attempts", attempt+1)
-			}
 			return
 		case s.ctx.Err() != nil:
 			return // Session.end finished it

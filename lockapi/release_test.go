@@ -7,6 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/raftlock/raftlock/internal/cluster"
 )
 
@@ -18,7 +21,11 @@ func TestFailedUnlockIsRetried(t *testing.T) {
 		c := startCluster(t, cluster.Options{})
 		ctx := context.Background()
 		m := c.Follower(c.WaitLeader(time.Second))
-		a := newSession(t, c, m, WithTTL(3*time.Second))
+		metrics, err := NewMetrics(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newSession(t, c, m, WithTTL(3*time.Second), WithMetrics(metrics))
 		other := newSession(t, c, c.Follower(m))
 		l, err := a.Lock(ctx, "x")
 		if err != nil {
@@ -35,6 +42,9 @@ func TestFailedUnlockIsRetried(t *testing.T) {
 			t.Fatalf("lease after the failed Unlock: %v", l.Err())
 		}
 		time.Sleep(200 * time.Millisecond)
+		if p := metricValue(metrics.releasesPending); p != 1 {
+			t.Errorf("releases pending during the partition: %v, want 1", p)
+		}
 		c.Heal()
 		time.Sleep(3 * time.Second) // longer than the TTL: the session must have survived on its keepalives
 		if err := a.Err(); err != nil {
@@ -43,7 +53,23 @@ func TestFailedUnlockIsRetried(t *testing.T) {
 		if _, err := other.TryLock(ctx, "x"); err != nil {
 			t.Fatalf("lock still held after the partition healed: %v", err)
 		}
+		if p, r := metricValue(metrics.releasesPending), metricValue(metrics.releaseRetries); p != 0 || r < 1 {
+			t.Errorf("after the release committed: %v pending, %v retries", p, r)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Errorf("Unlock again after the release committed: %v", err)
+		}
 	})
+}
+
+// metricValue reads a gauge or a counter.
+func metricValue(c prometheus.Metric) float64 {
+	var m dto.Metric
+	c.Write(&m)
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
+	}
+	return m.GetCounter().GetValue()
 }
 
 // A singleton job that fails while its replica is cut off cannot release its
