@@ -3,21 +3,26 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 )
 
-// entryVersion is the first byte of every encoded entry. A replica that reads
-// another version refuses the entry (ErrInvalidEntry) and changes nothing.
-const entryVersion byte = 1
+// Entry versions. The first byte of every encoded entry is its version. A
+// replica that meets a version it does not know (or a command type its
+// version does not define) halts instead of skipping the entry: skipping is
+// only deterministic if every replica runs the same code.
+const (
+	entryV1         byte = 1 // ops 1-7, no request numbers
+	entryV2         byte = 2 // adds request numbers and ops 8-11
+	maxEntryVersion      = entryV2
+)
 
 // Encoding of an entry (all integers varint-encoded as in encoding/binary):
 //
-//	version byte (1)
+//	version byte (1 or 2)
 //	At       varint
 //	n        uvarint, 1..MaxEntryCommands
 //	n × (op byte, body)
 //
-// Bodies:
+// Bodies (version 1):
 //
 //	OpenSession     TTL varint, LockDelay varint, Description string
 //	CloseSession    Session uvarint
@@ -26,52 +31,113 @@ const entryVersion byte = 1
 //	Release         Lock string, Owner [16]byte
 //	Tick, Noop      (empty)
 //
-// string = uvarint length + bytes. A hand-written format rather than msgpack:
-// it is a third of the size, allocation-light on the apply path, has no
+// Version 2 extends three bodies with request numbers and adds four
+// commands (every other body is as in version 1):
+//
+//	CloseSession       Session, Seq uvarint, AckBelow uvarint
+//	Acquire            Session, Lock, Owner, flags, Seq uvarint, AckBelow uvarint
+//	Release            Session uvarint, Lock, Owner, Seq uvarint, AckBelow uvarint
+//	EndDelay           n uvarint, n × (Lock string, Token uvarint)
+//	SetLimits          MaxLockNameLen, MaxWaitersPerLock, MaxLocksPerSession,
+//	                   MaxSessions, RequestWindow (uvarints)
+//	SetClusterVersion  Version uvarint
+//	InitCluster        ID string
+//
+// string = uvarint length + bytes. EncodeEntry writes the lowest version
+// that carries every command of the entry, so an entry without request
+// numbers or new commands reads the same to a replica of the previous
+// release. (Which encodings the leader may write is decided by the cluster
+// version: see Downgrade.) A hand-written format rather than msgpack: it is
+// a third of the size, allocation-light on the apply path, has no
 // reflection, and its decoder is small enough to fuzz exhaustively.
 
-// EncodeEntry encodes e. It fails only when e cannot be represented (no
-// commands, too many, or a string longer than the decoder accepts); it does
-// not validate the arguments' semantics (see Command.Validate).
+// EncodeEntry encodes e in the lowest entry version that can carry it. It
+// fails only when e cannot be represented (no commands, too many, or a
+// string or count longer than the decoder accepts); it does not validate
+// the arguments' semantics (see Command.Validate).
 func EncodeEntry(e Entry) ([]byte, error) {
 	return AppendEntry(make([]byte, 0, 16+40*len(e.Commands)), e)
 }
 
 // AppendEntry appends the encoding of e to dst (see EncodeEntry).
 func AppendEntry(dst []byte, e Entry) ([]byte, error) {
+	return AppendEntryVersion(dst, e, EntryVersion(e))
+}
+
+// EntryVersion returns the lowest entry version that can carry every
+// command of e.
+func EntryVersion(e Entry) byte {
+	v := entryV1
+	for _, c := range e.Commands {
+		v = max(v, commandVersion(c))
+	}
+	return v
+}
+
+// commandVersion is the lowest entry version that can carry c.
+func commandVersion(c Command) byte {
+	switch c := c.(type) {
+	case Acquire:
+		if c.Seq != 0 || c.AckBelow != 0 {
+			return entryV2
+		}
+	case Release:
+		if c.Session != 0 || c.Seq != 0 || c.AckBelow != 0 {
+			return entryV2
+		}
+	case CloseSession:
+		if c.Seq != 0 || c.AckBelow != 0 {
+			return entryV2
+		}
+	case EndDelay, SetLimits, SetClusterVersion, InitCluster:
+		return entryV2
+	}
+	return entryV1
+}
+
+// AppendEntryVersion appends the encoding of e in entry version v, which
+// must be able to carry every command (see EntryVersion).
+func AppendEntryVersion(dst []byte, e Entry, v byte) ([]byte, error) {
 	if len(e.Commands) == 0 || len(e.Commands) > MaxEntryCommands {
 		return dst, fmt.Errorf("%w: %d commands in one entry (want 1..%d)", ErrInvalidEntry, len(e.Commands), MaxEntryCommands)
 	}
-	dst = append(dst, entryVersion)
+	if v < entryV1 || v > maxEntryVersion || v < EntryVersion(e) {
+		return dst, fmt.Errorf("%w: entry version %d cannot carry these commands (needs %d)", ErrInvalidEntry, v, EntryVersion(e))
+	}
+	dst = append(dst, v)
 	dst = binary.AppendVarint(dst, e.At)
 	dst = binary.AppendUvarint(dst, uint64(len(e.Commands)))
 	for i, c := range e.Commands {
 		var err error
-		if dst, err = appendCommand(dst, c); err != nil {
+		if dst, err = appendCommand(dst, c, v); err != nil {
 			return dst, fmt.Errorf("command %d: %w", i, err)
 		}
 	}
 	return dst, nil
 }
 
-func appendCommand(dst []byte, c Command) ([]byte, error) {
+func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 	if c == nil {
 		return dst, fmt.Errorf("%w: nil command", ErrInvalidEntry)
 	}
+	long := func(what string) error { return fmt.Errorf("%w: %s too long", ErrInvalidEntry, what) }
 	dst = append(dst, byte(c.Op()))
 	switch c := c.(type) {
 	case OpenSession:
 		if len(c.Description) > MaxDescriptionLen {
-			return dst, fmt.Errorf("%w: description too long", ErrInvalidEntry)
+			return dst, long("description")
 		}
 		dst = binary.AppendVarint(dst, int64(c.TTL))
 		dst = binary.AppendVarint(dst, int64(c.LockDelay))
 		dst = appendString(dst, c.Description)
 	case CloseSession:
 		dst = binary.AppendUvarint(dst, uint64(c.Session))
+		if v >= entryV2 {
+			dst = appendRequest(dst, c.Seq, c.AckBelow)
+		}
 	case ExpireSessions:
 		if len(c.Sessions) > MaxExpireSessions {
-			return dst, fmt.Errorf("%w: too many sessions", ErrInvalidEntry)
+			return dst, long("session list")
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(c.Sessions)))
 		for _, s := range c.Sessions {
@@ -79,7 +145,7 @@ func appendCommand(dst []byte, c Command) ([]byte, error) {
 		}
 	case Acquire:
 		if len(c.Lock) > MaxLockNameLen {
-			return dst, fmt.Errorf("%w: lock name too long", ErrInvalidEntry)
+			return dst, long("lock name")
 		}
 		dst = binary.AppendUvarint(dst, uint64(c.Session))
 		dst = appendString(dst, c.Lock)
@@ -89,17 +155,57 @@ func appendCommand(dst []byte, c Command) ([]byte, error) {
 			flags |= 1
 		}
 		dst = append(dst, flags)
+		if v >= entryV2 {
+			dst = appendRequest(dst, c.Seq, c.AckBelow)
+		}
 	case Release:
 		if len(c.Lock) > MaxLockNameLen {
-			return dst, fmt.Errorf("%w: lock name too long", ErrInvalidEntry)
+			return dst, long("lock name")
+		}
+		if v >= entryV2 {
+			dst = binary.AppendUvarint(dst, uint64(c.Session))
 		}
 		dst = appendString(dst, c.Lock)
 		dst = append(dst, c.Owner[:]...)
+		if v >= entryV2 {
+			dst = appendRequest(dst, c.Seq, c.AckBelow)
+		}
 	case Tick, Noop:
+	case EndDelay:
+		if len(c.Delays) > MaxExpireSessions {
+			return dst, long("delay list")
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(c.Delays)))
+		for _, d := range c.Delays {
+			if len(d.Lock) > MaxLockNameLen {
+				return dst, long("lock name")
+			}
+			dst = appendString(dst, d.Lock)
+			dst = binary.AppendUvarint(dst, uint64(d.Token))
+		}
+	case SetLimits:
+		for _, x := range c.Limits.fields() {
+			if x < 0 || x > maxQuota {
+				return dst, fmt.Errorf("%w: limit %d out of range", ErrInvalidEntry, x)
+			}
+			dst = binary.AppendUvarint(dst, uint64(x))
+		}
+	case SetClusterVersion:
+		dst = binary.AppendUvarint(dst, c.Version)
+	case InitCluster:
+		if len(c.ID) > MaxClusterIDLen {
+			return dst, long("cluster id")
+		}
+		dst = appendString(dst, c.ID)
 	default:
 		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
 	}
 	return dst, nil
+}
+
+func appendRequest(dst []byte, seq, ackBelow uint64) []byte {
+	dst = binary.AppendUvarint(dst, seq)
+	return binary.AppendUvarint(dst, ackBelow)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -107,16 +213,24 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
+// fields lists the limits in their wire order.
+func (l Limits) fields() [5]int {
+	return [5]int{l.MaxLockNameLen, l.MaxWaitersPerLock, l.MaxLocksPerSession, l.MaxSessions, l.RequestWindow}
+}
+
 // DecodeEntry decodes an entry produced by EncodeEntry. Any malformed input —
 // unknown version or command type, truncation, trailing bytes, oversized
 // counts or strings, unknown flag bits — returns an error wrapping
-// ErrInvalidEntry. It never panics and allocates no more than the input size
-// justifies.
+// ErrInvalidEntry; an unknown version or command type also wraps
+// ErrUnsupportedVersion. It never panics and allocates no more than the
+// input size justifies.
 func DecodeEntry(b []byte) (Entry, error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != entryVersion {
-		return Entry{}, fmt.Errorf("%w: unknown entry version %d", ErrInvalidEntry, v)
+	v := d.byte()
+	if d.err == nil && (v < entryV1 || v > maxEntryVersion) {
+		return Entry{}, fmt.Errorf("%w: %w: entry version %d (this binary reads 1..%d)", ErrInvalidEntry, ErrUnsupportedVersion, v, maxEntryVersion)
 	}
+	d.version = v
 	var e Entry
 	e.At = d.varint()
 	n := d.count(MaxEntryCommands, 1)
@@ -139,152 +253,4 @@ func DecodeEntry(b []byte) (Entry, error) {
 		return Entry{}, d.err
 	}
 	return e, nil
-}
-
-// decoder reads from a byte slice. The first error sticks; later reads return
-// zero values.
-type decoder struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: "+format+" at byte %d", append([]any{ErrInvalidEntry}, append(args, d.off)...)...)
-	}
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.off >= len(d.b) {
-		d.fail("truncated")
-		return 0
-	}
-	v := d.b[d.off]
-	d.off++
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-// count reads a uvarint element count, bounded by max and by the bytes left
-// (each element takes at least minSize bytes), so that garbage cannot make
-// the decoder allocate more than the input justifies.
-func (d *decoder) count(max, minSize int) int {
-	v := d.uvarint()
-	if d.err != nil {
-		return 0
-	}
-	if v > uint64(max) || v > uint64((len(d.b)-d.off)/minSize) {
-		d.fail("count %d out of range", v)
-		return 0
-	}
-	return int(v)
-}
-
-func (d *decoder) string(max int) string {
-	n := d.uvarint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(max) || n > uint64(len(d.b)-d.off) {
-		d.fail("string of %d bytes out of range", n)
-		return ""
-	}
-	s := string(d.b[d.off : d.off+int(n)])
-	d.off += int(n)
-	return s
-}
-
-func (d *decoder) owner() (o OwnerID) {
-	if d.err != nil {
-		return o
-	}
-	if len(d.b)-d.off < len(o) {
-		d.fail("truncated owner id")
-		return o
-	}
-	copy(o[:], d.b[d.off:])
-	d.off += len(o)
-	return o
-}
-
-func (d *decoder) session() SessionID {
-	v := d.uvarint()
-	if v > math.MaxInt64 {
-		d.fail("session id out of range")
-	}
-	return SessionID(v)
-}
-
-func (d *decoder) command() Command {
-	switch op := Op(d.byte()); op {
-	case OpOpenSession:
-		return OpenSession{
-			TTL:         durationOf(d.varint()),
-			LockDelay:   durationOf(d.varint()),
-			Description: d.string(MaxDescriptionLen),
-		}
-	case OpCloseSession:
-		return CloseSession{Session: d.session()}
-	case OpExpireSessions:
-		n := d.count(MaxExpireSessions, 1)
-		var c ExpireSessions
-		if n > 0 {
-			c.Sessions = make([]SessionID, n)
-			for i := range c.Sessions {
-				c.Sessions[i] = d.session()
-			}
-		}
-		return c
-	case OpAcquire:
-		c := Acquire{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner()}
-		switch flags := d.byte(); flags {
-		case 0:
-		case 1:
-			c.Wait = true
-		default:
-			d.fail("unknown acquire flags %#x", flags)
-		}
-		return c
-	case OpRelease:
-		return Release{Lock: d.string(MaxLockNameLen), Owner: d.owner()}
-	case OpTick:
-		return Tick{}
-	case OpNoop:
-		return Noop{}
-	default:
-		if d.err == nil {
-			d.off--
-			d.fail("unknown command type %d", uint8(op))
-		}
-		return nil
-	}
 }

@@ -98,12 +98,15 @@ func FuzzDecodeEntry(f *testing.F) {
 			if !errors.Is(err, ErrInvalidEntry) {
 				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
 			}
-			before := h.snapshot()
+			before := h.digest()
 			if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
 				t.Fatal("apply accepted what decode refused")
 			}
-			if string(h.snapshot()) != string(before) {
+			if h.digest() != before {
 				t.Fatal("a rejected entry changed the state")
+			}
+			if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
+				t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
 			}
 			return
 		}
@@ -116,6 +119,12 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
 		}
 		h.index++
+		if e.unsupported() != nil { // decodable, but not applicable by this binary
+			if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
+				t.Fatalf("apply of an unsupported entry: %+v", resp)
+			}
+			return
+		}
 		if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
 			t.Fatalf("apply: %+v", resp)
 		}
@@ -152,7 +161,7 @@ func checkInvariants(t tb, f *FSM) {
 				t.Fatalf("lock %q: bad holder %+v", li.Name, li.Holder)
 			}
 			seen[li.Holder.Owner] = true
-		} else if li.DelayUntil == 0 {
+		} else if !li.Delayed {
 			t.Fatalf("lock %q: neither held nor delayed but present (%d waiters)", li.Name, len(li.Waiters))
 		}
 		for _, w := range li.Waiters {
@@ -166,23 +175,44 @@ func checkInvariants(t tb, f *FSM) {
 	if st := f.Stats(); st.Held != held || st.Waiters != waiters {
 		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
 	}
-	// Every session's index lists exactly the locks it holds or waits for.
+	// Every session's index lists exactly the acquisitions it holds or waits
+	// for.
+	want := map[SessionID]map[acqKey]bool{}
+	add := func(s SessionID, k acqKey) {
+		if want[s] == nil {
+			want[s] = map[acqKey]bool{}
+		}
+		want[s][k] = true
+	}
+	for name, l := range f.st.locks {
+		if l.held {
+			add(l.holder.session, acqKey{name, l.holder.owner})
+		}
+		for w := range l.waiters.all() {
+			add(w.session, acqKey{name, w.owner})
+		}
+		if l.waiters.len() != countLive(&l.waiters) {
+			t.Fatalf("lock %q: queue counts %d live waiters, holds %d", name, l.waiters.len(), countLive(&l.waiters))
+		}
+	}
 	for id, s := range f.st.sessions {
-		want := map[string]bool{}
-		for name, l := range f.st.locks {
-			if l.involves(id) {
-				want[name] = true
-			}
+		if len(want[id]) != len(s.acqs) {
+			t.Fatalf("session %d indexes %d acquisitions, has %d", id, len(s.acqs), len(want[id]))
 		}
-		if len(want) != len(s.locks) {
-			t.Fatalf("session %d indexes %d locks, involved in %d", id, len(s.locks), len(want))
-		}
-		for name := range s.locks {
-			if !want[name] {
-				t.Fatalf("session %d indexes %q without being involved", id, name)
+		for k := range s.acqs {
+			if !want[id][k] {
+				t.Fatalf("session %d indexes %+v without holding or waiting", id, k)
 			}
 		}
 	}
+}
+
+func countLive(q *queue) int {
+	n := 0
+	for range q.all() {
+		n++
+	}
+	return n
 }
 
 var sampleResults = []Result{

@@ -7,7 +7,8 @@ import (
 )
 
 // Limits on command arguments. Commands outside them are refused with
-// ErrInvalidCommand and change nothing.
+// ErrInvalidCommand and change nothing. (The replicated quotas of [Limits]
+// are stricter, configurable bounds within these.)
 const (
 	MaxLockNameLen    = 512              // bytes
 	MaxDescriptionLen = 256              // bytes
@@ -15,56 +16,91 @@ const (
 	MaxTTL            = 24 * time.Hour   // largest session TTL
 	MaxLockDelay      = time.Hour        // largest lock-delay
 	MaxEntryCommands  = 1 << 16          // commands in one entry
-	MaxExpireSessions = 1 << 16          // sessions in one ExpireSessions command
+	MaxExpireSessions = 1 << 16          // sessions in one ExpireSessions command (and locks in one EndDelay)
 )
 
 // Op is the type byte of a command on the wire. Values are part of the log
 // format and must never be renumbered.
 type Op uint8
 
-// Command types.
+// Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
+// version 2 (cluster version 2).
 const (
-	OpOpenSession    Op = 1
-	OpCloseSession   Op = 2
-	OpExpireSessions Op = 3
-	OpAcquire        Op = 4
-	OpRelease        Op = 5
-	OpTick           Op = 6
-	OpNoop           Op = 7
+	OpOpenSession       Op = 1
+	OpCloseSession      Op = 2
+	OpExpireSessions    Op = 3
+	OpAcquire           Op = 4
+	OpRelease           Op = 5
+	OpTick              Op = 6
+	OpNoop              Op = 7
+	OpEndDelay          Op = 8
+	OpSetLimits         Op = 9
+	OpSetClusterVersion Op = 10
+	OpInitCluster       Op = 11
 )
 
+var opNames = [...]string{
+	OpOpenSession: "OpenSession", OpCloseSession: "CloseSession", OpExpireSessions: "ExpireSessions",
+	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
+	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
+}
+
 func (o Op) String() string {
-	switch o {
-	case OpOpenSession:
-		return "OpenSession"
-	case OpCloseSession:
-		return "CloseSession"
-	case OpExpireSessions:
-		return "ExpireSessions"
-	case OpAcquire:
-		return "Acquire"
-	case OpRelease:
-		return "Release"
-	case OpTick:
-		return "Tick"
-	case OpNoop:
-		return "Noop"
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
+// LeaderOnly reports whether commands of this type are proposed by the
+// leader itself (ExpireSessions, Tick, Noop, EndDelay, SetLimits,
+// SetClusterVersion, InitCluster) and must be refused from clients.
+func (o Op) LeaderOnly() bool {
+	switch o {
+	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease:
+		return false
+	}
+	return true
+}
+
 // Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [ExpireSessions], [Acquire], [Release],
-// [Tick] and [Noop]; the set is closed.
+// [OpenSession], [CloseSession], [Acquire], [Release] (client commands) and
+// [ExpireSessions], [Tick], [Noop], [EndDelay], [SetLimits],
+// [SetClusterVersion], [InitCluster] (proposed by the leader); the set is
+// closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op
 	// Validate checks the arguments against the limits above. It does not
-	// look at the state.
+	// look at the state (nor at the replicated quotas).
 	Validate() error
 }
 
-// OpenSession creates a session. Result: StatusOK with the new session id.
+// Request numbers (exactly-once client commands, Raft client sessions as in
+// Ongaro's thesis §6.3). CloseSession, Acquire and Release carry the
+// session's request sequence number Seq and the client's acknowledgement
+// AckBelow: every request of the session with a lower Seq is finished from
+// the client's point of view (answered, failed for good, or given up), so
+// the state machine may forget its result. Per session the state machine
+// keeps the ack floor F (the highest AckBelow seen; it never decreases) and
+// the result of every executed request with Seq >= F:
+//
+//   - Seq < F: StatusStale, nothing changes (the client already
+//     acknowledged this request: a delayed duplicate);
+//   - Seq already executed: its original Result, nothing changes;
+//   - Seq >= max(F, AckBelow) + the request window (Limits.RequestWindow):
+//     StatusQuota (QuotaRequests), nothing changes;
+//   - otherwise the command executes, its result is kept, F rises to
+//     AckBelow and the results below F are dropped.
+//
+// Seq 0 means "no request number": the command executes every time it is
+// applied (entries written before exactly-once, or while the cluster
+// version is 1). AckBelow must not exceed Seq. A command of a session that
+// does not exist returns StatusNoSession (session ids are never reused, so
+// this also answers a duplicate delivered after the session ended).
+
+// OpenSession creates a session. Result: StatusOK with the new session id,
+// or StatusQuota (QuotaSessions).
 type OpenSession struct {
 	TTL         time.Duration // how long the session lives without a keepalive
 	LockDelay   time.Duration // after expiry, how long its locks stay ungranted (0 = none)
@@ -73,55 +109,48 @@ type OpenSession struct {
 
 // CloseSession ends a session voluntarily: it releases the locks the session
 // holds (with no lock-delay) and drops its waits. Result: StatusOK, or
-// StatusNoSession.
+// StatusNoSession (never opened, already closed or expired — also the answer
+// to a duplicate of a CloseSession that executed). With Seq set it is
+// exactly-once (see above).
 type CloseSession struct {
-	Session SessionID
-}
-
-// ExpireSessions ends sessions whose lease ran out; proposed by the leader.
-// Like CloseSession, except that locks held by a session with a lock-delay
-// enter that delay instead of passing to their next waiter. Unknown sessions
-// are skipped. Result: StatusOK with Count = number of sessions expired.
-type ExpireSessions struct {
-	Sessions []SessionID
+	Session  SessionID
+	Seq      uint64 // request number; 0: none
+	AckBelow uint64 // every request of the session below it is finished
 }
 
 // Acquire asks for a lock on behalf of a session. Free → StatusGranted with a
 // new token. Held (or in lock-delay) and Wait → StatusQueued at the tail of
-// the FIFO queue. Held and not Wait → StatusLocked with the holder.
-// Idempotent on (Lock, Owner): a retry returns the current status of that
-// acquisition — the same token, or the current queue position — never a
-// second grant or a second queue slot.
+// the FIFO queue. Held and not Wait → StatusLocked with the holder. Quotas
+// (lock name length, waiters per lock, locks per session) → StatusQuota.
+// Idempotent on (Lock, Owner): a new request for an acquisition that exists
+// returns its current status — the same token, or the current queue
+// position — never a second grant or a second queue slot. With Seq set it
+// is also exactly-once: a duplicate of an executed request returns the
+// original result even if the acquisition has since been released or
+// withdrawn, so a released or withdrawn acquisition is never granted again.
 type Acquire struct {
-	Session SessionID
-	Lock    string
-	Owner   OwnerID
-	Wait    bool
+	Session  SessionID
+	Lock     string
+	Owner    OwnerID
+	Wait     bool
+	Seq      uint64 // request number; 0: none
+	AckBelow uint64 // every request of the session below it is finished
 }
 
 // Release is a compare-and-delete: if Owner holds Lock the lock is released
 // and passed to the next live waiter in the same entry; if Owner waits for
 // Lock it is dequeued. Result: StatusOK, or StatusNotHolder if Owner neither
-// holds nor waits for Lock.
+// holds nor waits for Lock. With Session set, the acquisition must also
+// belong to that session (else StatusNotHolder), and StatusNoSession is the
+// answer when the session no longer exists (its acquisitions ended with
+// it). Session is required with Seq (exactly-once, see above).
 type Release struct {
-	Lock  string
-	Owner OwnerID
+	Session  SessionID // the acquisition's session; 0: not checked (entry version 1)
+	Lock     string
+	Owner    OwnerID
+	Seq      uint64 // request number; 0: none
+	AckBelow uint64 // every request of the session below it is finished
 }
-
-// Tick ends every lock-delay that is over at the entry's time and grants the
-// delayed locks to their waiters. Proposed by the leader. Result: StatusOK with
-// Count = number of delays ended.
-type Tick struct{}
-
-// Noop changes nothing. The leader proposes one to carry a new commit index
-// to its followers at once (see node). Result: StatusOK.
-type Noop struct{}
-
-// Op implements Command.
-func (Noop) Op() Op { return OpNoop }
-
-// Validate implements Command.
-func (Noop) Validate() error { return nil }
 
 // Op implements Command.
 func (OpenSession) Op() Op { return OpOpenSession }
@@ -130,16 +159,10 @@ func (OpenSession) Op() Op { return OpOpenSession }
 func (CloseSession) Op() Op { return OpCloseSession }
 
 // Op implements Command.
-func (ExpireSessions) Op() Op { return OpExpireSessions }
-
-// Op implements Command.
 func (Acquire) Op() Op { return OpAcquire }
 
 // Op implements Command.
 func (Release) Op() Op { return OpRelease }
-
-// Op implements Command.
-func (Tick) Op() Op { return OpTick }
 
 // Validate implements Command.
 func (c OpenSession) Validate() error {
@@ -153,19 +176,11 @@ func (c OpenSession) Validate() error {
 }
 
 // Validate implements Command.
-func (c CloseSession) Validate() error { return validateSession(c.Session) }
-
-// Validate implements Command.
-func (c ExpireSessions) Validate() error {
-	if len(c.Sessions) > MaxExpireSessions {
-		return fmt.Errorf("%w: %d sessions in one ExpireSessions (max %d)", ErrInvalidCommand, len(c.Sessions), MaxExpireSessions)
+func (c CloseSession) Validate() error {
+	if err := validateSession(c.Session); err != nil {
+		return err
 	}
-	for _, s := range c.Sessions {
-		if err := validateSession(s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return validateRequest(c.Seq, c.AckBelow)
 }
 
 // Validate implements Command.
@@ -176,7 +191,10 @@ func (c Acquire) Validate() error {
 	if err := ValidateLockName(c.Lock); err != nil {
 		return err
 	}
-	return validateOwner(c.Owner)
+	if err := validateOwner(c.Owner); err != nil {
+		return err
+	}
+	return validateRequest(c.Seq, c.AckBelow)
 }
 
 // Validate implements Command.
@@ -184,11 +202,48 @@ func (c Release) Validate() error {
 	if err := ValidateLockName(c.Lock); err != nil {
 		return err
 	}
-	return validateOwner(c.Owner)
+	if err := validateOwner(c.Owner); err != nil {
+		return err
+	}
+	if c.Seq != 0 && c.Session == 0 {
+		return fmt.Errorf("%w: a release with a request number needs its session", ErrInvalidCommand)
+	}
+	return validateRequest(c.Seq, c.AckBelow)
 }
 
-// Validate implements Command.
-func (Tick) Validate() error { return nil }
+// request is what the exactly-once table needs of a client command.
+type request struct {
+	session       SessionID
+	seq, ackBelow uint64
+}
+
+// requestOf returns the request number of an exactly-once command (false
+// for commands without one).
+func requestOf(c Command) (request, bool) {
+	var r request
+	switch c := c.(type) {
+	case Acquire:
+		r = request{c.Session, c.Seq, c.AckBelow}
+	case Release:
+		r = request{c.Session, c.Seq, c.AckBelow}
+	case CloseSession:
+		r = request{c.Session, c.Seq, c.AckBelow}
+	}
+	return r, r.seq != 0
+}
+
+func validateRequest(seq, ackBelow uint64) error {
+	switch {
+	case ackBelow > seq:
+		return fmt.Errorf("%w: AckBelow %d beyond the request's own Seq %d", ErrInvalidCommand, ackBelow, seq)
+	case seq > maxSeq:
+		return fmt.Errorf("%w: request number %d out of range", ErrInvalidCommand, seq)
+	}
+	return nil
+}
+
+// maxSeq bounds request numbers (so that Seq - floor never overflows).
+const maxSeq = 1 << 62
 
 // ValidateLockName reports whether name is an acceptable lock name: non-empty,
 // at most MaxLockNameLen bytes, valid UTF-8 without NUL bytes.
@@ -238,6 +293,6 @@ func validateOwner(o OwnerID) error {
 // Entry is the payload of one Raft log entry: the leader's timestamp and one or
 // more commands, applied in order as if each were its own entry.
 type Entry struct {
-	At       int64 // leader time when proposed, Unix nanoseconds
+	At       int64 // leader time when proposed, Unix nanoseconds (informational from cluster version 2)
 	Commands []Command
 }

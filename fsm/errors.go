@@ -8,6 +8,15 @@ var (
 	// ErrInvalidEntry: an entry or snapshot could not be decoded (garbage,
 	// unknown version or command type, truncated, oversized). Nothing changed.
 	ErrInvalidEntry = errors.New("fsm: invalid entry")
+	// ErrUnsupportedVersion: an entry, command or snapshot of a version this
+	// binary does not know (wrapped together with ErrInvalidEntry or
+	// ErrInvalidSnapshot). Applying one halts the state machine (ErrHalted).
+	ErrUnsupportedVersion = errors.New("fsm: unsupported version")
+	// ErrHalted: the state machine met an entry it cannot apply (an unknown
+	// version) and stopped: it applies nothing after it and refuses to
+	// snapshot, until a snapshot of a known version is restored. A restart
+	// with a binary that knows the version replays the log and continues.
+	ErrHalted = errors.New("fsm: halted")
 	// ErrInvalidCommand: a well-formed command with invalid arguments (empty
 	// lock name, TTL out of range, zero owner id, ...). Nothing changed.
 	ErrInvalidCommand = errors.New("fsm: invalid command")
@@ -20,4 +29,11 @@ var (
 	ErrNotHolder = errors.New("fsm: not the holder")
 	// ErrNoSession: the session does not exist (never opened, closed or expired).
 	ErrNoSession = errors.New("fsm: no such session")
+	// ErrStale: the request's number is below its session's ack floor: the
+	// client already acknowledged it, so this is a delayed duplicate. It
+	// was not applied.
+	ErrStale = errors.New("fsm: stale request")
+	// ErrQuota: a replicated quota refused the command (see Limits). Nothing
+	// changed.
+	ErrQuota = errors.New("fsm: quota exceeded")
 )

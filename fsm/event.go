@@ -1,5 +1,7 @@
 package fsm
 
+import "time"
+
 // EventKind says what happened.
 type EventKind uint8
 
@@ -10,8 +12,9 @@ const (
 	EventSessionExpired                      // Session (lease ran out)
 	EventGranted                             // Lock, Session, Owner, Token
 	EventQueued                              // Lock, Session, Owner
-	EventReleased                            // Lock, Session, Owner, Token, Reason; DelayUntil if lock-delay began
+	EventReleased                            // Lock, Session, Owner, Token, Reason; DelayUntil (and from cluster version 2 DelayFor, DelayToken) if lock-delay began
 	EventDequeued                            // Lock, Session, Owner, Reason
+	EventClusterChanged                      // the cluster id or the cluster version changed (read them from the FSM)
 )
 
 func (k EventKind) String() string {
@@ -30,6 +33,8 @@ func (k EventKind) String() string {
 		return "released"
 	case EventDequeued:
 		return "dequeued"
+	case EventClusterChanged:
+		return "cluster-changed"
 	}
 	return "unknown"
 }
@@ -68,6 +73,11 @@ type Event struct {
 	Token      Token
 	Reason     Reason
 	DelayUntil int64
+	// DelayFor and DelayToken (cluster version 2, EventReleased into
+	// lock-delay): how long the delay lasts, and the token that names it
+	// in the EndDelay that will end it.
+	DelayFor   time.Duration
+	DelayToken Token
 	// FromQueue is set on EventGranted when the lock went to a waiter (a
 	// hand-off by a release, an expiry or the end of a lock-delay) rather
 	// than to the Acquire of the same command.
@@ -86,4 +96,14 @@ type Observer interface {
 	// Restored is called after a snapshot replaced the whole state: every
 	// watcher must re-read what it waits for.
 	Restored(index uint64)
+}
+
+// HaltObserver is an Observer that also wants to know when the state
+// machine halts (see ErrHalted). Halted is called once, on the Raft apply
+// goroutine, with the index of the entry that could not be applied (0 for
+// a snapshot) and the error that Halted returns from then on. Nothing is
+// applied, and Applied is not called, after it.
+type HaltObserver interface {
+	Observer
+	Halted(index uint64, err error)
 }

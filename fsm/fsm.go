@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -17,6 +18,7 @@ type FSM struct {
 	mu     sync.RWMutex
 	st     *state
 	obs    Observer
+	halted error   // sticky (see ErrHalted); guarded by mu
 	events []Event // scratch buffer of the entry being applied
 }
 
@@ -53,6 +55,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 // skip records that a non-command entry (a configuration change) was applied.
 func (f *FSM) skip(index uint64) {
 	f.mu.Lock()
+	if f.halted != nil {
+		f.mu.Unlock()
+		return
+	}
 	if index > f.st.index {
 		f.st.index = index
 	}
@@ -62,15 +68,44 @@ func (f *FSM) skip(index uint64) {
 	}
 }
 
+// Halted returns nil while the state machine applies entries, and an error
+// wrapping ErrHalted (and ErrUnsupportedVersion) once it met an entry or
+// snapshot it cannot apply.
+func (f *FSM) Halted() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.halted
+}
+
 // ApplyEntry decodes and applies one encoded Entry at the given log index.
 // Undecodable data yields a Response with Err set and changes nothing but the
-// applied index. It is what Apply does with a command entry, exposed for
-// tests and tools that drive the state machine without Raft.
+// applied index. An entry of an unknown version (or with a command this
+// binary cannot apply) halts the state machine: it and every later entry
+// return a Response whose Err wraps ErrHalted, and nothing changes, not even
+// the applied index. It is what Apply does with a command entry, exposed
+// for tests and tools that drive the state machine without Raft.
 func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 	resp := &Response{Index: index}
 	e, err := DecodeEntry(data)
+	if err == nil {
+		err = e.unsupported()
+	}
 
 	f.mu.Lock()
+	if f.halted != nil {
+		resp.Err = f.halted
+		f.mu.Unlock()
+		return resp
+	}
+	if errors.Is(err, ErrUnsupportedVersion) {
+		f.halted = fmt.Errorf("%w at log index %d: %w", ErrHalted, index, err)
+		resp.Err = f.halted
+		f.mu.Unlock()
+		if h, ok := f.obs.(HaltObserver); ok {
+			h.Halted(index, resp.Err)
+		}
+		return resp
+	}
 	st := f.st
 	if index > st.index {
 		st.index = index
@@ -79,12 +114,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 	if err != nil {
 		resp.Err = err
 	} else {
-		now := st.clock
-		if e.At > now {
-			now = e.At
-		}
-		st.clock = now
-		a := applier{st: st, index: index, now: now, events: f.events}
+		a := applier{st: st, index: index, now: st.entryTime(e.At), events: f.events}
 		if len(e.Commands) == 1 {
 			resp.Results = resp.one[:]
 		} else {
@@ -103,6 +133,32 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 	return resp
 }
 
+// unsupported reports a command that this binary can decode but not apply:
+// a cluster version beyond MaxClusterVersion. Checked before anything of
+// the entry is applied, so that a halt leaves no half-applied entry.
+func (e Entry) unsupported() error {
+	for _, c := range e.Commands {
+		if v, ok := c.(SetClusterVersion); ok && v.Version > MaxClusterVersion {
+			return fmt.Errorf("%w: cluster version %d (this binary supports up to %d)", ErrUnsupportedVersion, v.Version, MaxClusterVersion)
+		}
+	}
+	return nil
+}
+
+// entryTime is the time an entry's commands see. At cluster version 1 the
+// FSM's time never goes back (it is the highest stamp applied), as the
+// previous release applied it; from version 2 time is informational only
+// (stamps of grants and sessions) and every entry sees its own stamp, so
+// that one far-off stamp cannot freeze or advance it for later entries.
+func (st *state) entryTime(at int64) int64 {
+	if st.version >= versionExactlyOnce {
+		st.clock = at
+		return at
+	}
+	st.clock = max(st.clock, at)
+	return st.clock
+}
+
 // applier applies the commands of one entry to the state.
 type applier struct {
 	st     *state
@@ -117,10 +173,21 @@ func (a *applier) emit(e Event) {
 	a.events = append(a.events, e)
 }
 
+// v2 reports whether the cluster version's semantics are those of version 2.
+func (a *applier) v2() bool { return a.st.version >= versionExactlyOnce }
+
 func (a *applier) apply(c Command) Result {
 	if err := c.Validate(); err != nil {
 		return Result{Status: StatusInvalid, Reason: err.Error()}
 	}
+	if r, ok := requestOf(c); ok {
+		return a.once(c, r)
+	}
+	return a.exec(c)
+}
+
+// exec executes a validated command.
+func (a *applier) exec(c Command) Result {
 	switch c := c.(type) {
 	case OpenSession:
 		return a.openSession(c)
@@ -136,6 +203,15 @@ func (a *applier) apply(c Command) Result {
 		return a.tick()
 	case Noop:
 		return Result{Status: StatusOK}
+	case EndDelay:
+		return a.endDelay(c.Delays)
+	case SetLimits:
+		a.st.limits = c.Limits
+		return Result{Status: StatusOK}
+	case SetClusterVersion:
+		return a.setClusterVersion(c.Version)
+	case InitCluster:
+		return a.initCluster(c.ID)
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

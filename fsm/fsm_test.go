@@ -380,14 +380,59 @@ func TestUndecodableEntryChangesNothing(t *testing.T) {
 	a := h.open(time.Second, 0, "a")
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
 	before := h.snapshot()
-	for i, data := range [][]byte{nil, {0}, {2, 0, 1, 6}, {1, 0, 1, 99}, {1, 0, 1, 6, 0}, {1, 0, 0}} {
+	for i, data := range [][]byte{nil, {1, 0, 1, 6, 0}, {1, 0, 0}, {2, 0, 1, 4, 1}} {
 		resp := h.f.ApplyEntry(h.index, data) // same index: the state must be byte-identical
-		if resp.Err == nil || !errors.Is(resp.Err, ErrInvalidEntry) || resp.Results != nil {
+		if resp.Err == nil || !errors.Is(resp.Err, ErrInvalidEntry) || errors.Is(resp.Err, ErrUnsupportedVersion) || resp.Results != nil {
 			t.Fatalf("case %d: %+v", i, resp)
 		}
 	}
 	if after := h.snapshot(); string(after) != string(before) {
 		t.Fatal("rejected entries changed the state")
+	}
+}
+
+// An entry of an unknown version, or with a command its version does not
+// define, is never skipped: the state machine halts before applying any of
+// it and applies nothing after it.
+func TestUnknownVersionHalts(t *testing.T) {
+	future, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{Noop{}, SetClusterVersion{Version: MaxClusterVersion + 1}}})
+	for name, data := range map[string][]byte{
+		"entry version 0":            {0, 0, 1, 7},
+		"entry version 3":            {3, 0, 1, 7},
+		"unknown op in version 1":    {1, 0, 1, 99},
+		"version-2 op in a v1 entry": {1, 0, 1, byte(OpEndDelay), 0},
+		"future cluster version":     future,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &haltRecorder{}
+			h := newHarness(t)
+			h.f.obs, h.rec = rec, &rec.recorder
+			a := h.open(time.Second, 0, "a")
+			before, index := h.digest(), h.index
+			h.index++
+			resp := h.f.ApplyEntry(h.index, data)
+			if !errors.Is(resp.Err, ErrHalted) || !errors.Is(resp.Err, ErrUnsupportedVersion) || resp.Results != nil {
+				t.Fatalf("apply: %+v", resp)
+			}
+			if !errors.Is(h.f.Halted(), ErrHalted) || len(rec.halted) != 1 || rec.halted[0] != h.index {
+				t.Fatalf("Halted() = %v, observer told %v", h.f.Halted(), rec.halted)
+			}
+			// Nothing after it applies; the applied index stays before it.
+			h.index++
+			b, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{Acquire{Session: a, Lock: "l", Owner: owner(1)}}})
+			if resp := h.f.ApplyEntry(h.index, b); !errors.Is(resp.Err, ErrHalted) {
+				t.Fatalf("apply after the halt: %+v", resp)
+			}
+			if h.digest() != before || h.f.AppliedIndex() != index {
+				t.Fatalf("the halted state changed (applied index %d, was %d)", h.f.AppliedIndex(), index)
+			}
+			if _, err := h.f.Snapshot(); !errors.Is(err, ErrHalted) {
+				t.Fatalf("snapshot while halted: %v", err)
+			}
+			if len(rec.applied) != 1 { // the OpenSession only
+				t.Fatalf("observer told of %d applied entries", len(rec.applied))
+			}
+		})
 	}
 }
 

@@ -19,6 +19,14 @@ func (r *recorder) Applied(index uint64, events []Event) {
 
 func (r *recorder) Restored(index uint64) { r.restored = append(r.restored, index) }
 
+// haltRecorder also records halts.
+type haltRecorder struct {
+	recorder
+	halted []uint64
+}
+
+func (r *haltRecorder) Halted(index uint64, err error) { r.halted = append(r.halted, index) }
+
 // take returns the events recorded since the last call.
 func (r *recorder) take() []Event {
 	ev := r.events
@@ -85,6 +93,12 @@ func (h *harness) snapshot() []byte {
 		h.t.Fatalf("snapshot: %v", err)
 	}
 	return buf.Bytes()
+}
+
+// digest is the hash of the state's encoding (also while halted).
+func (h *harness) digest() [32]byte {
+	_, d := h.f.Digest()
+	return d
 }
 
 func owner(n byte) OwnerID {

@@ -2,47 +2,66 @@ package fsm
 
 import (
 	"fmt"
-	"slices"
 )
 
 func (a *applier) acquire(c Acquire) Result {
 	st := a.st
-	if st.sessions[c.Session] == nil {
+	s := st.sessions[c.Session]
+	if s == nil {
 		return Result{Status: StatusNoSession}
+	}
+	if lim := st.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
+		return quotaResult(QuotaLockName, "lock name of %d bytes (limit %d)", len(c.Lock), lim)
 	}
 	l := st.mutLock(c.Lock)
 	if l == nil {
+		if r, refused := a.sessionQuota(s); refused {
+			return r
+		}
 		st.lockSeq++
 		l = &lock{gen: st.gen, seq: st.lockSeq}
 		st.locks[c.Lock] = l
-		st.involve(c.Session, c.Lock)
+		st.involve(c.Session, c.Owner, c.Lock)
 		return a.grant(c.Lock, l, c.Session, c.Owner)
 	}
-	a.settle(c.Lock, l)
+	if !a.v2() {
+		a.settle(c.Lock, l)
+	}
 
-	// Idempotency: a retried acquisition reports its current status.
+	// Idempotency: a new request for an existing acquisition reports its
+	// current status.
 	if l.held && l.holder.owner == c.Owner {
 		if l.holder.session != c.Session {
 			return invalidOwner(c)
 		}
 		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
 	}
-	if p := l.waiters.position(c.Owner); p > 0 {
-		if l.waiters.items[p-1].session != c.Session {
+	if i := l.waiters.find(c.Owner); i >= 0 {
+		if l.waiters.at(i).session != c.Session {
 			return invalidOwner(c)
 		}
-		return Result{Status: StatusQueued, Session: c.Session, Position: p}
+		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.position(c.Owner)}
 	}
 
 	switch {
-	case !l.held && l.delayUntil == 0:
-		// Free: after settle, a free lock has no waiters.
-		st.involve(c.Session, c.Lock)
+	case !l.held && !l.delayed:
+		// Free: a free lock has no waiters (a release or a delay's end
+		// hands it to the first).
+		if r, refused := a.sessionQuota(s); refused {
+			return r
+		}
+		st.involve(c.Session, c.Owner, c.Lock)
 		return a.grant(c.Lock, l, c.Session, c.Owner)
 	case c.Wait:
+		if lim := st.limits.MaxWaitersPerLock; lim > 0 && l.waiters.len() >= lim {
+			return quotaResult(QuotaWaiters, "%d waiters on lock %q (limit %d)", l.waiters.len(), c.Lock, lim)
+		}
+		if r, refused := a.sessionQuota(s); refused {
+			return r
+		}
 		l.waiters.push(waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index})
 		st.waiters++
-		st.involve(c.Session, c.Lock)
+		st.involve(c.Session, c.Owner, c.Lock)
 		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner})
 		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
@@ -54,68 +73,52 @@ func (a *applier) acquire(c Acquire) Result {
 	}
 }
 
+// sessionQuota refuses a new acquisition of a session at its limit.
+func (a *applier) sessionQuota(s *session) (Result, bool) {
+	if lim := a.st.limits.MaxLocksPerSession; lim > 0 && len(s.acqs) >= lim {
+		return quotaResult(QuotaSessionLocks, "session %d holds or waits for %d locks (limit %d)", s.id, len(s.acqs), lim), true
+	}
+	return Result{}, false
+}
+
 func invalidOwner(c Acquire) Result {
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("owner %s of lock %q belongs to another session", c.Owner, c.Lock)}
 }
 
 func (a *applier) release(c Release) Result {
 	st := a.st
-	l := st.mutLock(c.Lock)
-	if l == nil {
-		return Result{Status: StatusNotHolder}
+	if c.Session != 0 && st.sessions[c.Session] == nil {
+		return Result{Status: StatusNoSession}
 	}
-	if l.held && l.holder.owner == c.Owner {
+	l := st.locks[c.Lock]
+	switch {
+	case l == nil:
+		return Result{Status: StatusNotHolder}
+	case l.held && l.holder.owner == c.Owner:
+		if c.Session != 0 && l.holder.session != c.Session {
+			return Result{Status: StatusNotHolder}
+		}
+		l = st.mutLock(c.Lock)
 		h := l.holder
 		l.held, l.holder = false, holder{}
 		st.held--
-		st.uninvolve(h.session, c.Lock, l)
+		st.uninvolve(h.session, h.owner, c.Lock)
 		a.emit(Event{Kind: EventReleased, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token, Reason: ReasonOwner})
 		a.promote(c.Lock, l)
 		st.dropIfIdle(c.Lock, l)
 		return Result{Status: StatusOK}
 	}
-	if p := l.waiters.position(c.Owner); p > 0 {
-		w := l.waiters.removeAt(p - 1)
-		st.waiters--
-		st.uninvolve(w.session, c.Lock, l)
-		a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
-		st.dropIfIdle(c.Lock, l)
-		return Result{Status: StatusOK}
+	i := l.waiters.find(c.Owner)
+	if i < 0 || (c.Session != 0 && l.waiters.at(i).session != c.Session) {
+		return Result{Status: StatusNotHolder}
 	}
-	return Result{Status: StatusNotHolder}
-}
-
-// tick ends the lock-delays that are over and grants those locks to their
-// first waiters, in lock-name order.
-func (a *applier) tick() Result {
-	st := a.st
-	var due []string
-	for name, until := range st.delayed {
-		if until <= a.now {
-			due = append(due, name)
-		}
-	}
-	slices.Sort(due)
-	for _, name := range due {
-		if l := st.mutLock(name); l != nil {
-			a.settle(name, l)
-			st.dropIfIdle(name, l)
-		}
-	}
-	return Result{Status: StatusOK, Count: len(due)}
-}
-
-// settle ends the lock's delay if it is over and hands the lock to its first
-// waiter.
-func (a *applier) settle(name string, l *lock) {
-	if l.delayUntil == 0 || a.now < l.delayUntil {
-		return
-	}
-	l.delayUntil = 0
-	delete(a.st.delayed, name)
-	if !l.held {
-		a.promote(name, l)
-	}
+	l = st.mutLock(c.Lock) // a private copy has other slots: find again
+	w := l.waiters.removeSlot(l.waiters.find(c.Owner))
+	st.waiters--
+	st.uninvolve(w.session, w.owner, c.Lock)
+	a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
+	st.dropIfIdle(c.Lock, l)
+	return Result{Status: StatusOK}
 }
 
 // promote grants a free lock to the first waiter whose session is alive.

@@ -1,98 +1,193 @@
 package fsm
 
 import (
-	"maps"
+	"iter"
 	"slices"
 )
 
-// indexThreshold is the queue length from which a queue keeps a set of its
-// owners, so that checking whether an owner already waits (done by every
-// Acquire, for idempotency) stays O(1) for long queues.
+// indexThreshold is the queue length from which a queue keeps an index of
+// its owners (owner → slot), so that finding or removing an owner (done by
+// every Acquire for idempotency, every Release of a waiter, every session
+// end) stays O(1) for long queues.
 const indexThreshold = 16
 
-// queue is a lock's FIFO wait queue.
+// queue is a lock's FIFO wait queue. Removing a waiter leaves a tombstone (a
+// slot with the zero owner, which is never valid); the slots are compacted
+// once the dead outnumber the live, so that every removal costs O(1)
+// amortised and a pass over the queue O(live).
 type queue struct {
-	items  []waiter
-	owners map[OwnerID]struct{} // nil below indexThreshold
+	items  []waiter        // items[head:] in FIFO order, tombstones included
+	head   int             // slots before it were popped
+	live   int             // waiters in the queue
+	owners map[OwnerID]int // owner → slot in items; nil below indexThreshold
 }
 
-func (q *queue) len() int { return len(q.items) }
+func (q *queue) len() int { return q.live }
 
+// clone returns a compacted copy.
 func (q *queue) clone() queue {
-	return queue{items: slices.Clone(q.items), owners: maps.Clone(q.owners)}
+	if q.live == 0 {
+		return queue{}
+	}
+	c := queue{items: make([]waiter, 0, q.live)}
+	for w := range q.all() {
+		c.items = append(c.items, w)
+	}
+	c.live = len(c.items)
+	if q.owners != nil {
+		c.buildIndex()
+	}
+	return c
 }
+
+// all iterates over the waiters in FIFO order.
+func (q *queue) all() iter.Seq[waiter] {
+	return func(yield func(waiter) bool) {
+		for i := q.head; i < len(q.items); i++ {
+			if !q.items[i].owner.IsZero() && !yield(q.items[i]) {
+				return
+			}
+		}
+	}
+}
+
+// find returns the slot of owner, or -1 if it does not wait.
+func (q *queue) find(owner OwnerID) int {
+	if q.owners != nil {
+		if i, ok := q.owners[owner]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := q.head; i < len(q.items); i++ {
+		if q.items[i].owner == owner {
+			return i
+		}
+	}
+	return -1
+}
+
+// at returns the waiter in slot i (from find).
+func (q *queue) at(i int) waiter { return q.items[i] }
 
 // position returns the 1-based place of owner, or 0 if it does not wait.
+// O(place): it counts the live waiters ahead.
 func (q *queue) position(owner OwnerID) int {
-	if q.owners != nil {
-		if _, ok := q.owners[owner]; !ok {
-			return 0
+	i := q.find(owner)
+	if i < 0 {
+		return 0
+	}
+	p := 0
+	for j := q.head; j <= i; j++ {
+		if !q.items[j].owner.IsZero() {
+			p++
 		}
 	}
-	for i := range q.items {
-		if q.items[i].owner == owner {
-			return i + 1
-		}
+	return p
+}
+
+// first returns the waiter at the front (the queue must not be empty).
+func (q *queue) first() waiter {
+	for q.items[q.head].owner.IsZero() {
+		q.head++
 	}
-	return 0
+	return q.items[q.head]
 }
 
 func (q *queue) push(w waiter) {
 	q.items = append(q.items, w)
+	q.live++
 	switch {
 	case q.owners != nil:
-		q.owners[w.owner] = struct{}{}
-	case len(q.items) >= indexThreshold:
-		q.owners = make(map[OwnerID]struct{}, 2*len(q.items))
-		for _, w := range q.items {
-			q.owners[w.owner] = struct{}{}
-		}
+		q.owners[w.owner] = len(q.items) - 1
+	case q.live >= indexThreshold:
+		q.buildIndex()
 	}
 }
 
-// popFront removes and returns the first waiter. O(1): the array's dead
-// prefix is dropped when push next grows it.
+// popFront removes and returns the first waiter (the queue must not be
+// empty).
 func (q *queue) popFront() waiter {
-	w := q.items[0]
-	q.items = q.items[1:]
-	q.forget(w.owner)
-	return w
+	q.first() // skips the tombstones at the front
+	return q.removeSlot(q.head)
 }
 
-// removeAt removes and returns the waiter at index i (0-based).
-func (q *queue) removeAt(i int) waiter {
+// removeSlot removes and returns the waiter in slot i (from find).
+func (q *queue) removeSlot(i int) waiter {
 	w := q.items[i]
-	q.items = slices.Delete(q.items, i, i+1)
-	q.forget(w.owner)
+	q.items[i] = waiter{}
+	q.live--
+	if q.owners != nil {
+		delete(q.owners, w.owner)
+	}
+	if i == q.head {
+		q.head++
+	}
+	q.tidy()
 	return w
 }
 
-// removeSession removes every waiter of session s, in order, calling fn for each.
-func (q *queue) removeSession(s SessionID, fn func(waiter)) {
-	kept := q.items[:0]
-	for _, w := range q.items {
-		if w.session == s {
-			q.forget(w.owner)
-			fn(w)
-			continue
-		}
-		kept = append(kept, w)
+// tidy drops the tombstones once they outnumber the live waiters, shrinks
+// an array much larger than the queue, and drops the index of a short queue.
+func (q *queue) tidy() {
+	if q.live == 0 {
+		*q = queue{}
+		return
 	}
-	clear(q.items[len(kept):])
-	q.items = kept
-	q.forget(OwnerID{})
+	if dead := len(q.items) - q.live; dead > q.live && dead >= 8 {
+		items, inPlace := q.items[:0], true
+		if cap(q.items) > 64 && cap(q.items) > 4*q.live {
+			items, inPlace = make([]waiter, 0, 2*q.live), false
+		}
+		for i := q.head; i < len(q.items); i++ {
+			if w := q.items[i]; !w.owner.IsZero() {
+				items = append(items, w) // in place: never ahead of i
+			}
+		}
+		if inPlace {
+			clear(q.items[len(items):])
+		}
+		q.items, q.head = items, 0
+		if q.owners != nil {
+			q.buildIndex()
+		}
+	}
+	if q.owners != nil && q.live < indexThreshold/2 {
+		q.owners = nil
+	}
 }
 
-// forget drops owner from the index, and the index (and the array of an
-// empty queue) once the queue is short again.
-func (q *queue) forget(owner OwnerID) {
-	if q.owners != nil {
-		delete(q.owners, owner)
-		if len(q.items) < indexThreshold/2 {
-			q.owners = nil
+func (q *queue) buildIndex() {
+	q.owners = make(map[OwnerID]int, 2*q.live)
+	for i := q.head; i < len(q.items); i++ {
+		if w := q.items[i]; !w.owner.IsZero() {
+			q.owners[w.owner] = i
 		}
 	}
-	if len(q.items) == 0 {
-		q.items = nil
+}
+
+// removeOwners removes the given waiters (owners that wait in this queue)
+// in FIFO order, calling fn for each.
+func (q *queue) removeOwners(owners []OwnerID, fn func(waiter)) {
+	slots := make([]int, 0, len(owners))
+	for _, o := range owners {
+		if i := q.find(o); i >= 0 {
+			slots = append(slots, i)
+		}
+	}
+	slices.Sort(slots)
+	// Take them out first (tidy may move slots), then report.
+	removed := make([]waiter, len(slots))
+	for k, i := range slots {
+		removed[k] = q.items[i]
+		q.items[i] = waiter{}
+		q.live--
+		if q.owners != nil {
+			delete(q.owners, removed[k].owner)
+		}
+	}
+	q.tidy()
+	for _, w := range removed {
+		fn(w)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // Stats are counters of the current state.
 type Stats struct {
 	Index     uint64 // last applied log index
-	Clock     int64  // highest leader time applied (Unix nanoseconds)
+	Clock     int64  // cluster version 1: highest leader time applied; 2: the last entry's (Unix nanoseconds)
 	Sessions  int
 	Locks     int // locks with a holder, waiters or a delay
 	Held      int // locks with a holder
@@ -35,6 +35,28 @@ func (f *FSM) AppliedIndex() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.index
+}
+
+// ClusterVersion returns the cluster version in force (1 until a
+// SetClusterVersion raised it).
+func (f *FSM) ClusterVersion() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.version
+}
+
+// ClusterID returns the cluster id set by InitCluster ("" until then).
+func (f *FSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.clusterID
+}
+
+// Limits returns the replicated quotas in force.
+func (f *FSM) Limits() Limits {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.limits
 }
 
 // Holder returns the current holder of the lock, and false if it is not held.
@@ -84,14 +106,15 @@ func (f *FSM) Locks(prefix string, limit int) []LockInfo {
 }
 
 func (st *state) lockInfo(name string, l *lock) LockInfo {
-	li := LockInfo{Name: name, Held: l.held, DelayUntil: l.delayUntil}
+	li := LockInfo{Name: name, Held: l.held, Delayed: l.delayed, DelayUntil: l.delayUntil,
+		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken}
 	if l.held {
 		li.Holder = st.describe(l.holder)
 	}
 	if l.waiters.len() > 0 {
-		li.Waiters = make([]Waiter, l.waiters.len())
-		for i, w := range l.waiters.items {
-			li.Waiters[i] = Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx}
+		li.Waiters = make([]Waiter, 0, l.waiters.len())
+		for w := range l.waiters.all() {
+			li.Waiters = append(li.Waiters, Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx})
 		}
 	}
 	return li
@@ -128,16 +151,30 @@ func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 	if s == nil {
 		return SessionInfo{}, false
 	}
-	return f.st.sessionInfo(s), true
+	return s.info(), true
 }
 
-// Sessions returns every live session in id order.
+// Sessions returns every live session in id order. O(n log n) in the
+// sessions, whatever they hold.
 func (f *FSM) Sessions() []SessionInfo {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make([]SessionInfo, 0, len(f.st.sessions))
-	for _, id := range slices.Sorted(maps.Keys(f.st.sessions)) {
-		out = append(out, f.st.sessionInfo(f.st.sessions[id]))
+	for _, s := range f.st.sessions {
+		out = append(out, s.info())
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return cmpID(a.ID, b.ID) })
+	return out
+}
+
+// SessionTTLs returns the id and TTL of every live session, in no
+// particular order: what a new leader needs to arm their deadlines, O(n).
+func (f *FSM) SessionTTLs() []SessionTTL {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]SessionTTL, 0, len(f.st.sessions))
+	for id, s := range f.st.sessions {
+		out = append(out, SessionTTL{ID: id, TTL: time.Duration(s.ttl)})
 	}
 	return out
 }
@@ -150,32 +187,29 @@ func (f *FSM) SessionLocks(id SessionID) []string {
 	if s == nil {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(s.locks))
+	return s.lockNames()
 }
 
-func (st *state) sessionInfo(s *session) SessionInfo {
-	n := 0
-	for name := range s.locks {
-		if l := st.locks[name]; l != nil {
-			if l.held && l.holder.session == s.id {
-				n++
-			}
-			for i := range l.waiters.items {
-				if l.waiters.items[i].session == s.id {
-					n++
-				}
-			}
-		}
-	}
+func (s *session) info() SessionInfo {
 	return SessionInfo{
 		ID: s.id, TTL: time.Duration(s.ttl), LockDelay: time.Duration(s.lockDelay), Description: s.description,
-		CreatedAt: s.createdAt, CreatedIdx: s.createdIdx, Locks: n,
+		CreatedAt: s.createdAt, CreatedIdx: s.createdIdx, Locks: len(s.acqs),
 	}
+}
+
+func cmpID(a, b SessionID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // NextDelayEnd returns the earliest end of a lock-delay (leader time, Unix
-// nanoseconds), and false if no lock is delayed. The leader proposes a Tick
-// once that time has come.
+// nanoseconds), and false if no lock is delayed. At cluster version 1 the
+// leader proposes a Tick once that time has come.
 func (f *FSM) NextDelayEnd() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -187,4 +221,18 @@ func (f *FSM) NextDelayEnd() (int64, bool) {
 		}
 	}
 	return first, ok
+}
+
+// DelayedLocks returns every lock in lock-delay, in name order, with what
+// the leader needs to time and end the delay (cluster version 2).
+func (f *FSM) DelayedLocks() []DelayInfo {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]DelayInfo, 0, len(f.st.delayed))
+	for _, name := range slices.Sorted(maps.Keys(f.st.delayed)) {
+		if l := f.st.locks[name]; l != nil && l.delayed {
+			out = append(out, DelayInfo{DelayRef: DelayRef{Lock: name, Token: l.delayToken}, For: time.Duration(l.delayFor)})
+		}
+	}
+	return out
 }

@@ -22,6 +22,13 @@ const (
 	StatusNoSession
 	// StatusInvalid: the command's arguments are invalid (Result.Reason says why).
 	StatusInvalid
+	// StatusStale: the request number is below its session's ack floor (the
+	// client already acknowledged it): a delayed duplicate, not applied.
+	StatusStale
+	// StatusQuota: a replicated quota refused the command (Result.Quota says
+	// which, Result.Reason the figures); nothing changed.
+	StatusQuota
+	maxStatus = StatusQuota
 )
 
 func (s Status) String() string {
@@ -40,6 +47,10 @@ func (s Status) String() string {
 		return "no-session"
 	case StatusInvalid:
 		return "invalid"
+	case StatusStale:
+		return "stale"
+	case StatusQuota:
+		return "quota"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
@@ -53,12 +64,14 @@ type Result struct {
 	Position   int       // Queued: 1-based place in the FIFO queue
 	Holder     Holder    // Locked: the current holder (zero while in lock-delay without one)
 	DelayUntil int64     // Locked: end of the lock-delay, if that is why
-	Count      int       // ExpireSessions: sessions expired; Tick: delays ended
-	Reason     string    // Invalid: what is wrong
+	Count      int       // ExpireSessions: sessions expired; Tick, EndDelay: delays ended
+	Reason     string    // Invalid, Quota: what is wrong
+	Quota      Quota     // Quota: which quota refused the command
 }
 
 // Err maps the status to a sentinel error: nil for OK, Granted and Queued;
-// ErrLocked, ErrNotHolder, ErrNoSession or ErrInvalidCommand otherwise.
+// ErrLocked, ErrNotHolder, ErrNoSession, ErrInvalidCommand, ErrStale or
+// ErrQuota otherwise.
 func (r Result) Err() error {
 	switch r.Status {
 	case StatusOK, StatusGranted, StatusQueued:
@@ -74,6 +87,10 @@ func (r Result) Err() error {
 		return ErrNoSession
 	case StatusInvalid:
 		return fmt.Errorf("%w: %s", ErrInvalidCommand, r.Reason)
+	case StatusStale:
+		return ErrStale
+	case StatusQuota:
+		return fmt.Errorf("%w: %s: %s", ErrQuota, r.Quota, r.Reason)
 	}
 	return fmt.Errorf("%w: unknown status %d", ErrInvalidCommand, r.Status)
 }

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"math"
 )
 
 // MaxReasonLen bounds Result.Reason on the wire.
@@ -11,6 +10,14 @@ const MaxReasonLen = 1024
 // AppendResult appends a compact encoding of r to dst, so that results can be
 // carried between replicas (a follower forwards commands to the leader and
 // gets their results back). Reason is truncated to MaxReasonLen bytes.
+//
+//	status byte, session, token, position, holder (session, owner [16],
+//	token, acquiredAt, acquiredIdx, description), delayUntil, count, reason
+//	[quota byte]   only with StatusQuota
+//
+// The quota byte exists only for StatusQuota, a status a state machine of
+// cluster version 1 never produces, so replicas of the previous release
+// read every result they can be sent.
 func AppendResult(dst []byte, r Result) []byte {
 	dst = append(dst, byte(r.Status))
 	dst = binary.AppendUvarint(dst, uint64(r.Session))
@@ -24,7 +31,11 @@ func AppendResult(dst []byte, r Result) []byte {
 	dst = appendString(dst, truncate(r.Holder.Description, MaxDescriptionLen))
 	dst = binary.AppendVarint(dst, r.DelayUntil)
 	dst = binary.AppendUvarint(dst, uint64(max(r.Count, 0)))
-	return appendString(dst, truncate(r.Reason, MaxReasonLen))
+	dst = appendString(dst, truncate(r.Reason, MaxReasonLen))
+	if r.Status == StatusQuota {
+		dst = append(dst, byte(r.Quota))
+	}
+	return dst
 }
 
 func truncate(s string, n int) string {
@@ -52,20 +63,16 @@ func DecodeResult(b []byte) (Result, []byte, error) {
 	r.DelayUntil = d.varint()
 	r.Count = d.int()
 	r.Reason = d.string(MaxReasonLen)
-	if d.err == nil && (r.Status < StatusOK || r.Status > StatusInvalid) {
+	if d.err == nil && (r.Status < StatusOK || r.Status > maxStatus) {
 		d.fail("unknown status %d", r.Status)
+	}
+	if r.Status == StatusQuota {
+		if r.Quota = Quota(d.byte()); d.err == nil && (r.Quota < 1 || r.Quota > maxQuotaKind) {
+			d.fail("unknown quota %d", r.Quota)
+		}
 	}
 	if d.err != nil {
 		return Result{}, b, d.err
 	}
 	return r, b[d.off:], nil
-}
-
-func (d *decoder) int() int {
-	v := d.uvarint()
-	if v > math.MaxInt32 {
-		d.fail("integer %d out of range", v)
-		return 0
-	}
-	return int(v)
 }

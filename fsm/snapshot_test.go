@@ -121,13 +121,17 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 	}
 	for name, b := range cases {
 		h := fuzzFixture(t)
-		before := h.snapshot()
+		before := h.digest()
 		err := h.f.Restore(readCloser(b))
 		if !errors.Is(err, ErrInvalidSnapshot) {
 			t.Errorf("%s: err = %v", name, err)
 		}
-		if !bytes.Equal(h.snapshot(), before) {
+		if h.digest() != before {
 			t.Errorf("%s: failed restore changed the state", name)
+		}
+		// An unknown version halts (never skipped); garbage does not.
+		if unknown := name == "bad version"; unknown != errors.Is(h.f.Halted(), ErrHalted) || unknown != errors.Is(err, ErrUnsupportedVersion) {
+			t.Errorf("%s: err %v, halted %v", name, err, h.f.Halted())
 		}
 		if len(h.rec.restored) != 0 {
 			t.Errorf("%s: observer told of a failed restore", name)
@@ -148,13 +152,16 @@ func FuzzRestore(f *testing.F) {
 			binary.BigEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], crcTable))
 		}
 		h := fuzzFixture(t)
-		before := h.snapshot()
+		before := h.digest()
 		if err := h.f.Restore(readCloser(data)); err != nil {
 			if !errors.Is(err, ErrInvalidSnapshot) {
 				t.Fatalf("error does not wrap ErrInvalidSnapshot: %v", err)
 			}
-			if !bytes.Equal(h.snapshot(), before) {
+			if h.digest() != before {
 				t.Fatal("failed restore changed the state")
+			}
+			if errors.Is(err, ErrUnsupportedVersion) != (h.f.Halted() != nil) {
+				t.Fatalf("restore error %v, halted %v", err, h.f.Halted())
 			}
 			return
 		}

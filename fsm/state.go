@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"maps"
+	"slices"
 )
 
 // state is the replicated state. Objects reachable from its maps are shared
@@ -12,13 +13,16 @@ import (
 type state struct {
 	gen        uint64 // incremented by every snapshot
 	index      uint64 // last applied log index
-	clock      int64  // highest leader time applied (time never goes back)
+	clock      int64  // version 1: highest leader time applied; version 2: the last entry's time
 	sessionSeq uint64 // last session id handed out
 	tokenSeq   uint64 // last fencing token handed out (grant counter)
 	lockSeq    uint64 // creation counter of lock entries (snapshot order)
+	version    uint64 // cluster version (1 until SetClusterVersion)
+	clusterID  string // set once by InitCluster
+	limits     Limits // replicated quotas (zero: none)
 	sessions   map[SessionID]*session
 	locks      map[string]*lock
-	delayed    map[string]int64 // locks in lock-delay → delay end
+	delayed    map[string]int64 // locks in lock-delay → delayUntil
 	waiters    int              // total queue entries, for Stats
 	held       int              // locks with a holder, for Stats
 }
@@ -31,18 +35,35 @@ type session struct {
 	description string
 	createdAt   int64
 	createdIdx  uint64
-	// locks is the set of locks this session holds or waits for, so that
-	// closing or expiring a session touches only its own locks.
-	locks map[string]struct{}
+	// acqs holds every acquisition of this session (held or waiting), so
+	// that closing or expiring a session touches only its own acquisitions
+	// and counting them is O(1). (One owner id may be used on several
+	// locks: the key is the pair.)
+	acqs map[acqKey]struct{}
+	// floor and results are the exactly-once table (see requests.go).
+	floor   uint64
+	results []executed
+}
+
+type acqKey struct {
+	lock  string
+	owner OwnerID
 }
 
 type lock struct {
-	gen        uint64
-	seq        uint64 // creation order: snapshots list locks by it
-	held       bool
-	holder     holder
-	waiters    queue
+	gen     uint64
+	seq     uint64 // creation order: snapshots list locks by it
+	held    bool
+	holder  holder
+	waiters queue
+	// Lock-delay. delayUntil is the leader time at which it ends: at
+	// cluster version 1 that decides (Tick); from version 2 it is
+	// informational and the delay ends with EndDelay{Lock, delayToken},
+	// timed by the leader over delayFor on its monotonic clock.
+	delayed    bool
 	delayUntil int64
+	delayFor   int64 // nanoseconds; version 2
+	delayToken Token // token of the grant whose expiry began the delay; version 2
 }
 
 type holder struct {
@@ -62,6 +83,7 @@ type waiter struct {
 
 func newState() *state {
 	return &state{
+		version:  1,
 		sessions: make(map[SessionID]*session),
 		locks:    make(map[string]*lock),
 		delayed:  make(map[string]int64),
@@ -99,52 +121,53 @@ func (st *state) mutSession(id SessionID) *session {
 	if s != nil && s.gen != st.gen {
 		c := *s
 		c.gen = st.gen
-		c.locks = maps.Clone(s.locks)
+		c.acqs = maps.Clone(s.acqs)
+		c.results = slices.Clone(s.results)
 		s = &c
 		st.sessions[id] = s
 	}
 	return s
 }
 
-// involve records that session id holds or waits for lock name.
-func (st *state) involve(id SessionID, name string) {
+// involve records that session id holds or waits for lock name as owner.
+func (st *state) involve(id SessionID, owner OwnerID, name string) {
 	s := st.mutSession(id)
 	if s == nil {
 		return
 	}
-	if s.locks == nil {
-		s.locks = make(map[string]struct{})
+	if s.acqs == nil {
+		s.acqs = make(map[acqKey]struct{})
 	}
-	s.locks[name] = struct{}{}
+	s.acqs[acqKey{name, owner}] = struct{}{}
 }
 
-// uninvolve forgets lock name for session id unless the session still holds
-// or waits for it (through another acquisition).
-func (st *state) uninvolve(id SessionID, name string, l *lock) {
-	if l.involves(id) {
-		return
-	}
+// uninvolve forgets the acquisition (name, owner) of session id.
+func (st *state) uninvolve(id SessionID, owner OwnerID, name string) {
 	if s := st.mutSession(id); s != nil {
-		delete(s.locks, name)
+		delete(s.acqs, acqKey{name, owner})
 	}
 }
 
-// involves reports whether session id holds or waits for the lock.
-func (l *lock) involves(id SessionID) bool {
-	if l.held && l.holder.session == id {
-		return true
+// lockNames returns the names of the locks session s holds or waits for,
+// sorted.
+func (s *session) lockNames() []string {
+	names := make([]string, 0, len(s.acqs))
+	for k := range s.acqs {
+		names = append(names, k.lock)
 	}
-	for i := range l.waiters.items {
-		if l.waiters.items[i].session == id {
-			return true
-		}
-	}
-	return false
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // dropIfIdle forgets a lock that has no holder, no waiters and no delay.
 func (st *state) dropIfIdle(name string, l *lock) {
-	if !l.held && l.waiters.len() == 0 && l.delayUntil == 0 {
+	if !l.held && l.waiters.len() == 0 && !l.delayed {
 		delete(st.locks, name)
 	}
+}
+
+// clearDelay ends the lock's delay (the caller grants the lock).
+func (st *state) clearDelay(name string, l *lock) {
+	l.delayed, l.delayUntil, l.delayFor, l.delayToken = false, 0, 0, 0
+	delete(st.delayed, name)
 }

@@ -59,11 +59,30 @@ type SessionInfo struct {
 // LockInfo describes one lock: its holder (if any), its waiters in FIFO order
 // and its lock-delay.
 type LockInfo struct {
-	Name       string
-	Held       bool
-	Holder     Holder
-	Waiters    []Waiter
-	DelayUntil int64 // non-zero while the lock is in lock-delay (Unix nanoseconds, leader time)
+	Name    string
+	Held    bool
+	Holder  Holder
+	Waiters []Waiter
+	// Delayed is set while the lock is in lock-delay. DelayUntil is the
+	// leader time at which the delay ends (at cluster version 1 that
+	// decides; from version 2 it is informational: the leader ends the
+	// delay DelayFor after it applied the expiry, or after its takeover).
+	Delayed    bool
+	DelayUntil int64         // Unix nanoseconds, leader time
+	DelayFor   time.Duration // cluster version 2
+	DelayToken Token         // cluster version 2: names the delay in EndDelay
+}
+
+// DelayInfo describes one lock-delay for the leader that ends it.
+type DelayInfo struct {
+	DelayRef
+	For time.Duration // its full length
+}
+
+// SessionTTL is what the leader's lease manager needs of a session.
+type SessionTTL struct {
+	ID  SessionID
+	TTL time.Duration
 }
 
 func durationOf(ns int64) time.Duration { return time.Duration(ns) }

@@ -11,9 +11,32 @@ import (
 // CloseSession) reach the cluster: it returns the command's result and log
 // index once the leader has committed and applied it (node.Propose). Every
 // session-scoped proposal goes through here, so that what every command of a
-// session must carry is added in one place.
+// session must carry is added in one place: the session's request number and
+// acknowledgement (exactly-once execution, see seqAlloc), and for a Release
+// its session. The request is finished (acknowledged by the next command)
+// whatever propose returns; node.Propose's own retries resend the very same
+// command, request number included.
 func (s *Session) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
-	return s.n.Propose(ctx, cmd)
+	seq := s.seq.next()
+	defer s.seq.done(seq)
+	return s.n.Propose(ctx, withRequest(cmd, s.id, seq, s.seq.ackBelow()))
+}
+
+// withRequest attaches the request number, the acknowledgement and (to a
+// Release) the session to a session-scoped command.
+func withRequest(cmd fsm.Command, id fsm.SessionID, seq, ackBelow uint64) fsm.Command {
+	switch c := cmd.(type) {
+	case fsm.Acquire:
+		c.Seq, c.AckBelow = seq, ackBelow
+		return c
+	case fsm.Release:
+		c.Session, c.Seq, c.AckBelow = id, seq, ackBelow
+		return c
+	case fsm.CloseSession:
+		c.Seq, c.AckBelow = seq, ackBelow
+		return c
+	}
+	return cmd
 }
 
 // apply is propose followed by the wait until the local replica has applied

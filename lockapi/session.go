@@ -56,6 +56,7 @@ type Session struct {
 	log     *slog.Logger
 	metrics *Metrics
 	sub     *node.Subscription
+	seq     seqAlloc // request numbers for exactly-once commands (seq.go)
 
 	ctx    context.Context // ends when the session is lost or closed
 	cancel context.CancelCauseFunc

@@ -20,6 +20,16 @@ var (
 	ErrInvalidArgument = errors.New("node: invalid argument")
 	// ErrInvalidConfig: Config.Validate found a problem.
 	ErrInvalidConfig = errors.New("node: invalid config")
+	// ErrNotProposed: the command never left this node — it was not
+	// appended to the log of any leader — so it can never commit: the
+	// caller may forget it at once. Wrapped together with ErrNoQuorum when
+	// the reason was that the cluster could not take it in time.
+	ErrNotProposed = errors.New("node: not proposed")
+	// ErrHalted: this node's state machine met a log entry or snapshot of a
+	// version this binary does not know and stopped applying; the node
+	// serves nothing (Status.Halted says why) until it is restarted with a
+	// binary that knows the version.
+	ErrHalted = errors.New("node: state machine halted")
 
 	// errNotLeader: this node is not the leader (internal, retried).
 	errNotLeader = errors.New("node: not the leader")

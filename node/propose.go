@@ -48,10 +48,10 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 // does, for acquire and release), and WaitApplied where the local view must
 // include the command.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
-	switch cmd.(type) {
-	case nil:
+	if cmd == nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: nil command", ErrInvalidArgument)
-	case fsm.ExpireSessions, fsm.Tick, fsm.Noop:
+	}
+	if cmd.Op().LeaderOnly() {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
 	}
 	if err := cmd.Validate(); err != nil {

@@ -64,8 +64,7 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 	ps := make([]*proposal, len(cmds))
 	var group []*proposal
 	for i, c := range cmds {
-		switch c.(type) {
-		case fsm.ExpireSessions, fsm.Tick, fsm.Noop:
+		if c.Op().LeaderOnly() {
 			outs[i].err = fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, c.Op())
 			continue
 		}

@@ -1,0 +1,59 @@
+package fsm
+
+// Cluster versions. The cluster version is part of the replicated state
+// (SetClusterVersion raises it; it starts at 1, the version of every log
+// written before it existed). It selects the semantics of every command
+// applied after it, and so which encodings the leader may write: a replica
+// of the previous release reads entries of version 1 only.
+//
+//	1  the previous release: lock-delays end on the leader's wall clock
+//	   (Tick), FSM time only goes up, no request numbers, no quotas set.
+//	2  exactly-once requests (Seq/AckBelow), lock-delays ended by the
+//	   leader's EndDelay (timed on its monotonic clock), entry time is
+//	   informational only, replicated quotas (SetLimits), the cluster id
+//	   (InitCluster), snapshots of version 2.
+const (
+	// MaxClusterVersion is the highest cluster version this binary can
+	// apply. A SetClusterVersion beyond it halts the state machine.
+	MaxClusterVersion uint64 = 2
+	// versionExactlyOnce is the cluster version from which request numbers,
+	// EndDelay and the other version 2 commands may be written.
+	versionExactlyOnce uint64 = 2
+)
+
+// Downgrade returns c as a cluster of the given version carries it: below
+// version 2 the request numbers (Seq, AckBelow) and Release.Session are
+// dropped — exactly-once is off while the cluster version is 1 (a rolling
+// upgrade) and commands are applied as the previous release applied them.
+// Commands that have no such form (EndDelay, SetLimits, SetClusterVersion,
+// InitCluster) are returned unchanged: encoding them needs entry version 2.
+func Downgrade(c Command, clusterVersion uint64) Command {
+	if clusterVersion >= versionExactlyOnce {
+		return c
+	}
+	switch c := c.(type) {
+	case Acquire:
+		c.Seq, c.AckBelow = 0, 0
+		return c
+	case Release:
+		c.Session, c.Seq, c.AckBelow = 0, 0, 0
+		return c
+	case CloseSession:
+		c.Seq, c.AckBelow = 0, 0
+		return c
+	}
+	return c
+}
+
+// NeedsVersion returns the lowest cluster version at which c may be
+// proposed (1 for the commands of the previous release without request
+// numbers).
+func NeedsVersion(c Command) uint64 {
+	if c == nil || commandVersion(c) < entryV2 {
+		return 1
+	}
+	if _, ok := c.(SetClusterVersion); ok {
+		return 1 // it is what raises the version
+	}
+	return versionExactlyOnce
+}
