@@ -174,6 +174,11 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	if failed != nil { // the session ended, or the node closed, before it committed
 		return ended(failed)
 	}
+	if status == fsm.StatusNoSession { // the cluster closed or expired the session: that released it
+		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
+		s.lose(err)
+		return ended(err)
+	}
 	if lost == nil && status == fsm.StatusNotHolder {
 		// The session may have ended during the call (its deadline passed
 		// while the release was on its way).

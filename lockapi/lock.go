@@ -3,10 +3,12 @@ package lockapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/node"
 )
 
 // pending is an acquisition between its proposal and its grant.
@@ -122,7 +124,11 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 	// replica has applied it too would cost a round of replication.
 	r, index, err := s.propose(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
 	if err != nil {
-		s.abandon(p) // the outcome is unknown: release it if it lands
+		if errors.Is(err, node.ErrNotProposed) {
+			s.forget(p) // it never left this node: it can never commit
+		} else {
+			s.abandon(p) // the outcome is unknown: release it if it lands
+		}
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, s.explain(ctx, try, err, start))
 	}
 	switch r.Status {

@@ -120,6 +120,9 @@ func (s *Session) tryRelease(ctx context.Context, r *release) error {
 	if err != nil {
 		return s.explain(ctx, nil, err, start)
 	}
+	if res.Status == fsm.StatusQuota { // refused (the session's request window is full): nothing changed
+		return fmt.Errorf("lockapi: release %q: %w", r.name, res.Err())
+	}
 	s.finishRelease(r, res.Status, index, nil)
 	if retry {
 		s.log.Info("release committed after retrying", "lock", r.name, "owner", r.owner)
@@ -167,7 +170,7 @@ func (s *Session) retryLoop(r *release) {
 			return
 		case s.ctx.Err() != nil:
 			return // Session.end finished it
-		case errors.Is(err, node.ErrClosed), errors.Is(err, node.ErrInvalidArgument):
+		case errors.Is(err, node.ErrClosed), errors.Is(err, node.ErrHalted), errors.Is(err, node.ErrInvalidArgument):
 			s.log.Warn("release failed for good", "lock", r.name, "owner", r.owner, "err", err)
 			s.finishRelease(r, 0, 0, fmt.Errorf("lockapi: release %q: %w", r.name, err))
 			return

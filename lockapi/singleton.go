@@ -30,7 +30,8 @@ type Job func(ctx context.Context, lease *Lease) error
 //   - ctx's error when ctx ends;
 //   - an error wrapping ErrSessionClosed when s is closed (also while it
 //     runs on a replacement of s, which it then closes);
-//   - an error wrapping ErrClosed when the node is closed;
+//   - an error wrapping ErrClosed when the node is closed (or
+//     node.ErrHalted when its state machine halted);
 //   - ErrInvalidArgument at once for a nil ctx, session or job, or a bad
 //     lock name.
 //
@@ -89,7 +90,7 @@ func (r *singleton) loop() error {
 			if err := r.stopped(); err != nil {
 				return err
 			}
-			if errors.Is(err, node.ErrClosed) {
+			if errors.Is(err, node.ErrClosed) || errors.Is(err, node.ErrHalted) {
 				return r.fail(err)
 			}
 			if r.cur.Err() == nil {
@@ -142,7 +143,7 @@ func (r *singleton) replace() error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		if errors.Is(err, node.ErrClosed) {
+		if errors.Is(err, node.ErrClosed) || errors.Is(err, node.ErrHalted) {
 			return r.fail(err)
 		}
 		r.cur.log.Warn("singleton: cannot open a new session", "lock", r.name, "err", err)
