@@ -39,16 +39,16 @@ type Node struct {
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the node starts (but the proposer's batches)
-	// commits counts the proposer's batches. Shutdown waits for them before
-	// it stops raft: raft answers an Apply future only while it runs (one
-	// committed but not yet applied when raft stops is never answered, and
-	// its batch would block Close for ever).
-	commits sync.WaitGroup
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
 	// lastCommit is the index of the last batch this node committed as
 	// leader: the read index.
 	lastCommit atomic.Uint64
+	// commits counts the proposer's batches. Shutdown waits for them before
+	// it stops raft: raft answers an Apply future only while it runs (one
+	// committed but not yet applied when raft stops is never answered, and
+	// its batch would block Close for ever).
+	commits sync.WaitGroup
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	ready     chan struct{}
