@@ -78,11 +78,17 @@ func (s *Session) TryLock(ctx context.Context, name string) (*Lease, error) {
 	return s.acquire(ctx, name, false)
 }
 
-// tryTimeout bounds calls that must answer promptly (TryLock, clean-ups).
-func (s *Session) tryTimeout() time.Duration {
-	t := s.n.Timing()
+// TryTimeout returns how long TryLock (and every call of this package that
+// must answer promptly) waits for the cluster through n before it answers
+// ErrNoQuorum: a few election timeouts of n's Raft timing. Use it to bound
+// what a prompt answer depends on, such as opening the session for a
+// TryLock.
+func TryTimeout(n *node.Node) time.Duration {
+	t := n.Timing()
 	return 4 * (t.HeartbeatTimeout + t.ElectionTimeout)
 }
+
+func (s *Session) tryTimeout() time.Duration { return TryTimeout(s.n) }
 
 func newOwnerID() fsm.OwnerID {
 	var o fsm.OwnerID

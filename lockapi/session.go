@@ -130,6 +130,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 	sent := time.Now()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner})
 	if err != nil {
+		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), n.Timing().ElectionTimeout)
 		return nil, fmt.Errorf("lockapi: open session: %w", err)
 	}
 	if r.Status != fsm.StatusOK {
