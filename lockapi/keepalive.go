@@ -74,6 +74,7 @@ func (s *Session) renewed(sent time.Time) {
 	if v := sent.Add(s.cfg.ttl - s.margin); v.After(s.validUntil) {
 		s.validUntil = v
 	}
+	s.keepaliveErr = nil
 	notify := s.setState(StateHealthy)
 	s.mu.Unlock()
 	notify()
@@ -81,6 +82,7 @@ func (s *Session) renewed(sent time.Time) {
 
 func (s *Session) jeopardy(err error) {
 	s.mu.Lock()
+	s.keepaliveErr = err
 	if s.state != StateHealthy {
 		s.mu.Unlock()
 		return

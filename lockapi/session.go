@@ -67,18 +67,19 @@ type Session struct {
 	stop        chan struct{} // closed by end: stops the session's goroutines
 	wg          sync.WaitGroup
 
-	mu         sync.Mutex
-	state      State
-	changed    chan struct{}            // closed and replaced on every state change
-	err        error                    // why the session ended
-	validUntil time.Time                // client-side lease deadline (monotonic)
-	pending    map[fsm.OwnerID]*pending // acquisitions waiting for their outcome
-	leases     map[fsm.OwnerID]*Lease   // granted and not unlocked
-	releases   map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
-	settling   []*release               // committed releases the local replica has not applied yet
-	paused     bool                     // tests: keepalives suspended
-	closeOnce  sync.Once
-	closeErr   error
+	mu           sync.Mutex
+	state        State
+	changed      chan struct{}            // closed and replaced on every state change
+	err          error                    // why the session ended
+	validUntil   time.Time                // client-side lease deadline (monotonic)
+	keepaliveErr error                    // of the last keepalive, if it failed
+	pending      map[fsm.OwnerID]*pending // acquisitions waiting for their outcome
+	leases       map[fsm.OwnerID]*Lease   // granted and not unlocked
+	releases     map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
+	settling     []*release               // committed releases the local replica has not applied yet
+	paused       bool                     // tests: keepalives suspended
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // NewSession opens a session on the cluster through n and starts keeping it
@@ -184,8 +185,23 @@ func (s *Session) checkDeadline() {
 	over := s.err == nil && !time.Now().Before(s.validUntil)
 	s.mu.Unlock()
 	if over {
-		s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+		s.lose(s.deadlineCause())
 	}
+}
+
+// deadlineCause is why a session whose lease deadline passed was lost: an
+// error wrapping ErrSessionExpired — and ErrNoQuorum if its last keepalive
+// failed because the cluster could not confirm it (the usual reason: the
+// caller of a call cut short by the loss then learns that there was no
+// quorum, not only that its session ended).
+func (s *Session) deadlineCause() error {
+	s.mu.Lock()
+	noQuorum := s.keepaliveErr != nil && errors.Is(s.keepaliveErr, ErrNoQuorum)
+	s.mu.Unlock()
+	if noQuorum {
+		return fmt.Errorf("%w: no keepalive succeeded before the lease deadline: %w", ErrSessionExpired, ErrNoQuorum)
+	}
+	return fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired)
 }
 
 // State returns the session's current state.

@@ -27,7 +27,7 @@ func (s *Session) watch() {
 				timer.Reset(d)
 				continue
 			}
-			s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+			s.lose(s.deadlineCause())
 			return
 		}
 	}
