@@ -2,7 +2,6 @@ package lockapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -100,11 +99,13 @@ func (l *Lease) isUnlocking() bool {
 // id, so it can never release someone else's grant — and ends the lease at
 // once (Done is closed before Unlock returns, whatever the outcome).
 //
-// If the release cannot commit before ctx ends (no quorum), Unlock returns
-// an error wrapping ErrNoQuorum, and the session keeps retrying the release
-// in the background until it commits or the session ends (whose end releases
-// everything the session holds): a failed Unlock never leaves the lock held
-// for the life of the session. Calling Unlock again waits for that release.
+// If the release cannot commit before ctx ends, Unlock returns an error
+// wrapping ctx's error — and ErrNoQuorum when the cluster could not commit
+// in the time it had (an election timeout or more) — and the session keeps
+// retrying the release in the background until it commits or the session
+// ends (whose end releases everything the session holds): a failed Unlock
+// never leaves the lock held for the life of the session. Calling Unlock
+// again waits for that release.
 //
 // If the lease had already been lost, Unlock returns an error wrapping
 // ErrNotHolder and the cause of the loss (and still asks the cluster to
@@ -165,9 +166,6 @@ func (l *Lease) Unlock(ctx context.Context) error {
 			return ended(err) // err is the session's error
 		}
 		s.retryRelease(r)
-		if !errors.Is(err, ErrNoQuorum) {
-			err = fmt.Errorf("%w: %w", ErrNoQuorum, err)
-		}
 		return fmt.Errorf("lockapi: unlock %q: %w (the release is retried in the background until it commits or the session ends)", l.name, err)
 	}
 	status, failed := s.result(r)

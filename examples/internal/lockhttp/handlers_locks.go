@@ -111,7 +111,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	}
 	granted = true
 	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
-	h := s.handles.add(lease)
+	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions)
 	writeJSON(w, http.StatusOK, AcquireResponse{
 		Lock: req.Lock, Token: uint64(lease.Token()), Handle: h,
 		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), Session: uint64(sess.ID()),
