@@ -81,6 +81,10 @@ func TestEntryPointsValidateArguments(t *testing.T) {
 		}
 		var nilCtx context.Context
 		job := func(context.Context, *Lease) error { return nil }
+		election, err := NewElection(n, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
 		for what, f := range map[string]func() error{
 			"NewSession nil ctx":    func() error { _, err := NewSession(nilCtx, n); return err },
 			"NewSession nil option": func() error { _, err := NewSession(ctx, n, nil); return err },
@@ -95,22 +99,8 @@ func TestEntryPointsValidateArguments(t *testing.T) {
 				return RunSingleton(ctx, s, strings.Repeat("n", 1<<20), job)
 			},
 			"NewElection nil node": func() error { _, err := NewElection(nil, "a"); return err },
-			"Observe nil ctx": func() error {
-				e, err := NewElection(n, "a")
-				if err != nil {
-					return err
-				}
-				_, err = e.Observe(nilCtx)
-				return err
-			},
-			"LeaderSync nil ctx": func() error {
-				e, err := NewElection(n, "a")
-				if err != nil {
-					return err
-				}
-				_, err = e.LeaderSync(nilCtx)
-				return err
-			},
+			"Observe nil ctx":      func() error { _, err := election.Observe(nilCtx); return err },
+			"LeaderSync nil ctx":   func() error { _, err := election.LeaderSync(nilCtx); return err },
 		} {
 			done := make(chan error, 1)
 			go func() { done <- noPanic(t, what, f) }()

@@ -26,6 +26,16 @@ func startCluster(t *testing.T, n int) *cluster.Cluster {
 	return c
 }
 
+// startAPI starts a one-node cluster and a Server with the default limits
+// on it (closed at the end).
+func startAPI(t *testing.T) (*cluster.Cluster, *Server) {
+	t.Helper()
+	c := startCluster(t, 1)
+	api := newAPI(t, c.Nodes[0], testLimits{})
+	t.Cleanup(func() { closeAPI(t, api) })
+	return c, api
+}
+
 func closeAPI(t *testing.T, api *Server) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -165,9 +175,7 @@ func TestClientInFlightQuota(t *testing.T) {
 // anything is done.
 func TestBodyLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, 1)
-		api := newAPI(t, c.Nodes[0], testLimits{})
-		defer closeAPI(t, api)
+		c, api := startAPI(t)
 		big := `{"lock":"` + strings.Repeat("x", 1<<20) + `"}`
 		for _, tc := range []struct {
 			body string
@@ -195,9 +203,7 @@ func TestBodyLimits(t *testing.T) {
 // refused.
 func TestListingsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, 1)
-		api := newAPI(t, c.Nodes[0], testLimits{})
-		defer closeAPI(t, api)
+		c, api := startAPI(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var sessions []*lockapi.Session
