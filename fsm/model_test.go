@@ -5,21 +5,29 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"testing"
 	"time"
-
-	"pgregory.net/rapid"
 )
 
 // model is a naive reference implementation of the lock semantics: plain
-// maps and slices, sessions ended by scanning every lock, no copy-on-write,
-// no indexes. The rapid test checks the real FSM against it step by step.
+// maps and slices, sessions ended by scanning every lock, quotas counted by
+// scanning, no copy-on-write, no indexes. The rapid test checks the real
+// FSM against it step by step.
 type model struct {
-	now      int64
-	nextSess SessionID
-	token    Token
-	sessions map[SessionID]time.Duration // live session → lock-delay
-	locks    map[string]*mlock
+	clock     int64 // as state.clock
+	now       int64 // the current entry's time
+	version   uint64
+	clusterID string
+	limits    Limits
+	nextSess  SessionID
+	token     Token
+	sessions  map[SessionID]*msession
+	locks     map[string]*mlock
+}
+
+type msession struct {
+	delay   time.Duration
+	floor   uint64
+	results map[uint64]Result
 }
 
 type mowner struct {
@@ -29,13 +37,26 @@ type mowner struct {
 }
 
 type mlock struct {
-	holder *mowner
-	queue  []mowner
-	delay  int64
+	holder     *mowner
+	queue      []mowner
+	delayed    bool
+	until      int64
+	delayFor   int64
+	delayToken Token
 }
 
 func newModel() *model {
-	return &model{now: epoch, sessions: map[SessionID]time.Duration{}, locks: map[string]*mlock{}}
+	return &model{version: 1, sessions: map[SessionID]*msession{}, locks: map[string]*mlock{}}
+}
+
+// entry sets the time the commands of an entry stamped at see.
+func (m *model) entry(at int64) {
+	if m.version >= 2 {
+		m.clock = at
+	} else {
+		m.clock = max(m.clock, at)
+	}
+	m.now = m.clock
 }
 
 func (m *model) lock(name string) *mlock {
@@ -49,7 +70,7 @@ func (m *model) lock(name string) *mlock {
 
 func (m *model) gc() {
 	for name, l := range m.locks {
-		if l.holder == nil && len(l.queue) == 0 && l.delay == 0 {
+		if l.holder == nil && len(l.queue) == 0 && !l.delayed {
 			delete(m.locks, name)
 		}
 	}
@@ -68,15 +89,66 @@ func (m *model) promote(l *mlock) {
 	}
 }
 
+// acquisitions counts what a session holds or waits for, by scanning.
+func (m *model) acquisitions(s SessionID) int {
+	n := 0
+	for _, l := range m.locks {
+		if l.holder != nil && l.holder.session == s {
+			n++
+		}
+		for _, w := range l.queue {
+			if w.session == s {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (m *model) apply(c Command) Result {
 	defer m.gc()
 	if err := c.Validate(); err != nil {
 		return Result{Status: StatusInvalid}
 	}
+	r, ok := requestOf(c)
+	if !ok {
+		return m.exec(c)
+	}
+	s := m.sessions[r.session]
+	switch {
+	case s == nil:
+		return Result{Status: StatusNoSession}
+	case r.seq < s.floor:
+		return Result{Status: StatusStale, Session: r.session}
+	}
+	if res, ok := s.results[r.seq]; ok {
+		return res
+	}
+	floor := max(s.floor, r.ackBelow)
+	if r.seq-floor >= m.limits.window() {
+		return Result{Status: StatusQuota, Quota: QuotaRequests}
+	}
+	res := m.exec(c)
+	if s := m.sessions[r.session]; s != nil {
+		s.floor = floor
+		for seq := range s.results {
+			if seq < floor {
+				delete(s.results, seq)
+			}
+		}
+		s.results[r.seq] = res
+	}
+	return res
+}
+
+func (m *model) exec(c Command) Result {
 	switch c := c.(type) {
 	case OpenSession:
+		if m.limits.MaxSessions > 0 && len(m.sessions) >= m.limits.MaxSessions {
+			return Result{Status: StatusQuota, Quota: QuotaSessions}
+		}
 		m.nextSess++
-		m.sessions[m.nextSess] = c.LockDelay
+		m.sessions[m.nextSess] = &msession{delay: c.LockDelay, results: map[uint64]Result{}}
 		return Result{Status: StatusOK, Session: m.nextSess}
 	case CloseSession:
 		if _, ok := m.sessions[c.Session]; !ok {
@@ -94,94 +166,167 @@ func (m *model) apply(c Command) Result {
 		}
 		return Result{Status: StatusOK, Count: n}
 	case Acquire:
-		if _, ok := m.sessions[c.Session]; !ok {
-			return Result{Status: StatusNoSession}
-		}
-		l := m.lock(c.Lock)
-		if l.delay != 0 && m.now >= l.delay {
-			l.delay = 0
-			if l.holder == nil {
-				m.promote(l)
-			}
-		}
-		if l.holder != nil && l.holder.owner == c.Owner {
-			if l.holder.session != c.Session {
-				return Result{Status: StatusInvalid}
-			}
-			return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
-		}
-		for i, w := range l.queue {
-			if w.owner == c.Owner {
-				if w.session != c.Session {
-					return Result{Status: StatusInvalid}
-				}
-				return Result{Status: StatusQueued, Session: c.Session, Position: i + 1}
-			}
-		}
-		if l.holder == nil && l.delay == 0 {
-			m.token++
-			l.holder = &mowner{c.Session, c.Owner, m.token}
-			return Result{Status: StatusGranted, Session: c.Session, Token: m.token}
-		}
-		if c.Wait {
-			l.queue = append(l.queue, mowner{session: c.Session, owner: c.Owner})
-			return Result{Status: StatusQueued, Session: c.Session, Position: len(l.queue)}
-		}
-		r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.delay}
-		if l.holder != nil {
-			r.Holder = Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
-		}
-		return r
+		return m.acquire(c)
 	case Release:
-		l := m.locks[c.Lock]
-		if l == nil {
-			return Result{Status: StatusNotHolder}
-		}
-		if l.holder != nil && l.holder.owner == c.Owner {
-			l.holder = nil
-			m.promote(l)
+		return m.release(c)
+	case Tick:
+		if m.version >= 2 {
 			return Result{Status: StatusOK}
 		}
-		for i, w := range l.queue {
-			if w.owner == c.Owner {
-				l.queue = slices.Delete(l.queue, i, i+1)
-				return Result{Status: StatusOK}
-			}
-		}
-		return Result{Status: StatusNotHolder}
-	case Tick:
 		n := 0
 		for _, name := range slices.Sorted(maps.Keys(m.locks)) {
-			l := m.locks[name]
-			if l.delay != 0 && m.now >= l.delay {
+			if m.settle(m.locks[name]) {
 				n++
-				l.delay = 0
-				if l.holder == nil {
-					m.promote(l)
-				}
 			}
 		}
 		return Result{Status: StatusOK, Count: n}
 	case Noop:
 		return Result{Status: StatusOK}
+	case EndDelay:
+		n := 0
+		for _, d := range c.Delays {
+			if l := m.locks[d.Lock]; l != nil && l.delayed && l.delayToken == d.Token {
+				*l = mlock{holder: l.holder, queue: l.queue}
+				if l.holder == nil {
+					m.promote(l)
+				}
+				n++
+			}
+		}
+		return Result{Status: StatusOK, Count: n}
+	case SetLimits:
+		m.limits = c.Limits
+		return Result{Status: StatusOK}
+	case SetClusterVersion:
+		switch {
+		case c.Version < m.version:
+			return Result{Status: StatusInvalid}
+		case m.version < 2 && c.Version >= 2:
+			for _, l := range m.locks {
+				if l.delayed {
+					l.delayFor, l.delayToken = min(max(l.until-m.clock, 0), int64(MaxLockDelay)), 0
+				}
+			}
+		}
+		m.version = c.Version
+		return Result{Status: StatusOK}
+	case InitCluster:
+		if m.clusterID != "" && m.clusterID != c.ID {
+			return Result{Status: StatusInvalid}
+		}
+		m.clusterID = c.ID
+		return Result{Status: StatusOK}
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
 }
 
+// settle ends a version-1 delay that is over; it reports whether it did.
+func (m *model) settle(l *mlock) bool {
+	if !l.delayed || m.now < l.until {
+		return false
+	}
+	l.delayed, l.until = false, 0
+	if l.holder == nil {
+		m.promote(l)
+	}
+	return true
+}
+
+func (m *model) acquire(c Acquire) Result {
+	if _, ok := m.sessions[c.Session]; !ok {
+		return Result{Status: StatusNoSession}
+	}
+	if lim := m.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
+		return Result{Status: StatusQuota, Quota: QuotaLockName}
+	}
+	full := m.limits.MaxLocksPerSession > 0 && m.acquisitions(c.Session) >= m.limits.MaxLocksPerSession
+	l := m.lock(c.Lock)
+	if m.version < 2 {
+		m.settle(l)
+	}
+	if l.holder != nil && l.holder.owner == c.Owner {
+		if l.holder.session != c.Session {
+			return Result{Status: StatusInvalid}
+		}
+		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
+	}
+	for i, w := range l.queue {
+		if w.owner == c.Owner {
+			if w.session != c.Session {
+				return Result{Status: StatusInvalid}
+			}
+			return Result{Status: StatusQueued, Session: c.Session, Position: i + 1}
+		}
+	}
+	if l.holder == nil && !l.delayed {
+		if full {
+			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
+		}
+		m.token++
+		l.holder = &mowner{c.Session, c.Owner, m.token}
+		return Result{Status: StatusGranted, Session: c.Session, Token: m.token}
+	}
+	if c.Wait {
+		switch {
+		case m.limits.MaxWaitersPerLock > 0 && len(l.queue) >= m.limits.MaxWaitersPerLock:
+			return Result{Status: StatusQuota, Quota: QuotaWaiters}
+		case full:
+			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
+		}
+		l.queue = append(l.queue, mowner{session: c.Session, owner: c.Owner})
+		return Result{Status: StatusQueued, Session: c.Session, Position: len(l.queue)}
+	}
+	r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.until}
+	if l.holder != nil {
+		r.Holder = Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
+	}
+	return r
+}
+
+func (m *model) release(c Release) Result {
+	if _, ok := m.sessions[c.Session]; c.Session != 0 && !ok {
+		return Result{Status: StatusNoSession}
+	}
+	l := m.locks[c.Lock]
+	if l == nil {
+		return Result{Status: StatusNotHolder}
+	}
+	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
+	if l.holder != nil && l.holder.owner == c.Owner && mine(l.holder.session) {
+		l.holder = nil
+		m.promote(l)
+		return Result{Status: StatusOK}
+	}
+	for i, w := range l.queue {
+		if w.owner == c.Owner && mine(w.session) {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			return Result{Status: StatusOK}
+		}
+	}
+	return Result{Status: StatusNotHolder}
+}
+
 // end removes a session by scanning every lock in name order.
 func (m *model) end(s SessionID, expired bool) {
-	delay := m.sessions[s]
+	delay := m.sessions[s].delay
 	delete(m.sessions, s)
 	for _, name := range slices.Sorted(maps.Keys(m.locks)) {
 		l := m.locks[name]
 		l.queue = slices.DeleteFunc(l.queue, func(w mowner) bool { return w.session == s })
-		if l.holder != nil && l.holder.session == s {
-			l.holder = nil
-			if expired && delay > 0 {
-				l.delay = m.now + int64(delay)
-			} else {
-				m.promote(l)
-			}
+		if l.holder == nil || l.holder.session != s {
+			continue
+		}
+		h := l.holder
+		l.holder = nil
+		if !expired || delay == 0 {
+			m.promote(l)
+			continue
+		}
+		l.until = m.now + int64(delay)
+		if m.version >= 2 {
+			l.delayed, l.delayFor, l.delayToken = true, int64(delay), h.token
+		} else {
+			l.delayed = l.until != 0
 		}
 	}
 }
@@ -190,161 +335,8 @@ func (m *model) end(s SessionID, expired bool) {
 func sameResult(got, want Result) bool {
 	return got.Status == want.Status && got.Session == want.Session && got.Token == want.Token &&
 		got.Position == want.Position && got.Count == want.Count && got.DelayUntil == want.DelayUntil &&
+		got.Quota == want.Quota &&
 		got.Holder.Session == want.Holder.Session && got.Holder.Owner == want.Holder.Owner && got.Holder.Token == want.Holder.Token
-}
-
-var lockNames = []string{"a", "b", "c"}
-
-func TestStateMachineAgainstModel(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		h := newHarness(rt)
-		m := newModel()
-		var log [][]byte // every entry applied, for the replay check
-		lastToken := map[string]Token{}
-		var everSessions []SessionID
-		owners := rapid.SampledFrom([]byte{1, 2, 3, 4, 5, 6, 7, 8})
-
-		session := func(rt *rapid.T) SessionID {
-			if len(everSessions) == 0 || rapid.IntRange(0, 20).Draw(rt, "unknown") == 0 {
-				return SessionID(rapid.Uint64Range(1, 50).Draw(rt, "any session"))
-			}
-			return rapid.SampledFrom(everSessions).Draw(rt, "session")
-		}
-		command := func(rt *rapid.T) Command {
-			switch rapid.IntRange(0, 9).Draw(rt, "kind") {
-			case 0:
-				d := rapid.SampledFrom([]time.Duration{0, time.Second, 2 * time.Second}).Draw(rt, "delay")
-				return OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
-			case 1:
-				return CloseSession{Session: session(rt)}
-			case 2:
-				return ExpireSessions{Sessions: rapid.SliceOfN(rapid.Custom(session), 1, 3).Draw(rt, "expire")}
-			case 3, 4, 5:
-				return Acquire{Session: session(rt), Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"),
-					Owner: owner(owners.Draw(rt, "owner")), Wait: rapid.Bool().Draw(rt, "wait")}
-			case 6, 7:
-				return Release{Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner"))}
-			case 8:
-				if rapid.Bool().Draw(rt, "noop") {
-					return Noop{}
-				}
-				return Tick{}
-			default:
-				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid
-			}
-		}
-		applyEntry := func(rt *rapid.T, cmds []Command) {
-			b, err := EncodeEntry(Entry{At: h.now, Commands: cmds})
-			if err != nil {
-				rt.Fatalf("encode: %v", err)
-			}
-			log = append(log, b)
-			h.index++
-			resp := h.f.ApplyEntry(h.index, b)
-			if resp.Err != nil {
-				rt.Fatalf("apply: %v", resp.Err)
-			}
-			m.now = h.now
-			for i, c := range cmds {
-				want := m.apply(c)
-				if !sameResult(resp.Results[i], want) {
-					rt.Fatalf("command %d %T%+v: got %+v, model %+v", i, c, c, resp.Results[i], want)
-				}
-				if c.Op() == OpOpenSession {
-					everSessions = append(everSessions, want.Session)
-				}
-			}
-			for _, e := range h.rec.take() {
-				if e.Kind != EventGranted {
-					continue
-				}
-				if e.Token <= lastToken[e.Lock] {
-					rt.Fatalf("lock %q granted token %d after %d", e.Lock, e.Token, lastToken[e.Lock])
-				}
-				lastToken[e.Lock] = e.Token
-			}
-		}
-
-		rt.Repeat(map[string]func(*rapid.T){
-			"single": func(rt *rapid.T) { applyEntry(rt, []Command{command(rt)}) },
-			"batch":  func(rt *rapid.T) { applyEntry(rt, rapid.SliceOfN(rapid.Custom(command), 2, 6).Draw(rt, "batch")) },
-			"advance": func(rt *rapid.T) {
-				h.advance(time.Duration(rapid.IntRange(0, 3000).Draw(rt, "ms")) * time.Millisecond)
-			},
-			"snapshot-restore": func(rt *rapid.T) {
-				before := h.snapshot()
-				rec := &recorder{}
-				f := New(rec)
-				if err := f.Restore(readCloser(before)); err != nil {
-					rt.Fatalf("restore: %v", err)
-				}
-				h.f, h.rec = f, rec
-				if after := h.snapshot(); !bytes.Equal(before, after) {
-					rt.Fatal("snapshot → restore → snapshot differs")
-				}
-			},
-			"": func(rt *rapid.T) {
-				checkAgainstModel(rt, h.f, m)
-				checkInvariants(rt, h.f)
-			},
-		})
-
-		// Determinism: replaying the same log gives byte-identical snapshots.
-		replay := newHarness(rt)
-		for i, b := range log {
-			replay.f.ApplyEntry(uint64(i+1), b)
-		}
-		if !bytes.Equal(replay.snapshot(), h.snapshot()) {
-			rt.Fatal("replaying the log gave a different snapshot")
-		}
-	})
-}
-
-// checkAgainstModel compares the whole lock table and checks the invariants:
-// at most one holder per lock, FIFO order as the model, every holder and
-// waiter belongs to a live session.
-func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
-	locks := f.Locks("", 0)
-	if len(locks) != len(m.locks) {
-		rt.Fatalf("%d locks, model %d", len(locks), len(m.locks))
-	}
-	for _, li := range locks {
-		ml := m.locks[li.Name]
-		if ml == nil {
-			rt.Fatalf("lock %q not in the model", li.Name)
-		}
-		if li.Held != (ml.holder != nil) || li.DelayUntil != ml.delay {
-			rt.Fatalf("lock %q: held %v delay %d, model %+v", li.Name, li.Held, li.DelayUntil, ml)
-		}
-		seen := map[OwnerID]bool{}
-		if li.Held {
-			if li.Holder.Owner != ml.holder.owner || li.Holder.Token != ml.holder.token || li.Holder.Session != ml.holder.session {
-				rt.Fatalf("lock %q: holder %+v, model %+v", li.Name, li.Holder, *ml.holder)
-			}
-			if _, ok := f.Session(li.Holder.Session); !ok {
-				rt.Fatalf("lock %q held by dead session %d", li.Name, li.Holder.Session)
-			}
-			seen[li.Holder.Owner] = true
-		}
-		if len(li.Waiters) != len(ml.queue) {
-			rt.Fatalf("lock %q: %d waiters, model %d", li.Name, len(li.Waiters), len(ml.queue))
-		}
-		for i, w := range li.Waiters {
-			if w.Owner != ml.queue[i].owner || w.Session != ml.queue[i].session {
-				rt.Fatalf("lock %q: waiter %d is %+v, model %+v", li.Name, i, w, ml.queue[i])
-			}
-			if _, ok := f.Session(w.Session); !ok {
-				rt.Fatalf("lock %q: waiter of dead session %d", li.Name, w.Session)
-			}
-			if seen[w.Owner] {
-				rt.Fatalf("lock %q: owner %s twice", li.Name, w.Owner)
-			}
-			seen[w.Owner] = true
-		}
-	}
-	if st := f.Stats(); st.Sessions != len(m.sessions) || st.LastToken != m.token {
-		rt.Fatalf("stats %+v, model sessions %d token %d", st, len(m.sessions), m.token)
-	}
 }
 
 func readCloser(b []byte) *nopCloser { return &nopCloser{bytes.NewReader(b)} }

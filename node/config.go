@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // Peer is a member of a static cluster configuration.
@@ -168,6 +170,25 @@ type Config struct {
 	// stable-store write; a non-nil error fails that operation as a failing
 	// disk would (ENOSPC, EIO).
 	DiskFault func(op DiskOp) error
+
+	// State machine quotas and versions (wp-fsm).
+	//
+	// Limits are the replicated quotas (see fsm.Limits): the state machine
+	// enforces them deterministically, so they are part of the replicated
+	// state, and a leader proposes its Limits (fsm.SetLimits) when they
+	// differ from the state's — once the cluster version is 2. Give every
+	// node the same Limits. A command a quota refuses gets fsm.StatusQuota
+	// (Result.Err wraps fsm.ErrQuota) and changes nothing; refusals are
+	// counted in raftlock_node_quota_refusals_total{quota}. DefaultConfig
+	// sets fsm.DefaultLimits(): lock names of up to 512 bytes, 10,000
+	// waiters per lock, 10,000 locks and waits per session, 100,000
+	// sessions, 1,024 requests in flight per session. A zero field means no
+	// quota (RequestWindow: the default).
+	Limits fsm.Limits
+	// maxClusterVersion, when set, is the highest cluster version this node
+	// reports and raises to (tests: a node that pretends to be of the
+	// previous release). 0: fsm.MaxClusterVersion.
+	maxClusterVersion uint64
 }
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock
@@ -184,6 +205,7 @@ func DefaultConfig() Config {
 		MaxVoters:         defaultMaxVoters,
 		ReapTimeout:       defaultReapTimeout,
 		GossipTiming:      LANGossipTiming(),
+		Limits:            fsm.DefaultLimits(),
 	}
 }
 
@@ -225,6 +247,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateGossip(); err != nil {
 		return bad("%s", err.Error())
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return bad("Limits: %v", err)
 	}
 	ids, addrs := map[string]bool{}, map[string]bool{}
 	self := false

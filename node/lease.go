@@ -11,25 +11,46 @@ import (
 
 // leaseManager runs on the leader. It keeps every session's deadline in
 // memory (keepalives are not written to the log), proposes ExpireSessions for
-// sessions past their deadline and Tick when a lock-delay ends. Followers
-// keep no deadlines: a new leader first commits a barrier, then gives every
-// session now + TTL + ElectionTimeout (the takeover grace), so that a
-// keepalive acknowledged by the old leader is never cut short.
+// sessions past their deadline and ends lock-delays (lease_delays.go).
+// Followers keep no deadlines: a new leader first commits a barrier, then
+// gives every session now + TTL + ElectionTimeout (the takeover grace), so
+// that a keepalive acknowledged by the old leader is never cut short.
+//
+// Deadlines sit in a heap: opening a session, a keepalive and an expiry cost
+// O(log n), and the expiry loop touches only the sessions that are due. All
+// times are the leader's monotonic clock.
 type leaseManager struct {
 	n     *Node
 	poke  chan struct{}
 	grace time.Duration
 
-	mu      sync.Mutex
-	leading bool // deadlines are initialised for this leadership term
-	leases  map[fsm.SessionID]*lease
+	mu       sync.Mutex
+	leading  bool          // deadlines are initialised for this leadership term
+	takeover []takeoverEvt // while a new leader reads the state: what changed meanwhile
+	leases   map[fsm.SessionID]*lease
+	due      timeHeap[*lease]
+	wakeAt   time.Time // when the loop runs next on its own
+	delays   delayTimers
 }
 
 type lease struct {
+	id       fsm.SessionID
 	ttl      time.Duration
 	deadline time.Time
 	expiring bool      // past its deadline; ExpireSessions proposed
 	proposed time.Time // when ExpireSessions was (last) proposed
+	at       time.Time // heap key: the deadline, or when to propose the expiry again
+	slot     int
+}
+
+func (l *lease) dueAt() time.Time { return l.at }
+func (l *lease) setSlot(i int)    { l.slot = i }
+
+// takeoverEvt is an event applied while a new leader read the sessions.
+type takeoverEvt struct {
+	kind fsm.EventKind
+	id   fsm.SessionID
+	ttl  time.Duration
 }
 
 func newLeaseManager(n *Node) *leaseManager {
@@ -47,14 +68,15 @@ func (m *leaseManager) wake() {
 func (m *leaseManager) lead(ctx context.Context) {
 	defer func() {
 		m.mu.Lock()
-		m.leading, m.leases = false, nil
+		m.leading, m.leases, m.due, m.takeover = false, nil, timeHeap[*lease]{}, nil
+		m.delays.reset()
 		m.mu.Unlock()
 	}()
 	// The takeover barrier: commit an entry of this term through the FSM
-	// (a Tick, which also ends overdue lock-delays). Once it is applied, the
-	// FSM reflects every entry of earlier terms, and — unlike raft's own
-	// Barrier, which the FSM never sees — the commit index points at an
-	// entry the FSM applies, so read-index waits can complete.
+	// (a Tick). Once it is applied, the FSM reflects every entry of earlier
+	// terms, and — unlike raft's own Barrier, which the FSM never sees —
+	// raft's commit index points at an entry the FSM applies, so read-index
+	// waits can complete.
 	for {
 		out := m.n.proposeAsLeader(ctx, fsm.Tick{})
 		if out.err == nil {
@@ -65,24 +87,25 @@ func (m *leaseManager) lead(ctx context.Context) {
 			return
 		}
 	}
-	now := time.Now()
-	m.mu.Lock()
-	m.leases = make(map[fsm.SessionID]*lease)
-	for _, s := range m.n.fsm.Sessions() {
-		m.leases[s.ID] = &lease{ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
-	}
-	m.leading = true
-	n := len(m.leases)
-	m.mu.Unlock()
+	n := m.takeOver()
 	m.n.log.Info("leading", "sessions", n, "grace", m.grace)
+	duties := make(chan struct{})
+	go func() {
+		defer close(duties)
+		m.n.clusterDuties(ctx)
+	}()
+	defer func() { <-duties }()
 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		next := m.expire(ctx)
-		if t, ok := m.tick(ctx); ok && t.Before(next) {
+		if t, ok := m.endDelays(ctx); ok && t.Before(next) {
 			next = t
 		}
+		m.mu.Lock()
+		m.wakeAt = next
+		m.mu.Unlock()
 		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
@@ -91,6 +114,60 @@ func (m *leaseManager) lead(ctx context.Context) {
 		case <-m.poke: // Reset above discards a stale expiry (Go ≥ 1.23 timers)
 		}
 	}
+}
+
+// takeOver gives every session the takeover grace. It reads only the ids
+// and TTLs, outside the mutex that keepalives wait on, and takes the time
+// after the read; what the FSM applies meanwhile is replayed. It returns
+// the number of sessions.
+func (m *leaseManager) takeOver() int {
+	m.mu.Lock()
+	m.takeover = []takeoverEvt{}
+	m.mu.Unlock()
+	ttls := m.n.fsm.SessionTTLs()
+	now := time.Now()
+	leases := make(map[fsm.SessionID]*lease, len(ttls))
+	items := make([]*lease, 0, len(ttls))
+	for _, s := range ttls {
+		l := &lease{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+		l.at = l.deadline
+		leases[s.ID] = l
+		items = append(items, l)
+	}
+	var h timeHeap[*lease]
+	h.init(items)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leases, m.due = leases, h
+	for _, e := range m.takeover {
+		m.sessionEventLocked(e, now)
+	}
+	m.takeover = nil
+	m.delays.reset()
+	m.leading = true
+	return len(m.leases)
+}
+
+// sessionEventLocked applies a session's opening or end to the deadlines.
+func (m *leaseManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bool) {
+	switch e.kind {
+	case fsm.EventSessionOpened:
+		if m.leases[e.id] != nil {
+			return false
+		}
+		l := &lease{id: e.id, ttl: e.ttl, deadline: now.Add(e.ttl)}
+		l.at = l.deadline
+		m.leases[e.id] = l
+		m.due.add(l)
+		return l.at.Before(m.wakeAt)
+	case fsm.EventSessionClosed, fsm.EventSessionExpired:
+		if l := m.leases[e.id]; l != nil {
+			delete(m.leases, e.id)
+			m.due.remove(l.slot)
+		}
+	}
+	return false
 }
 
 // expire proposes ExpireSessions for the sessions past their deadline (and
@@ -102,19 +179,17 @@ func (m *leaseManager) expire(ctx context.Context) time.Time {
 	next := now.Add(time.Minute)
 	var due []fsm.SessionID
 	m.mu.Lock()
-	for id, l := range m.leases {
-		switch {
-		case l.expiring && now.Sub(l.proposed) >= retry:
-			l.proposed = now
-			due = append(due, id)
-		case l.expiring:
-			next = minTime(next, l.proposed.Add(retry))
-		case !now.Before(l.deadline): // at or past the deadline
-			l.expiring, l.proposed = true, now
-			due = append(due, id)
-		default:
-			next = minTime(next, l.deadline)
+	for {
+		l, ok := m.due.first()
+		if !ok || l.at.After(now) {
+			break
 		}
+		l.expiring, l.proposed, l.at = true, now, now.Add(retry)
+		m.due.fix(l.slot)
+		due = append(due, l.id)
+	}
+	if l, ok := m.due.first(); ok {
+		next = minTime(next, l.at)
 	}
 	m.mu.Unlock()
 	if len(due) == 0 {
@@ -127,7 +202,6 @@ func (m *leaseManager) expire(ctx context.Context) time.Time {
 		out := m.n.proposeAsLeader(ctx, fsm.ExpireSessions{Sessions: chunk})
 		if out.err != nil {
 			m.n.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)
-			next = minTime(next, now.Add(retry))
 			continue
 		}
 		m.n.metrics.expiryProposals.Add(float64(out.res.Count))
@@ -136,43 +210,37 @@ func (m *leaseManager) expire(ctx context.Context) time.Time {
 	return next
 }
 
-// tick proposes a Tick if a lock-delay is over, and returns when the next one
-// ends (false if none).
-func (m *leaseManager) tick(ctx context.Context) (time.Time, bool) {
-	end, ok := m.n.fsm.NextDelayEnd()
-	if !ok {
-		return time.Time{}, false
-	}
-	now := time.Now()
-	clock := max(m.n.wallNow().UnixNano(), m.n.fsm.Stats().Clock) // the FSM's time never goes back
-	if wait := time.Duration(end - clock); wait > 0 {
-		return now.Add(wait), true
-	}
-	if out := m.n.proposeAsLeader(ctx, fsm.Tick{}); out.err != nil {
-		m.n.log.Warn("proposing lock-delay tick failed; will retry", "err", out.err)
-		return now.Add(m.n.cfg.Timing.HeartbeatTimeout), true
-	}
-	return m.tick(ctx)
-}
-
-// observe updates deadlines from applied events (FSM goroutine; never blocks
-// for long).
+// observe updates deadlines and delay timers from applied events (FSM
+// goroutine; O(log n) per event, never blocks for long).
 func (m *leaseManager) observe(events []fsm.Event) {
 	poke := false
 	m.mu.Lock()
-	if m.leading {
+	if m.leading || m.takeover != nil {
 		now := time.Now()
 		for _, e := range events {
 			switch e.Kind {
-			case fsm.EventSessionOpened:
-				if s, ok := m.n.fsm.Session(e.Session); ok {
-					m.leases[e.Session] = &lease{ttl: s.TTL, deadline: now.Add(s.TTL)}
+			case fsm.EventSessionOpened, fsm.EventSessionClosed, fsm.EventSessionExpired:
+				te := takeoverEvt{kind: e.Kind, id: e.Session}
+				if e.Kind == fsm.EventSessionOpened {
+					s, ok := m.n.fsm.Session(e.Session)
+					if !ok {
+						continue
+					}
+					te.ttl = s.TTL
+				}
+				if m.takeover != nil {
+					m.takeover = append(m.takeover, te)
+				} else if m.sessionEventLocked(te, now) {
 					poke = true
 				}
-			case fsm.EventSessionClosed, fsm.EventSessionExpired:
-				delete(m.leases, e.Session)
 			case fsm.EventReleased:
-				poke = poke || e.DelayUntil != 0
+				if e.DelayFor > 0 && m.leading {
+					poke = m.delays.arm(fsm.DelayRef{Lock: e.Lock, Token: e.DelayToken}, now.Add(e.DelayFor), m.wakeAt) || poke
+				}
+				poke = poke || (e.DelayUntil != 0 && e.DelayFor == 0) // version 1: the tick decides
+			case fsm.EventClusterChanged:
+				m.delays.armedAll = false // a new version may time the delays anew
+				poke = true
 			}
 		}
 	}
@@ -188,15 +256,15 @@ func (m *leaseManager) restored() {
 	m.mu.Lock()
 	if m.leading {
 		now := time.Now()
-		old := m.leases
-		m.leases = make(map[fsm.SessionID]*lease)
-		for _, s := range m.n.fsm.Sessions() {
-			if l := old[s.ID]; l != nil {
+		for _, s := range m.n.fsm.SessionTTLs() {
+			if m.leases[s.ID] == nil {
+				l := &lease{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+				l.at = l.deadline
 				m.leases[s.ID] = l
-			} else {
-				m.leases[s.ID] = &lease{ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+				m.due.add(l)
 			}
 		}
+		m.delays.armedAll = false
 	}
 	m.mu.Unlock()
 	m.wake()
@@ -224,7 +292,8 @@ func (m *leaseManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 		return ErrSessionExpired
 	}
 	if d := received.Add(l.ttl); d.After(l.deadline) {
-		l.deadline = d
+		l.deadline, l.at = d, d
+		m.due.fix(l.slot)
 	}
 	return nil
 }

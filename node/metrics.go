@@ -31,6 +31,11 @@ type metrics struct {
 	memberChanges   *prometheus.CounterVec
 	gossipJoins     *prometheus.CounterVec
 	gauges          []prometheus.Collector
+
+	// State machine versions, quotas and lock-delays (wp-fsm; see initFSM).
+	quotaRefusals *prometheus.CounterVec
+	delayEnds     *prometheus.CounterVec
+	fsmGauges     []prometheus.Collector
 }
 
 func newMetrics(n *Node) *metrics {
@@ -101,7 +106,40 @@ func newMetrics(n *Node) *metrics {
 			return 0
 		}))
 	}
+	m.initFSM(n)
 	return m
+}
+
+// initFSM creates the metrics of the state machine's versions, quotas and
+// lock-delays. Labelled series exist from registration on.
+func (m *metrics) initFSM(n *Node) {
+	const ns, sub = "raftlock", "node"
+	m.quotaRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "quota_refusals_total",
+		Help: "Leader: commands refused by a replicated quota (fsm.StatusQuota), by quota."}, []string{"quota"})
+	for _, q := range fsm.Quotas() {
+		m.quotaRefusals.WithLabelValues(q.String())
+	}
+	m.delayEnds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lock_delay_ends_total",
+		Help: "Leader: lock-delays ended on its monotonic clock (EndDelay proposals), by result (ok, error)."}, []string{"result"})
+	for _, r := range []string{"ok", "error"} {
+		m.delayEnds.WithLabelValues(r)
+	}
+	gauge := func(name, help string, f func() float64) {
+		m.fsmGauges = append(m.fsmGauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, f))
+	}
+	gauge("fsm_halted", "1 if the state machine halted on an entry or snapshot of an unknown version (the node serves nothing; upgrade and restart it).",
+		func() float64 { return b2f(n.fsm.Halted() != nil) })
+	gauge("cluster_version", "The cluster version in force (the log's; 1 until every server supports 2).",
+		func() float64 { return float64(n.fsm.ClusterVersion()) })
+	gauge("max_cluster_version", "The highest cluster version this binary supports.",
+		func() float64 { return float64(n.maxVersion()) })
+}
+
+// countQuota counts a result refused by a quota.
+func (m *metrics) countQuota(r fsm.Result) {
+	if r.Status == fsm.StatusQuota {
+		m.quotaRefusals.WithLabelValues(r.Quota.String()).Inc()
+	}
 }
 
 func b2f(b bool) float64 {
@@ -113,7 +151,8 @@ func b2f(b bool) float64 {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.announcements, m.keepalives, m.grants,
-		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins}, m.gauges...)
+		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins,
+		m.quotaRefusals, m.delayEnds}, append(m.gauges, m.fsmGauges...)...)
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

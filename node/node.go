@@ -67,6 +67,9 @@ type Node struct {
 // live member with this node's ID while this node has no Raft state. ctx
 // only bounds Start itself.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -222,6 +225,12 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // WaitReady waits until Ready is closed, ctx ends, or the node closes.
 func (n *Node) WaitReady(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	if err := n.haltErr(); err != nil {
+		return err
+	}
 	select {
 	case <-n.ready:
 		return nil
@@ -292,6 +301,9 @@ func (n *Node) watchLeadership() {
 // ErrClosed. It returns when everything has stopped or ctx ends (the
 // shutdown then continues in the background). Safe to call more than once.
 func (n *Node) Close(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	n.closing.Do(func() {
 		done := make(chan struct{})
 		go func() {
@@ -313,6 +325,9 @@ func (n *Node) Close(ctx context.Context) error {
 // restarted on the same data dir. (Until restart and decommission are told
 // apart, Close does the same.)
 func (n *Node) Leave(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return n.Close(ctx)
 }
 
@@ -321,6 +336,9 @@ func (n *Node) Leave(ctx context.Context) error {
 // Storage is closed cleanly, so the node can be restarted from its data dir.
 // Meant for tests and fault injection.
 func (n *Node) Kill(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	n.crash.Store(true)
 	return n.Close(ctx)
 }
@@ -427,6 +445,9 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n.metrics.observeEvents(events)
 	n.applied.advance(index) // last: a caller woken by it finds its events delivered
 }
+
+// Halted is told by the FSM that it stopped applying (fsm.HaltObserver).
+func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, err) }
 
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)

@@ -22,14 +22,25 @@ import (
 // On the leader the command joins the next group-commit batch; on a follower
 // it is forwarded (batched) to the leader. While no leader is known, or the
 // leader cannot commit, Apply retries with jittered backoff until ctx ends;
-// it then returns an error wrapping ErrNoQuorum and ctx.Err(). Retries are
-// safe because Acquire and Release are idempotent on (lock, owner); a retried
-// OpenSession may leave an unused session behind, which expires by its TTL.
+// it then returns an error wrapping ErrNoQuorum and ctx.Err() — and also
+// ErrNotProposed if no attempt can have reached a leader's log (the command
+// can never commit). Every retry sends the very same command: with request
+// numbers (Seq, see fsm) a command executes at most once however often it
+// is delivered; without them Acquire and Release are idempotent on (lock,
+// owner), and a retried OpenSession may leave an unused session behind,
+// which expires by its TTL. While the cluster version is 1 (a rolling
+// upgrade from the previous release) request numbers are dropped before the
+// command is written: exactly-once is off until every server supports it.
 //
-// Business outcomes (locked, not holder, no session) are in the Result, not
-// the error. ExpireSessions and Tick are reserved to the leader and refused
-// with ErrInvalidArgument, as are commands that fail Validate.
+// Business outcomes (locked, not holder, no session, stale, quota) are in
+// the Result, not the error. Leader-only commands (fsm.Op.LeaderOnly) are
+// refused with ErrInvalidArgument, as are commands that fail Validate and a
+// nil ctx. A halted node (its state machine met an unknown version) fails
+// with ErrHalted.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := checkCtx(ctx); err != nil {
+		return fsm.Result{}, err
+	}
 	res, index, err := n.Propose(ctx, cmd)
 	if err != nil {
 		return res, err
@@ -48,6 +59,9 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 // does, for acquire and release), and WaitApplied where the local view must
 // include the command.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return fsm.Result{}, 0, err
+	}
 	if cmd == nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: nil command", ErrInvalidArgument)
 	}
@@ -57,8 +71,11 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err := cmd.Validate(); err != nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrNotProposed, err)
+	}
 	var out outcome
-	err := n.retry(ctx, func(ctx context.Context) error {
+	err := n.retry(ctx, true, func(ctx context.Context) error {
 		out = n.route(ctx, cmd)
 		return out.err
 	})
@@ -71,7 +88,19 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 // WaitApplied waits until the local FSM has applied the log index (as
 // returned by Propose), or ctx ends.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return n.applied.wait(ctx, index)
+}
+
+// checkCtx refuses a nil context at the API boundary (it would panic in a
+// node goroutine).
+func checkCtx(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return nil
 }
 
 // AppliedIndex returns the index of the last entry the local FSM applied.
@@ -91,17 +120,34 @@ func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
 // proposeAsLeader proposes through this node's group commit without
 // forwarding or retrying (the lease manager's own commands).
 func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
+	if err := n.haltErr(); err != nil {
+		return outcome{err: err}
+	}
+	if v, need := n.fsm.ClusterVersion(), fsm.NeedsVersion(cmd); need > v {
+		return outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, v)}
+	}
 	p := newProposal(ctx, cmd)
 	n.proposer.submit(p)
 	return p.wait()
 }
 
 // commit is the leader's batch: one log entry stamped with the leader's
-// time, carrying every command of the batch.
+// time, carrying every command of the batch in the form the cluster version
+// allows (see fsm.Downgrade): an old replica must be able to read it.
 func (n *Node) commit(batch []*proposal) {
-	cmds := make([]fsm.Command, len(batch))
-	for i, p := range batch {
-		cmds[i] = p.cmd
+	v := n.fsm.ClusterVersion()
+	cmds := make([]fsm.Command, 0, len(batch))
+	ok := batch[:0:0]
+	for _, p := range batch {
+		if need := fsm.NeedsVersion(p.cmd); need > v {
+			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, p.cmd.Op(), need, v)})
+			continue
+		}
+		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		ok = append(ok, p)
+	}
+	if batch = ok; len(batch) == 0 {
+		return
 	}
 	fail := func(err error) {
 		for _, p := range batch {
@@ -121,8 +167,12 @@ func (n *Node) commit(batch []*proposal) {
 		fail(raftErr(err))
 		return
 	}
-	resp, ok := f.Response().(*fsm.Response)
-	if !ok || resp.Err != nil || len(resp.Results) != len(batch) {
+	resp, ok2 := f.Response().(*fsm.Response)
+	switch {
+	case ok2 && resp.Err != nil && errors.Is(resp.Err, fsm.ErrHalted):
+		fail(fmt.Errorf("%w: %w", ErrHalted, resp.Err))
+		return
+	case !ok2 || resp.Err != nil || len(resp.Results) != len(batch):
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
@@ -130,6 +180,7 @@ func (n *Node) commit(batch []*proposal) {
 	// cover this entry.
 	storeMax(&n.lastCommit, f.Index())
 	for i, p := range batch {
+		n.metrics.countQuota(resp.Results[i])
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
 	n.announcer.announce() // the hand-offs this entry made, if any
@@ -152,9 +203,10 @@ func (n *Node) forward(batch []*proposal) {
 		n.proposer.submit(batch...) // became leader meanwhile
 		return
 	}
+	v := n.fsm.ClusterVersion() // the leader of a cluster at version 1 may be of the previous release
 	cmds := make([]fsm.Command, len(batch))
 	for i, p := range batch {
-		cmds[i] = p.cmd
+		cmds[i] = fsm.Downgrade(p.cmd, v)
 	}
 	req, err := encodeApplyRequest(cmds)
 	if err != nil {
@@ -220,8 +272,13 @@ const forwarderLinger = 0.25
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4
 
-// errForward: an RPC to the leader failed; retried (commands are idempotent).
+// errForward: an RPC to the leader failed; retried (commands are idempotent
+// or exactly-once).
 var errForward = errors.New("node: forwarding to the leader failed")
+
+// errLeaderClosed: the leader that was asked is shutting down; a command it
+// took may still commit (retried, but never "not proposed").
+var errLeaderClosed = errors.New("node: the leader is shutting down")
 
 func raftErr(err error) error {
 	switch {
@@ -246,48 +303,77 @@ func leadershipErr(err error) error {
 
 func retryable(err error) bool {
 	return errors.Is(err, errNotLeader) || errors.Is(err, errNoLeader) ||
-		errors.Is(err, ErrNoQuorum) || errors.Is(err, errForward)
+		errors.Is(err, ErrNoQuorum) || errors.Is(err, errForward) || errors.Is(err, ErrNotProposed)
+}
+
+// definitelyNotProposed reports whether a failed attempt cannot have
+// appended its command to any leader's log: no leader was known, the node
+// asked was not the leader (raft refuses before appending), or the command
+// never left a batcher.
+func definitelyNotProposed(err error) bool {
+	switch {
+	case errors.Is(err, errLeaderClosed):
+		return false // a leader shutting down may have appended it
+	case errors.Is(err, ErrNotProposed), errors.Is(err, errNoLeader), errors.Is(err, errNotLeader):
+		return true
+	}
+	return false
 }
 
 // retry runs op until it succeeds, fails for good, or ctx ends. Failures
 // that mean "no leader / cannot commit now" are retried with jittered,
 // exponential backoff (a tenth of a heartbeat up to an election timeout).
-func (n *Node) retry(ctx context.Context, op func(context.Context) error) error {
+// When ctx ends the error wraps ErrNoQuorum and ctx.Err(); for a proposal
+// (propose) also ErrNotProposed if no attempt can have reached a log.
+func (n *Node) retry(ctx context.Context, propose bool, op func(context.Context) error) error {
 	start := time.Now()
 	var last error
+	maybeProposed := false
 	for attempt := 0; ; attempt++ {
 		if n.isClosed() {
 			return ErrClosed
+		}
+		if err := n.haltErr(); err != nil {
+			return err
 		}
 		err := op(ctx)
 		if err == nil {
 			return nil
 		}
-		if unknown := (errUnknown{}); errors.As(err, &unknown) {
-			return n.giveUp(ctx, last, err, start)
+		maybeProposed = maybeProposed || !definitelyNotProposed(err)
+		var unknown errUnknown
+		if errors.As(err, &unknown) || (errors.Is(err, ErrNotProposed) && ctx.Err() != nil) {
+			return n.giveUp(ctx, last, err, start, propose && !maybeProposed)
 		}
 		if !retryable(err) {
 			return err
 		}
 		last = err
 		if sleepCtx(ctx, n.backoff(attempt)) != nil {
-			return n.giveUp(ctx, last, nil, start)
+			return n.giveUp(ctx, last, nil, start, propose && !maybeProposed)
 		}
 	}
 }
 
-// giveUp explains why ctx ended: ErrNoQuorum if the cluster was not able to
-// commit or confirm in the time the caller gave.
-func (n *Node) giveUp(ctx context.Context, last, final error, start time.Time) error {
-	switch {
-	case last != nil:
-		return fmt.Errorf("%w: %w (last attempt: %v)", ErrNoQuorum, ctx.Err(), last)
-	case time.Since(start) >= n.cfg.Timing.ElectionTimeout:
-		return fmt.Errorf("%w: %w: not committed within %v", ErrNoQuorum, ctx.Err(), time.Since(start).Round(time.Millisecond))
-	case final != nil:
-		return fmt.Errorf("node: %w", final)
+// giveUp explains why ctx ended: the cluster was not able to commit or
+// confirm in the time the caller gave (ErrNoQuorum), with what the last
+// attempt met; and, for a command that never left this node, ErrNotProposed.
+func (n *Node) giveUp(ctx context.Context, last, final error, start time.Time, notProposed bool) error {
+	why := final
+	if last != nil {
+		why = last
 	}
-	return ctx.Err()
+	took := time.Since(start).Round(time.Millisecond)
+	var err error
+	if why != nil {
+		err = fmt.Errorf("%w: %w: not committed within %v (last attempt: %v)", ErrNoQuorum, ctx.Err(), took, why)
+	} else {
+		err = fmt.Errorf("%w: %w: not committed within %v", ErrNoQuorum, ctx.Err(), took)
+	}
+	if notProposed {
+		return fmt.Errorf("%w: %w", ErrNotProposed, err)
+	}
+	return err
 }
 
 func (n *Node) backoff(attempt int) time.Duration {

@@ -94,6 +94,11 @@ type Status struct {
 	Servers      []Server
 	FSM          fsm.Stats
 
+	// State machine versions (see ErrHalted and fsm's version.go).
+	ClusterVersion    uint64 // in force in the log this node applied
+	MaxClusterVersion uint64 // what this binary supports
+	Halted            string // why the state machine halted (the node serves nothing); "" when fine
+
 	// With gossip (Config.GossipAddr) only:
 	GossipAddr string   // this node's advertised gossip address
 	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
@@ -111,6 +116,8 @@ func (n *Node) Status() Status {
 		Term: r.CurrentTerm(), LastIndex: r.LastIndex(), CommitIndex: r.CommitIndex(),
 		AppliedIndex: n.applied.get(),
 		FSM:          n.fsm.Stats(),
+
+		ClusterVersion: n.fsm.ClusterVersion(), MaxClusterVersion: n.maxVersion(), Halted: n.haltedReason(),
 	}
 	if st.State == "follower" {
 		if lc := r.LastContact(); !lc.IsZero() {
@@ -119,7 +126,7 @@ func (n *Node) Status() Status {
 	}
 	select {
 	case <-n.ready:
-		st.Ready = true
+		st.Ready = st.Halted == ""
 	default:
 	}
 	if f := r.GetConfiguration(); f.Error() == nil {

@@ -48,6 +48,11 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		}
 		n.events.dispatchEarly(grants)
 		return encodeGrantNoticeReply(), nil
+	case kindPeerInfo:
+		if len(req) != 2 {
+			return nil, fmt.Errorf("%w: peer-info request with a body", errWire)
+		}
+		return encodePeerInfoReply(n.localPeerInfo()), nil
 	}
 	return nil, fmt.Errorf("%w: unknown request kind %d", errWire, kind)
 }
@@ -55,7 +60,7 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 // applyForwarded proposes commands forwarded by a follower, as one group.
 func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome {
 	outs := make([]outcome, len(cmds))
-	if !n.started.Load() || n.raft.State() != raft.Leader {
+	if !n.started.Load() || n.raft.State() != raft.Leader || n.fsm.Halted() != nil {
 		for i := range outs {
 			outs[i].err = errNotLeader
 		}
@@ -86,10 +91,14 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 }
 
 // wireSafe turns "the handler's context ended" into a retryable verdict: the
-// follower's retry is safe (idempotent commands).
+// follower's retry is safe (exactly-once or idempotent commands). A command
+// that never left the leader's batcher stays "not proposed".
 func wireSafe(err error) error {
 	var unknown errUnknown
-	if errors.As(err, &unknown) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, ErrNotProposed):
+		return err
+	case errors.As(err, &unknown), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", ErrNoQuorum, err)
 	}
 	return err
@@ -100,12 +109,16 @@ func wireSafe(err error) error {
 // arrived; otherwise, after confirming its leadership, it moves the deadline
 // to (arrival + TTL). Keepalives are not written to the log. On a follower
 // the keepalive is forwarded; without a leader it is retried until ctx ends
-// (then the error wraps ErrNoQuorum).
+// (then the error wraps ErrNoQuorum). A nil ctx → ErrInvalidArgument; a
+// halted node → ErrHalted.
 func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if id == 0 {
 		return fmt.Errorf("%w: zero session id", ErrInvalidArgument)
 	}
-	err := n.retry(ctx, func(ctx context.Context) error {
+	err := n.retry(ctx, false, func(ctx context.Context) error {
 		if n.raft.State() == raft.Leader {
 			return n.lease.keepAlive(ctx, id)
 		}
@@ -146,10 +159,15 @@ func (n *Node) callLeader(ctx context.Context, req []byte) ([]byte, error) {
 // Sync was called (a linearizable read barrier, like ZooKeeper's sync): the
 // leader confirms its leadership and reports its commit index, and Sync
 // waits for the local FSM to apply it. Reads through the node after Sync
-// returns are linearizable with respect to Sync's start.
+// returns are linearizable with respect to Sync's start. Without a leader
+// it retries until ctx ends (ErrNoQuorum); a nil ctx → ErrInvalidArgument;
+// a halted node → ErrHalted.
 func (n *Node) Sync(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	var idx uint64
-	err := n.retry(ctx, func(ctx context.Context) error {
+	err := n.retry(ctx, false, func(ctx context.Context) error {
 		var err error
 		if n.raft.State() == raft.Leader {
 			idx, err = n.readIndexLocal(ctx)
@@ -178,7 +196,7 @@ func (n *Node) Sync(ctx context.Context) error {
 // committed, once leadership is confirmed (and the new leader's takeover
 // barrier has been committed).
 func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
-	if !n.started.Load() || !n.lease.isLeading() {
+	if !n.started.Load() || !n.lease.isLeading() || n.fsm.Halted() != nil {
 		return 0, errNotLeader
 	}
 	// Every state-changing entry up to now: the takeover barrier and each

@@ -19,6 +19,14 @@ import (
 //	read-index reply:   v, kindReadIndex, code, index, message
 //	grant notice:       v, kindGrantNotice, n, n × (index, at, session, lock, owner[16], token)
 //	grant notice reply: v, kindGrantNotice
+//	peer-info request and reply: see peerinfo.go
+//
+// An apply request carries commands in the entry version the cluster
+// version allows (fsm.Downgrade), so that a leader of the previous release
+// reads what a follower of this one forwards while the cluster version is
+// 1; a leader reads both. Error codes 7 (not proposed) and later are unknown
+// to the previous release: its decoder refuses the reply, and its caller
+// retries.
 const wireVersion byte = 1
 
 const (
@@ -39,6 +47,8 @@ const (
 	codeInvalid
 	codeClosed
 	codeInternal
+	codeNotProposed
+	maxCode = codeNotProposed
 )
 
 var errWire = errors.New("node: malformed message")
@@ -47,7 +57,9 @@ func errCode(err error) code {
 	switch {
 	case err == nil:
 		return codeOK
-	case errors.Is(err, errNotLeader), errors.Is(err, errNoLeader):
+	case errors.Is(err, ErrNotProposed):
+		return codeNotProposed
+	case errors.Is(err, errNotLeader), errors.Is(err, errNoLeader), errors.Is(err, ErrHalted):
 		return codeNotLeader
 	case errors.Is(err, ErrNoQuorum):
 		return codeNoQuorum
@@ -77,8 +89,11 @@ func remoteErr(c code, msg string) error {
 	case codeInvalid:
 		base = ErrInvalidArgument
 	case codeClosed:
-		// The leader is shutting down: for the caller that is "no leader".
-		base = errNotLeader
+		// The leader is shutting down: for the caller that is "no leader",
+		// but what it took may still commit.
+		return fmt.Errorf("%w: %w (leader: %s)", errNotLeader, errLeaderClosed, msg)
+	case codeNotProposed:
+		base = ErrNotProposed
 	default:
 		return fmt.Errorf("node: leader error: %s", msg)
 	}
@@ -145,7 +160,7 @@ func (r *reader) string() string {
 func (r *reader) errValue() error {
 	c := code(r.byte())
 	msg := r.string()
-	if r.err == nil && c > codeInternal {
+	if r.err == nil && c > maxCode {
 		r.fail()
 	}
 	return remoteErr(c, msg)

@@ -1,0 +1,245 @@
+package fsm
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+var lockNames = []string{"a", "b", "c"}
+
+// client is what the test remembers of one session's requests.
+type client struct {
+	last, acked uint64
+}
+
+// TestStateMachineAgainstModel applies random entries — at cluster version 1,
+// version 2, or upgrading on the way; with request numbers, duplicates,
+// reordered and acknowledged-then-redelivered requests, delays ended by
+// EndDelay, quotas, time jumping both ways, snapshots — to the FSM and to
+// the model, and compares results and state after every step.
+func TestStateMachineAgainstModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		h := newHarness(rt)
+		m := newModel()
+		var log [][]byte // every entry applied, for the replay check
+		lastToken := map[string]Token{}
+		var everSessions []SessionID
+		clients := map[SessionID]*client{}
+		var sent []Command // every command with a request number
+		owners := rapid.SampledFrom([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+
+		session := func(rt *rapid.T) SessionID {
+			if len(everSessions) == 0 || rapid.IntRange(0, 20).Draw(rt, "unknown") == 0 {
+				return SessionID(rapid.Uint64Range(1, 50).Draw(rt, "any session"))
+			}
+			return rapid.SampledFrom(everSessions).Draw(rt, "session")
+		}
+		// request numbers a new request of session s: the next number (or a
+		// skipped one, as when a request is still on its way), and an
+		// acknowledgement that mostly moves forward.
+		request := func(rt *rapid.T, s SessionID) (uint64, uint64) {
+			if rapid.IntRange(0, 5).Draw(rt, "no seq") == 0 {
+				return 0, 0
+			}
+			c := clients[s]
+			if c == nil {
+				c = &client{}
+				clients[s] = c
+			}
+			c.last += uint64(rapid.IntRange(1, 2).Draw(rt, "seq step"))
+			ack := rapid.Uint64Range(min(c.acked, c.last), c.last).Draw(rt, "ack")
+			if rapid.IntRange(0, 6).Draw(rt, "old ack") == 0 {
+				ack = rapid.Uint64Range(0, ack).Draw(rt, "older ack")
+			}
+			c.acked = max(c.acked, ack)
+			return c.last, ack
+		}
+		command := func(rt *rapid.T) Command {
+			switch rapid.IntRange(0, 13).Draw(rt, "kind") {
+			case 0:
+				d := rapid.SampledFrom([]time.Duration{0, time.Second, 2 * time.Second}).Draw(rt, "delay")
+				return OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
+			case 1:
+				s := session(rt)
+				seq, ack := request(rt, s)
+				return CloseSession{Session: s, Seq: seq, AckBelow: ack}
+			case 2:
+				return ExpireSessions{Sessions: rapid.SliceOfN(rapid.Custom(session), 1, 3).Draw(rt, "expire")}
+			case 3, 4, 5:
+				s := session(rt)
+				seq, ack := request(rt, s)
+				return Acquire{Session: s, Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"),
+					Owner: owner(owners.Draw(rt, "owner")), Wait: rapid.Bool().Draw(rt, "wait"), Seq: seq, AckBelow: ack}
+			case 6, 7:
+				c := Release{Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner"))}
+				if rapid.Bool().Draw(rt, "with session") {
+					c.Session = session(rt)
+					c.Seq, c.AckBelow = request(rt, c.Session)
+				}
+				return c
+			case 8:
+				if len(sent) > 0 { // a duplicate: delayed, reordered, maybe after its ack
+					return rapid.SampledFrom(sent).Draw(rt, "duplicate")
+				}
+				return Noop{}
+			case 9:
+				if rapid.Bool().Draw(rt, "noop") {
+					return Noop{}
+				}
+				return Tick{}
+			case 10:
+				var refs []DelayRef
+				for _, d := range h.f.DelayedLocks() {
+					switch rapid.IntRange(0, 2).Draw(rt, "end it") {
+					case 1:
+						refs = append(refs, d.DelayRef)
+					case 2: // a stale reference: another delay of the lock
+						refs = append(refs, DelayRef{Lock: d.Lock, Token: d.Token + 1})
+					}
+				}
+				return EndDelay{Delays: refs}
+			case 11:
+				return SetLimits{Limits: Limits{
+					MaxLockNameLen: rapid.SampledFrom([]int{0, 1, 512}).Draw(rt, "name len"), MaxWaitersPerLock: rapid.IntRange(0, 3).Draw(rt, "waiters"),
+					MaxLocksPerSession: rapid.IntRange(0, 3).Draw(rt, "locks"), MaxSessions: rapid.IntRange(0, 6).Draw(rt, "sessions"),
+					RequestWindow: rapid.IntRange(0, 4).Draw(rt, "window")}}
+			case 12:
+				if rapid.Bool().Draw(rt, "cluster id") {
+					return InitCluster{ID: rapid.SampledFrom([]string{"c1", "c2"}).Draw(rt, "id")}
+				}
+				return SetClusterVersion{Version: rapid.Uint64Range(1, MaxClusterVersion).Draw(rt, "version")}
+			default:
+				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid
+			}
+		}
+		applyEntry := func(rt *rapid.T, cmds []Command) {
+			b, err := EncodeEntry(Entry{At: h.now, Commands: cmds})
+			if err != nil {
+				rt.Fatalf("encode: %v", err)
+			}
+			log = append(log, b)
+			h.index++
+			resp := h.f.ApplyEntry(h.index, b)
+			if resp.Err != nil {
+				rt.Fatalf("apply: %v", resp.Err)
+			}
+			m.entry(h.now)
+			for i, c := range cmds {
+				want := m.apply(c)
+				if !sameResult(resp.Results[i], want) {
+					rt.Fatalf("command %d %T%+v: got %+v, model %+v", i, c, c, resp.Results[i], want)
+				}
+				if c.Op() == OpOpenSession && want.Status == StatusOK {
+					everSessions = append(everSessions, want.Session)
+				}
+				if _, ok := requestOf(c); ok {
+					sent = append(sent, c)
+				}
+			}
+			for _, e := range h.rec.take() {
+				if e.Kind != EventGranted {
+					continue
+				}
+				if e.Token <= lastToken[e.Lock] {
+					rt.Fatalf("lock %q granted token %d after %d", e.Lock, e.Token, lastToken[e.Lock])
+				}
+				lastToken[e.Lock] = e.Token
+			}
+		}
+
+		if rapid.Bool().Draw(rt, "start at version 2") {
+			applyEntry(rt, []Command{SetClusterVersion{Version: 2}})
+		}
+		rt.Repeat(map[string]func(*rapid.T){
+			"single": func(rt *rapid.T) { applyEntry(rt, []Command{command(rt)}) },
+			"batch":  func(rt *rapid.T) { applyEntry(rt, rapid.SliceOfN(rapid.Custom(command), 2, 6).Draw(rt, "batch")) },
+			"advance": func(rt *rapid.T) {
+				h.advance(time.Duration(rapid.IntRange(-1000, 3000).Draw(rt, "ms")) * time.Millisecond)
+			},
+			"snapshot-restore": func(rt *rapid.T) {
+				before := h.snapshot()
+				rec := &recorder{}
+				f := New(rec)
+				if err := f.Restore(readCloser(before)); err != nil {
+					rt.Fatalf("restore: %v", err)
+				}
+				h.f, h.rec = f, rec
+				if after := h.snapshot(); !bytes.Equal(before, after) {
+					rt.Fatal("snapshot → restore → snapshot differs")
+				}
+			},
+			"": func(rt *rapid.T) {
+				checkAgainstModel(rt, h.f, m)
+				checkInvariants(rt, h.f)
+			},
+		})
+
+		// Determinism: replaying the same log gives byte-identical snapshots.
+		replay := newHarness(rt)
+		for i, b := range log {
+			replay.f.ApplyEntry(uint64(i+1), b)
+		}
+		if !bytes.Equal(replay.snapshot(), h.snapshot()) {
+			rt.Fatal("replaying the log gave a different snapshot")
+		}
+	})
+}
+
+// checkAgainstModel compares the whole lock table and checks the invariants:
+// at most one holder per lock, FIFO order as the model, every holder and
+// waiter belongs to a live session.
+func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
+	locks := f.Locks("", 0)
+	if len(locks) != len(m.locks) {
+		rt.Fatalf("%d locks, model %d", len(locks), len(m.locks))
+	}
+	for _, li := range locks {
+		ml := m.locks[li.Name]
+		if ml == nil {
+			rt.Fatalf("lock %q not in the model", li.Name)
+		}
+		if li.Held != (ml.holder != nil) || li.Delayed != ml.delayed || li.DelayUntil != ml.until ||
+			int64(li.DelayFor) != ml.delayFor || li.DelayToken != ml.delayToken {
+			rt.Fatalf("lock %q: %+v, model %+v", li.Name, li, ml)
+		}
+		seen := map[OwnerID]bool{}
+		if li.Held {
+			if li.Holder.Owner != ml.holder.owner || li.Holder.Token != ml.holder.token || li.Holder.Session != ml.holder.session {
+				rt.Fatalf("lock %q: holder %+v, model %+v", li.Name, li.Holder, *ml.holder)
+			}
+			if _, ok := f.Session(li.Holder.Session); !ok {
+				rt.Fatalf("lock %q held by dead session %d", li.Name, li.Holder.Session)
+			}
+			seen[li.Holder.Owner] = true
+		}
+		if len(li.Waiters) != len(ml.queue) {
+			rt.Fatalf("lock %q: %d waiters, model %d", li.Name, len(li.Waiters), len(ml.queue))
+		}
+		for i, w := range li.Waiters {
+			if w.Owner != ml.queue[i].owner || w.Session != ml.queue[i].session {
+				rt.Fatalf("lock %q: waiter %d is %+v, model %+v", li.Name, i, w, ml.queue[i])
+			}
+			if _, ok := f.Session(w.Session); !ok {
+				rt.Fatalf("lock %q: waiter of dead session %d", li.Name, w.Session)
+			}
+			if seen[w.Owner] {
+				rt.Fatalf("lock %q: owner %s twice", li.Name, w.Owner)
+			}
+			seen[w.Owner] = true
+		}
+	}
+	if st := f.Stats(); st.Sessions != len(m.sessions) || st.LastToken != m.token {
+		rt.Fatalf("stats %+v, model sessions %d token %d", st, len(m.sessions), m.token)
+	}
+	for id, ms := range m.sessions {
+		if s := f.st.sessions[id]; s == nil || s.floor != ms.floor || len(s.results) != len(ms.results) {
+			rt.Fatalf("session %d: %+v, model floor %d with %d results", id, s, ms.floor, len(ms.results))
+		}
+	}
+	if f.ClusterVersion() != m.version || f.ClusterID() != m.clusterID || f.Limits() != m.limits {
+		rt.Fatalf("cluster version %d id %q limits %+v, model %d %q %+v", f.ClusterVersion(), f.ClusterID(), f.Limits(), m.version, m.clusterID, m.limits)
+	}
+}
