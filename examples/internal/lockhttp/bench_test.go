@@ -29,8 +29,9 @@ func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 	acquire := func(s fsm.SessionID) {
 		var o fsm.OwnerID
 		rand.Read(o[:])
-		if _, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true}); err != nil {
-			b.Fatal(err)
+		r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true})
+		if err != nil || (r.Status != fsm.StatusGranted && r.Status != fsm.StatusQueued) {
+			b.Errorf("acquire: %v %v", r.Status, err)
 		}
 	}
 	acquire(open())
@@ -55,7 +56,9 @@ func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 // BenchmarkLockListing: GET /v1/locks/{name} of a lock with 5,000 and
 // 20,000 waiters (each its own session), listing them all.
 func BenchmarkLockListing(b *testing.B) {
-	c := cluster.Start(b, cluster.Options{Nodes: 1})
+	c := cluster.Start(b, cluster.Options{Nodes: 1, Configure: func(_ int, cfg *node.Config) {
+		cfg.Limits.MaxWaitersPerLock = 50_000 // above the default quota of 10,000
+	}})
 	c.WaitReady(30 * time.Second)
 	n := c.Nodes[0]
 	api, err := New(Config{Node: n, TTL: time.Second, Limits: Limits{MaxListedWaiters: 20_000}})
