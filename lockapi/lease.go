@@ -2,7 +2,6 @@ package lockapi
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -93,117 +92,6 @@ func (l *Lease) isUnlocking() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.unlocking
-}
-
-// Unlock releases the lock — a compare-and-delete by the acquisition's owner
-// id, so it can never release someone else's grant — and ends the lease at
-// once (Done is closed before Unlock returns, whatever the outcome).
-//
-// If the release cannot commit before ctx ends, Unlock returns an error
-// wrapping ctx's error — and ErrNoQuorum when the cluster could not commit
-// in the time it had (an election timeout or more) — and the session keeps
-// retrying the release in the background until it commits or the session
-// ends (whose end releases everything the session holds): a failed Unlock
-// never leaves the lock held for the life of the session. Calling Unlock
-// again waits for that release.
-//
-// If the lease had already been lost, Unlock returns an error wrapping
-// ErrNotHolder and the cause of the loss (and still asks the cluster to
-// release the lock while the session lives). If the session ends while the
-// release is on its way, Unlock returns at once with the session's error
-// (ErrSessionExpired, ErrSessionClosed): the session's end releases the lock.
-// Once Unlock has returned a result other than ErrNoQuorum, further calls
-// return the same result. A nil ctx is refused with ErrInvalidArgument.
-func (l *Lease) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("nil context")
-	}
-	l.mu.Lock()
-	if l.unlocked {
-		err := l.unlockErr
-		l.mu.Unlock()
-		return err
-	}
-	lost := l.err
-	if lost == ErrUnlocked {
-		lost = nil // an earlier Unlock that failed to commit
-	}
-	l.unlocking = true
-	l.mu.Unlock()
-	l.end(ErrUnlocked)
-
-	s := l.s
-	s.mu.Lock()
-	delete(s.leases, l.owner)
-	r := s.addReleaseLocked(l.name, l.owner)
-	sessErr := s.err
-	background := r != nil && r.background
-	s.mu.Unlock()
-	// ended is the result when the release is moot because the session
-	// ended (its end releases everything the session held).
-	ended := func(cause error) error {
-		if lost != nil {
-			return l.finishUnlock(fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost))
-		}
-		return l.finishUnlock(fmt.Errorf("lockapi: unlock %q: %w", l.name, cause))
-	}
-	if r == nil {
-		return ended(sessErr)
-	}
-
-	start := time.Now()
-	var err error
-	if background {
-		// An earlier Unlock failed; its release is being retried.
-		if err = s.waitRelease(ctx, r); err != nil {
-			err = s.explain(ctx, nil, err, start)
-		}
-	} else {
-		err = s.tryRelease(ctx, r)
-	}
-	if err != nil {
-		if s.ctx.Err() != nil && ctx.Err() == nil {
-			return ended(err) // err is the session's error
-		}
-		s.retryRelease(r)
-		return fmt.Errorf("lockapi: unlock %q: %w (the release is retried in the background until it commits or the session ends)", l.name, err)
-	}
-	status, failed := s.result(r)
-	if failed != nil { // the session ended, or the node closed, before it committed
-		return ended(failed)
-	}
-	if status == fsm.StatusNoSession { // the cluster closed or expired the session: that released it
-		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
-		s.lose(err)
-		return ended(err)
-	}
-	if lost == nil && status == fsm.StatusNotHolder {
-		// The session may have ended during the call (its deadline passed
-		// while the release was on its way).
-		lost = s.Err()
-	}
-	var result error
-	switch {
-	case lost != nil:
-		result = fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost)
-	case status == fsm.StatusOK, status == fsm.StatusNotHolder:
-		// NotHolder while the session is still valid means an earlier,
-		// ambiguous attempt of this very release committed: while the
-		// session is valid nobody else can release its lock.
-	default:
-		result = fmt.Errorf("lockapi: unlock %q: release: %v", l.name, status)
-	}
-	return l.finishUnlock(result)
-}
-
-// finishUnlock records Unlock's final result and returns it.
-func (l *Lease) finishUnlock(result error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.unlocked {
-		l.unlocked, l.unlockErr = true, result
-	}
-	return l.unlockErr
 }
 
 // waitReleased waits until the lease's lock is no longer held by it: its
