@@ -80,11 +80,11 @@ func (a *announcer) announce() {
 		a.peers, a.peersAt = peers, time.Now()
 	}
 	for _, p := range a.peers {
-		q := a.queues[p]
-		if room := maxPendingGrants - len(q); room < len(grants) {
-			grants = grants[:max(room, 0)]
+		q, g := a.queues[p], grants
+		if room := maxPendingGrants - len(q); room < len(g) {
+			g = g[:max(room, 0)] // this peer's queue only
 		}
-		a.queues[p] = append(q, grants...)
+		a.queues[p] = append(q, g...)
 		if !a.busy[p] && len(a.queues[p]) > 0 {
 			a.busy[p] = true
 			a.n.wg.Add(1)

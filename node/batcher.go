@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,6 +15,9 @@ type proposal struct {
 	cmd  fsm.Command
 	out  outcome
 	done chan struct{}
+
+	mu sync.Mutex
+	in *batcher // the batcher it was submitted to
 }
 
 func newProposal(ctx context.Context, cmd fsm.Command) *proposal {
@@ -67,8 +71,27 @@ func (b *batcher) submit(ps ...*proposal) {
 		}
 		return
 	}
+	for _, p := range ps {
+		p.mu.Lock()
+		p.in = b
+		p.mu.Unlock()
+	}
 	b.pending = append(b.pending, ps...)
 	b.startLocked()
+}
+
+// withdraw takes p out of the pending proposals if it is still there (its
+// batch has not left): it then never will be proposed.
+func (b *batcher) withdraw(p *proposal) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.pending {
+		if q == p {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // startLocked starts batches while there is work and room for them, unless
@@ -132,8 +155,8 @@ func (b *batcher) stopLingerLocked() {
 }
 
 // takeLocked removes the next batch from pending. Proposals whose caller has
-// given up are finished at once instead: nobody waits for them, so they are
-// not proposed.
+// given up are finished at once instead (ErrNotProposed): nobody waits for
+// them, so they are not proposed.
 func (b *batcher) takeLocked() []*proposal {
 	var batch []*proposal
 	n := 0
@@ -142,8 +165,8 @@ func (b *batcher) takeLocked() []*proposal {
 			break
 		}
 		n++
-		if p.ctx.Err() != nil {
-			p.finish(outcome{err: p.ctx.Err()})
+		if err := p.ctx.Err(); err != nil {
+			p.finish(outcome{err: notProposed(err)})
 			continue
 		}
 		batch = append(batch, p)
@@ -174,15 +197,30 @@ func (b *batcher) close() {
 }
 
 // wait returns the proposal's outcome, or the context's error if it ends
-// first (then the outcome is unknown: the command may still commit).
+// first: ErrNotProposed if the proposal was still waiting for its batch (it
+// is withdrawn), else errUnknown (the command may still commit).
 func (p *proposal) wait() outcome {
 	select {
 	case <-p.done:
 		return p.out
 	case <-p.ctx.Done():
+	}
+	p.mu.Lock()
+	b := p.in
+	p.mu.Unlock()
+	if b != nil && b.withdraw(p) {
+		return outcome{err: notProposed(p.ctx.Err())}
+	}
+	select {
+	case <-p.done: // finished meanwhile (dropped as not proposed, say)
+		return p.out
+	default:
 		return outcome{err: errUnknown{p.ctx.Err()}}
 	}
 }
+
+// notProposed: the caller's context ended before the command's batch left.
+func notProposed(ctxErr error) error { return fmt.Errorf("%w: %w", ErrNotProposed, ctxErr) }
 
 // errUnknown: the caller's context ended while its command was on its way;
 // it may or may not have committed.

@@ -185,10 +185,11 @@ type Config struct {
 	// sessions, 1,024 requests in flight per session. A zero field means no
 	// quota (RequestWindow: the default).
 	Limits fsm.Limits
-	// maxClusterVersion, when set, is the highest cluster version this node
-	// reports and raises to (tests: a node that pretends to be of the
-	// previous release). 0: fsm.MaxClusterVersion.
-	maxClusterVersion uint64
+	// maxClusterVersion, when set and not 0, is the highest cluster version
+	// this node reports and raises to (tests: a node that pretends to be of
+	// the previous release, then is "upgraded"). Nil or 0:
+	// fsm.MaxClusterVersion.
+	maxClusterVersion func() uint64
 }
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock

@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -73,6 +74,13 @@ type eventHub struct {
 	byLock    map[string][]*Subscription
 	all       []*Subscription
 	dropped   func() // metric hook
+	// afterDispatch, when set (tests), is called on the apply goroutine once
+	// an entry's events have been delivered, before the entry is counted
+	// as applied.
+	afterDispatch atomic.Pointer[func(events []fsm.Event)]
+	// beforeResync, when set (tests), is called by resyncAll before it
+	// signals the subscriptions.
+	beforeResync atomic.Pointer[func()]
 }
 
 func newEventHub(dropped func()) *eventHub {
@@ -161,6 +169,9 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 			send(h.byLock[e.Lock], e)
 		}
 	}
+	if f := h.afterDispatch.Load(); f != nil {
+		(*f)(events)
+	}
 }
 
 // dispatchEarly delivers announced grants to the Owner and Session
@@ -183,6 +194,9 @@ func (h *eventHub) dispatchEarly(grants []fsm.Event) {
 
 // resyncAll tells every subscription to re-read the state (after a restore).
 func (h *eventHub) resyncAll() {
+	if f := h.beforeResync.Load(); f != nil {
+		(*f)()
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, s := range h.all {

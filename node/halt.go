@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -32,17 +33,43 @@ func (n *Node) halted(index uint64, err error) {
 	}
 }
 
-// stepDownHalted hands leadership over, retrying while this node leads.
+// stepDownHalted hands leadership to a voter whose state machine is not
+// halted, retrying while this node leads. (When every replica halted on the
+// same entry there is none: the cluster serves nothing until upgraded.)
 func (n *Node) stepDownHalted() {
 	defer n.wg.Done()
 	for n.raft.State() == raft.Leader {
-		if err := n.raft.LeadershipTransfer().Error(); err != nil {
-			n.log.Warn("a halted leader could not hand leadership over; retrying", "err", err)
+		if target, ok := n.healthyVoter(); ok {
+			err := n.raft.LeadershipTransferToServer(raft.ServerID(target.ID), raft.ServerAddress(target.Address)).Error()
+			if err != nil {
+				n.log.Warn("a halted leader could not hand leadership over; retrying", "to", target.ID, "err", err)
+			}
 		}
 		if sleepCtx(n.ctx, n.cfg.Timing.ElectionTimeout) != nil {
 			return
 		}
 	}
+}
+
+// healthyVoter returns another voter that answers peer info and is not
+// halted.
+func (n *Node) healthyVoter() (raft.Server, bool) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return raft.Server{}, false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+		info, err := n.peerInfo(ctx, string(s.Address))
+		cancel()
+		if err == nil && info.Halted == "" {
+			return s, true
+		}
+	}
+	return raft.Server{}, false
 }
 
 // haltedReason is Status.Halted.

@@ -41,9 +41,6 @@ type Node struct {
 	wg      sync.WaitGroup // every goroutine the node starts (but the proposer's batches)
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
-	// lastCommit is the index of the last batch this node committed as
-	// leader: the read index.
-	lastCommit atomic.Uint64
 	// commits counts the proposer's batches. Shutdown waits for them before
 	// it stops raft: raft answers an Apply future only while it runs (one
 	// committed but not yet applied when raft stops is never answered, and
@@ -451,7 +448,7 @@ func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, er
 
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)
+	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
 	n.lease.restored()
-	n.applied.advance(index)
 }

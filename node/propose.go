@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -123,7 +122,8 @@ func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 	if err := n.haltErr(); err != nil {
 		return outcome{err: err}
 	}
-	if v, need := n.fsm.ClusterVersion(), fsm.NeedsVersion(cmd); need > v {
+	if v := n.fsm.ClusterVersion(); fsm.NeedsVersion(fsm.Downgrade(cmd, v)) > v {
+		need := fsm.NeedsVersion(cmd)
 		return outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, v)}
 	}
 	p := newProposal(ctx, cmd)
@@ -139,11 +139,12 @@ func (n *Node) commit(batch []*proposal) {
 	cmds := make([]fsm.Command, 0, len(batch))
 	ok := batch[:0:0]
 	for _, p := range batch {
-		if need := fsm.NeedsVersion(p.cmd); need > v {
-			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, p.cmd.Op(), need, v)})
+		c := fsm.Downgrade(p.cmd, v)
+		if need := fsm.NeedsVersion(c); need > v {
+			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, c.Op(), need, v)})
 			continue
 		}
-		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		cmds = append(cmds, c)
 		ok = append(ok, p)
 	}
 	if batch = ok; len(batch) == 0 {
@@ -176,9 +177,6 @@ func (n *Node) commit(batch []*proposal) {
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
-	// Before answering: a Sync that starts once a caller has its answer must
-	// cover this entry.
-	storeMax(&n.lastCommit, f.Index())
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
@@ -203,12 +201,12 @@ func (n *Node) forward(batch []*proposal) {
 		n.proposer.submit(batch...) // became leader meanwhile
 		return
 	}
-	v := n.fsm.ClusterVersion() // the leader of a cluster at version 1 may be of the previous release
 	cmds := make([]fsm.Command, len(batch))
 	for i, p := range batch {
-		cmds[i] = fsm.Downgrade(p.cmd, v)
+		cmds[i] = p.cmd
 	}
-	req, err := encodeApplyRequest(cmds)
+	// The leader of a cluster at version 1 may be of the previous release.
+	req, err := forwardRequest(cmds, n.fsm.ClusterVersion())
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
@@ -231,23 +229,23 @@ func (n *Node) forward(batch []*proposal) {
 	}
 }
 
+// forwardRequest encodes a follower's batch for the leader in the form the
+// cluster version allows (see fsm.Downgrade): at version 1 a leader of the
+// previous release must be able to read it.
+func forwardRequest(cmds []fsm.Command, clusterVersion uint64) ([]byte, error) {
+	out := make([]fsm.Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = fsm.Downgrade(c, clusterVersion)
+	}
+	return encodeApplyRequest(out)
+}
+
 // wallNow is the leader's wall clock for entry stamps (Config.WallClock).
 func (n *Node) wallNow() time.Time {
 	if n.cfg.WallClock != nil {
 		return n.cfg.WallClock()
 	}
 	return time.Now()
-}
-
-// storeMax raises v to x unless it is already higher (batches in flight
-// together may finish in any order).
-func storeMax(v *atomic.Uint64, x uint64) {
-	for {
-		old := v.Load()
-		if old >= x || v.CompareAndSwap(old, x) {
-			return
-		}
-	}
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in

@@ -95,9 +95,10 @@ type Status struct {
 	FSM          fsm.Stats
 
 	// State machine versions (see ErrHalted and fsm's version.go).
-	ClusterVersion    uint64 // in force in the log this node applied
-	MaxClusterVersion uint64 // what this binary supports
-	Halted            string // why the state machine halted (the node serves nothing); "" when fine
+	ClusterVersion    uint64     // in force in the log this node applied
+	MaxClusterVersion uint64     // what this binary supports
+	Halted            string     // why the state machine halted (the node serves nothing); "" when fine
+	Limits            fsm.Limits // the replicated quotas in force
 
 	// With gossip (Config.GossipAddr) only:
 	GossipAddr string   // this node's advertised gossip address
@@ -118,6 +119,7 @@ func (n *Node) Status() Status {
 		FSM:          n.fsm.Stats(),
 
 		ClusterVersion: n.fsm.ClusterVersion(), MaxClusterVersion: n.maxVersion(), Halted: n.haltedReason(),
+		Limits: n.fsm.Limits(),
 	}
 	if st.State == "follower" {
 		if lc := r.LastContact(); !lc.IsZero() {

@@ -192,16 +192,18 @@ func (n *Node) Sync(ctx context.Context) error {
 	return nil
 }
 
-// readIndexLocal: on the leader, the index of the last state-changing entry
-// committed, once leadership is confirmed (and the new leader's takeover
-// barrier has been committed).
+// readIndexLocal: on the leader, once leadership is confirmed, raft's own
+// commit index — every entry anybody can have observed: the leader's FSM
+// applies an entry (and wakes local waiters) only once it is committed,
+// before the proposer hears of it. Valid after the new leader's takeover
+// barrier has been applied: from then on the commit index covers every
+// entry of earlier terms and points at entries the FSM sees (the barrier is
+// an FSM command; configuration changes reach the FSM too).
 func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
 	if !n.started.Load() || !n.lease.isLeading() || n.fsm.Halted() != nil {
 		return 0, errNotLeader
 	}
-	// Every state-changing entry up to now: the takeover barrier and each
-	// batch since were committed through this node's proposer.
-	idx := n.lastCommit.Load()
+	idx := n.raft.CommitIndex()
 	if err := n.verifier.confirm(ctx); err != nil {
 		return 0, leadershipErr(err)
 	}

@@ -30,8 +30,10 @@ const versionCheckInterval = 2 * time.Second
 
 // maxVersion is the highest cluster version this node supports.
 func (n *Node) maxVersion() uint64 {
-	if v := n.cfg.maxClusterVersion; v != 0 {
-		return min(v, fsm.MaxClusterVersion)
+	if f := n.cfg.maxClusterVersion; f != nil {
+		if v := f(); v != 0 {
+			return min(v, fsm.MaxClusterVersion)
+		}
 	}
 	return fsm.MaxClusterVersion
 }

@@ -1,0 +1,117 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/node"
+)
+
+// waitClusterVersion waits until every running node has applied cluster
+// version v.
+func waitClusterVersion(t *testing.T, c *cluster.Cluster, v uint64) {
+	t.Helper()
+	c.Eventually(10*time.Second, func() (bool, string) {
+		for _, n := range c.Nodes {
+			if n != nil && n.Status().ClusterVersion != v {
+				return false, n.ID() + " not at the cluster version yet"
+			}
+		}
+		return true, ""
+	})
+}
+
+// redeliver hands the leader a forwarded apply request again — the bytes a
+// follower sent on a connection that stalled past ForwardTimeout and
+// delivers them only now — and returns the result.
+func redeliver(t *testing.T, leader *node.Node, cmd fsm.Command) fsm.Result {
+	t.Helper()
+	req, err := node.EncodeApplyRequest([]fsm.Command{cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	reply, err := node.HandleRPC(ctx, leader, req)
+	if err != nil {
+		t.Fatalf("handler: %v", err)
+	}
+	res, errs, err := node.DecodeApplyReply(reply, 1)
+	if err != nil || errs[0] != nil {
+		t.Fatalf("reply: %v %v", err, errs)
+	}
+	return res[0]
+}
+
+// Issue 14 #1, node level: a forwarded Acquire delivered again after the
+// client released its grant creates no holder (the ghost holder).
+func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		leader := c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		waitClusterVersion(t, c, 2)
+		ctx := context.Background()
+		f := c.Nodes[c.Follower(leader)]
+		s := openSession(t, ctx, f, time.Minute)
+		o := newOwner()
+		acq := fsm.Acquire{Session: s, Lock: "x", Owner: o, Seq: 1, AckBelow: 1}
+		if r, err := f.Apply(ctx, acq); err != nil || r.Status != fsm.StatusGranted {
+			t.Fatalf("acquire: %v %+v", err, r)
+		}
+		if r, err := f.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}); err != nil || r.Status != fsm.StatusOK {
+			t.Fatalf("release: %v %+v", err, r)
+		}
+		if r := redeliver(t, c.Nodes[leader], acq); r.Status == fsm.StatusGranted || r.Status == fsm.StatusQueued {
+			t.Fatalf("the delayed duplicate was applied again: %+v", r)
+		}
+		for _, n := range c.Nodes {
+			if err := n.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := n.Holder("x"); ok {
+				t.Fatalf("%s: ghost holder %+v", n.ID(), h)
+			}
+		}
+	})
+}
+
+// A withdrawn Lock (queued, then dequeued) whose Acquire is delivered again
+// is not queued again.
+func TestForwardedWaitDeliveredAgainAfterWithdrawIsNotRequeued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		leader := c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		waitClusterVersion(t, c, 2)
+		ctx := context.Background()
+		f := c.Nodes[c.Follower(leader)]
+		holder := openSession(t, ctx, f, time.Minute)
+		if r, err := f.Apply(ctx, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
+			t.Fatalf("acquire: %v %+v", err, r)
+		}
+		s := openSession(t, ctx, f, time.Minute)
+		o := newOwner()
+		wait := fsm.Acquire{Session: s, Lock: "x", Owner: o, Wait: true, Seq: 1, AckBelow: 1}
+		if r, err := f.Apply(ctx, wait); err != nil || r.Status != fsm.StatusQueued {
+			t.Fatalf("wait: %v %+v", err, r)
+		}
+		if r, err := f.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}); err != nil || r.Status != fsm.StatusOK {
+			t.Fatalf("withdraw: %v %+v", err, r)
+		}
+		if r := redeliver(t, c.Nodes[leader], wait); r.Status == fsm.StatusQueued {
+			t.Fatalf("the delayed duplicate queued again: %+v", r)
+		}
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if li, _ := f.Lock("x"); len(li.Waiters) != 0 {
+			t.Fatalf("re-queued: %+v", li.Waiters)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Helpers for the external tests of the state machine's node side.
+
+// HandleRPC calls n's RPC handler with req, as if a peer's request had just
+// arrived (a delayed delivery on a stalled connection, say).
+func HandleRPC(ctx context.Context, n *Node, req []byte) ([]byte, error) {
+	return n.handleRPC(ctx, "test-peer", req)
+}
+
+// EncodeApplyRequest is the apply request a follower forwards for cmds.
+func EncodeApplyRequest(cmds []fsm.Command) ([]byte, error) { return encodeApplyRequest(cmds) }
+
+// DecodeApplyReply returns the results (or errors) of an apply reply.
+func DecodeApplyReply(b []byte, n int) ([]fsm.Result, []error, error) {
+	outs, err := decodeApplyReply(b, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, errs := make([]fsm.Result, n), make([]error, n)
+	for i, o := range outs {
+		res[i], errs[i] = o.res, o.err
+	}
+	return res, errs, nil
+}
+
+// WithMaxClusterVersion makes a node report (and raise the cluster to) at
+// most version v(), as a server of an older release would (0: what it
+// supports).
+func WithMaxClusterVersion(c *Config, v func() uint64) { c.maxClusterVersion = v }
+
+// PeerInfo is the exported view of peerInfo for tests.
+type PeerInfo = peerInfo
+
+// AskPeerInfo calls the peer-info RPC of the server at addr through n.
+func AskPeerInfo(ctx context.Context, n *Node, addr string) (PeerInfo, error) {
+	return n.peerInfo(ctx, addr)
+}
+
+// ProposeAsLeader proposes a leader-only command through n (its leader).
+func ProposeAsLeader(ctx context.Context, n *Node, cmd fsm.Command) (fsm.Result, error) {
+	out := n.proposeAsLeader(ctx, cmd)
+	return out.res, out.err
+}
+
+// QuotaRefusals returns the node's quota_refusals_total{quota}.
+func QuotaRefusals(n *Node, q fsm.Quota) float64 {
+	return counterValue(n.metrics.quotaRefusals.WithLabelValues(q.String()))
+}
+
+// DelayEnds returns the node's lock_delay_ends_total{result}.
+func DelayEnds(n *Node, result string) float64 {
+	return counterValue(n.metrics.delayEnds.WithLabelValues(result))
+}
+
+// AfterDispatch sets a function n's apply goroutine calls once it has
+// delivered an entry's events to subscribers, before it counts the entry as
+// applied (nil: none). A function that blocks stalls the apply goroutine in
+// that window.
+func AfterDispatch(n *Node, f func(events []fsm.Event)) {
+	if f == nil {
+		n.events.afterDispatch.Store(nil)
+		return
+	}
+	n.events.afterDispatch.Store(&f)
+}
+
+// ApplyRaw appends data to the log through n's raft (n must lead), as a
+// leader of another release could.
+func ApplyRaw(n *Node, data []byte) error { return n.raft.Apply(data, 5*time.Second).Error() }
+
+// SnapshotNow asks n's raft for a snapshot.
+func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }

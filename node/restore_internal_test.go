@@ -1,0 +1,30 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Issue 20 (also noted): after a snapshot restore, a subscription told to
+// resync re-reads the state and judges it by the node's applied index
+// (lockapi does), so the index must already be the snapshot's.
+func TestRestoreAdvancesTheAppliedIndexBeforeResync(t *testing.T) {
+	n := &Node{fsm: fsm.New(nil)}
+	n.events = newEventHub(nil)
+	n.lease = newLeaseManager(n)
+	n.applied.advance(10)
+	var seen uint64
+	f := func() { seen = n.applied.get() }
+	n.events.beforeResync.Store(&f)
+	sub := n.events.add(EventFilter{All: true}, 1)
+	(*observer)(n).Restored(42)
+	select {
+	case <-sub.Resync:
+	default:
+		t.Fatal("no resync signalled")
+	}
+	if seen != 42 {
+		t.Fatalf("subscriptions were told to resync at applied index %d, before the restored 42", seen)
+	}
+}
