@@ -92,6 +92,7 @@ func TestEntryPointsValidateArguments(t *testing.T) {
 			"TryLock nil ctx":       func() error { _, err := s.TryLock(nilCtx, "a"); return err },
 			"Lock nil session":      func() error { _, err := (*Session)(nil).Lock(ctx, "a"); return err },
 			"Unlock nil ctx":        func() error { return l.Unlock(nilCtx) },
+			"Unlock nil lease":      func() error { return (*Lease)(nil).Unlock(ctx) },
 			"Close nil ctx":         func() error { return s.Close(nilCtx) },
 			"RunSingleton nil ctx":  func() error { return RunSingleton(nilCtx, s, "a", job) },
 			"RunSingleton no name":  func() error { return RunSingleton(ctx, s, "", job) },
@@ -113,6 +114,12 @@ func TestEntryPointsValidateArguments(t *testing.T) {
 				t.Errorf("%s: no answer within 5 s", what)
 			}
 		}
+		noPanic(t, "MinTTL and TryTimeout of a nil node", func() error {
+			if MinTTL(nil) <= 0 || TryTimeout(nil) <= 0 {
+				t.Errorf("MinTTL(nil) %v, TryTimeout(nil) %v", MinTTL(nil), TryTimeout(nil))
+			}
+			return nil
+		})
 		if s.WaitForStateChange(nilCtx, StateHealthy) {
 			t.Errorf("WaitForStateChange with a nil context reported a change")
 		}

@@ -80,11 +80,11 @@ func (s *Session) TryLock(ctx context.Context, name string) (*Lease, error) {
 
 // TryTimeout returns how long TryLock (and every call of this package that
 // must answer promptly) waits for the cluster through n before it answers
-// ErrNoQuorum: a few election timeouts of n's Raft timing. Use it to bound
-// what a prompt answer depends on, such as opening the session for a
-// TryLock.
+// ErrNoQuorum: a few election timeouts of n's Raft timing (a nil n: the
+// default timing). Use it to bound what a prompt answer depends on, such as
+// opening the session for a TryLock.
 func TryTimeout(n *node.Node) time.Duration {
-	t := n.Timing()
+	t := timingOf(n)
 	return 4 * (t.HeartbeatTimeout + t.ElectionTimeout)
 }
 

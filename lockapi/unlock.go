@@ -32,10 +32,13 @@ import (
 // case the cluster still has it.
 //
 // Once Unlock has returned a result other than a failure to commit, further
-// calls return the same result. A nil ctx is refused with
+// calls return the same result. A nil ctx (or lease) is refused with
 // ErrInvalidArgument.
 func (l *Lease) Unlock(ctx context.Context) error {
-	if ctx == nil {
+	switch {
+	case l == nil:
+		return invalid("nil lease")
+	case ctx == nil:
 		return invalid("nil context")
 	}
 	l.mu.Lock()

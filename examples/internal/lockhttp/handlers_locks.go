@@ -68,8 +68,14 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	granted := false
-	defer func() { s.quotas.end(client, granted) }()
+	counted := true // until the call ends: then either nothing, or a lease held
+	endCall := func(granted bool) {
+		if counted {
+			counted = false
+			s.quotas.end(client, granted)
+		}
+	}
+	defer endCall(false)
 
 	ctx := r.Context()
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
@@ -109,7 +115,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		s.unlockInBackground(lease)
 		return
 	}
-	granted = true
+	endCall(true)
 	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
 	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions)
 	writeJSON(w, http.StatusOK, AcquireResponse{
