@@ -94,3 +94,19 @@ func BenchmarkSessionsLongQueue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSessionTTLsLongQueue: FSM.SessionTTLs() — what a new leader's
+// takeover reads now — with one long queue.
+func BenchmarkSessionTTLsLongQueue(b *testing.B) {
+	for _, n := range queueSizes {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			h, _ := longQueue(b, n)
+			b.ResetTimer()
+			for range b.N {
+				if got := len(h.f.SessionTTLs()); got != n+1 {
+					b.Fatalf("%d sessions", got)
+				}
+			}
+		})
+	}
+}

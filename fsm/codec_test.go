@@ -18,6 +18,17 @@ var sampleCommands = []Command{
 	Release{Lock: "invoice:842", Owner: owner(1)},
 	Tick{},
 	Noop{},
+	// Version 2.
+	Acquire{Session: 3, Lock: "a", Owner: owner(3), Wait: true, Seq: 9, AckBelow: 7},
+	Release{Session: 3, Lock: "a", Owner: owner(3), Seq: 10, AckBelow: 8},
+	Release{Session: 3, Lock: "a", Owner: owner(3)},
+	CloseSession{Session: 3, Seq: 11, AckBelow: 11},
+	EndDelay{Delays: []DelayRef{{Lock: "ü", Token: 3}, {Lock: "b", Token: 0}}},
+	EndDelay{},
+	SetLimits{Limits: DefaultLimits()},
+	SetLimits{},
+	SetClusterVersion{Version: 2},
+	InitCluster{ID: "cluster-7f3a"},
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -224,6 +235,8 @@ var sampleResults = []Result{
 	{Status: StatusNoSession},
 	{Status: StatusOK, Count: 12},
 	{Status: StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
+	{Status: StatusStale, Session: 4},
+	{Status: StatusQuota, Quota: QuotaWaiters, Reason: "10000 waiters on lock \"x\" (limit 10000)"},
 }
 
 func TestResultRoundTrip(t *testing.T) {

@@ -3,7 +3,8 @@
 // The state machine is pure and deterministic: it reads no clock, does no I/O,
 // starts no goroutines and never panics on its input. Every replica applies the
 // same committed Raft log and reaches the same state, byte for byte. Time enters
-// only through the leader's timestamp carried in each log entry ([Entry.At]).
+// only through the leader's timestamp carried in each log entry ([Entry.At]),
+// and from cluster version 2 nothing but informational stamps depends on it.
 //
 // # State
 //
@@ -19,6 +20,16 @@
 // chosen at random by the caller; acquire and release are idempotent on
 // (lock, owner), and release is a compare-and-delete by owner.
 //
+// # Exactly-once commands
+//
+// A session's commands ([Acquire], [Release], [CloseSession]) carry the
+// session's request number and acknowledgement (Raft client sessions, as in
+// Ongaro's thesis §6.3; see "Request numbers" in command.go): a duplicate of
+// an executed request gets its original result and changes nothing, a
+// request the client has acknowledged is refused as stale, and memory is
+// bounded by the request window. A released or withdrawn acquisition is
+// therefore never granted again by a delayed duplicate of its Acquire.
+//
 // # Fencing tokens
 //
 // Every grant of any lock increments one counter, the fencing [Token]. Tokens
@@ -26,19 +37,52 @@
 // on every replica, and they survive snapshots, restarts and leader changes.
 // The token is not the log index: one entry may carry many commands.
 //
+// # Lock-delay and time
+//
+// At cluster version 1 a lock-delay ends at a leader wall-clock time (the
+// previous release's rule, kept for replaying its logs). From version 2 the
+// leader times it on its monotonic clock and ends it with [EndDelay]; entry
+// time is informational (grant and session stamps) and one far-off stamp
+// cannot freeze or advance it (see delay.go).
+//
+// # Quotas
+//
+// [Limits] (lock name length, waiters per lock, locks and waits per session,
+// sessions, requests in flight per session) are replicated state set by the
+// leader with [SetLimits] and enforced deterministically: a command beyond
+// one gets [StatusQuota] and changes nothing.
+//
+// # Versions
+//
+// Entries, commands and snapshots are versioned, and the cluster version
+// ([SetClusterVersion], see version.go) decides which the leader may write.
+// An entry or snapshot of a version this binary does not know is never
+// skipped: the state machine halts ([ErrHalted]) — it applies nothing after
+// it and refuses to snapshot — so that replicas never diverge; a restart
+// with a binary that knows the version replays the log and continues.
+// Whatever state the state machine can reach, it can snapshot and restore.
+//
 // # Entries, results and events
 //
 // A log entry ([Entry]) carries one or more commands (group commit); they are
 // applied in order exactly as if they were separate entries, and Apply returns
 // a [*Response] with one [Result] per command. Business outcomes (granted,
-// queued, locked, not holder, no session) are results; an entry that cannot be
-// decoded yields a Response whose Err wraps [ErrInvalidEntry] and changes
-// nothing — identically on every replica.
+// queued, locked, not holder, no session, stale, quota) are results; an entry
+// that cannot be decoded yields a Response whose Err wraps [ErrInvalidEntry]
+// and changes nothing — identically on every replica.
 //
 // Applying an entry produces [Event]s (granted, queued, released, dequeued,
-// session opened/closed/expired) that are handed to an observer after the
-// state has been updated, so that waiters anywhere can be woken without
-// polling.
+// session opened/closed/expired, cluster changed) that are handed to an
+// observer after the state has been updated, so that waiters anywhere can be
+// woken without polling.
+//
+// # Costs
+//
+// Every operation costs what it touches: removing a waiter is O(1) amortised
+// (queues keep tombstones and an owner index), ending a session is linear in
+// its own acquisitions whatever the length of the queues they are in, a
+// session's lock count is kept, not counted, and the leader's read of the
+// sessions at takeover ([FSM.SessionTTLs]) is O(n).
 //
 // # Concurrency
 //

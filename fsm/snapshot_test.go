@@ -144,6 +144,7 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 // give a state that satisfies the invariants and snapshots canonically.
 func FuzzRestore(f *testing.F) {
 	f.Add(fuzzFixture(f).snapshot())
+	f.Add(fuzzFixtureV2(f).snapshot())
 	f.Add(newHarness(f).snapshot())
 	f.Add([]byte("RLKS\x01\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -177,4 +178,21 @@ func FuzzRestore(f *testing.F) {
 			t.Fatal("snapshot not canonical after restore")
 		}
 	})
+}
+
+// fuzzFixtureV2 is fuzzFixture at cluster version 2, with a cluster id,
+// quotas, an exactly-once table and a version-2 lock-delay.
+func fuzzFixtureV2(t tb) *harness {
+	h := fuzzFixture(t)
+	h.entry(SetClusterVersion{Version: 2}, InitCluster{ID: "c-1"}, SetLimits{Limits: DefaultLimits()})
+	s := h.open(time.Second, time.Second, "v2")
+	h.entry(
+		Acquire{Session: s, Lock: "v2", Owner: owner(20), Seq: 1, AckBelow: 1},
+		Acquire{Session: s, Lock: "invoice:842", Owner: owner(21), Wait: true, Seq: 2, AckBelow: 1},
+		Acquire{Session: s, Lock: "taken", Owner: owner(22), Seq: 4, AckBelow: 1},
+	)
+	h.do(ExpireSessions{Sessions: []SessionID{s}})
+	b := h.open(time.Second, 0, "v2b")
+	h.do(Acquire{Session: b, Lock: "q", Owner: owner(23), Seq: 3, AckBelow: 2})
+	return h
 }

@@ -73,6 +73,13 @@ type Config struct {
 	// TLS, when set, makes every Raft and RPC connection mutual TLS.
 	TLS *tls.Config
 
+	// AllowPlaintext admits a BindAddr (or Listener) other than loopback
+	// without TLS; without it such a node does not start. Without TLS
+	// anyone who reaches the port can speak Raft to the node: set it only
+	// where the network itself is trusted. See
+	// transport.Config.AllowPlaintext.
+	AllowPlaintext bool
+
 	// Bootstrap, with Peers, forms a static cluster: a node without existing
 	// Raft state bootstraps with exactly Peers as voters. Every node of a new
 	// cluster may be given the same Peers and Bootstrap; a node that has

@@ -9,7 +9,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,13 +19,10 @@ func skewedCluster(t *testing.T) (*cluster.Cluster, []*atomic.Int64) {
 	for i := range offsets {
 		offsets[i] = new(atomic.Int64)
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+	c, _ := readyCluster(t, cluster.Options{Configure: func(i int, cfg *node.Config) {
 		off := offsets[i]
 		cfg.WallClock = func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
 	}})
-	c.WaitLeader(10 * time.Second)
-	c.WaitReady(10 * time.Second)
-	waitClusterVersion(t, c, 2)
 	return c, offsets
 }
 

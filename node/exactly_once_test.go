@@ -26,6 +26,33 @@ func waitClusterVersion(t *testing.T, c *cluster.Cluster, v uint64) {
 	})
 }
 
+// readyCluster starts a cluster on a fresh memnet (3 nodes unless
+// opts.Nodes says otherwise) and waits for a leader, every node ready and
+// cluster version 2; it returns the leader's index.
+func readyCluster(t *testing.T, opts cluster.Options) (*cluster.Cluster, int) {
+	t.Helper()
+	if opts.Net == nil {
+		opts.Net = memnet.New()
+	}
+	c := cluster.Start(t, opts)
+	c.WaitLeader(10 * time.Second)
+	c.WaitReady(10 * time.Second)
+	waitClusterVersion(t, c, 2)
+	return c, c.WaitLeader(time.Second)
+}
+
+// mustApply applies cmd through n and checks the result's status.
+func mustApply(t *testing.T, n *node.Node, cmd fsm.Command, want fsm.Status) fsm.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := n.Apply(ctx, cmd)
+	if err != nil || r.Status != want {
+		t.Fatalf("%T%+v: %v %+v, want %v", cmd, cmd, err, r, want)
+	}
+	return r
+}
+
 // redeliver hands the leader a forwarded apply request again — the bytes a
 // follower sent on a connection that stalled past ForwardTimeout and
 // delivers them only now — and returns the result.
@@ -52,21 +79,14 @@ func redeliver(t *testing.T, leader *node.Node, cmd fsm.Command) fsm.Result {
 // client released its grant creates no holder (the ghost holder).
 func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 2)
+		c, leader := readyCluster(t, cluster.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(leader)]
 		s := openSession(t, ctx, f, time.Minute)
 		o := newOwner()
 		acq := fsm.Acquire{Session: s, Lock: "x", Owner: o, Seq: 1, AckBelow: 1}
-		if r, err := f.Apply(ctx, acq); err != nil || r.Status != fsm.StatusGranted {
-			t.Fatalf("acquire: %v %+v", err, r)
-		}
-		if r, err := f.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}); err != nil || r.Status != fsm.StatusOK {
-			t.Fatalf("release: %v %+v", err, r)
-		}
+		mustApply(t, f, acq, fsm.StatusGranted)
+		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsm.StatusOK)
 		if r := redeliver(t, c.Nodes[leader], acq); r.Status == fsm.StatusGranted || r.Status == fsm.StatusQueued {
 			t.Fatalf("the delayed duplicate was applied again: %+v", r)
 		}
@@ -85,25 +105,16 @@ func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T)
 // is not queued again.
 func TestForwardedWaitDeliveredAgainAfterWithdrawIsNotRequeued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 2)
+		c, leader := readyCluster(t, cluster.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(leader)]
 		holder := openSession(t, ctx, f, time.Minute)
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
-			t.Fatalf("acquire: %v %+v", err, r)
-		}
+		mustApply(t, f, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
 		s := openSession(t, ctx, f, time.Minute)
 		o := newOwner()
 		wait := fsm.Acquire{Session: s, Lock: "x", Owner: o, Wait: true, Seq: 1, AckBelow: 1}
-		if r, err := f.Apply(ctx, wait); err != nil || r.Status != fsm.StatusQueued {
-			t.Fatalf("wait: %v %+v", err, r)
-		}
-		if r, err := f.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}); err != nil || r.Status != fsm.StatusOK {
-			t.Fatalf("withdraw: %v %+v", err, r)
-		}
+		mustApply(t, f, wait, fsm.StatusQueued)
+		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsm.StatusOK)
 		if r := redeliver(t, c.Nodes[leader], wait); r.Status == fsm.StatusQueued {
 			t.Fatalf("the delayed duplicate queued again: %+v", r)
 		}

@@ -78,3 +78,7 @@ func ApplyRaw(n *Node, data []byte) error { return n.raft.Apply(data, 5*time.Sec
 
 // SnapshotNow asks n's raft for a snapshot.
 func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }
+
+// IsLeading reports whether n leads and finished its takeover (its lease
+// manager has every session's deadline).
+func IsLeading(n *Node) bool { return n.lease.isLeading() }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -19,9 +18,7 @@ import (
 // taking no snapshot — and stops serving with a clear error.
 func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
-		li := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, li := readyCluster(t, cluster.Options{})
 		ctx := context.Background()
 		s := openSession(t, ctx, c.Nodes[li], time.Minute)
 		for _, n := range c.Nodes {

@@ -99,6 +99,10 @@ func (m *leaseManager) lead(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		if m.n.fsm.Halted() != nil { // it cannot apply what it would propose
+			<-ctx.Done()
+			return
+		}
 		next := m.expire(ctx)
 		if t, ok := m.endDelays(ctx); ok && t.Before(next) {
 			next = t
@@ -301,7 +305,7 @@ func (m *leaseManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 func (m *leaseManager) check(id fsm.SessionID, received time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.leading {
+	if !m.leading || m.n.fsm.Halted() != nil {
 		return errNotLeader
 	}
 	l := m.leases[id]

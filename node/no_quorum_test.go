@@ -9,7 +9,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,9 +19,7 @@ import (
 // this node and can never commit).
 func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
-		li := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, li := readyCluster(t, cluster.Options{})
 		n := c.Nodes[li]
 		bg := context.Background()
 		s := openSession(t, bg, n, time.Minute)
@@ -80,9 +77,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 // a panic in a node goroutine.
 func TestNilContextIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 1, Net: memnet.New()})
-		c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, _ := readyCluster(t, cluster.Options{Nodes: 1})
 		n := c.Nodes[0]
 		var nilCtx context.Context
 		calls := map[string]func() error{

@@ -107,13 +107,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.store.withFaults(cfg.DiskFault)
 	n.trans, err = transport.New(transport.Config{
-		BindAddr:      cfg.BindAddr,
-		AdvertiseAddr: cfg.AdvertiseAddr,
-		TLS:           cfg.TLS,
-		Listener:      cfg.Listener,
-		Dialer:        cfg.Dialer,
-		Logger:        n.log,
-		Registerer:    cfg.Registerer,
+		BindAddr:       cfg.BindAddr,
+		AdvertiseAddr:  cfg.AdvertiseAddr,
+		TLS:            cfg.TLS,
+		AllowPlaintext: cfg.AllowPlaintext,
+		Listener:       cfg.Listener,
+		Dialer:         cfg.Dialer,
+		Logger:         n.log,
+		Registerer:     cfg.Registerer,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: transport: %w", err)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/transport"
 )
 
 // Apply proposes a command and returns its result once the command is
@@ -122,9 +120,8 @@ func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 	if err := n.haltErr(); err != nil {
 		return outcome{err: err}
 	}
-	if v := n.fsm.ClusterVersion(); fsm.NeedsVersion(fsm.Downgrade(cmd, v)) > v {
-		need := fsm.NeedsVersion(cmd)
-		return outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, v)}
+	if err := versionRefusal(cmd, n.fsm.ClusterVersion()); err != nil {
+		return outcome{err: err}
 	}
 	p := newProposal(ctx, cmd)
 	n.proposer.submit(p)
@@ -137,17 +134,16 @@ func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 func (n *Node) commit(batch []*proposal) {
 	v := n.fsm.ClusterVersion()
 	cmds := make([]fsm.Command, 0, len(batch))
-	ok := batch[:0:0]
+	kept := make([]*proposal, 0, len(batch))
 	for _, p := range batch {
-		c := fsm.Downgrade(p.cmd, v)
-		if need := fsm.NeedsVersion(c); need > v {
-			p.finish(outcome{err: fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, c.Op(), need, v)})
+		if err := versionRefusal(p.cmd, v); err != nil {
+			p.finish(outcome{err: err})
 			continue
 		}
-		cmds = append(cmds, c)
-		ok = append(ok, p)
+		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		kept = append(kept, p)
 	}
-	if batch = ok; len(batch) == 0 {
+	if batch = kept; len(batch) == 0 {
 		return
 	}
 	fail := func(err error) {
@@ -168,12 +164,12 @@ func (n *Node) commit(batch []*proposal) {
 		fail(raftErr(err))
 		return
 	}
-	resp, ok2 := f.Response().(*fsm.Response)
+	resp, ok := f.Response().(*fsm.Response)
 	switch {
-	case ok2 && resp.Err != nil && errors.Is(resp.Err, fsm.ErrHalted):
+	case ok && resp.Err != nil && errors.Is(resp.Err, fsm.ErrHalted):
 		fail(fmt.Errorf("%w: %w", ErrHalted, resp.Err))
 		return
-	case !ok2 || resp.Err != nil || len(resp.Results) != len(batch):
+	case !ok || resp.Err != nil || len(resp.Results) != len(batch):
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
@@ -182,6 +178,15 @@ func (n *Node) commit(batch []*proposal) {
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
 	}
 	n.announcer.announce() // the hand-offs this entry made, if any
+}
+
+// versionRefusal refuses a command that the cluster version cannot carry
+// even downgraded (a version-2 leader command at version 1).
+func versionRefusal(cmd fsm.Command, clusterVersion uint64) error {
+	if need := fsm.NeedsVersion(fsm.Downgrade(cmd, clusterVersion)); need > clusterVersion {
+		return fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, clusterVersion)
+	}
+	return nil
 }
 
 // forward is a follower's batch: one RPC to the leader carrying every
@@ -269,126 +274,3 @@ const forwarderLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4
-
-// errForward: an RPC to the leader failed; retried (commands are idempotent
-// or exactly-once).
-var errForward = errors.New("node: forwarding to the leader failed")
-
-// errLeaderClosed: the leader that was asked is shutting down; a command it
-// took may still commit (retried, but never "not proposed").
-var errLeaderClosed = errors.New("node: the leader is shutting down")
-
-func raftErr(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return errNotLeader
-	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrClosed
-	default: // ErrLeadershipLost, ErrEnqueueTimeout, ErrAbortedByRestore: ambiguous, retried
-		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
-	}
-}
-
-// leadershipErr maps a failed VerifyLeader (or its context).
-func leadershipErr(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errUnknown{err}
-	default:
-		return raftErr(err)
-	}
-}
-
-func retryable(err error) bool {
-	return errors.Is(err, errNotLeader) || errors.Is(err, errNoLeader) ||
-		errors.Is(err, ErrNoQuorum) || errors.Is(err, errForward) || errors.Is(err, ErrNotProposed)
-}
-
-// definitelyNotProposed reports whether a failed attempt cannot have
-// appended its command to any leader's log: no leader was known, the node
-// asked was not the leader (raft refuses before appending), or the command
-// never left a batcher.
-func definitelyNotProposed(err error) bool {
-	switch {
-	case errors.Is(err, errLeaderClosed):
-		return false // a leader shutting down may have appended it
-	case errors.Is(err, ErrNotProposed), errors.Is(err, errNoLeader), errors.Is(err, errNotLeader):
-		return true
-	}
-	return false
-}
-
-// retry runs op until it succeeds, fails for good, or ctx ends. Failures
-// that mean "no leader / cannot commit now" are retried with jittered,
-// exponential backoff (a tenth of a heartbeat up to an election timeout).
-// When ctx ends the error wraps ErrNoQuorum and ctx.Err(); for a proposal
-// (propose) also ErrNotProposed if no attempt can have reached a log.
-func (n *Node) retry(ctx context.Context, propose bool, op func(context.Context) error) error {
-	start := time.Now()
-	var last error
-	maybeProposed := false
-	for attempt := 0; ; attempt++ {
-		if n.isClosed() {
-			return ErrClosed
-		}
-		if err := n.haltErr(); err != nil {
-			return err
-		}
-		err := op(ctx)
-		if err == nil {
-			return nil
-		}
-		maybeProposed = maybeProposed || !definitelyNotProposed(err)
-		var unknown errUnknown
-		if errors.As(err, &unknown) || (errors.Is(err, ErrNotProposed) && ctx.Err() != nil) {
-			return n.giveUp(ctx, last, err, start, propose && !maybeProposed)
-		}
-		if !retryable(err) {
-			return err
-		}
-		last = err
-		if sleepCtx(ctx, n.backoff(attempt)) != nil {
-			return n.giveUp(ctx, last, nil, start, propose && !maybeProposed)
-		}
-	}
-}
-
-// giveUp explains why ctx ended: the cluster was not able to commit or
-// confirm in the time the caller gave (ErrNoQuorum), with what the last
-// attempt met; and, for a command that never left this node, ErrNotProposed.
-func (n *Node) giveUp(ctx context.Context, last, final error, start time.Time, notProposed bool) error {
-	why := final
-	if last != nil {
-		why = last
-	}
-	took := time.Since(start).Round(time.Millisecond)
-	var err error
-	if why != nil {
-		err = fmt.Errorf("%w: %w: not committed within %v (last attempt: %v)", ErrNoQuorum, ctx.Err(), took, why)
-	} else {
-		err = fmt.Errorf("%w: %w: not committed within %v", ErrNoQuorum, ctx.Err(), took)
-	}
-	if notProposed {
-		return fmt.Errorf("%w: %w", ErrNotProposed, err)
-	}
-	return err
-}
-
-func (n *Node) backoff(attempt int) time.Duration {
-	base := n.cfg.Timing.HeartbeatTimeout / 10
-	d := base << min(attempt, 6)
-	d = min(d, n.cfg.Timing.ElectionTimeout)
-	return d/2 + rand.N(d/2+1)
-}
-
-func outcomeLabel(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, transport.ErrClosed):
-		return "closed"
-	}
-	return "error"
-}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -35,9 +34,7 @@ func stallOn(n *node.Node, o fsm.OwnerID) (stalled <-chan uint64, release func()
 // entry somebody had already observed.
 func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
-		li := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, li := readyCluster(t, cluster.Options{})
 		ctx := context.Background()
 		leader, third := c.Nodes[li], c.Nodes[c.Follower(li)]
 		s := openSession(t, ctx, leader, time.Minute)

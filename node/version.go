@@ -39,12 +39,13 @@ func (n *Node) maxVersion() uint64 {
 }
 
 // raiseClusterVersion (leader, after its takeover) raises the cluster
-// version as far as every server supports, then returns; it also returns
-// when ctx ends.
+// version as far as every server (this one included) supports, asking again
+// every versionCheckInterval until the version is the highest this binary
+// knows; it returns then, or when ctx ends.
 func (n *Node) raiseClusterVersion(ctx context.Context) {
 	for {
 		cur := n.fsm.ClusterVersion()
-		if cur >= n.maxVersion() {
+		if cur >= fsm.MaxClusterVersion {
 			return
 		}
 		target, err := n.supportedVersion(ctx)

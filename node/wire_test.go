@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -49,6 +50,17 @@ func TestWireRoundTrip(t *testing.T) {
 	if i, v, err := decodeReadIndexReply(encodeReadIndexReply(12, nil)); err != nil || v != nil || i != 12 {
 		t.Fatalf("read-index reply: %v %v %d", err, v, i)
 	}
+	pi := peerInfo{NodeID: "n1", RaftID: "r1", Incarnation: "inc", ClusterID: "c", MaxVersion: 2, ClusterVersion: 2,
+		Halted: "why", State: "follower", Term: 7, LastIndex: 9, CommitIndex: 8, AppliedIndex: 8, LastContact: 1500}
+	if back, err := decodePeerInfoReply(encodePeerInfoReply(pi)); err != nil || back != pi {
+		t.Fatalf("peer info: %v %+v", err, back)
+	}
+	if _, err := decodePeerInfoReply(encodePeerInfoReply(peerInfo{})); err == nil {
+		t.Fatal("peer info without a version accepted")
+	}
+	if v, err := decodeApplyReply(encodeApplyReply([]outcome{{err: notProposed(context.Canceled)}}), 1); err != nil || !errors.Is(v[0].err, ErrNotProposed) {
+		t.Fatalf("not proposed across the wire: %v %+v", err, v)
+	}
 	grants := []fsm.Event{
 		{Kind: fsm.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: fsm.OwnerID{7}, Token: 41},
 		{Kind: fsm.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: fsm.OwnerID{8, 1}, Token: 42},
@@ -83,6 +95,10 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodeReadIndexReply(3, nil))
 	f.Add([]byte{wireVersion, 99})
 	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 41}}))
+	f.Add(encodePeerInfoReply(peerInfo{NodeID: "n1", RaftID: "n1", MaxVersion: 2, ClusterVersion: 1, State: "leader", Term: 3, LastContact: 5}))
+	f.Add(encodePeerInfoRequest())
+	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
+	f.Add(v2)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if cmds, err := decodeApplyRequest(b); err == nil {
 			again, err := encodeApplyRequest(cmds)
@@ -107,6 +123,11 @@ func FuzzWire(f *testing.F) {
 			back, err := decodeGrantNotice(encodeGrantNotice(grants))
 			if err != nil || !reflect.DeepEqual(back, grants) {
 				t.Fatalf("grant notice round trip: %v", err)
+			}
+		}
+		if p, err := decodePeerInfoReply(b); err == nil {
+			if back, err := decodePeerInfoReply(encodePeerInfoReply(p)); err != nil || back != p {
+				t.Fatalf("peer info round trip: %v %+v %+v", err, p, back)
 			}
 		}
 		decodeKeepAliveReply(b)

@@ -88,7 +88,7 @@ func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, 
 // retryable reports whether an unsent call may move to a fresh connection:
 // not when the peer refused us (it would refuse again).
 func retryable(err error) bool {
-	return !errors.Is(err, ErrHandshake) && !errors.Is(err, ErrProtocol)
+	return !errors.Is(err, ErrHandshake) && !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrRefused)
 }
 
 // ctxDone is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed
@@ -110,72 +110,12 @@ func ctxOutcome(err error) string {
 	return outcomeCanceled
 }
 
-// peer is the pool of RPC connections to one address.
-type peer struct {
-	next  int
-	slots []slot
-}
-
-// slot holds one pooled connection, or the dial in progress for it.
-type slot struct {
-	conn    *clientConn
-	dialing chan struct{} // closed when the dial in progress ends
-}
-
-// pooledConn returns a live connection to addr, round-robin over the
-// peer's slots, dialing when the chosen slot is empty or dead. Concurrent
-// callers wait for one dial (each bounded by its own ctx).
-func (t *Transport) pooledConn(ctx context.Context, addr string) (*clientConn, error) {
-	for {
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			return nil, ErrClosed
-		}
-		p := t.peers[addr]
-		if p == nil {
-			p = &peer{slots: make([]slot, t.cfg.RPCConnsPerPeer)}
-			t.peers[addr] = p
-		}
-		s := &p.slots[p.next]
-		p.next = (p.next + 1) % len(p.slots)
-		if s.conn != nil && !s.conn.dead() {
-			c := s.conn
-			t.mu.Unlock()
-			return c, nil
-		}
-		if s.dialing != nil {
-			wait := s.dialing
-			t.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		s.conn = nil
-		s.dialing = make(chan struct{})
-		t.mu.Unlock()
-
-		c, err := t.dialClient(ctx, addr)
-
-		t.mu.Lock()
-		close(s.dialing)
-		s.dialing = nil
-		if err == nil {
-			s.conn = c
-		}
-		t.mu.Unlock()
-		return c, err
-	}
-}
-
 // clientConn is the client side of an RPC connection.
 type clientConn struct {
 	*muxConn
 	addr   string
 	nextID atomic.Uint64
+	used   atomic.Bool // a call started since the last keepalive tick
 
 	mu      sync.Mutex
 	pending map[uint64]chan callResult // nil once failed
@@ -188,18 +128,29 @@ type callResult struct {
 	unsent  bool // the request never reached the connection: safe to retry
 }
 
-// dialClient dials addr and starts the connection's reader and writer.
+// dialClient dials addr and starts the connection's reader and writer. It
+// pings at the peer's keepalive interval if that is shorter than ours
+// (announced in its hello).
 func (t *Transport) dialClient(ctx context.Context, addr string) (*clientConn, error) {
-	raw, conn, err := t.dialConn(ctx, addr, protoRPC)
+	s, err := t.dialConn(ctx, addr, protoRPC, dialAuto)
 	if err != nil {
 		return nil, err
 	}
+	interval := t.cfg.KeepaliveInterval
+	if s.peer.idle > 0 {
+		interval = max(min(interval, s.peer.idle/deadAfter), minKeepalive)
+	}
 	c := &clientConn{
-		muxConn: newMuxConn(t, raw, conn, true),
+		muxConn: newMuxConn(t, s.raw, s.conn, true, interval),
 		addr:    addr,
 		pending: make(map[uint64]chan callResult),
 	}
-	c.onFail = c.failPending
+	c.idleTicks = max(1, int((t.cfg.RPCIdleTimeout+interval-1)/interval))
+	c.busy = c.inUse
+	c.onFail = func(err error) {
+		t.dropConn(c)
+		c.failPending(err)
+	}
 	if !t.goTracked(c.writeLoop) {
 		c.fail(ErrClosed)
 		return nil, ErrClosed
@@ -211,8 +162,20 @@ func (t *Transport) dialClient(ctx context.Context, addr string) (*clientConn, e
 	return c, nil
 }
 
+// inUse reports whether a call started since the last call of inUse or
+// is still pending (the idle check of the keepalive ticks).
+func (c *clientConn) inUse() bool {
+	if c.used.Swap(false) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
 // roundTrip sends one request and waits for its response or for ctx.
 func (c *clientConn) roundTrip(ctx context.Context, req []byte) callResult {
+	c.used.Store(true)
 	id := c.nextID.Add(1)
 	ch := make(chan callResult, 1)
 	c.mu.Lock()

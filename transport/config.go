@@ -20,6 +20,11 @@ const (
 	DefaultRPCConnsPerPeer   = 2
 	DefaultMaxMessageSize    = 16 << 20
 	DefaultKeepaliveInterval = 5 * time.Second
+	DefaultRaftIdleTimeout   = time.Minute
+	DefaultRPCIdleTimeout    = 2 * time.Minute
+	DefaultMaxConns          = 512
+	DefaultMaxConnsPerHost   = 64
+	DefaultMaxHandshakes     = 128
 )
 
 // Config configures a Transport. The zero value of every optional field
@@ -43,8 +48,38 @@ type Config struct {
 	// NewMutualTLSConfig and the package documentation for ServerName.
 	TLS *tls.Config
 
+	// AllowPlaintext admits a plaintext (TLS nil) listener on an address
+	// other than loopback. Without TLS anyone who reaches the port can
+	// speak Raft to the node; Validate refuses such a bind unless this is
+	// set (e.g. inside an isolated network namespace or a private overlay
+	// that authenticates peers itself). Loopback and in-memory listeners
+	// never need it.
+	AllowPlaintext bool
+
+	// Identity, when set, turns on the hello (preface version 2): it is called
+	// for every new connection, so its values may change over time.
+	Identity func() Identity
+
+	// CheckPeer, when set, vets the peer's Identity on inbound and outbound
+	// connections. A non-nil error refuses the connection: the reason
+	// (err.Error(), bounded) is sent to the peer before closing, the refusal is
+	// counted (handshakes_rejected_total{reason="identity"}) and logged at Warn
+	// once per peer and reason. It is not called for legacy (version 1)
+	// peers, which send no Identity. It runs on the connection's set-up
+	// goroutine, concurrently for several connections, and must not block.
+	CheckPeer func(peer Identity, inbound bool) error
+
+	// AcceptLegacy, when set and returning true, admits peers of the previous
+	// release (preface version 1, no hello) — a rolling upgrade; outbound, a
+	// peer that refuses version 2 with the version error is re-dialed with
+	// version 1 (remembered per address for a while). Nil or false: refused.
+	// Without Identity the transport speaks version 1 itself and admits
+	// version 1 regardless.
+	AcceptLegacy func() bool
+
 	// HandshakeTimeout bounds, for each accepted connection, the TLS
-	// handshake plus the arrival of the protocol preface. Default 5s.
+	// handshake, the arrival of the protocol preface and the hello.
+	// Default 5s.
 	HandshakeTimeout time.Duration
 
 	// Listener, when set, is used instead of listening on BindAddr (tests,
@@ -55,8 +90,9 @@ type Config struct {
 	// It must honour ctx.
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 
-	// Logger receives the transport's logs (rejected connections at Debug).
-	// nil discards them.
+	// Logger receives the transport's logs: rejected connections at Debug;
+	// identity refusals (once per peer and reason) and reached connection
+	// limits (at most every 10s) at Warn. nil discards them.
 	Logger *slog.Logger
 
 	// Registerer, when set, receives the transport's Prometheus metrics
@@ -89,9 +125,39 @@ type Config struct {
 	// that stay silent for three of its own intervals. Default 5s.
 	KeepaliveInterval time.Duration
 
+	// RaftIdleTimeout closes an inbound Raft connection on which nothing
+	// arrives for this long, or to which a response cannot be written for
+	// this long. Version-2 dialers send keepalives at a third of the
+	// listener's value (announced in its hello), so a healthy peer's
+	// connection is never cut, however long raft leaves it idle in its pool;
+	// a legacy (version 1) peer's idle connection is cut, costing that peer
+	// one failed Raft RPC and a re-dial. Default 1m.
+	RaftIdleTimeout time.Duration
+
+	// RPCIdleTimeout closes an outbound RPC connection on which no call was
+	// made for this long (its pool slot is freed, and the address forgotten
+	// when its last connection goes). Default 2m.
+	RPCIdleTimeout time.Duration
+
+	// MaxConns bounds the inbound connections open at once, and
+	// MaxConnsPerHost those from one source IP; MaxHandshakes bounds the
+	// inbound connections still in their handshake (TLS, preface, hello).
+	// A connection beyond a bound is closed as soon as it is accepted,
+	// before anything is read or allocated for it, and counted
+	// (handshakes_rejected_total{reason="conn_limit", "host_limit" or
+	// "handshake_limit"}). Defaults 512, 64 and 128. Outbound connections
+	// are not counted.
+	MaxConns        int
+	MaxConnsPerHost int
+	MaxHandshakes   int
+
 	// testHookReject, when set, is called after a refused connection was
 	// counted.
 	testHookReject func(reason string)
+
+	// legacyV1 makes the transport behave like the previous release (test
+	// only): it dials version 1 and refuses version 2 as unsupported.
+	legacyV1 bool
 }
 
 // DefaultConfig returns a Config with every default filled in. BindAddr
@@ -104,6 +170,11 @@ func DefaultConfig() Config {
 		RPCConnsPerPeer:   DefaultRPCConnsPerPeer,
 		MaxMessageSize:    DefaultMaxMessageSize,
 		KeepaliveInterval: DefaultKeepaliveInterval,
+		RaftIdleTimeout:   DefaultRaftIdleTimeout,
+		RPCIdleTimeout:    DefaultRPCIdleTimeout,
+		MaxConns:          DefaultMaxConns,
+		MaxConnsPerHost:   DefaultMaxConnsPerHost,
+		MaxHandshakes:     DefaultMaxHandshakes,
 	}
 }
 
@@ -130,6 +201,8 @@ func (c Config) Validate() error {
 		{"HandshakeTimeout", c.HandshakeTimeout},
 		{"RaftTimeout", c.RaftTimeout},
 		{"KeepaliveInterval", c.KeepaliveInterval},
+		{"RaftIdleTimeout", c.RaftIdleTimeout},
+		{"RPCIdleTimeout", c.RPCIdleTimeout},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("transport: config: %s must not be negative (got %v)", d.name, d.v)
@@ -142,6 +215,9 @@ func (c Config) Validate() error {
 		{"RaftMaxPool", c.RaftMaxPool},
 		{"RPCConnsPerPeer", c.RPCConnsPerPeer},
 		{"MaxMessageSize", c.MaxMessageSize},
+		{"MaxConns", c.MaxConns},
+		{"MaxConnsPerHost", c.MaxConnsPerHost},
+		{"MaxHandshakes", c.MaxHandshakes},
 	} {
 		if n.v < 0 {
 			return fmt.Errorf("transport: config: %s must not be negative (got %d)", n.name, n.v)
@@ -155,30 +231,50 @@ func (c Config) Validate() error {
 			return fmt.Errorf("transport: config: TLS: %w", err)
 		}
 	}
+	if c.TLS == nil && !c.AllowPlaintext {
+		if err := checkPlaintextBind(c); err != nil {
+			return fmt.Errorf("transport: config: %w", err)
+		}
+	}
 	return nil
+}
+
+// checkPlaintextBind refuses a plaintext listener that other machines can
+// reach: a BindAddr whose host is not "localhost" or a loopback IP (an
+// empty host or 0.0.0.0 means every interface), or a Listener on a
+// non-loopback TCP address. Other listeners (memnet, Unix sockets) pass.
+func checkPlaintextBind(c Config) error {
+	const why = "without TLS anyone who can reach it can speak Raft to this node: set TLS (mutual TLS), or set AllowPlaintext if the network itself is trusted"
+	if c.Listener != nil {
+		if a, ok := c.Listener.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			return fmt.Errorf("plaintext listener on non-loopback address %s: %s", a, why)
+		}
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(c.BindAddr)
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("plaintext bind on non-loopback address %q: %s", c.BindAddr, why)
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = d.HandshakeTimeout
-	}
-	if c.RaftMaxPool == 0 {
-		c.RaftMaxPool = d.RaftMaxPool
-	}
-	if c.RaftTimeout == 0 {
-		c.RaftTimeout = d.RaftTimeout
-	}
-	if c.RPCConnsPerPeer == 0 {
-		c.RPCConnsPerPeer = d.RPCConnsPerPeer
-	}
-	if c.MaxMessageSize == 0 {
-		c.MaxMessageSize = d.MaxMessageSize
-	}
-	if c.KeepaliveInterval == 0 {
-		c.KeepaliveInterval = d.KeepaliveInterval
-	}
+	orDefault(&c.HandshakeTimeout, d.HandshakeTimeout)
+	orDefault(&c.RaftMaxPool, d.RaftMaxPool)
+	orDefault(&c.RaftTimeout, d.RaftTimeout)
+	orDefault(&c.RPCConnsPerPeer, d.RPCConnsPerPeer)
+	orDefault(&c.MaxMessageSize, d.MaxMessageSize)
+	orDefault(&c.KeepaliveInterval, d.KeepaliveInterval)
+	orDefault(&c.RaftIdleTimeout, d.RaftIdleTimeout)
+	orDefault(&c.RPCIdleTimeout, d.RPCIdleTimeout)
+	orDefault(&c.MaxConns, d.MaxConns)
+	orDefault(&c.MaxConnsPerHost, d.MaxConnsPerHost)
+	orDefault(&c.MaxHandshakes, d.MaxHandshakes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +285,14 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	return c
+}
+
+// orDefault sets *v to d when *v is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // checkAdvertise checks that addr is a dialable host:port.

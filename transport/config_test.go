@@ -21,7 +21,24 @@ func TestConfigValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"defaults with bind", Config{BindAddr: "127.0.0.1:0"}, ""},
-		{"DefaultConfig with bind", func() Config { c := DefaultConfig(); c.BindAddr = ":7400"; return c }(), ""},
+		{"DefaultConfig with bind", func() Config { c := DefaultConfig(); c.BindAddr = "127.0.0.1:7400"; return c }(), ""},
+		{"plaintext on all interfaces", Config{BindAddr: ":7400"}, `plaintext bind on non-loopback address ":7400"`},
+		{"plaintext on 0.0.0.0", Config{BindAddr: "0.0.0.0:7400"}, "plaintext bind on non-loopback address"},
+		{"plaintext on a LAN address", Config{BindAddr: "10.213.0.5:7400"}, "set TLS (mutual TLS), or set AllowPlaintext"},
+		{"plaintext on a host name", Config{BindAddr: "node-a.internal:7400"}, "plaintext bind on non-loopback address"},
+		{"plaintext on localhost", Config{BindAddr: "localhost:7400"}, ""},
+		{"plaintext on 127.0.0.2", Config{BindAddr: "127.0.0.2:7400"}, ""},
+		{"plaintext on ::1", Config{BindAddr: "[::1]:7400"}, ""},
+		{"plaintext allowed", Config{BindAddr: ":7400", AllowPlaintext: true}, ""},
+		{"TLS on all interfaces", Config{BindAddr: ":7400", TLS: good}, ""},
+		{"plaintext listener on a LAN address", Config{Listener: fakeListener{&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 7400}}}, "plaintext listener on non-loopback address 10.0.0.1:7400"},
+		{"plaintext listener on loopback", Config{Listener: fakeListener{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7400}}}, ""},
+		{"plaintext listener in memory", Config{Listener: fakeListener{fakeAddr("srv:7000")}}, ""},
+		{"negative idle", Config{BindAddr: "127.0.0.1:0", RaftIdleTimeout: -1}, "RaftIdleTimeout must not be negative"},
+		{"negative rpc idle", Config{BindAddr: "127.0.0.1:0", RPCIdleTimeout: -1}, "RPCIdleTimeout must not be negative"},
+		{"negative max conns", Config{BindAddr: "127.0.0.1:0", MaxConns: -1}, "MaxConns must not be negative"},
+		{"negative per host", Config{BindAddr: "127.0.0.1:0", MaxConnsPerHost: -1}, "MaxConnsPerHost must not be negative"},
+		{"negative handshakes", Config{BindAddr: "127.0.0.1:0", MaxHandshakes: -1}, "MaxHandshakes must not be negative"},
 		{"no bind, no listener", Config{}, "BindAddr is empty and no Listener is set"},
 		{"bad bind", Config{BindAddr: "localhost"}, `BindAddr "localhost" is not host:port`},
 		{"advertise unspecified", Config{BindAddr: ":0", AdvertiseAddr: "0.0.0.0:7400"}, "unspecified address"},
@@ -59,10 +76,13 @@ func TestNewErrors(t *testing.T) {
 		t.Fatal("New accepted an empty config")
 	}
 	// Listening on 0.0.0.0 without AdvertiseAddr: peers could not dial it.
-	if _, err := New(Config{BindAddr: "0.0.0.0:0"}, nil); err == nil || !strings.Contains(err.Error(), "set AdvertiseAddr") {
+	if _, err := New(Config{BindAddr: "0.0.0.0:0", AllowPlaintext: true}, nil); err == nil || !strings.Contains(err.Error(), "set AdvertiseAddr") {
 		t.Fatalf("New on 0.0.0.0 = %v", err)
 	}
-	tr, err := New(Config{BindAddr: "0.0.0.0:0", AdvertiseAddr: "127.0.0.1:7400"}, nil)
+	if _, err := New(Config{BindAddr: "0.0.0.0:0", AdvertiseAddr: "127.0.0.1:7400"}, nil); err == nil || !strings.Contains(err.Error(), "plaintext bind") {
+		t.Fatalf("New with plaintext on 0.0.0.0 = %v", err)
+	}
+	tr, err := New(Config{BindAddr: "0.0.0.0:0", AdvertiseAddr: "127.0.0.1:7400", AllowPlaintext: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,3 +128,16 @@ func TestNewErrors(t *testing.T) {
 		t.Fatal("no metrics gathered")
 	}
 }
+
+// fakeListener is a listener that only has an address (Validate looks at
+// nothing else).
+type fakeListener struct{ addr net.Addr }
+
+func (l fakeListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (l fakeListener) Close() error              { return nil }
+func (l fakeListener) Addr() net.Addr            { return l.addr }
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "memnet" }
+func (a fakeAddr) String() string  { return string(a) }

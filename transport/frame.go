@@ -126,6 +126,8 @@ func parseHeader(b []byte, max int) (header, error) {
 
 // readFrame reads one frame. hdr is scratch space for the header. The
 // payload is freshly allocated (nil when empty) and owned by the caller.
+// The payload buffer grows as bytes arrive (readPayload): a header alone
+// never makes the reader allocate its declared length.
 func readFrame(r io.Reader, hdr *[headerLen]byte, max int) (header, []byte, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return header{}, nil, err
@@ -137,12 +139,36 @@ func readFrame(r io.Reader, hdr *[headerLen]byte, max int) (header, []byte, erro
 	if h.length == 0 {
 		return h, nil, nil
 	}
-	payload := make([]byte, h.length)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	payload, err := readPayload(r, int(h.length))
+	if err != nil {
 		return h, nil, err
 	}
 	return h, payload, nil
+}
+
+// initialPayloadBuf is the first allocation for a payload of unknown
+// arrival; the buffer then doubles as bytes arrive.
+const initialPayloadBuf = 4 << 10
+
+// readPayload reads exactly n bytes into a buffer that starts small and
+// doubles only when full, so the memory a partial payload pins is at most
+// twice what arrived (plus initialPayloadBuf), not n.
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, initialPayloadBuf))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
+	"slices"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
+	"time"
 
 	"github.com/raftlock/raftlock/internal/memnet"
 )
@@ -92,21 +97,24 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// FuzzPreface: parsePreface accepts exactly the two known (type, version)
-// pairs and classifies everything else.
+// FuzzPreface: parsePreface accepts exactly the known protocol types with
+// a version the policy admits, and classifies everything else.
 func FuzzPreface(f *testing.F) {
-	f.Add(protoRaft, raftVersion)
-	f.Add(protoRPC, rpcVersion)
+	f.Add(protoRaft, versionLegacy)
+	f.Add(protoRPC, versionHello)
 	f.Add(byte(0x16), byte(3))
 	f.Fuzz(func(t *testing.T, a, b byte) {
-		proto, err := parsePreface([prefaceLen]byte{a, b})
-		valid := (a == protoRaft && b == raftVersion) || (a == protoRPC && b == rpcVersion)
-		if valid != (err == nil) || (valid && proto != a) {
-			t.Fatalf("parsePreface(%#x, %#x) = %#x, %v", a, b, proto, err)
-		}
-		var pe *prefaceError
-		if err != nil && (!errors.As(err, &pe) || (pe.reason != rejectUnknownType && pe.reason != rejectBadVersion)) {
-			t.Fatalf("unclassified error %v", err)
+		for _, p := range []prefacePolicy{{}, {legacy: true}, {hello: true}, {legacy: true, hello: true}} {
+			proto, version, err := parsePreface([prefaceLen]byte{a, b}, p)
+			valid := (a == protoRaft || a == protoRPC) &&
+				((b == versionLegacy && p.legacy) || (b == versionHello && p.hello))
+			if valid != (err == nil) || (valid && (proto != a || version != b)) {
+				t.Fatalf("parsePreface(%#x, %#x, %+v) = %#x, %d, %v", a, b, p, proto, version, err)
+			}
+			var pe *prefaceError
+			if err != nil && (!errors.As(err, &pe) || (pe.reason != rejectUnknownType && pe.reason != rejectBadVersion && pe.reason != rejectLegacy)) {
+				t.Fatalf("unclassified error %v", err)
+			}
 		}
 	})
 }
@@ -118,11 +126,16 @@ func FuzzPreface(f *testing.F) {
 func FuzzListener(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0xFF, 0x01})
-	f.Add([]byte{protoRaft, raftVersion, 0, 1, 2})
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindCancel, 0, 1, 0, nil)...))
-	f.Add(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
-	f.Add(append([]byte{protoRPC, 2}, 1, 2, 3))
+	f.Add([]byte{protoRaft, versionLegacy, 0, 1, 2})
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 100, []byte("x"))...))
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindCancel, 0, 1, 0, nil)...))
+	f.Add(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 0, []byte("x"))[:20]...))
+	f.Add(append([]byte{protoRPC, 3}, 1, 2, 3))
+	hi := encodeHello(hello{id: Identity{NodeID: "fuzz"}})
+	f.Add(slices.Concat([]byte{protoRPC, versionHello}, hi, encodeMsg(msgAccept, nil), newFrame(kindRequest, 0, 1, 0, []byte("x"))))
+	f.Add(slices.Concat([]byte{protoRaft, versionHello}, hi, encodeMsg(msgAccept, nil), []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0x80}))
+	f.Add(slices.Concat([]byte{protoRaft, versionHello}, hi, encodeRefuse("no")))
+	f.Add(slices.Concat([]byte{protoRPC, versionHello}, []byte{msgHello, 0, 1, 9}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			n := memnet.New()
@@ -145,5 +158,82 @@ func FuzzListener(f *testing.F) {
 				t.Fatalf("node broken by input %x: %q, %v", data, resp, err)
 			}
 		})
+	})
+}
+
+// A frame header declaring a large payload costs memory only as payload
+// bytes arrive (issue 20 #4): a header declaring 16 MiB followed by 10
+// bytes allocates far less than 16 MiB.
+func TestReadFrameGrowsWithArrivingBytes(t *testing.T) {
+	f := newFrame(kindRequest, 0, 1, 0, nil)
+	binary.BigEndian.PutUint32(f[4:8], 16<<20)
+	in := append(f, "0123456789"...)
+	var hdr [headerLen]byte
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := readFrame(bytes.NewReader(in), &hdr, 16<<20)
+	runtime.ReadMemStats(&after)
+	if err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated frame: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("reading a header declaring 16 MiB and 10 payload bytes allocated %d bytes", got)
+	}
+
+	// A payload that does arrive is read whole, across many growth steps.
+	payload := make([]byte, 3<<20+17)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	h, got, err := readFrame(iotest.OneByteReader(bytes.NewReader(newFrame(kindRequest, 0, 2, 0, payload))), &hdr, 16<<20)
+	if err != nil || h.id != 2 || !bytes.Equal(got, payload) {
+		t.Fatalf("payload of %d bytes: read %d bytes, %v", len(payload), len(got), err)
+	}
+}
+
+// FuzzHello: no input makes the hello decoders panic or allocate past their
+// bounds; every hello accepted re-encodes to the bytes read.
+func FuzzHello(f *testing.F) {
+	f.Add(encodeHello(hello{id: Identity{NodeID: "n1", Incarnation: "inc", ClusterID: "c1"}, idle: time.Minute}))
+	f.Add(encodeHello(hello{}))
+	f.Add(encodeMsg(msgAccept, nil))
+	f.Add(encodeRefuse("other cluster"))
+	f.Add([]byte{msgHello, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		typ, body, err := readMsg(r)
+		if err != nil {
+			return
+		}
+		if len(body) > maxHelloBody {
+			t.Fatalf("body of %d bytes accepted", len(body))
+		}
+		consumed := data[:len(data)-r.Len()]
+		switch typ {
+		case msgHello:
+			h, err := decodeHello(body)
+			if err != nil {
+				if !errors.Is(err, ErrProtocol) {
+					t.Fatalf("unclassified hello error %v", err)
+				}
+				return
+			}
+			if checkIdentity(h.id) != nil {
+				t.Fatalf("decoded identity %+v does not pass checkIdentity", h.id)
+			}
+			if re := encodeHello(h); !bytes.Equal(re, consumed) {
+				t.Fatalf("re-encoding differs:\n%x\n%x", re, consumed)
+			}
+		case msgRefuse:
+			if len(body) > maxReasonLen {
+				t.Fatalf("reason of %d bytes accepted", len(body))
+			}
+		case msgAccept:
+			if len(body) != 0 {
+				t.Fatal("accept with a body")
+			}
+		default:
+			t.Fatalf("message type %d accepted", typ)
+		}
 	})
 }

@@ -38,7 +38,18 @@ func (t *Transport) acceptLoop() {
 			continue
 		}
 		delay = 0
-		if !t.track(raw, connHandshake) || !t.goTracked(func() { t.handshake(raw) }) {
+		switch reason := t.admitInbound(raw); reason {
+		case "":
+		case rejectClosing:
+			raw.Close()
+			return
+		default:
+			// Over a limit: close before reading or allocating anything.
+			raw.Close()
+			t.limitReached(raw, reason)
+			continue
+		}
+		if !t.goTracked(func() { t.handshake(raw) }) {
 			raw.Close()
 			t.untrack(raw)
 			return
@@ -47,9 +58,10 @@ func (t *Transport) acceptLoop() {
 }
 
 // handshake runs the server side of the connection set-up under
-// HandshakeTimeout: TLS (when configured), then the preface. It then hands
-// the connection to the Raft stream layer or serves RPCs on it. Any failure
-// closes the connection, counts it and logs it at debug level.
+// HandshakeTimeout: TLS (when configured), the preface and, for version 2,
+// the hello. It then hands the connection to the Raft stream layer or
+// serves RPCs on it. Any failure closes the connection, counts it and logs
+// it at debug level (identity refusals at Warn, see refuse).
 func (t *Transport) handshake(raw net.Conn) {
 	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	conn := raw
@@ -81,20 +93,30 @@ func (t *Transport) handshake(raw net.Conn) {
 		t.reject(raw, readFailure(err), err)
 		return
 	}
-	proto, err := parsePreface(b)
+	proto, version, err := parsePreface(b, t.prefacePolicy())
 	if err != nil {
 		var pe *prefaceError
 		errors.As(err, &pe)
-		if pe.reason == rejectBadVersion {
+		var farewell []byte
+		if pe.reason == rejectBadVersion || pe.reason == rejectLegacy {
 			// Tell the dialer why, in the frame format every version keeps.
-			conn.Write(newFrame(kindError, codeVersion, 0, 0, []byte(pe.msg)))
+			farewell = newFrame(kindError, codeVersion, 0, 0, []byte(pe.msg))
 		}
-		t.reject(raw, pe.reason, err)
+		if pe.reason == rejectLegacy {
+			t.refuse(raw.RemoteAddr().String(), true, false, Identity{}, pe.msg)
+		}
+		t.rejectWith(raw, conn, pe.reason, err, farewell)
 		return
 	}
 	if _, err := conn.Write(b[:]); err != nil {
 		t.reject(raw, readFailure(err), err)
 		return
+	}
+	if version == versionHello {
+		if reason, farewell, err := t.serverHello(conn, raw.RemoteAddr().String(), proto); err != nil {
+			t.rejectWith(raw, conn, reason, err, farewell)
+			return
+		}
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		t.reject(raw, rejectRead, err)
@@ -103,11 +125,111 @@ func (t *Transport) handshake(raw net.Conn) {
 	switch proto {
 	case protoRaft:
 		t.setKind(raw, connRaft)
-		t.stream.deliver(raw, conn)
+		t.stream.deliver(newInboundRaftConn(t, raw, conn, version))
 	case protoRPC:
 		t.setKind(raw, connRPC)
 		t.metrics.accepted.WithLabelValues("rpc").Inc()
 		t.serveConn(raw, conn)
+	}
+}
+
+// prefacePolicy is the versions this listener admits now.
+func (t *Transport) prefacePolicy() prefacePolicy {
+	if t.cfg.legacyV1 {
+		return prefacePolicy{legacy: true}
+	}
+	return prefacePolicy{hello: true, legacy: t.cfg.Identity == nil || t.acceptLegacy()}
+}
+
+// acceptLegacy reports whether legacy (version 1) peers are admitted now.
+func (t *Transport) acceptLegacy() bool {
+	return t.cfg.AcceptLegacy != nil && t.cfg.AcceptLegacy()
+}
+
+// serverHello runs the listener's side of the hello (hello.go): read the
+// dialer's hello, vet it, answer with this node's hello or a refusal, and
+// wait for the dialer's verdict. On failure it returns the metric reason
+// and, for a refusal, the message to send before closing.
+func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (string, []byte, error) {
+	typ, body, err := readMsg(conn)
+	if err != nil {
+		if errors.Is(err, ErrProtocol) {
+			return rejectHello, nil, err
+		}
+		return readFailure(err), nil, err
+	}
+	if typ != msgHello {
+		return rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
+	}
+	peer, err := decodeHello(body)
+	if err != nil {
+		return rejectHello, nil, err
+	}
+	own, err := t.ownHello(proto)
+	if err == nil {
+		err = t.checkPeer(peer.id, true)
+	} else {
+		t.log.Error("transport: cannot send this node's identity", "err", err)
+	}
+	if err != nil {
+		reason := truncate(err.Error(), maxReasonLen)
+		t.refuse(remote, true, false, peer.id, reason)
+		return rejectIdentity, encodeRefuse(reason), fmt.Errorf("refused peer %q: %w", peer.id.NodeID, err)
+	}
+	if _, err := conn.Write(encodeHello(own)); err != nil {
+		return readFailure(err), nil, err
+	}
+	typ, body, err = readMsg(conn)
+	switch {
+	case err != nil && errors.Is(err, ErrProtocol):
+		return rejectHello, nil, err
+	case err != nil:
+		return readFailure(err), nil, err
+	case typ == msgRefuse:
+		reason := printable(body)
+		t.refuse(remote, true, true, peer.id, reason)
+		return rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", ErrRefused, reason)
+	case typ != msgAccept:
+		return rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
+	}
+	return "", nil, nil
+}
+
+// ownHello is the hello this node sends on a connection of proto.
+func (t *Transport) ownHello(proto byte) (hello, error) {
+	var h hello
+	if t.cfg.Identity != nil {
+		h.id = t.cfg.Identity()
+	}
+	if err := checkIdentity(h.id); err != nil {
+		return hello{}, fmt.Errorf("transport: Identity: %w", err)
+	}
+	h.idle = deadAfter * t.cfg.KeepaliveInterval
+	if proto == protoRaft {
+		h.idle = t.cfg.RaftIdleTimeout
+	}
+	return h, nil
+}
+
+// checkPeer runs Config.CheckPeer, if any.
+func (t *Transport) checkPeer(peer Identity, inbound bool) error {
+	if t.cfg.CheckPeer == nil {
+		return nil
+	}
+	return t.cfg.CheckPeer(peer, inbound)
+}
+
+// limitReached counts and (rate-limited) logs a connection refused over a
+// limit.
+func (t *Transport) limitReached(raw net.Conn, reason string) {
+	t.metrics.rejected.WithLabelValues(reason).Inc()
+	if t.cfg.testHookReject != nil {
+		t.cfg.testHookReject(reason)
+	}
+	if ok, suppressed := t.limitLog.allow(reason); ok {
+		t.log.Warn("transport: refusing inbound connections: limit reached",
+			"reason", reason, "remote", raw.RemoteAddr().String(), "refused_since_last_log", suppressed,
+			"max_conns", t.cfg.MaxConns, "max_conns_per_host", t.cfg.MaxConnsPerHost, "max_handshakes", t.cfg.MaxHandshakes)
 	}
 }
 
@@ -125,6 +247,14 @@ func readFailure(err error) string {
 
 // reject closes a connection that failed the handshake.
 func (t *Transport) reject(raw net.Conn, reason string, err error) {
+	t.rejectWith(raw, nil, reason, err, nil)
+}
+
+// rejectWith is reject that first tells the peer why: it writes farewell
+// (a version error frame or a hello refusal) to conn, after the refusal was
+// counted and recorded, so the peer never learns of it before this node's
+// metrics and Refusals do.
+func (t *Transport) rejectWith(raw, conn net.Conn, reason string, err error, farewell []byte) {
 	if t.isClosed() {
 		reason = rejectClosing
 	}
@@ -133,6 +263,9 @@ func (t *Transport) reject(raw net.Conn, reason string, err error) {
 		t.cfg.testHookReject(reason)
 	}
 	t.log.Debug("transport: refused connection", "remote", raw.RemoteAddr().String(), "reason", reason, "err", err)
+	if len(farewell) > 0 {
+		conn.Write(farewell)
+	}
 	raw.Close()
 	t.untrack(raw)
 }

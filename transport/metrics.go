@@ -10,12 +10,14 @@ import (
 // code and tests need no nil checks) and are registered only when
 // Config.Registerer is set.
 type metrics struct {
-	accepted    *prometheus.CounterVec // protocol
-	rejected    *prometheus.CounterVec // reason
-	calls       *prometheus.CounterVec // outcome
-	callLatency prometheus.Histogram
-	served      *prometheus.CounterVec // outcome
-	protocol    prometheus.Counter     // RPC connections closed for a protocol violation
+	accepted      *prometheus.CounterVec // protocol
+	rejected      *prometheus.CounterVec // reason
+	calls         *prometheus.CounterVec // outcome
+	callLatency   prometheus.Histogram
+	served        *prometheus.CounterVec // outcome
+	protocol      prometheus.Counter     // connections closed for a protocol violation
+	raftIdle      prometheus.Counter     // inbound Raft connections closed as idle
+	refusedByPeer prometheus.Counter     // hellos in which the peer refused this node
 }
 
 // Outcome label values of calls and served requests.
@@ -43,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"protocol"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "handshakes_rejected_total",
-			Help: "Inbound connections closed during the handshake, by reason.",
+			Help: "Connections refused before use, by reason: inbound handshake failures and limits, and identity refusals in either direction.",
 		}, []string{"reason"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "rpc_calls_total",
@@ -60,8 +62,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		protocol: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "protocol_errors_total",
-			Help: "RPC connections closed because the peer broke the frame protocol.",
+			Help: "Connections closed because the peer broke the RPC frame or Raft chunk protocol.",
 		}),
+		raftIdle: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "raft_idle_closed_total",
+			Help: "Inbound Raft connections closed because nothing arrived (or no response could be written) for RaftIdleTimeout.",
+		}),
+		refusedByPeer: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "refused_by_peer_total",
+			Help: "Connections (either direction) on which the peer refused this node's identity in the hello.",
+		}),
+	}
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r)
+	}
+	for _, p := range []string{"raft", "rpc"} {
+		m.accepted.WithLabelValues(p)
+	}
+	for _, o := range []string{outcomeOK, outcomeRemote, outcomeCanceled, outcomeDeadline, outcomeConnLost, outcomeDial, outcomeClosed, outcomeTooLarge} {
+		m.calls.WithLabelValues(o)
+	}
+	for _, o := range []string{outcomeHandlerOK, outcomeHandlerEr, outcomePanic, outcomeNoHandler, outcomeTooLarge} {
+		m.served.WithLabelValues(o)
 	}
 	if reg == nil {
 		return m, nil
@@ -80,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.accepted, m.rejected, m.calls, m.callLatency, m.served, m.protocol}
+	return []prometheus.Collector{m.accepted, m.rejected, m.calls, m.callLatency, m.served, m.protocol, m.raftIdle, m.refusedByPeer}
 }
 
 // unregister removes the collectors again (used when New fails late).

@@ -32,30 +32,40 @@ type muxConn struct {
 	client   bool     // the client side sends pings
 	interval time.Duration
 
-	sendq    chan []byte
-	done     chan struct{} // closed on failure
-	once     sync.Once
-	err      error        // why it failed; set before done is closed
-	onFail   func(error)  // runs once, after done is closed
-	lastRecv atomic.Int64 // unix nanos of the last frame read
+	sendq  chan []byte
+	done   chan struct{} // closed on failure
+	once   sync.Once
+	err    error       // why it failed; set before done is closed
+	onFail func(error) // runs once, after done is closed
+	// busy, when set (client side), reports whether the connection was
+	// used since its previous call; after idleTicks keepalive ticks in a
+	// row without use the connection is closed (RPCIdleTimeout).
+	busy      func() bool
+	idleTicks int
+	// heard is set by every frame read and cleared by each keepalive tick:
+	// liveness counts ticks (monotonic timers), never reads a clock, so a
+	// wall-clock step can neither kill a healthy connection nor hide a
+	// dead one.
+	heard atomic.Bool
 }
 
-func newMuxConn(t *Transport, raw, conn net.Conn, client bool) *muxConn {
+// newMuxConn returns the shared part of an RPC connection; a client pings
+// every interval.
+func newMuxConn(t *Transport, raw, conn net.Conn, client bool, interval time.Duration) *muxConn {
 	m := &muxConn{
 		t:        t,
 		raw:      raw,
 		conn:     conn,
 		client:   client,
-		interval: t.cfg.KeepaliveInterval,
+		interval: interval,
 		sendq:    make(chan []byte, sendQueueLen),
 		done:     make(chan struct{}),
 	}
-	m.touch()
 	return m
 }
 
 // touch records that a frame arrived.
-func (m *muxConn) touch() { m.lastRecv.Store(time.Now().UnixNano()) }
+func (m *muxConn) touch() { m.heard.Store(true) }
 
 // fail marks the connection dead with cause err, closes it and runs
 // onFail. Only the first call has an effect.
@@ -107,11 +117,13 @@ func (m *muxConn) trySend(f []byte) {
 
 // writeLoop writes queued frames, flushing when the queue runs dry, and
 // runs the keepalive: the client pings every interval, and either side
-// fails the connection after deadAfter intervals without a frame.
+// fails the connection after deadAfter ticks in a row without a frame
+// (between deadAfter and deadAfter+1 intervals of silence).
 func (m *muxConn) writeLoop() {
 	bw := bufio.NewWriterSize(m.conn, ioBufSize)
 	ticker := time.NewTicker(m.interval)
 	defer ticker.Stop()
+	silentTicks, unusedTicks := 0, 0
 	var ping [headerLen]byte
 	header{kind: kindPing}.put(ping[:])
 	for {
@@ -124,10 +136,19 @@ func (m *muxConn) writeLoop() {
 				return
 			}
 		case <-ticker.C:
-			silent := time.Since(time.Unix(0, m.lastRecv.Load()))
-			if silent >= deadAfter*m.interval {
-				m.fail(fmt.Errorf("%w: nothing received from %s for %v", ErrConnectionLost, m.raw.RemoteAddr(), silent))
+			if m.heard.Swap(false) {
+				silentTicks = 0
+			} else if silentTicks++; silentTicks >= deadAfter {
+				m.fail(fmt.Errorf("%w: nothing received from %s for %d keepalive intervals of %v", ErrConnectionLost, m.raw.RemoteAddr(), silentTicks, m.interval))
 				return
+			}
+			if m.busy != nil {
+				if m.busy() {
+					unusedTicks = 0
+				} else if unusedTicks++; unusedTicks >= m.idleTicks {
+					m.fail(fmt.Errorf("%w: closed after %d keepalive intervals without a call", ErrConnectionLost, unusedTicks))
+					return
+				}
 			}
 			if m.client {
 				if err := m.writeBatch(bw, ping[:]); err != nil {

@@ -1,12 +1,16 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +35,11 @@ func (f *testFSM) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	f.entries = append(f.entries, bytes.Clone(l.Data))
 	if len(f.entries) == f.want {
-		close(f.done)
+		select {
+		case <-f.done:
+		default:
+			close(f.done)
+		}
 	}
 	return len(f.entries)
 }
@@ -39,19 +47,53 @@ func (f *testFSM) Apply(l *raft.Log) any {
 func (f *testFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &testSnapshot{n: len(f.entries)}, nil
+	return &testSnapshot{entries: slices.Clone(f.entries)}, nil
 }
 
+// Restore replaces the entries with a snapshot's (length-prefixed).
 func (f *testFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	_, err := io.Copy(io.Discard, rc)
-	return err
+	br := bufio.NewReader(rc)
+	var entries [][]byte
+	for {
+		n, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		e := make([]byte, n)
+		if _, err := io.ReadFull(br, e); err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries = entries
+	if len(f.entries) >= f.want {
+		select {
+		case <-f.done:
+		default:
+			close(f.done)
+		}
+	}
+	return nil
 }
 
-type testSnapshot struct{ n int }
+type testSnapshot struct{ entries [][]byte }
 
 func (s *testSnapshot) Persist(sink raft.SnapshotSink) error {
-	fmt.Fprintf(sink, "%d", s.n)
+	w := bufio.NewWriter(sink)
+	for _, e := range s.entries {
+		w.Write(binary.AppendUvarint(nil, uint64(len(e))))
+		w.Write(e)
+	}
+	if err := w.Flush(); err != nil {
+		sink.Cancel()
+		return err
+	}
 	return sink.Close()
 }
 func (s *testSnapshot) Release() {}
@@ -217,11 +259,17 @@ func TestRaftClusterOverTCP(t *testing.T) {
 	}{
 		{"plaintext", func(int) *tls.Config { return nil }},
 		{"mutual-TLS", func(i int) *tls.Config { return ca.tlsConfig(t, fmt.Sprintf("n%d", i)) }},
+		{"mutual-TLS/hello", func(i int) *tls.Config { return ca.tlsConfig(t, fmt.Sprintf("n%d", i)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var trs []*Transport
 			for i := range 3 {
-				trs = append(trs, startTransport(t, testConfig(tc.tls(i)), echo))
+				cfg := testConfig(tc.tls(i))
+				if strings.HasSuffix(tc.name, "/hello") {
+					cfg.Identity = func() Identity { return Identity{NodeID: fmt.Sprintf("n%d", i), ClusterID: "c1"} }
+					cfg.CheckPeer = sameCluster("c1")
+				}
+				trs = append(trs, startTransport(t, cfg, echo))
 			}
 			entries := testEntries(20)
 			nodes := startRaftCluster(t, trs, realTimeRaft, len(entries))

@@ -101,14 +101,14 @@ func TestRefuseUnsupportedVersionWithReason(t *testing.T) {
 	srv := startTransport(t, cfg, echo)
 	for _, proto := range []byte{protoRPC, protoRaft} {
 		c := dialRaw(t, srv.Addr())
-		c.Write([]byte{proto, 2})
+		c.Write([]byte{proto, 3})
 		c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		var hdr [headerLen]byte
 		h, msg, err := readFrame(bufio.NewReader(c), &hdr, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.kind != kindError || h.code != codeVersion || !strings.Contains(string(msg), "unsupported version 2") {
+		if h.kind != kindError || h.code != codeVersion || !strings.Contains(string(msg), "unsupported version 3") {
 			t.Fatalf("got frame %+v %q", h, msg)
 		}
 		expectClosedByPeer(t, c)
@@ -117,7 +117,7 @@ func TestRefuseUnsupportedVersionWithReason(t *testing.T) {
 	// The dialing side turns the refusal into ErrProtocol with the reason.
 	c := dialRaw(t, srv.Addr())
 	c.Write([]byte{protoRPC, 7})
-	if err := readAck(c, protoRPC, 1<<20); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "unsupported version 7") {
+	if err := readAck(c, protoRPC, 7); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "unsupported version 7") {
 		t.Fatalf("readAck = %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestRefuseGarbageAfterPreface(t *testing.T) {
 		newFrame(kindResponse, 0, 1, 0, nil),                                              // server-only kind
 	} {
 		c := dialRaw(t, srv.Addr())
-		c.Write(append([]byte{protoRPC, rpcVersion}, garbage...))
+		c.Write(append([]byte{protoRPC, versionLegacy}, garbage...))
 		expectClosedByPeer(t, c)
 	}
 	// Each violation was counted before its connection closed.
@@ -161,7 +161,7 @@ func TestRefuseTLSPeers(t *testing.T) {
 
 	t.Run("raw plaintext request", func(t *testing.T) {
 		c := dialRaw(t, srv.Addr())
-		c.Write(append([]byte{protoRPC, rpcVersion}, newFrame(kindRequest, 0, 1, 0, []byte("hi"))...))
+		c.Write(append([]byte{protoRPC, versionLegacy}, newFrame(kindRequest, 0, 1, 0, []byte("hi"))...))
 		expectClosedByPeer(t, c)
 		expectReject(t, srv, rej, rejectTLS)
 	})
@@ -211,7 +211,7 @@ func TestRefuseTLSPeers(t *testing.T) {
 		if err := tc.HandshakeContext(ctx); err == nil {
 			// TLS 1.3: the server rejects the missing certificate after the
 			// client's handshake completes; the connection then closes.
-			tc.Write([]byte{protoRPC, rpcVersion})
+			tc.Write([]byte{protoRPC, versionLegacy})
 		}
 		expectClosedByPeer(t, tc)
 		expectReject(t, srv, rej, rejectTLS)

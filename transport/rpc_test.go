@@ -100,7 +100,7 @@ func TestCallConcurrentMultiplexed(t *testing.T) {
 	cli.mu.Lock()
 	n := 0
 	for _, k := range cli.conns {
-		if k == connRPC {
+		if k.kind == connRPC {
 			n++
 		}
 	}

@@ -14,18 +14,26 @@ import (
 	"unicode/utf8"
 )
 
-// maxInflightPerConn bounds the handlers running for one connection; the
-// connection's reader waits (backpressure) beyond it.
-const maxInflightPerConn = 1024
+// maxInflightPerConn bounds the handlers running for one connection, and
+// inflightBytesFactor × MaxMessageSize the request payloads they hold
+// (default 64 MiB); the connection's reader waits (backpressure) beyond
+// either. A request larger than the byte budget runs alone.
+const (
+	maxInflightPerConn  = 1024
+	inflightBytesFactor = 4
+)
 
 // serverConn is the server side of an RPC connection.
 type serverConn struct {
 	*muxConn
-	from string
-	sem  chan struct{}
+	from   string
+	sem    chan struct{}
+	budget int           // request bytes the running handlers may hold
+	freed  chan struct{} // signalled when a handler releases its bytes
 
 	mu       sync.Mutex
 	inflight map[uint64]context.CancelFunc
+	held     int // request bytes held by running handlers
 }
 
 // serveConn serves RPC frames on an accepted connection until it fails.
@@ -34,9 +42,11 @@ func (t *Transport) serveConn(raw, conn net.Conn) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	s := &serverConn{
-		muxConn:  newMuxConn(t, raw, conn, false),
+		muxConn:  newMuxConn(t, raw, conn, false, t.cfg.KeepaliveInterval),
 		from:     raw.RemoteAddr().String(),
 		sem:      make(chan struct{}, maxInflightPerConn),
+		budget:   inflightBytesFactor * t.cfg.MaxMessageSize,
+		freed:    make(chan struct{}, 1),
 		inflight: make(map[uint64]context.CancelFunc),
 	}
 	s.onFail = func(error) { cancel() }
@@ -74,7 +84,12 @@ func (s *serverConn) readLoop(ctx context.Context) error {
 			case <-s.done:
 				return s.err
 			}
+			if !s.reserve(len(payload)) {
+				<-s.sem
+				return s.err
+			}
 			if err := s.start(ctx, h, payload); err != nil {
+				s.release(len(payload))
 				<-s.sem
 				return err
 			}
@@ -89,6 +104,37 @@ func (s *serverConn) readLoop(ctx context.Context) error {
 		default:
 			return fmt.Errorf("%w: unexpected frame kind %d from client", ErrProtocol, h.kind)
 		}
+	}
+}
+
+// reserve waits until n more request bytes fit into the connection's
+// budget (always, when no handler holds any), or the connection fails
+// (false).
+func (s *serverConn) reserve(n int) bool {
+	for {
+		s.mu.Lock()
+		if s.held == 0 || s.held+n <= s.budget {
+			s.held += n
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.freed:
+		case <-s.done:
+			return false
+		}
+	}
+}
+
+// release returns n request bytes to the budget.
+func (s *serverConn) release(n int) {
+	s.mu.Lock()
+	s.held -= n
+	s.mu.Unlock()
+	select {
+	case s.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -122,11 +168,13 @@ func (s *serverConn) start(ctx context.Context, h header, req []byte) error {
 
 // handle runs the handler for one request and queues the reply.
 func (s *serverConn) handle(ctx context.Context, cancel context.CancelFunc, id uint64, req []byte) {
+	n := len(req)
 	defer func() {
 		s.mu.Lock()
 		delete(s.inflight, id)
 		s.mu.Unlock()
 		cancel()
+		s.release(n)
 		<-s.sem
 	}()
 	resp, code, msg := s.t.invoke(ctx, s.from, req)

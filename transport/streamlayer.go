@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -89,21 +88,22 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	raw, conn, err := s.t.dialConn(ctx, string(address), protoRaft)
+	sess, err := s.t.dialConn(ctx, string(address), protoRaft, dialAuto)
 	if err != nil {
 		return nil, err
 	}
-	return &raftConn{Conn: conn, raw: raw, t: s.t}, nil
+	return s.t.newOutboundRaftConn(sess), nil
 }
 
 // deliver hands an inbound Raft connection to Accept. A connection nobody
 // accepts within HandshakeTimeout (no NetworkTransport running) is closed.
-func (s *streamLayer) deliver(raw, conn net.Conn) {
+func (s *streamLayer) deliver(c *raftConn) {
+	raw := c.raw
 	timer := time.NewTimer(s.t.cfg.HandshakeTimeout)
 	defer timer.Stop()
 	s.accepted(1)
 	select {
-	case s.acceptCh <- &raftConn{Conn: conn, raw: raw, t: s.t, accepted: true}:
+	case s.acceptCh <- c:
 		s.t.metrics.accepted.WithLabelValues("raft").Inc()
 		return
 	case <-s.closed:
@@ -152,37 +152,4 @@ func (t *Transport) WaitRaftConns(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// raftConn is a Raft connection; closing it also forgets it.
-type raftConn struct {
-	net.Conn
-	raw      net.Conn
-	t        *Transport
-	accepted bool // inbound: counted in streamLayer.open until closed
-	once     sync.Once
-}
-
-// Read reads from the connection. Once the stream layer or the Transport
-// is closed, read errors are reported as io.EOF, so raft treats the
-// connection as ended rather than logging a decode error per connection.
-func (c *raftConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if err != nil && err != io.EOF && c.t.stream.isClosed() {
-		err = io.EOF
-	}
-	return n, err
-}
-
-// Close closes the connection (sending a TLS close_notify when on TLS).
-func (c *raftConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.raw.Close()
-		c.t.untrack(c.raw)
-		if c.accepted {
-			c.t.stream.accepted(-1)
-		}
-	})
-	return err
 }

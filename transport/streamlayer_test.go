@@ -32,9 +32,9 @@ func TestStreamLayerAcceptDialClose(t *testing.T) {
 		t.Fatal("Accept failed")
 	}
 	// Bytes flow both ways after the preface.
-	out.Write([]byte("ping"))
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "ping" {
+	out.Write(raftMsg)
+	buf := make([]byte, len(raftMsg))
+	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != string(raftMsg) {
 		t.Fatalf("read %q, %v", buf, err)
 	}
 

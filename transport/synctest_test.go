@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -250,5 +252,150 @@ func TestSynctestDroppedConnAndPeerRestart(t *testing.T) {
 		if resp, err := cli.Call(ctx, srv2.Addr(), []byte("again")); err != nil || string(resp) != "echo:again" {
 			t.Fatalf("after restart: %q, %v", resp, err)
 		}
+	})
+}
+
+// A raft cluster left idle for far longer than RaftIdleTimeout keeps every
+// connection when its nodes speak version 2 (keepalives), and then commits
+// at once; legacy (version 1) connections idle in raft's pool are cut. A
+// leadership transfer leaves the old leader's connections idle in its pool
+// (raft's pipeline connection itself is never idle: the leader sends an
+// AppendEntries every CommitTimeout), and a second one reuses them.
+func TestSynctestRaftIdleConnsKeptAlive(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		identity bool
+	}{{"version 2", true}, {"version 1", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := memnet.New()
+				defer n.Close()
+				var trs []*Transport
+				for _, h := range []string{"a", "b", "c"} {
+					trs = append(trs, memTransport(t, n, h, echo, func(c *Config) {
+						c.RaftIdleTimeout = 3 * time.Second
+						if tc.identity {
+							c.Identity = func() Identity { return Identity{NodeID: h, ClusterID: "c1"} }
+						}
+					}))
+				}
+				all := testEntries(20)
+				nodes := startRaftCluster(t, trs, raftTiming{}, len(all))
+				applyViaLeader(t, nodes, all[:10], time.Minute)
+				transferLeadership(t, nodes)
+				time.Sleep(10 * time.Minute)
+				var cut float64
+				for _, tr := range trs {
+					cut += counterValue(t, tr.metrics.raftIdle)
+				}
+				switch {
+				case tc.identity && cut != 0:
+					t.Fatalf("%v idle version-2 Raft connections were cut", cut)
+				case !tc.identity && cut == 0:
+					t.Fatal("no idle version-1 Raft connection was cut (the test does not exercise idle connections)")
+				}
+				if tc.identity {
+					// Over the kept connections, leadership moves at once.
+					// (Over cut ones a transfer can fail and the old leader
+					// win again: what a cut costs raft.)
+					transferLeadership(t, nodes)
+				}
+				applyViaLeader(t, nodes, all[10:], time.Minute)
+				waitApplied(t, nodes, all, time.Minute)
+				stopRaftCluster(t, nodes)
+			})
+		})
+	}
+}
+
+// transferLeadership moves leadership away from the current leader and
+// waits until another node leads.
+func transferLeadership(t *testing.T, nodes []*clusterNode) {
+	t.Helper()
+	for _, nd := range nodes {
+		if nd.r.State() != raft.Leader {
+			continue
+		}
+		if err := nd.r.LeadershipTransfer().Error(); err != nil {
+			t.Fatalf("leadership transfer: %v", err)
+		}
+		for range 600 {
+			for _, o := range nodes {
+				if o != nd && o.r.State() == raft.Leader {
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatal("no new leader after the transfer")
+	}
+	t.Fatal("no leader")
+}
+
+// A follower that fell behind the leader's compacted log catches up through
+// InstallSnapshot over version-2 connections: the snapshot stream (whose
+// bytes look like hostile msgpack) passes the inbound guard and the chunked
+// framing intact.
+func TestSynctestRaftInstallSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		hosts := []string{"a", "b", "c"}
+		var trs []*Transport
+		for _, h := range hosts {
+			trs = append(trs, memTransport(t, n, h, echo, func(c *Config) {
+				c.Identity = func() Identity { return Identity{NodeID: h, ClusterID: "c1"} }
+			}))
+		}
+		all := testEntries(10)
+		for i := range 40 {
+			all = append(all, append(fmt.Appendf(nil, "big-%02d:", i), bytes.Repeat([]byte{0xdf, 0xff, 0xff, 0xff, 0xff}, 2000)...))
+		}
+		nodes := startRaftCluster(t, trs, raftTiming{}, len(all))
+		applyViaLeader(t, nodes, all[:10], time.Minute)
+		lag := -1
+		for i, nd := range nodes {
+			if nd.r.State() != raft.Leader {
+				lag = i
+			}
+		}
+		var others []string
+		for i, h := range hosts {
+			if i != lag {
+				others = append(others, h)
+			}
+		}
+		n.Partition([]string{hosts[lag]}, others)
+		var rest []*clusterNode
+		for i, nd := range nodes {
+			if i != lag {
+				rest = append(rest, nd)
+			}
+		}
+		applyViaLeader(t, rest, all[10:], time.Minute)
+		for _, nd := range rest {
+			if nd.r.State() == raft.Leader {
+				rc := nd.r.ReloadableConfig()
+				rc.TrailingLogs = 2
+				if err := nd.r.ReloadConfig(rc); err != nil {
+					t.Fatal(err)
+				}
+				if err := nd.r.Snapshot().Error(); err != nil {
+					t.Fatalf("leader snapshot: %v", err)
+				}
+			}
+		}
+		n.Heal()
+		waitApplied(t, nodes, all, 5*time.Minute)
+		synctest.Wait() // raft records the install after the FSM restored it
+		if got := nodes[lag].r.Stats()["last_snapshot_index"]; got == "0" {
+			t.Fatal("the lagging follower caught up without installing a snapshot")
+		}
+		for _, tr := range trs {
+			if v := counterValue(t, tr.metrics.protocol); v != 0 {
+				t.Fatalf("%v protocol violations on healthy raft traffic", v)
+			}
+		}
+		stopRaftCluster(t, nodes)
 	})
 }

@@ -7,9 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
+
+// wallClock reads the wall clock, for timestamps shown to people
+// (Refusal.At). Nothing that decides liveness or a deadline reads it: Go
+// timers and deadlines run on the monotonic clock. Tests step it to prove
+// that.
+var wallClock = time.Now
 
 // connKind is what an accepted or dialed raw connection is used for.
 type connKind uint8
@@ -39,12 +46,24 @@ type Transport struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Transport starts
 
+	refusals refusals    // recent identity refusals (own lock)
+	legacy   legacyPeers // addresses that refused version 2 (own lock)
+	limitLog rateLog     // rate limit of the connection-limit warnings
+
 	mu       sync.Mutex
 	closed   bool
-	conns    map[net.Conn]connKind // raw conns, accepted and dialed
-	peers    map[string]*peer      // RPC client pools by address
+	conns    map[net.Conn]*connInfo // raw conns, accepted and dialed
+	limits   connLimits             // admission of inbound conns
+	peers    map[string]*peer       // RPC client pools by address
 	raftNT   *raft.NetworkTransport
 	raftOnce sync.Once
+}
+
+// connInfo is what the Transport knows about a tracked raw connection.
+type connInfo struct {
+	kind    connKind
+	inbound bool   // accepted (counted in limits until untracked)
+	host    string // inbound: the source host
 }
 
 // New validates cfg, starts listening (or takes over cfg.Listener) and
@@ -87,8 +106,13 @@ func New(cfg Config, handler Handler) (*Transport, error) {
 		handler:   handler,
 		ctx:       ctx,
 		cancel:    cancel,
-		conns:     make(map[net.Conn]connKind),
+		conns:     make(map[net.Conn]*connInfo),
 		peers:     make(map[string]*peer),
+		limits: connLimits{
+			maxConns:      cfg.MaxConns,
+			maxPerHost:    cfg.MaxConnsPerHost,
+			maxHandshakes: cfg.MaxHandshakes,
+		},
 	}
 	if cfg.TLS != nil {
 		t.serverTLS = serverTLS(cfg.TLS)
@@ -156,31 +180,57 @@ func (t *Transport) goTracked(f func()) bool {
 	return true
 }
 
-// track records a raw connection so Close can close it. It reports false
-// when the Transport is closed; the caller must then close c itself.
+// track records a dialed raw connection so Close can close it. It reports
+// false when the Transport is closed; the caller must then close c itself.
 func (t *Transport) track(c net.Conn, kind connKind) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return false
 	}
-	t.conns[c] = kind
+	t.conns[c] = &connInfo{kind: kind}
 	return true
 }
 
-// setKind updates the kind of a tracked connection.
+// admitInbound applies the connection limits to an accepted connection
+// and tracks it (in its handshake). It returns "" when admitted, else the
+// reason to refuse it (rejectClosing when the Transport is closed).
+func (t *Transport) admitInbound(c net.Conn) string {
+	host := remoteHost(c)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return rejectClosing
+	}
+	if reason := t.limits.admit(host); reason != "" {
+		return reason
+	}
+	t.conns[c] = &connInfo{kind: connHandshake, inbound: true, host: host}
+	return ""
+}
+
+// setKind updates the kind of a tracked connection (an accepted one leaves
+// its handshake).
 func (t *Transport) setKind(c net.Conn, kind connKind) {
 	t.mu.Lock()
-	if _, ok := t.conns[c]; ok {
-		t.conns[c] = kind
+	if ci, ok := t.conns[c]; ok {
+		if ci.inbound && ci.kind == connHandshake && kind != connHandshake {
+			t.limits.handshakeDone()
+		}
+		ci.kind = kind
 	}
 	t.mu.Unlock()
 }
 
-// untrack forgets c (after it was closed).
+// untrack forgets c (after it was closed). Idempotent.
 func (t *Transport) untrack(c net.Conn) {
 	t.mu.Lock()
-	delete(t.conns, c)
+	if ci, ok := t.conns[c]; ok {
+		delete(t.conns, c)
+		if ci.inbound {
+			t.limits.release(ci.host, ci.kind == connHandshake)
+		}
+	}
 	t.mu.Unlock()
 }
 
@@ -188,8 +238,8 @@ func (t *Transport) untrack(c net.Conn) {
 func (t *Transport) closeKind(kind connKind) {
 	t.mu.Lock()
 	var cs []net.Conn
-	for c, k := range t.conns {
-		if k == kind {
+	for c, ci := range t.conns {
+		if ci.kind == kind {
 			cs = append(cs, c)
 		}
 	}

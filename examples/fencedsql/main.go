@@ -1,7 +1,11 @@
-// Command fencedsql shows fenced writes into a real SQL database (SQLite,
-// through database/sql) with lockapi and fence.SQL:
+// Command fencedsql shows fenced writes into a real SQL database (SQLite
+// or PostgreSQL, through database/sql) with lockapi and fence.SQL:
 //
-//	go run ./examples/fencedsql [-db invoices.db] [-workers 4] [-rounds 25]
+//	go run . [-db invoices.db] [-workers 4] [-rounds 25]      # SQLite
+//	go run . -postgres 'postgres://user@localhost:5432/db'    # PostgreSQL
+//
+// (from examples/fencedsql: a module of its own, so that the PostgreSQL
+// driver stays out of raftlock's go.mod.)
 //
 // Part 1: several workers update one invoice under its lock. Each write runs
 // in one transaction with the fence check (fence.SQL.Exec): the invoice row
@@ -16,12 +20,15 @@
 //
 // The cluster here is a single in-memory replica, to keep the example about
 // the database side; a real deployment runs three or five replicas (see
-// examples/replica and examples/demo).
+// examples/replica and examples/demo). Being new at every run, it starts its
+// tokens at 1: on a database that an earlier run used, the fence already
+// holds a higher token and would refuse every write. The program says so
+// and stops, unless -reset-fence tells it to forget the fence's entry —
+// safe here only because the earlier run's cluster and holders are gone.
 package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,8 +40,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/lockapi/fence"
@@ -57,14 +62,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("fencedsql", flag.ContinueOnError)
 	fs.SetOutput(out)
 	dbPath := fs.String("db", "", "SQLite database file (default: a temporary one)")
+	pgDSN := fs.String("postgres", "", "PostgreSQL connection string: use PostgreSQL instead of SQLite")
+	resetFence := fs.Bool("reset-fence", false, "forget the fence's entry for the invoice left by an earlier run")
 	workers := fs.Int("workers", 4, "concurrent workers")
 	rounds := fs.Int("rounds", 25, "updates per worker")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	switch {
+	case *workers < 1 || *rounds < 1:
+		return fmt.Errorf("-workers and -rounds must be at least 1")
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case *dbPath != "" && *pgDSN != "":
+		return fmt.Errorf("-db (SQLite) and -postgres exclude each other")
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if *dbPath == "" {
+	if *dbPath == "" && *pgDSN == "" {
 		dir, err := os.MkdirTemp("", "raftlock-fencedsql-")
 		if err != nil {
 			return err
@@ -72,31 +87,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "invoices.db")
 	}
-
-	// The database. _txlock=immediate: transactions take SQLite's write
-	// lock at BEGIN, so concurrent writers queue (busy_timeout) instead of
-	// failing with SQLITE_BUSY.
-	db, err := sql.Open("sqlite", "file:"+*dbPath+"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	st, err := openStore(ctx, *pgDSN, *dbPath)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (
-	id         TEXT PRIMARY KEY,
-	amount     INTEGER NOT NULL,
-	written_by TEXT NOT NULL,
-	token      INTEGER NOT NULL)`); err != nil {
+	defer st.db.Close()
+	reset, err := st.prepare(ctx, *resetFence)
+	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO invoices VALUES (?, 0, '', 0) ON CONFLICT (id) DO UPDATE SET amount = 0, written_by = '', token = 0`, invoice); err != nil {
-		return err
-	}
-	f := &fence.SQL{DB: db} // table raftlock_fence
-	if err := f.CreateTable(ctx); err != nil {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, `DELETE FROM raftlock_fence WHERE resource = ?`, invoice); err != nil {
-		return err
+	if reset > 0 {
+		fmt.Fprintf(out, "forgot the fence's token %d for %s, left by an earlier run (-reset-fence)\n", reset, invoice)
 	}
 
 	n, err := startNode(ctx)
@@ -109,12 +110,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		n.Close(cctx)
 	}()
 
-	// The fenced write: the fence check and the update in one transaction.
 	write := func(ctx context.Context, l *lockapi.Lease, who string) error {
-		return f.Exec(ctx, invoice, uint64(l.Token()), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`UPDATE invoices SET amount = amount + 1, written_by = ?, token = ? WHERE id = ?`, who, int64(l.Token()), invoice)
-			return err
-		})
+		return st.write(ctx, uint64(l.Token()), who)
 	}
 
 	fmt.Fprintf(out, "part 1: %d workers × %d fenced updates of %s\n", *workers, *rounds, invoice)
@@ -155,9 +152,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for err := range errs {
 		return err
 	}
-	var amount, tok int64
-	var by string
-	if err := db.QueryRowContext(ctx, `SELECT amount, written_by, token FROM invoices WHERE id = ?`, invoice).Scan(&amount, &by, &tok); err != nil {
+	amount, by, tok, err := st.invoiceRow(ctx)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  amount = %d (want %d), last written by %s with token %d\n", amount, *workers**rounds, by, tok)
@@ -204,15 +200,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("A's stale write was not refused: %v", err)
 	}
 	fmt.Fprintf(out, "  A writes with token %d: refused (%v)\n", la.Token(), err)
-	if err := db.QueryRowContext(ctx, `SELECT amount, written_by, token FROM invoices WHERE id = ?`, invoice).Scan(&amount, &by, &tok); err != nil {
+	if amount, by, tok, err = st.invoiceRow(ctx); err != nil {
 		return err
 	}
-	highest, err := f.Highest(ctx, invoice)
+	highest, err := st.fence.Highest(ctx, invoice)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  %s: amount %d, last written by %s with token %d; the fence's highest token is %d\n", invoice, amount, by, tok, highest)
-	if by != "worker-B" || uint64(tok) != uint64(lb.Token()) || highest != uint64(lb.Token()) {
+	if by != "worker-B" || tok != uint64(lb.Token()) || highest != uint64(lb.Token()) {
 		return errors.New("the stale write changed the invoice")
 	}
 	return nil

@@ -32,6 +32,7 @@ type config struct {
 	TLSCert         string
 	TLSKey          string
 	TLSServerName   string
+	AllowPlaintext  bool
 	GossipKey       string // base64
 	TTL             time.Duration
 	LockDelay       time.Duration
@@ -56,6 +57,7 @@ var envVars = map[string]string{
 	"tls-cert":         "RAFTLOCK_TLS_CERT",
 	"tls-key":          "RAFTLOCK_TLS_KEY",
 	"tls-server-name":  "RAFTLOCK_TLS_SERVER_NAME",
+	"allow-plaintext":  "RAFTLOCK_ALLOW_PLAINTEXT",
 	"gossip-key":       "RAFTLOCK_GOSSIP_KEY",
 	"ttl":              "RAFTLOCK_TTL",
 	"lock-delay":       "RAFTLOCK_LOCK_DELAY",
@@ -86,6 +88,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM file of this replica's certificate")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM file of this replica's private key")
 	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "name every peer certificate carries as a DNS SAN (default: the dialed host)")
+	fs.BoolVar(&c.AllowPlaintext, "allow-plaintext", false, "without mutual TLS, accept a -bind address other than loopback (anyone who reaches it can speak Raft to this replica; only on a trusted network)")
 	fs.StringVar(&c.GossipKey, "gossip-key", "", "base64 key (16, 24 or 32 bytes) encrypting gossip")
 	fs.DurationVar(&c.TTL, "ttl", 10*time.Second, "TTL of the HTTP clients' session")
 	fs.DurationVar(&c.LockDelay, "lock-delay", 0, "lock-delay of the HTTP clients' session")
@@ -151,6 +154,7 @@ func (c config) nodeConfig() (node.Config, error) {
 	nc := node.DefaultConfig()
 	nc.ID, nc.DataDir = c.ID, c.DataDir
 	nc.BindAddr, nc.AdvertiseAddr = c.Bind, c.Advertise
+	nc.AllowPlaintext = c.AllowPlaintext
 	nc.GossipAddr, nc.GossipAdvertiseAddr = c.Gossip, c.GossipAdvertise
 	for _, s := range strings.Split(c.Join, ",") {
 		if s = strings.TrimSpace(s); s != "" {

@@ -42,6 +42,16 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		nc.AdvertiseAddr != "10.0.0.1:9000" || nc.GossipAdvertiseAddr != "10.0.0.1:9001" || nc.Timing != node.TestTiming() {
 		t.Errorf("node config: %+v", nc)
 	}
+	if nc.AllowPlaintext {
+		t.Error("AllowPlaintext set without -allow-plaintext")
+	}
+	env["RAFTLOCK_ALLOW_PLAINTEXT"] = "true"
+	if c, err = parseConfig(nil, envOf(env), &out); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err = c.nodeConfig(); err != nil || !nc.AllowPlaintext {
+		t.Errorf("RAFTLOCK_ALLOW_PLAINTEXT=true: AllowPlaintext %v, %v", nc.AllowPlaintext, err)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -12,20 +12,110 @@
 // lower ones. A token equal to the highest is the same holder writing again
 // and is admitted.
 //
-// The package has no dependency on the rest of raftlock: a service that only
-// owns the protected data can import it alone.
+// The package has no dependency on the rest of raftlock, nor on any
+// database client: a service that only owns the protected data can import it
+// alone, with the driver it already uses.
 //
-// Two forms are provided: Memory, for state held in one process, and SQL,
-// which performs the check and the protected write atomically in the caller's
-// database transaction.
+// # The fences
+//
+// Each fence performs the check and the protected write as one atomic step
+// of the store that holds the data, so a holder that pauses between its
+// check and its write is still refused:
+//
+//   - Memory: state held in one process; a mutex per resource.
+//   - SQL: a table with one row per resource, checked and updated in the
+//     transaction of the protected write (database/sql; SQLite, PostgreSQL,
+//     MySQL and MariaDB, the Dialect chosen explicitly). Any isolation level
+//     is correct; see SQL for why, and for the retry of serialization
+//     failures.
+//   - Redis: one Lua script compares the stored token and runs the
+//     protected commands only if the caller's token is not older.
+//   - Object: object stores with conditional writes (S3 If-Match, GCS
+//     generation preconditions, Azure Blob If-Match): the token is stored
+//     with the object and every write is conditional on the version read.
+//
+// # Tokens and resource names
+//
+// Tokens start at 1: 0 is refused with ErrInvalid. Memory, Redis and
+// Object admit every token up to MaxToken; SQL stores tokens in a signed
+// 64-bit column and refuses tokens above MaxSQLToken with ErrInvalid
+// (raftlock's tokens stay far below: even tokens stamped in microseconds
+// reach 2^63 only in 292,000 years).
+//
+// A resource name is 1 to MaxResourceLen bytes of valid UTF-8 without NUL
+// bytes (a raftlock lock name always is); anything else is refused with
+// ErrInvalid. Names are compared byte for byte in every store: "Invoice",
+// "invoice" and "invoice " are three resources (the SQL tables use binary
+// collations for that).
+//
+// # Growth and cleanup
+//
+// Every fence keeps one entry per resource it ever admitted (a map entry, a
+// table row, a Redis key), forever unless told otherwise: the entry is what
+// refuses a stale holder, and a fence that forgot it would admit that
+// holder's write as a first one. Object keeps its token inside the object,
+// so it needs no cleanup of its own.
+//
+// Drop entries only for resources that are gone, with Forget and the token
+// of a current holder: take the resource's lock, delete the data with a
+// fenced write, then Forget with the same token (a newer holder in between
+// makes Forget fail with ErrStaleToken and keeps the entry). After that a
+// stale holder's write is admitted as a first write again, so writers must
+// not recreate a deleted resource blindly (update existing records; treat
+// "not found" as the end). A periodic job can expire a whole batch the
+// same way, one resource at a time (Memory.Forget, SQL.Forget,
+// Redis.Forget; Memory.Len tells how many entries are kept).
+//
+// # Lifetime
+//
+// A persistent fence outlives the lock cluster that issued its tokens. If
+// that cluster is rebuilt from empty data directories, its tokens restart
+// from 1 and the fence refuses every write of the resources it already
+// knows: that is the fence protecting the data from holders it cannot tell
+// apart. Keep the cluster's data (or restore it from a backup), or, only
+// when no holder of the old cluster can still write, drop the fence's
+// entries (for SQL: delete the table's rows) before the new cluster's
+// holders write.
 package fence
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
 
 // ErrStaleToken: a write with a higher fencing token was already admitted for
 // this resource; the caller's lease is stale and its write was refused.
 var ErrStaleToken = errors.New("fence: stale fencing token")
 
-// ErrInvalid: an invalid resource name or token (empty resource, zero token,
-// token beyond the int64 range for SQL).
+// ErrInvalid: an invalid argument or configuration (a resource name that is
+// empty, too long, not UTF-8 or holds NUL; a zero token or one beyond the
+// store's range; a bad table name or a missing client).
 var ErrInvalid = errors.New("fence: invalid argument")
+
+// Limits of tokens and resource names, the same for every fence.
+const (
+	MaxToken       = math.MaxUint64 // highest token of Memory, Redis, Object
+	MaxSQLToken    = math.MaxInt64  // highest token of SQL (a signed BIGINT)
+	MaxResourceLen = 1024           // bytes
+)
+
+func check(resource string, token, maxToken uint64) error {
+	switch {
+	case resource == "":
+		return fmt.Errorf("%w: empty resource", ErrInvalid)
+	case len(resource) > MaxResourceLen:
+		return fmt.Errorf("%w: resource of %d bytes (max %d)", ErrInvalid, len(resource), MaxResourceLen)
+	case !utf8.ValidString(resource):
+		return fmt.Errorf("%w: resource %q is not valid UTF-8", ErrInvalid, resource)
+	case strings.IndexByte(resource, 0) >= 0:
+		return fmt.Errorf("%w: resource %q holds a NUL byte", ErrInvalid, resource)
+	case token == 0:
+		return fmt.Errorf("%w: zero token (tokens start at 1)", ErrInvalid)
+	case token > maxToken:
+		return fmt.Errorf("%w: token %d beyond this fence's range (max %d)", ErrInvalid, token, maxToken)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -79,9 +80,13 @@ func TestMemoryFenceSerializesWrites(t *testing.T) {
 	}
 }
 
-func openSQLite(t *testing.T) *sql.DB {
+func openSQLite(t *testing.T) *sql.DB { return openSQLiteTimeout(t, 5000) }
+
+// openSQLiteTimeout opens a fresh SQLite database whose transactions take
+// the write lock at BEGIN and wait up to busyMillis for it.
+func openSQLiteTimeout(t *testing.T, busyMillis int) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "f.db")+"?_txlock=immediate&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_txlock=immediate&_pragma=busy_timeout(%d)", filepath.Join(t.TempDir(), "f.db"), busyMillis))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+)
+
+// Peer is what Probe learned about the node at an address.
+type Peer struct {
+	Identity     Identity
+	Certificates []*x509.Certificate // nil without TLS
+}
+
+// Probe opens a fresh RPC connection to addr, completes the handshake and the
+// hello, and closes it. It reports the peer's Identity and, with TLS, its
+// verified certificate chain (leaf first) — the lead uses it to prove a new
+// member's identity before adding it to the Raft configuration.
+//
+// Probe always speaks version 2 (a legacy peer fails it with an error
+// wrapping ErrProtocol) and runs CheckPeer like any dial: when CheckPeer
+// refuses the peer, Probe returns the peer's Identity together with an
+// error wrapping ErrHandshake and CheckPeer's error. Other errors are those
+// of a dial: ctx.Err(), ErrRefused (the peer refused this node), ErrHandshake,
+// ErrProtocol, ErrClosed. Safe for concurrent use.
+func (t *Transport) Probe(ctx context.Context, addr string) (Peer, error) {
+	s, err := t.dialConn(ctx, addr, protoRPC, dialProbe)
+	if err != nil {
+		var pr *peerRefusedError
+		if errors.As(err, &pr) {
+			return Peer{Identity: pr.peer}, err
+		}
+		return Peer{}, err
+	}
+	defer func() {
+		s.conn.Close()
+		s.raw.Close()
+		t.untrack(s.raw)
+	}()
+	p := Peer{Identity: s.peer.id}
+	if tc, ok := s.conn.(*tls.Conn); ok {
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			p.Certificates = st.VerifiedChains[0]
+		}
+	}
+	return p, nil
+}
