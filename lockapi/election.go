@@ -29,8 +29,12 @@ type Election struct {
 	name string
 }
 
-// NewElection returns the view of the election held on lock name.
+// NewElection returns the view of the election held on lock name. A nil
+// node or a bad name is refused with ErrInvalidArgument.
 func NewElection(n *node.Node, name string) (*Election, error) {
+	if n == nil {
+		return nil, invalid("nil node")
+	}
 	if err := fsm.ValidateLockName(name); err != nil {
 		return nil, invalid("election name: %v", err)
 	}
@@ -49,8 +53,12 @@ func (e *Election) Leader() Leader {
 }
 
 // LeaderSync is Leader after a linearizable read barrier: it reflects every
-// change committed before the call.
+// change committed before the call. A nil ctx is refused with
+// ErrInvalidArgument.
 func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
+	if ctx == nil {
+		return Leader{}, invalid("nil context")
+	}
 	if err := e.n.Sync(ctx); err != nil {
 		return Leader{}, fmt.Errorf("lockapi: election %q: %w", e.name, err)
 	}
@@ -60,8 +68,12 @@ func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
 // Observe returns a channel that receives the current leader at once and
 // then every change (a new token, or nobody leading), as this replica
 // applies it. A slow receiver only misses intermediate values, never the
-// latest. The channel is closed when ctx ends.
+// latest. The channel is closed when ctx ends. A nil ctx is refused with
+// ErrInvalidArgument.
 func (e *Election) Observe(ctx context.Context) (<-chan Leader, error) {
+	if ctx == nil {
+		return nil, invalid("nil context")
+	}
 	sub, err := e.n.Subscribe(node.EventFilter{Lock: e.name}, 16)
 	if err != nil {
 		return nil, err

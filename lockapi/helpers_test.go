@@ -41,20 +41,25 @@ func newSession(t *testing.T, c *cluster.Cluster, i int, opts ...SessionOption) 
 	return s
 }
 
-// flush waits for the session's background clean-ups (withdrawn and
-// abandoned acquisitions) to finish.
+// flushBackground waits for the session's background releases (withdrawn
+// waits, failed unlocks, stray acquisitions) to finish.
 func (s *Session) flushBackground(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.mu.Lock()
-		n := len(s.abandoned)
+		n := 0
+		for _, r := range s.releases {
+			if !r.finished {
+				n++
+			}
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d abandoned acquisitions not cleaned up", n)
+			t.Fatalf("%d releases still in progress", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

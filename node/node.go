@@ -45,9 +45,14 @@ type Node struct {
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // every goroutine the node starts
+	wg      sync.WaitGroup // every goroutine the node starts (but the proposer's batches)
 	started atomic.Bool    // raft is set
 	crash   atomic.Bool    // Kill: no leadership transfer
+	// commits counts the proposer's batches. Shutdown waits for them before
+	// it stops raft: raft answers an Apply future only while it runs (one
+	// committed but not yet applied when raft stops is never answered, and
+	// its batch would block Close for ever).
+	commits sync.WaitGroup
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	ready     chan struct{}
@@ -92,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// a request joins the leader's next batch instead of waiting for the
 	// previous forward's round trip. Both linger briefly for callers that
 	// come straight back (see batcher).
-	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.wg, lingerFrac: proposerLinger}
+	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.commits, lingerFrac: proposerLinger}
 	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg, lingerFrac: forwarderLinger}
 	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
 
@@ -200,6 +205,7 @@ func (n *Node) abortStart() {
 	}
 	n.proposer.close()
 	n.forwarder.close()
+	n.commits.Wait()
 	n.wg.Wait()
 	if n.store != nil {
 		n.store.close()
@@ -349,6 +355,7 @@ func (n *Node) shutdown() error {
 	close(n.closed)
 	n.proposer.close()
 	n.forwarder.close()
+	n.commits.Wait() // raft still runs: each batch's future is answered (committed, or leadership lost)
 	f := n.raft.Shutdown()
 	n.trans.Close()
 	err := f.Error()

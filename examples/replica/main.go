@@ -120,9 +120,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: api.Handler(),
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	api.ConfigureHTTP(srv) // read, write and idle timeouts; header limit (lockhttp.Limits)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("replica started", "id", c.ID, "http", ln.Addr().String(), "raft", n.Addr(), "gossip", n.GossipAddr())
