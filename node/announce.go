@@ -36,7 +36,7 @@ type announcer struct {
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
-const maxPendingGrants = 4096
+const maxPendingGrants = fsm.MaxGrants
 
 // peersTTL is how long the cached list of peers is used.
 const peersTTL = time.Second

@@ -339,12 +339,12 @@ func (m *gossip) updateTimeout() time.Duration {
 // prune forgets members that failed or left long ago and are not in the
 // Raft configuration.
 func (m *gossip) prune() {
-	f := m.n.raft.GetConfiguration()
-	if f.Error() != nil {
+	conf, ok := m.n.latestConfig()
+	if !ok {
 		return
 	}
 	inConf := map[string]bool{}
-	for _, s := range f.Configuration().Servers {
+	for _, s := range conf.Servers {
 		inConf[nodeOf(s.ID)] = true
 	}
 	forget := m.n.cfg.reapTimeout() + m.timing.PushPullInterval

@@ -160,18 +160,3 @@ func (n *Node) joinLoop(ctx context.Context) {
 		}
 	}
 }
-
-// inConfiguration reports whether this node's Raft id is in its latest
-// configuration.
-func (n *Node) inConfiguration() bool {
-	conf, ok := n.latestConfig()
-	if !ok {
-		return false
-	}
-	for _, s := range conf.Servers {
-		if string(s.ID) == n.id.raftID {
-			return true
-		}
-	}
-	return false
-}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -81,4 +82,59 @@ func stateName(s raft.RaftState) string {
 		return "candidate"
 	}
 	return "shutdown"
+}
+
+// Sync waits until this node's FSM reflects every command committed before
+// Sync was called (a linearizable read barrier, like ZooKeeper's sync): the
+// leader confirms its leadership and reports its commit index, and Sync
+// waits for the local FSM to apply it. Reads through the node after Sync
+// returns are linearizable with respect to Sync's start. Without a leader
+// it retries until ctx ends (ErrNoQuorum); a nil ctx → ErrInvalidArgument;
+// a halted node → ErrHalted.
+func (n *Node) Sync(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	var idx uint64
+	err := n.retry(ctx, false, func(ctx context.Context) error {
+		var err error
+		if n.raft.State() == raft.Leader {
+			idx, err = n.readIndexLocal(ctx)
+			return err
+		}
+		reply, err := n.callLeader(ctx, encodeReadIndexRequest())
+		if err != nil {
+			return err
+		}
+		var verdict error
+		if idx, verdict, err = decodeReadIndexReply(reply); err != nil {
+			return fmt.Errorf("%w: %w", errForward, err)
+		}
+		return verdict
+	})
+	if err != nil {
+		return err
+	}
+	if err := n.applied.wait(ctx, idx); err != nil {
+		return fmt.Errorf("node: sync: %w", err)
+	}
+	return nil
+}
+
+// readIndexLocal: on the leader, once leadership is confirmed, raft's own
+// commit index — every entry anybody can have observed: the leader's FSM
+// applies an entry (and wakes local waiters) only once it is committed,
+// before the proposer hears of it. Valid after the new leader's takeover
+// barrier has been applied: from then on the commit index covers every
+// entry of earlier terms and points at entries the FSM sees (the barrier is
+// an FSM command; configuration changes reach the FSM too).
+func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
+	if !n.started.Load() || !n.expiry.isLeading() || n.fsm.Halted() != nil {
+		return 0, errNotLeader
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.verifier.confirm(ctx); err != nil {
+		return 0, leadershipErr(err)
+	}
+	return idx, nil
 }

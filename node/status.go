@@ -93,8 +93,8 @@ func (n *Node) Status() Status {
 		st.Ready = st.Halted == ""
 	default:
 	}
-	if f := r.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
+	if conf, ok := n.latestConfig(); ok {
+		for _, s := range conf.Servers {
 			role := RoleVoter
 			if s.Suffrage != raft.Voter {
 				role = RoleNonvoter

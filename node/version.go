@@ -71,15 +71,12 @@ func (n *Node) raiseClusterVersion(ctx context.Context) {
 // supportedVersion returns the highest cluster version every server of the
 // configuration supports (asking each other server for its peer info).
 func (n *Node) supportedVersion(ctx context.Context) (uint64, error) {
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return 0, err
+	others, ok := n.others()
+	if !ok {
+		return 0, ErrClosed
 	}
 	v := n.maxVersion()
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == n.id.raftID {
-			continue
-		}
+	for _, s := range others {
 		cctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 		info, err := n.peerInfo(cctx, string(s.Address))
 		cancel()

@@ -101,15 +101,3 @@ func (g *voteGuard) run() {
 		}
 	}
 }
-
-// latestConfig returns raft's latest configuration once raft runs.
-func (n *Node) latestConfig() (raft.Configuration, bool) {
-	if !n.started.Load() {
-		return raft.Configuration{}, false
-	}
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
-		return raft.Configuration{}, false
-	}
-	return f.Configuration(), true
-}

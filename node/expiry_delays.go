@@ -34,7 +34,7 @@ type delayTimer struct {
 func (d *delayTimer) dueAt() time.Time { return d.at }
 func (d *delayTimer) setSlot(i int)    { d.slot = i }
 
-// delayTimers are the delays a leader times (guarded by leaseManager.mu).
+// delayTimers are the delays a leader times (guarded by expiryManager.mu).
 type delayTimers struct {
 	byRef map[fsm.DelayRef]*delayTimer
 	due   timeHeap[*delayTimer]
@@ -82,7 +82,7 @@ func (d *delayTimers) takeDue(now time.Time) ([]fsm.DelayRef, time.Time, bool) {
 
 // endDelays ends the lock-delays that are over (by the rules of the cluster
 // version) and returns when it next needs to run (false: no delay pending).
-func (m *leaseManager) endDelays(ctx context.Context) (time.Time, bool) {
+func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 	if m.n.fsm.ClusterVersion() < 2 {
 		return m.tick(ctx)
 	}
@@ -133,7 +133,7 @@ func (m *leaseManager) endDelays(ctx context.Context) (time.Time, bool) {
 
 // tick applies the version-1 rule: propose a Tick once a delay's end (in
 // leader wall-clock time) has come; return when the next one ends.
-func (m *leaseManager) tick(ctx context.Context) (time.Time, bool) {
+func (m *expiryManager) tick(ctx context.Context) (time.Time, bool) {
 	for range 3 {
 		end, ok := m.n.fsm.NextDelayEnd()
 		if !ok {

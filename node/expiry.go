@@ -9,9 +9,9 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// leaseManager runs on the leader. It keeps every session's deadline in
+// expiryManager runs on the leader. It keeps every session's deadline in
 // memory (keepalives are not written to the log), proposes ExpireSessions for
-// sessions past their deadline and ends lock-delays (lease_delays.go).
+// sessions past their deadline and ends lock-delays (expiry_delays.go).
 // Followers keep no deadlines: a new leader first commits a barrier, then
 // gives every session now + TTL + ElectionTimeout (the takeover grace), so
 // that a keepalive acknowledged by the old leader is never cut short.
@@ -19,7 +19,7 @@ import (
 // Deadlines sit in a heap: opening a session, a keepalive and an expiry cost
 // O(log n), and the expiry loop touches only the sessions that are due. All
 // times are the leader's monotonic clock.
-type leaseManager struct {
+type expiryManager struct {
 	n     *Node
 	poke  chan struct{}
 	grace time.Duration
@@ -27,13 +27,13 @@ type leaseManager struct {
 	mu       sync.Mutex
 	leading  bool          // deadlines are initialised for this leadership term
 	takeover []takeoverEvt // while a new leader reads the state: what changed meanwhile
-	leases   map[fsm.SessionID]*lease
-	due      timeHeap[*lease]
+	sessions map[fsm.SessionID]*deadline
+	due      timeHeap[*deadline]
 	wakeAt   time.Time // when the loop runs next on its own
 	delays   delayTimers
 }
 
-type lease struct {
+type deadline struct {
 	id       fsm.SessionID
 	ttl      time.Duration
 	deadline time.Time
@@ -43,8 +43,8 @@ type lease struct {
 	slot     int
 }
 
-func (l *lease) dueAt() time.Time { return l.at }
-func (l *lease) setSlot(i int)    { l.slot = i }
+func (l *deadline) dueAt() time.Time { return l.at }
+func (l *deadline) setSlot(i int)    { l.slot = i }
 
 // takeoverEvt is an event applied while a new leader read the sessions.
 type takeoverEvt struct {
@@ -53,11 +53,11 @@ type takeoverEvt struct {
 	ttl  time.Duration
 }
 
-func newLeaseManager(n *Node) *leaseManager {
-	return &leaseManager{n: n, poke: make(chan struct{}, 1), grace: n.cfg.Timing.ElectionTimeout}
+func newExpiryManager(n *Node) *expiryManager {
+	return &expiryManager{n: n, poke: make(chan struct{}, 1), grace: n.cfg.Timing.ElectionTimeout}
 }
 
-func (m *leaseManager) wake() {
+func (m *expiryManager) wake() {
 	select {
 	case m.poke <- struct{}{}:
 	default:
@@ -65,10 +65,10 @@ func (m *leaseManager) wake() {
 }
 
 // lead runs the leader's duties until ctx ends (leadership lost or node closed).
-func (m *leaseManager) lead(ctx context.Context) {
+func (m *expiryManager) lead(ctx context.Context) {
 	defer func() {
 		m.mu.Lock()
-		m.leading, m.leases, m.due, m.takeover = false, nil, timeHeap[*lease]{}, nil
+		m.leading, m.sessions, m.due, m.takeover = false, nil, timeHeap[*deadline]{}, nil
 		m.delays.reset()
 		m.mu.Unlock()
 	}()
@@ -124,50 +124,50 @@ func (m *leaseManager) lead(ctx context.Context) {
 // and TTLs, outside the mutex that keepalives wait on, and takes the time
 // after the read; what the FSM applies meanwhile is replayed. It returns
 // the number of sessions.
-func (m *leaseManager) takeOver() int {
+func (m *expiryManager) takeOver() int {
 	m.mu.Lock()
 	m.takeover = []takeoverEvt{}
 	m.mu.Unlock()
 	ttls := m.n.fsm.SessionTTLs()
 	now := time.Now()
-	leases := make(map[fsm.SessionID]*lease, len(ttls))
-	items := make([]*lease, 0, len(ttls))
+	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
+	items := make([]*deadline, 0, len(ttls))
 	for _, s := range ttls {
-		l := &lease{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+		l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
 		l.at = l.deadline
-		leases[s.ID] = l
+		sessions[s.ID] = l
 		items = append(items, l)
 	}
-	var h timeHeap[*lease]
+	var h timeHeap[*deadline]
 	h.init(items)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.leases, m.due = leases, h
+	m.sessions, m.due = sessions, h
 	for _, e := range m.takeover {
 		m.sessionEventLocked(e, now)
 	}
 	m.takeover = nil
 	m.delays.reset()
 	m.leading = true
-	return len(m.leases)
+	return len(m.sessions)
 }
 
 // sessionEventLocked applies a session's opening or end to the deadlines.
-func (m *leaseManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bool) {
+func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bool) {
 	switch e.kind {
 	case fsm.EventSessionOpened:
-		if m.leases[e.id] != nil {
+		if m.sessions[e.id] != nil {
 			return false
 		}
-		l := &lease{id: e.id, ttl: e.ttl, deadline: now.Add(e.ttl)}
+		l := &deadline{id: e.id, ttl: e.ttl, deadline: now.Add(e.ttl)}
 		l.at = l.deadline
-		m.leases[e.id] = l
+		m.sessions[e.id] = l
 		m.due.add(l)
 		return l.at.Before(m.wakeAt)
 	case fsm.EventSessionClosed, fsm.EventSessionExpired:
-		if l := m.leases[e.id]; l != nil {
-			delete(m.leases, e.id)
+		if l := m.sessions[e.id]; l != nil {
+			delete(m.sessions, e.id)
 			m.due.remove(l.slot)
 		}
 	}
@@ -177,7 +177,7 @@ func (m *leaseManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bo
 // expire proposes ExpireSessions for the sessions past their deadline (and
 // again for those whose proposal failed a while ago). It returns when it
 // next needs to run.
-func (m *leaseManager) expire(ctx context.Context) time.Time {
+func (m *expiryManager) expire(ctx context.Context) time.Time {
 	now := time.Now()
 	retry := m.n.cfg.ForwardTimeout
 	next := now.Add(time.Minute)
@@ -216,7 +216,7 @@ func (m *leaseManager) expire(ctx context.Context) time.Time {
 
 // observe updates deadlines and delay timers from applied events (FSM
 // goroutine; O(log n) per event, never blocks for long).
-func (m *leaseManager) observe(events []fsm.Event) {
+func (m *expiryManager) observe(events []fsm.Event) {
 	poke := false
 	m.mu.Lock()
 	if m.leading || m.takeover != nil {
@@ -256,15 +256,15 @@ func (m *leaseManager) observe(events []fsm.Event) {
 
 // restored re-reads every session after a snapshot restore (only a follower
 // restores, but keep the leader's view right if it ever happens).
-func (m *leaseManager) restored() {
+func (m *expiryManager) restored() {
 	m.mu.Lock()
 	if m.leading {
 		now := time.Now()
 		for _, s := range m.n.fsm.SessionTTLs() {
-			if m.leases[s.ID] == nil {
-				l := &lease{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+			if m.sessions[s.ID] == nil {
+				l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
 				l.at = l.deadline
-				m.leases[s.ID] = l
+				m.sessions[s.ID] = l
 				m.due.add(l)
 			}
 		}
@@ -274,78 +274,19 @@ func (m *leaseManager) restored() {
 	m.wake()
 }
 
-// keepAlive renews a session on the leader: refused if the session's deadline
-// had passed when the keepalive was received (even if its expiry is not yet
-// committed), confirmed with a (batched) VerifyLeader before the deadline is
-// moved to received + TTL.
-func (m *leaseManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
-	received := time.Now()
-	if err := m.check(id, received); err != nil {
-		return err
-	}
-	if err := m.n.verifier.confirm(ctx); err != nil {
-		return leadershipErr(err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.leading {
-		return errNotLeader
-	}
-	l := m.leases[id]
-	if l == nil || l.expiring {
-		return ErrSessionExpired
-	}
-	if d := received.Add(l.ttl); d.After(l.deadline) {
-		l.deadline, l.at = d, d
-		m.due.fix(l.slot)
-	}
-	return nil
-}
-
-func (m *leaseManager) check(id fsm.SessionID, received time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.leading || m.n.fsm.Halted() != nil {
-		return errNotLeader
-	}
-	l := m.leases[id]
-	if l == nil || l.expiring || !received.Before(l.deadline) {
-		return ErrSessionExpired
-	}
-	return nil
-}
-
 // isLeading reports whether this node leads and has finished its takeover.
-func (m *leaseManager) isLeading() bool {
+func (m *expiryManager) isLeading() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.leading
 }
 
 // deadline returns the session's deadline on this leader (tests, status).
-func (m *leaseManager) deadline(id fsm.SessionID) (time.Time, bool) {
+func (m *expiryManager) deadline(id fsm.SessionID) (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if l := m.leases[id]; l != nil {
+	if l := m.sessions[id]; l != nil {
 		return l.deadline, true
 	}
 	return time.Time{}, false
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
