@@ -87,6 +87,6 @@
 // # Concurrency
 //
 // Apply, ApplyBatch, Snapshot and Restore are called by Raft from one
-// goroutine. The read accessors ([FSM.Holder], [FSM.Waiters], [FSM.Session],
+// goroutine. The read accessors ([FSM.Holder], [FSM.Lock], [FSM.Session],
 // [FSM.Stats] ...) are safe to call from any goroutine concurrently with them.
 package fsm

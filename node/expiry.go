@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ import (
 // O(log n), and the expiry loop touches only the sessions that are due. All
 // times are the leader's monotonic clock.
 type expiryManager struct {
-	n     *Node
+	h     expiryHost
 	poke  chan struct{}
 	grace time.Duration
 
@@ -31,6 +32,23 @@ type expiryManager struct {
 	due      timeHeap[*deadline]
 	wakeAt   time.Time // when the loop runs next on its own
 	delays   delayTimers
+}
+
+// expiryHost is what the expiry manager needs of its node — a narrow seam,
+// so that expiry and lock-delay timing are unit-tested on fake time with a
+// bare state machine and no Raft (expiry_unit_test.go).
+type expiryHost struct {
+	fsm        *fsm.FSM                                           // the local state machine (read only)
+	propose    func(ctx context.Context, cmd fsm.Command) outcome // propose as leader, without forwarding or retries
+	confirm    func(ctx context.Context) error                    // confirm leadership (batched VerifyLeader)
+	duties     func(ctx context.Context)                          // the leader's other duties, after the takeover
+	wallNow    func() time.Time                                   // the leader's wall clock (version-1 lock-delay ticks only)
+	expired    func(n int)                                        // metric: sessions expired by this leader
+	delayEnded func(ok bool)                                      // metric: EndDelay proposals
+	log        *slog.Logger
+	grace      time.Duration // the takeover grace: ElectionTimeout
+	heartbeat  time.Duration // retry pause
+	retry      time.Duration // re-propose an expiry that did not commit after this
 }
 
 type deadline struct {
@@ -53,8 +71,27 @@ type takeoverEvt struct {
 	ttl  time.Duration
 }
 
-func newExpiryManager(n *Node) *expiryManager {
-	return &expiryManager{n: n, poke: make(chan struct{}, 1), grace: n.cfg.Timing.ElectionTimeout}
+func newExpiryManager(h expiryHost) *expiryManager {
+	return &expiryManager{h: h, poke: make(chan struct{}, 1), grace: h.grace}
+}
+
+// expiryHost returns the node's side of the seam.
+func (n *Node) expiryHost() expiryHost {
+	return expiryHost{
+		fsm:     n.fsm,
+		propose: n.proposeAsLeader,
+		confirm: n.verifier.confirm,
+		duties:  n.clusterDuties,
+		wallNow: n.wallNow,
+		expired: func(c int) { n.metrics.expiryProposals.Add(float64(c)) },
+		delayEnded: func(ok bool) {
+			n.metrics.delayEnds.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc()
+		},
+		log:       n.log,
+		grace:     n.cfg.Timing.ElectionTimeout,
+		heartbeat: n.cfg.Timing.HeartbeatTimeout,
+		retry:     n.cfg.ForwardTimeout,
+	}
 }
 
 func (m *expiryManager) wake() {
@@ -78,28 +115,28 @@ func (m *expiryManager) lead(ctx context.Context) {
 	// raft's commit index points at an entry the FSM applies, so read-index
 	// waits can complete.
 	for {
-		out := m.n.proposeAsLeader(ctx, fsm.Tick{})
+		out := m.h.propose(ctx, fsm.Tick{})
 		if out.err == nil {
 			break
 		}
-		m.n.log.Debug("takeover barrier failed", "err", out.err)
-		if sleepCtx(ctx, m.n.cfg.Timing.HeartbeatTimeout) != nil {
+		m.h.log.Debug("takeover barrier failed", "err", out.err)
+		if sleepCtx(ctx, m.h.heartbeat) != nil {
 			return
 		}
 	}
 	n := m.takeOver()
-	m.n.log.Info("leading", "sessions", n, "grace", m.grace)
+	m.h.log.Info("leading", "sessions", n, "grace", m.grace)
 	duties := make(chan struct{})
 	go func() {
 		defer close(duties)
-		m.n.clusterDuties(ctx)
+		m.h.duties(ctx)
 	}()
 	defer func() { <-duties }()
 
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		if m.n.fsm.Halted() != nil { // it cannot apply what it would propose
+		if m.h.fsm.Halted() != nil { // it cannot apply what it would propose
 			<-ctx.Done()
 			return
 		}
@@ -128,7 +165,7 @@ func (m *expiryManager) takeOver() int {
 	m.mu.Lock()
 	m.takeover = []takeoverEvt{}
 	m.mu.Unlock()
-	ttls := m.n.fsm.SessionTTLs()
+	ttls := m.h.fsm.SessionTTLs()
 	now := time.Now()
 	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
 	items := make([]*deadline, 0, len(ttls))
@@ -179,7 +216,7 @@ func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke b
 // next needs to run.
 func (m *expiryManager) expire(ctx context.Context) time.Time {
 	now := time.Now()
-	retry := m.n.cfg.ForwardTimeout
+	retry := m.h.retry
 	next := now.Add(time.Minute)
 	var due []fsm.SessionID
 	m.mu.Lock()
@@ -203,13 +240,13 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 	for len(due) > 0 {
 		chunk := due[:min(len(due), fsm.MaxExpireSessions)]
 		due = due[len(chunk):]
-		out := m.n.proposeAsLeader(ctx, fsm.ExpireSessions{Sessions: chunk})
+		out := m.h.propose(ctx, fsm.ExpireSessions{Sessions: chunk})
 		if out.err != nil {
-			m.n.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)
+			m.h.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)
 			continue
 		}
-		m.n.metrics.expiryProposals.Add(float64(out.res.Count))
-		m.n.log.Info("sessions expired", "count", out.res.Count, "index", out.index)
+		m.h.expired(out.res.Count)
+		m.h.log.Info("sessions expired", "count", out.res.Count, "index", out.index)
 	}
 	return next
 }
@@ -226,7 +263,7 @@ func (m *expiryManager) observe(events []fsm.Event) {
 			case fsm.EventSessionOpened, fsm.EventSessionClosed, fsm.EventSessionExpired:
 				te := takeoverEvt{kind: e.Kind, id: e.Session}
 				if e.Kind == fsm.EventSessionOpened {
-					s, ok := m.n.fsm.Session(e.Session)
+					s, ok := m.h.fsm.Session(e.Session)
 					if !ok {
 						continue
 					}
@@ -260,7 +297,7 @@ func (m *expiryManager) restored() {
 	m.mu.Lock()
 	if m.leading {
 		now := time.Now()
-		for _, s := range m.n.fsm.SessionTTLs() {
+		for _, s := range m.h.fsm.SessionTTLs() {
 			if m.sessions[s.ID] == nil {
 				l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
 				l.at = l.deadline
@@ -279,14 +316,4 @@ func (m *expiryManager) isLeading() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.leading
-}
-
-// deadline returns the session's deadline on this leader (tests, status).
-func (m *expiryManager) deadline(id fsm.SessionID) (time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l := m.sessions[id]; l != nil {
-		return l.deadline, true
-	}
-	return time.Time{}, false
 }

@@ -83,14 +83,14 @@ func (d *delayTimers) takeDue(now time.Time) ([]fsm.DelayRef, time.Time, bool) {
 // endDelays ends the lock-delays that are over (by the rules of the cluster
 // version) and returns when it next needs to run (false: no delay pending).
 func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
-	if m.n.fsm.ClusterVersion() < 2 {
+	if m.h.fsm.ClusterVersion() < 2 {
 		return m.tick(ctx)
 	}
 	m.mu.Lock()
 	armed := m.delays.armedAll
 	m.mu.Unlock()
 	if !armed {
-		delayed := m.n.fsm.DelayedLocks()
+		delayed := m.h.fsm.DelayedLocks()
 		now := time.Now()
 		m.mu.Lock()
 		for _, d := range delayed {
@@ -110,15 +110,15 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 	for len(refs) > 0 {
 		chunk := refs[:min(len(refs), fsm.MaxExpireSessions)]
 		refs = refs[len(chunk):]
-		out := m.n.proposeAsLeader(ctx, fsm.EndDelay{Delays: chunk})
+		out := m.h.propose(ctx, fsm.EndDelay{Delays: chunk})
 		if out.err == nil {
-			m.n.metrics.delayEnds.WithLabelValues("ok").Inc()
-			m.n.log.Debug("lock-delays ended", "count", out.res.Count, "index", out.index)
+			m.h.delayEnded(true)
+			m.h.log.Debug("lock-delays ended", "count", out.res.Count, "index", out.index)
 			continue
 		}
-		m.n.metrics.delayEnds.WithLabelValues("error").Inc()
-		m.n.log.Warn("proposing the end of lock-delays failed; will retry", "locks", len(chunk), "err", out.err)
-		retry := time.Now().Add(m.n.cfg.Timing.HeartbeatTimeout)
+		m.h.delayEnded(false)
+		m.h.log.Warn("proposing the end of lock-delays failed; will retry", "locks", len(chunk), "err", out.err)
+		retry := time.Now().Add(m.h.heartbeat)
 		m.mu.Lock()
 		for _, ref := range chunk {
 			m.delays.arm(ref, retry, m.wakeAt) // EndDelay names the delay: a retry cannot end a later one
@@ -135,22 +135,22 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 // leader wall-clock time) has come; return when the next one ends.
 func (m *expiryManager) tick(ctx context.Context) (time.Time, bool) {
 	for range 3 {
-		end, ok := m.n.fsm.NextDelayEnd()
+		end, ok := m.h.fsm.NextDelayEnd()
 		if !ok {
 			return time.Time{}, false
 		}
 		now := time.Now()
-		clock := max(m.n.wallNow().UnixNano(), m.n.fsm.Stats().Clock) // the FSM's time never goes back at version 1
+		clock := max(m.h.wallNow().UnixNano(), m.h.fsm.Stats().Clock) // the FSM's time never goes back at version 1
 		if wait := time.Duration(end - clock); wait > 0 {
 			return now.Add(wait), true
 		}
-		if out := m.n.proposeAsLeader(ctx, fsm.Tick{}); out.err != nil {
-			m.n.log.Warn("proposing lock-delay tick failed; will retry", "err", out.err)
-			return now.Add(m.n.cfg.Timing.HeartbeatTimeout), true
+		if out := m.h.propose(ctx, fsm.Tick{}); out.err != nil {
+			m.h.log.Warn("proposing lock-delay tick failed; will retry", "err", out.err)
+			return now.Add(m.h.heartbeat), true
 		}
-		if m.n.fsm.ClusterVersion() >= 2 {
+		if m.h.fsm.ClusterVersion() >= 2 {
 			return now, true // raised meanwhile: the version-2 rules apply
 		}
 	}
-	return time.Now().Add(m.n.cfg.Timing.HeartbeatTimeout), true
+	return time.Now().Add(m.h.heartbeat), true
 }

@@ -53,7 +53,7 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 	if err := m.check(id, received); err != nil {
 		return err
 	}
-	if err := m.n.verifier.confirm(ctx); err != nil {
+	if err := m.h.confirm(ctx); err != nil {
 		return leadershipErr(err)
 	}
 	m.mu.Lock()
@@ -75,7 +75,7 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 func (m *expiryManager) check(id fsm.SessionID, received time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.leading || m.n.fsm.Halted() != nil {
+	if !m.leading || m.h.fsm.Halted() != nil {
 		return errNotLeader
 	}
 	l := m.sessions[id]

@@ -256,7 +256,7 @@ func (n *Node) wallNow() time.Time {
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in
-// raft at once. One, as DESIGN.md §4a: measured with two (raft pipelines
+// raft at once. One (group commit, see doc.go): measured with two (raft pipelines
 // AppendEntries), each round took longer (the leader loop stores the next
 // batch while it should be committing this one) and the callers split into
 // more, smaller cohorts: 16 callers went from 6.1k to 5.1k proposals/s.

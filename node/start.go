@@ -42,16 +42,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.announcer = newAnnouncer(n)
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
-	n.expiry = newExpiryManager(n)
 	n.reconciler = newReconciler(n)
 	// The leader keeps one Apply in flight and gathers everything else into
-	// the next one (DESIGN §4a). A follower pipelines a few forwards, so that
+	// the next one (group commit, see doc.go). A follower pipelines a few forwards, so that
 	// a request joins the leader's next batch instead of waiting for the
 	// previous forward's round trip. Both linger briefly for callers that
 	// come straight back (see batcher).
 	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.commits, lingerFrac: proposerLinger}
 	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg, lingerFrac: forwarderLinger}
 	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
+	n.expiry = newExpiryManager(n.expiryHost())
 
 	ok := false
 	defer func() {
