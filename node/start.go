@@ -39,7 +39,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: logger.With("node", cfg.ID), ready: make(chan struct{}), closed: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
-	n.announcer = newAnnouncer(n)
+	n.announcer = newAnnouncer(n.announcerHost()) // n.trans is set later; send reads it when called
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.reconciler = newReconciler(n)
