@@ -20,6 +20,11 @@
 //   - SetDelay adds latency to bytes sent from → to (and to dial set-up).
 //   - DropConns resets existing connections at once, like a TCP RST.
 //
+// Faults act on single connections too (flows.go): Flows lists the live
+// connections (selected by hosts and by the dialer's first bytes, e.g. a
+// protocol type byte), DelayFlow delays one direction of one connection,
+// CutFlow black-holes it, ClearFlows removes both.
+//
 // All methods of Network, Host, listeners and connections are safe for
 // concurrent use.
 package memnet
