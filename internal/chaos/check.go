@@ -30,6 +30,16 @@ const (
 	CheckPorcupine      = "linearizable"         // porcupine: the lock with lease expiry, per lock
 	CheckReplicasAgree  = "replicas-agree"       // same state hash at the same applied index
 	CheckStaleValidity  = "stale-validity"       // a replica called a lease valid after the log had ended it
+
+	CheckLogMatching      = "log-matching"      // one entry per (index, term) across every log read
+	CheckClusterIdentity  = "cluster-identity"  // one bootstrapped configuration, only this cluster's members, one cluster id
+	CheckUnreachableVoter = "unreachable-voter" // a member Raft cannot reach never becomes a voter
+	CheckOddVoters        = "odd-voters"        // an even number of voters does not last
+	CheckGhostHolder      = "ghost-holder"      // at the end every holder and waiter belongs to an acquisition a client knows
+	CheckAvailability     = "availability"      // the cluster serves where the class expects it to (and resumes after healing)
+	CheckLockDelay        = "lock-delay"        // a lock in lock-delay is not granted early
+	CheckErrorMeaning     = "error-meaning"     // a call that could not commit says why (ErrNoQuorum)
+	CheckBoundedCall      = "bounded-call"      // no call outlives its deadline
 )
 
 // Violation is one failed check.
@@ -62,6 +72,19 @@ type Stats struct {
 	UnlockAfterExpiry int `json:"unlock_ok_after_expiry"`
 	Digests           int `json:"replicas_compared"` // replicas whose digests were compared
 	PorcupineMillis   int `json:"porcupine_ms"`
+	// IndexesCompared: applied indexes at which digests of two or more
+	// replicas were sampled during the run.
+	IndexesCompared int `json:"indexes_compared"`
+	// EntriesCompared: log entries read from disk compared with another
+	// copy of the same (index, term).
+	EntriesCompared int `json:"entries_compared"`
+	ConfigSamples   int `json:"config_samples"`
+	Probes          int `json:"probes"`
+	// ResumeMillis: after the last fault healed, how long until a probe
+	// was granted (the worst of the run's resume probes).
+	ResumeMillis int `json:"resume_ms"`
+	// EndHolds: holders and waiters in the final lock table.
+	EndHolds int `json:"end_holds"`
 }
 
 // Report is the outcome of checking one history.
@@ -169,6 +192,13 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 	c.checkValidity()
 	c.checkDigests()
+	c.checkSamples()
+	c.checkLogMatching()
+	c.checkConfigs()
+	c.checkGhosts()
+	c.checkProbes()
+	c.checkLockDelay()
+	c.checkErrors()
 	c.checkLinearizable()
 	return c.r
 }

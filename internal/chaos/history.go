@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 )
 
 // OpKind is the kind of a client lock operation.
@@ -78,7 +79,20 @@ type Op struct {
 	// moment its lease was lost, and its lease deadline. 0: held to the end.
 	ValidTo int64  `json:"valid_to,omitempty"`
 	Err     string `json:"err,omitempty"`
+	// ErrKind classifies Err (ErrNoQuorum, ErrSessionExpired, ErrDeadline,
+	// ErrOther); "" when the call succeeded or the layer cannot tell.
+	ErrKind string `json:"err_kind,omitempty"`
+	// Deadline is the end of the call's context (0: none known).
+	Deadline int64 `json:"deadline,omitempty"`
 }
+
+// Error kinds of failed client calls (Op.ErrKind).
+const (
+	ErrNoQuorum       = "no-quorum"       // wraps ErrNoQuorum
+	ErrSessionExpired = "session-expired" // wraps ErrSessionExpired (the session ended)
+	ErrDeadline       = "deadline"        // only the context's error: the cause is lost
+	ErrOther          = "other"
+)
 
 // Write is one attempt of a fenced write into the register.
 type Write struct {
@@ -128,6 +142,8 @@ type LogEvent struct {
 	Owner   string `json:"owner,omitempty"`
 	Token   uint64 `json:"token,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Delayed: this release put the lock into lock-delay.
+	Delayed bool `json:"delayed,omitempty"`
 	// At is the entry's leader time: never later than its commit.
 	At int64 `json:"at"`
 	// Observed is the earliest time a replica was seen applying it: never
@@ -143,6 +159,113 @@ type Digest struct {
 	Hash  string `json:"hash"`
 }
 
+// DigestSample is one replica's state digest at an applied index.
+type DigestSample struct {
+	Node   string `json:"node"`
+	Index  uint64 `json:"index"`
+	Hash   string `json:"hash"`
+	At     int64  `json:"at"`
+	Source string `json:"source"` // "live" or "disk" (replayed from its log)
+}
+
+// ConfigServer is one server of a Raft configuration.
+type ConfigServer struct {
+	ID    string `json:"id"`
+	Addr  string `json:"addr,omitempty"`
+	Voter bool   `json:"voter"`
+}
+
+// ConfigSample is a Raft configuration one replica held.
+type ConfigSample struct {
+	Node   string `json:"node"`
+	At     int64  `json:"at"`
+	Source string `json:"source"` // "live" (Status), "log" (an entry on disk), "snapshot"
+	// Index and Term locate a configuration read from disk (0 when live).
+	Index uint64 `json:"index,omitempty"`
+	Term  uint64 `json:"term,omitempty"`
+	// ClusterID is the cluster identity the replica reported ("" while
+	// the library has none to report).
+	ClusterID string         `json:"cluster_id,omitempty"`
+	Servers   []ConfigServer `json:"servers"`
+}
+
+// EntrySample is one log entry read from a replica's disk: its position
+// and a hash of its type and data.
+type EntrySample struct {
+	Node  string `json:"node"`
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	Hash  string `json:"hash"`
+	At    int64  `json:"at"`
+}
+
+// Expect is a class's model of a correct cluster.
+type Expect struct {
+	// Members are every node that may ever be in this cluster's
+	// configuration; empty: not checked.
+	Members []string `json:"members,omitempty"`
+	// Unreachable are gossip members that Raft could not reach during a
+	// window: they must not be voters then.
+	Unreachable []Unreachable `json:"unreachable,omitempty"`
+	// OddVoters: an even number of voters must not last longer than
+	// StableFor (nanoseconds) in a configuration.
+	OddVoters bool  `json:"odd_voters,omitempty"`
+	StableFor int64 `json:"stable_for_ns,omitempty"`
+}
+
+// Unreachable is a member that Raft cannot reach from From to To.
+type Unreachable struct {
+	ID   string `json:"id"`
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+}
+
+// Probe is one availability check: a fresh client acquiring and releasing
+// a lock through Node, where the class expects the cluster to serve.
+type Probe struct {
+	What     string `json:"what"`
+	Node     string `json:"node"`
+	Lock     string `json:"lock"`
+	Start    int64  `json:"start"`
+	Deadline int64  `json:"deadline"`
+	Done     int64  `json:"done,omitempty"` // 0: it did not succeed
+	Err      string `json:"err,omitempty"`
+	// Resume marks the probe after the last fault healed (its Done−Start is
+	// the class's time to resume).
+	Resume bool `json:"resume,omitempty"`
+}
+
+// EndHold is one holder or waiter of the final lock table.
+type EndHold struct {
+	Lock    string `json:"lock"`
+	Session uint64 `json:"session"`
+	Owner   string `json:"owner"`
+	Token   uint64 `json:"token,omitempty"`
+	Waiter  bool   `json:"waiter,omitempty"`
+}
+
+// GivenUp is an acquisition its client let go of without the cluster
+// confirming it (a failed Unlock): the library must release it.
+type GivenUp struct {
+	Owner string `json:"owner"`
+	Op    int    `json:"op"`
+	Err   string `json:"err"`
+}
+
+// EndState is the lock table at the end, when no client holds anything.
+type EndState struct {
+	At    int64     `json:"at"`
+	Node  string    `json:"node"`
+	Index uint64    `json:"index"`
+	Holds []EndHold `json:"holds"`
+	// Known are owner ids clients still hold leases for (normally none).
+	Known   []string  `json:"known,omitempty"`
+	GivenUp []GivenUp `json:"given_up,omitempty"`
+	// Sessions are the live sessions of clients that are still running
+	// (the others must have expired or closed by then).
+	Sessions []uint64 `json:"sessions,omitempty"`
+}
+
 // FaultEvent is one injected fault: what, on which nodes, from when to when.
 type FaultEvent struct {
 	Kind   string `json:"kind"`
@@ -154,12 +277,16 @@ type FaultEvent struct {
 // History is everything one run recorded.
 type History struct {
 	Layer string `json:"layer"` // "in-process" or "multi-process"
-	Seed  int64  `json:"seed"`
-	Nodes int    `json:"nodes"`
-	TTL   int64  `json:"ttl_ns"`
-	Start int64  `json:"start"` // clock value at the start of the run
-	End   int64  `json:"end"`   // clock value once the workload stopped
-	Ops   []Op   `json:"ops"`
+	// Class is the fault class of the run (see README "Fault classes").
+	Class string `json:"class,omitempty"`
+	// Cluster names the cluster of this history when a run has several.
+	Cluster string `json:"cluster,omitempty"`
+	Seed    int64  `json:"seed"`
+	Nodes   int    `json:"nodes"`
+	TTL     int64  `json:"ttl_ns"`
+	Start   int64  `json:"start"` // clock value at the start of the run
+	End     int64  `json:"end"`   // clock value once the workload stopped
+	Ops     []Op   `json:"ops"`
 	// Writes are the fenced write attempts.
 	Writes []Write `json:"writes"`
 	// Final is the register's state at the end: resource → accepted writes
@@ -181,9 +308,62 @@ type History struct {
 	Nemesis []FaultEvent `json:"nemesis,omitempty"`
 	// Notes are the harness's remarks (mechanisms used, anomalies).
 	Notes []string `json:"notes,omitempty"`
+	// Samples are replicas' state digests sampled during the run (and
+	// replayed from their logs): equal indexes must have equal digests.
+	Samples []DigestSample `json:"samples,omitempty"`
+	// Disagreements are events two replicas applied differently at one
+	// (index, position), found while collecting the log.
+	Disagreements []string `json:"disagreements,omitempty"`
+	// Configs are the Raft configurations replicas held: sampled live, and
+	// read from their logs and snapshots whenever a node was down.
+	Configs []ConfigSample `json:"configs,omitempty"`
+	// Entries are the (index, term) → entry digests of every log read from
+	// disk during the run (Raft's log matching: one entry per pair).
+	Entries []EntrySample `json:"entries,omitempty"`
+	// Expect is what the run's class expects of a correct cluster.
+	Expect Expect `json:"expect"`
+	// Probes are the availability probes the nemesis made.
+	Probes []Probe `json:"probes,omitempty"`
+	// EndState is the lock table once the workload had stopped and every
+	// client had let go of what it held (the ghost-holder check).
+	EndState *EndState `json:"end_state,omitempty"`
+	// LockDelay is the lock-delay of the workload's sessions (0: none).
+	LockDelay int64 `json:"lock_delay_ns,omitempty"`
 	// HarnessErrors are problems of the harness itself (the run proves
 	// nothing then): they fail the run like a violation.
 	HarnessErrors []string `json:"harness_errors,omitempty"`
+
+	seenEntries map[EntrySample]bool // AddEntries: (index, term, hash) recorded
+	seenDigests map[DigestSample]bool
+}
+
+// AddEntries records log entries read from disk, one sample per (index,
+// term, hash): enough to find two different entries at one (index, term).
+func (h *History) AddEntries(es []EntrySample) {
+	if h.seenEntries == nil {
+		h.seenEntries = map[EntrySample]bool{}
+	}
+	for _, e := range es {
+		k := EntrySample{Index: e.Index, Term: e.Term, Hash: e.Hash}
+		if !h.seenEntries[k] {
+			h.seenEntries[k] = true
+			h.Entries = append(h.Entries, e)
+		}
+	}
+}
+
+// AddSamples records digest samples, one per (node, index, hash).
+func (h *History) AddSamples(ds []DigestSample) {
+	if h.seenDigests == nil {
+		h.seenDigests = map[DigestSample]bool{}
+	}
+	for _, d := range ds {
+		k := DigestSample{Node: d.Node, Index: d.Index, Hash: d.Hash}
+		if !h.seenDigests[k] {
+			h.seenDigests[k] = true
+			h.Samples = append(h.Samples, d)
+		}
+	}
 }
 
 // AddFault counts one injected fault.
@@ -225,4 +405,17 @@ func ReadHistory(path string) (*History, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &h, nil
+}
+
+// Schedule renders the fault schedule of a history (kinds and targets in
+// order, without times): two runs of one seed that injected the same faults
+// have the same schedule.
+func Schedule(h *History) string {
+	var b strings.Builder
+	evs := append([]FaultEvent(nil), h.Nemesis...)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Start < evs[j].Start })
+	for _, f := range evs {
+		fmt.Fprintf(&b, "%s(%s);", f.Kind, f.Target)
+	}
+	return b.String()
 }
