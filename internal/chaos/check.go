@@ -32,6 +32,7 @@ const (
 	CheckStaleValidity  = "stale-validity"       // a replica called a lease valid after the log had ended it
 
 	CheckLogMatching      = "log-matching"      // one entry per (index, term) across every log read
+	CheckElectionSafety   = "election-safety"   // at most one leader per term
 	CheckClusterIdentity  = "cluster-identity"  // one bootstrapped configuration, only this cluster's members, one cluster id
 	CheckUnreachableVoter = "unreachable-voter" // a member Raft cannot reach never becomes a voter
 	CheckOddVoters        = "odd-voters"        // an even number of voters does not last
@@ -104,6 +105,17 @@ type Report struct {
 // included: Unknown is not a pass).
 func (r *Report) OK() bool { return len(r.Violations) == 0 && r.Porcupine == porcupine.Ok }
 
+// ViolatedChecks counts the violations by check.
+func (r *Report) ViolatedChecks() map[string]int {
+	out := map[string]int{}
+	for _, v := range r.Violations {
+		if v.Detail != "more violations of this check not listed" {
+			out[v.Check]++
+		}
+	}
+	return out
+}
+
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// PorcupineTimeout bounds the linearizability check (default 30s);
@@ -143,6 +155,8 @@ type checker struct {
 	validTo map[uint64]int64
 	// staleChecks: lease checks (op IDs) that called an ended lease valid.
 	staleChecks map[int]bool
+	// failed counts violations per check (reports are capped).
+	failed map[string]int
 }
 
 func (c *checker) fail(check, lock, format string, args ...any) {
@@ -151,7 +165,16 @@ func (c *checker) fail(check, lock, format string, args ...any) {
 		c.r.Known = append(c.r.Known, v)
 		return
 	}
-	c.r.Violations = append(c.r.Violations, v)
+	if c.failed == nil {
+		c.failed = map[string]int{}
+	}
+	c.failed[check]++
+	switch k := c.failed[check]; {
+	case k <= maxReported:
+		c.r.Violations = append(c.r.Violations, v)
+	case k == maxReported+1:
+		c.r.Violations = append(c.r.Violations, Violation{Check: check, Detail: "more violations of this check not listed"})
+	}
 }
 
 func (c *checker) known(check string) bool {
@@ -194,6 +217,7 @@ func Check(h *History, o CheckOptions) *Report {
 	c.checkDigests()
 	c.checkSamples()
 	c.checkLogMatching()
+	c.checkLeaders()
 	c.checkConfigs()
 	c.checkGhosts()
 	c.checkProbes()

@@ -11,7 +11,8 @@ import (
 // ones are two clusters: split brain at formation, or a second cluster that
 // was merged in); a replica reports one cluster id for its whole life. And
 // the membership model of the class: a member that Raft cannot reach never
-// becomes a voter; an even number of voters does not last.
+// becomes a voter; an even number of voters (four or more: two voters
+// after a reap may be all a cluster has) does not last.
 
 func serversKey(ss []ConfigServer) string {
 	parts := make([]string, len(ss))
@@ -100,7 +101,7 @@ func (c *checker) checkConfigs() {
 		}
 		if e.OddVoters && s.Source == "live" {
 			run := even[s.Node]
-			if v := voters(s.Servers); v > 0 && v%2 == 0 {
+			if v := voters(s.Servers); v >= 4 && v%2 == 0 {
 				if run == nil || run.key != serversKey(s.Servers) {
 					even[s.Node] = &evenRun{since: s.At, key: serversKey(s.Servers)}
 				}

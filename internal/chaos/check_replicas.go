@@ -46,6 +46,18 @@ func (c *checker) checkSamples() {
 	}
 }
 
+// checkLeaders: Raft's election safety — at most one leader per term.
+func (c *checker) checkLeaders() {
+	by := map[uint64]LeaderSample{}
+	for _, l := range c.h.Leaders {
+		if f, ok := by[l.Term]; ok && f.Node != l.Node {
+			c.fail(CheckElectionSafety, "", "two leaders in term %d: %s (t=%d) and %s (t=%d)", l.Term, f.Node, f.At, l.Node, l.At)
+			continue
+		}
+		by[l.Term] = l
+	}
+}
+
 func (c *checker) checkLogMatching() {
 	type pos struct{ index, term uint64 }
 	first := map[pos]EntrySample{}

@@ -189,6 +189,13 @@ type ConfigSample struct {
 	Servers   []ConfigServer `json:"servers"`
 }
 
+// LeaderSample is a replica seen as leader of a term.
+type LeaderSample struct {
+	Node string `json:"node"`
+	Term uint64 `json:"term"`
+	At   int64  `json:"at"`
+}
+
 // EntrySample is one log entry read from a replica's disk: its position
 // and a hash of its type and data.
 type EntrySample struct {
@@ -317,6 +324,8 @@ type History struct {
 	// Configs are the Raft configurations replicas held: sampled live, and
 	// read from their logs and snapshots whenever a node was down.
 	Configs []ConfigSample `json:"configs,omitempty"`
+	// Leaders are the (term, node) pairs of replicas seen leading.
+	Leaders []LeaderSample `json:"leaders,omitempty"`
 	// Entries are the (index, term) → entry digests of every log read from
 	// disk during the run (Raft's log matching: one entry per pair).
 	Entries []EntrySample `json:"entries,omitempty"`

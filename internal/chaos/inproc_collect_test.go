@@ -150,10 +150,11 @@ type sampler struct {
 	stopc    chan struct{}
 	done     chan struct{}
 	lastConf map[string]string // node → serversKey of its last sample
+	led      map[LeaderSample]bool
 }
 
 func newSampler(s *sim) *sampler {
-	return &sampler{s: s, stopc: make(chan struct{}), done: make(chan struct{}), lastConf: map[string]string{}}
+	return &sampler{s: s, stopc: make(chan struct{}), done: make(chan struct{}), lastConf: map[string]string{}, led: map[LeaderSample]bool{}}
 }
 
 func (p *sampler) start() {
@@ -190,12 +191,23 @@ func (p *sampler) sample(n *node.Node) {
 	at := now()
 	idx, d := n.Digest()
 	st := n.Status()
+	// Leading in a term: the leader state read between two equal term
+	// reads (Status reads the state before the term).
+	leading := n.IsLeader() && n.Status().Term == st.Term
 	servers := statusServers(st)
 	key := serversKey(servers)
 	s := p.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.h.AddSamples([]DigestSample{{Node: n.ID(), Index: idx, Hash: fmt.Sprintf("%x", d[:8]), At: at, Source: "live"}})
+	if leading {
+		k := LeaderSample{Node: n.ID(), Term: st.Term}
+		if !p.led[k] {
+			p.led[k] = true
+			k.At = at
+			s.h.Leaders = append(s.h.Leaders, k)
+		}
+	}
 	if len(servers) > 0 && p.lastConf[n.ID()] != key {
 		p.lastConf[n.ID()] = key
 		s.h.Configs = append(s.h.Configs, ConfigSample{Node: n.ID(), At: at, Source: "live", ClusterID: clusterIDOf(st), Servers: servers})

@@ -187,10 +187,8 @@ func (s *sim) resetDisks() {
 func (s *sim) healAll() {
 	s.c.Heal()
 	s.net.ClearFlows()
+	s.net.ClearDelays()
 	for a := range s.c.Size() {
-		for b := range s.c.Size() {
-			s.net.SetDelay(s.c.RaftHost(a), s.c.RaftHost(b), 0)
-		}
 		s.frozen[a].Store(0)
 	}
 	s.resetClocks()
@@ -228,4 +226,9 @@ func (s *sim) syncedNode(timeout time.Duration) (*node.Node, error) {
 		err = errors.New("no running node")
 	}
 	return nil, err
+}
+
+// contextUntil is a context that ends at t.
+func contextUntil(t time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.Background(), t)
 }

@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,11 +75,30 @@ type sim struct {
 
 func now() int64 { return time.Now().UnixNano() }
 
+// seededRand is a random source for a seed and a stream, well mixed even
+// for consecutive seeds.
+func seededRand(seed int64, stream uint64) *rand.Rand {
+	var b [32]byte
+	h := sha256.Sum256([]byte(fmt.Sprintf("raftlock-chaos/%d/%d", seed, stream)))
+	copy(b[:], h[:])
+	return rand.New(rand.NewChaCha8(b))
+}
+
+// debugLogger returns a logger for the nodes when RAFTLOCK_CHAOS_LOG names
+// a level (debug, info, warn): text on stderr, fake time. Nil otherwise.
+func debugLogger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(os.Getenv("RAFTLOCK_CHAOS_LOG"))); err != nil || os.Getenv("RAFTLOCK_CHAOS_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
 func newSim(t *testing.T, cfg simConfig, net *memnet.Network, name string) *sim {
 	total := cfg.Nodes + cfg.Spare
 	s := &sim{
 		t: t, cfg: cfg, class: classFor(cfg.Class),
-		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6a09e667^uint64(len(name)))),
+		rng: seededRand(cfg.Seed, 0x6a09e667^uint64(len(name))),
 		net: net,
 		reg: NewRegister(),
 		h: &History{
@@ -201,6 +223,9 @@ func (s *sim) startCluster() {
 		c.SnapshotInterval = 500 * time.Millisecond
 		c.WallClock = s.wallClock(i)
 		c.DiskFault = s.diskFault(i)
+		if l := debugLogger(); l != nil {
+			c.Logger = l
+		}
 		if configure != nil {
 			configure(i, c)
 		}
@@ -240,6 +265,9 @@ func (s *sim) startWorkload() {
 // up publishes node i to the workers and starts observing its events.
 func (s *sim) up(i int) {
 	n := s.c.Nodes[i]
+	if s.nodes[i].Load() == n {
+		return
+	}
 	s.col.watch(s.c.ID(i), n)
 	s.nodes[i].Store(n)
 }

@@ -78,7 +78,7 @@ func (s *sim) sessionOptions(id int) []lockapi.SessionOption {
 }
 
 func (s *sim) worker(id int) {
-	w := &workerState{id: id, home: id % s.cfg.Nodes, rng: rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(id)+1))}
+	w := &workerState{id: id, home: id % s.cfg.Nodes, rng: seededRand(s.cfg.Seed, uint64(id)+1)}
 	defer func() {
 		// The session stays open: the end state is read while it lives.
 		if w.sess != nil {

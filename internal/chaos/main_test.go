@@ -87,7 +87,7 @@ func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule st
 			for _, v := range r.Violations {
 				t.Errorf("%s%s: %s [%s] %s", cfg, clusterSuffix(h), v.Check, v.Lock, v.Detail)
 			}
-			t.Errorf("class %s seed %d failed (porcupine %s); history and visualisation: %v", cfg.Class, cfg.Seed, r.Porcupine, artifacts)
+			t.Errorf("class %s seed %d%s failed (porcupine %s), violated checks %v; history and visualisation: %v", cfg.Class, cfg.Seed, clusterSuffix(h), r.Porcupine, r.ViolatedChecks(), artifacts)
 		}
 		if sum != nil {
 			sum.Add(h, r, artifacts)

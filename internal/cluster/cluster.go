@@ -60,6 +60,10 @@ type Options struct {
 // GossipAddr is node i's gossip address on a memnet network (default subnet).
 func GossipAddr(i int) string { return gossipAddr(0, i) }
 
+// GossipAddrIn is node i's gossip address in a cluster with the given
+// Options.Subnet.
+func GossipAddrIn(subnet, i int) string { return gossipAddr(subnet, i) }
+
 func gossipAddr(subnet, i int) string {
 	return fmt.Sprintf("10.%d.%d.%d:7946", subnet, (i+1)/250, (i+1)%250+1)
 }

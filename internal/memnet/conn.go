@@ -90,6 +90,34 @@ func (p *pipe) lostAndHealed(f *faultState) bool {
 		(p.dirs[1].lost && !p.flow[1].cut && !f.cut(p.hosts[1], p.hosts[0]))
 }
 
+// dropInFlight discards the bytes still on their way (delayed, not yet
+// due) in each direction that f cuts, as a cut path loses the packets on
+// it; the direction then counts as having lost bytes.
+func (p *pipe) dropInFlight(f *faultState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for side := range p.dirs {
+		d := &p.dirs[side]
+		if len(d.chunks) == 0 || !f.cut(p.hosts[side], p.hosts[1-side]) {
+			continue
+		}
+		keep := 0
+		for keep < len(d.chunks) && !d.chunks[keep].readyAt.After(now) {
+			keep++
+		}
+		if keep == len(d.chunks) {
+			continue
+		}
+		for _, ch := range d.chunks[keep:] {
+			d.buffered -= len(ch.data)
+		}
+		d.chunks = d.chunks[:keep]
+		d.lost = true
+		p.cond.Broadcast()
+	}
+}
+
 // armWake makes sure a timer wakes the readers of d at or before at.
 // Caller holds p.mu.
 func (p *pipe) armWake(d *direction, at time.Time) {
@@ -238,7 +266,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 		}
 		k := min(space, len(b))
 		ch := chunk{data: append([]byte(nil), b[:k]...)}
-		if delay := f.delay(from, to) + p.flow[c.side].delay; delay > 0 {
+		if delay := f.byteDelay(from, to) + p.flow[c.side].delay; delay > 0 {
 			ch.readyAt = time.Now().Add(delay)
 		}
 		d.chunks = append(d.chunks, ch)

@@ -14,7 +14,8 @@
 //   - Partition, Block, Isolate: while from → to is cut, a new dial between
 //     the two hosts (either way) hangs until its context ends, like a
 //     black-holed SYN, and bytes written from → to on existing connections
-//     are silently discarded, so peers time out as in a real partition.
+//     are silently discarded, so peers time out as in a real partition;
+//     bytes still in flight (delayed, not yet due) are discarded too.
 //     When the cut is healed, every connection that lost bytes is reset (so a
 //     stream is never silently corrupted) and new dials succeed.
 //   - SetDelay adds latency to bytes sent from → to (and to dial set-up).

@@ -106,3 +106,51 @@ func TestSynctestFlowCutResetsOnClear(t *testing.T) {
 		}
 	})
 }
+
+func TestSynctestByteDelayLeavesDialsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		defer n.Close()
+		n.SetByteDelay("b", "a", time.Second)
+		start := time.Now()
+		c, s := pair(t, n)
+		defer c.Close()
+		defer s.Close()
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("dial took %v", got)
+		}
+		buf := make([]byte, 2)
+		c.Write([]byte("up"))
+		if _, err := io.ReadFull(s, buf); err != nil || time.Since(start) != 0 {
+			t.Fatalf("a→b: %v after %v", err, time.Since(start))
+		}
+		s.Write([]byte("dn"))
+		if _, err := io.ReadFull(c, buf); err != nil || time.Since(start) != time.Second {
+			t.Fatalf("b→a: %v after %v, want 1s", err, time.Since(start))
+		}
+		n.SetByteDelay("b", "a", 0)
+		s.Write([]byte("ok"))
+		if _, err := io.ReadFull(c, buf); err != nil || time.Since(start) != time.Second {
+			t.Fatalf("after removal: %v after %v", err, time.Since(start))
+		}
+	})
+}
+
+func TestSynctestCutDropsBytesInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		defer n.Close()
+		c, s := pair(t, n)
+		defer c.Close()
+		defer s.Close()
+		n.SetByteDelay("a", "b", time.Second)
+		c.Write([]byte("lost"))
+		time.Sleep(500 * time.Millisecond)
+		n.Block("a", "b")
+		n.Unblock("a", "b")
+		s.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := s.Read(make([]byte, 4)); !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("read after a cut that caught bytes in flight: %v", err)
+		}
+	})
+}
