@@ -336,6 +336,10 @@ type History struct {
 	// EndState is the lock table once the workload had stopped and every
 	// client had let go of what it held (the ghost-holder check).
 	EndState *EndState `json:"end_state,omitempty"`
+	// StampsUnreliable: the leaders' entry stamps (LogEvent.At) do not
+	// follow the clients' clock (the clock class moves the leaders' wall
+	// clocks), so the checks use observation times instead.
+	StampsUnreliable bool `json:"stamps_unreliable,omitempty"`
 	// LockDelay is the lock-delay of the workload's sessions (0: none).
 	LockDelay int64 `json:"lock_delay_ns,omitempty"`
 	// HarnessErrors are problems of the harness itself (the run proves

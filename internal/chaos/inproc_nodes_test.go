@@ -148,23 +148,27 @@ func (s *sim) resetClocks() {
 
 // diskState is one node's injected disk fault.
 type diskState struct {
-	failing    atomic.Bool  // appends and stable writes fail with ENOSPC
-	stallUntil atomic.Int64 // appends wait until then (UnixNano)
+	failing    atomic.Bool  // log appends fail with ENOSPC
+	stallUntil atomic.Int64 // log appends wait until then (UnixNano)
 }
 
 // errDisk is the injected disk error.
 var errDisk = fmt.Errorf("chaos: disk full: %w", syscall.ENOSPC)
 
+// diskFault is node i's Config.DiskFault. Only log appends fail or stall:
+// hashicorp/raft panics when a stable-store write (the term) or a log read
+// fails, which would take the whole in-process run down (the
+// multi-process layer fills a real disk instead, panics included).
 func (s *sim) diskFault(i int) func(node.DiskOp) error {
 	d := &s.disk[i]
 	return func(op node.DiskOp) error {
-		if op == node.DiskRead {
+		if op != node.DiskAppend {
 			return nil
 		}
-		if d.failing.Load() && (op == node.DiskAppend || op == node.DiskStable) {
+		if d.failing.Load() {
 			return errDisk
 		}
-		if u := d.stallUntil.Load(); u != 0 && op == node.DiskAppend {
+		if u := d.stallUntil.Load(); u != 0 {
 			if wait := time.Until(time.Unix(0, u)); wait > 0 {
 				time.Sleep(wait)
 			}

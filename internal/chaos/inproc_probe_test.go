@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/raftlock/raftlock/internal/cluster"
@@ -22,51 +23,67 @@ const resumeBound = 30 * time.Second
 const probeBound = 10 * time.Second
 
 // probe is a fresh client on node i: it opens a session, acquires lock
-// (waiting), releases it and closes the session, all within bound. It
-// records the operations and the probe, and reports whether it succeeded.
+// (waiting), releases it and closes the session, retrying with a new
+// session after an error, all within bound. It records the operations and
+// the probe, and reports whether it succeeded.
 func (s *sim) probe(what string, i int, lock string, bound time.Duration, resume bool) bool {
+	p := Probe{What: what, Node: s.c.ID(i), Lock: lock, Start: now(), Resume: resume}
+	p.Deadline = p.Start + int64(bound)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	var errs []string
+	for {
+		err := s.probeOnce(ctx, i, lock)
+		if err == nil {
+			p.Done = now()
+			break
+		}
+		if len(errs) < 3 {
+			errs = append(errs, err.Error())
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.Err = strings.Join(errs, "; ")
+	s.mu.Lock()
+	s.h.Probes = append(s.h.Probes, p)
+	s.mu.Unlock()
+	return p.Done != 0
+}
+
+// probeOnce is one attempt of a probe.
+func (s *sim) probeOnce(ctx context.Context, i int, lock string) error {
 	n := s.c.Nodes[i]
+	if n == nil {
+		return errors.New("node is down")
+	}
 	s.mu.Lock()
 	s.probes++
 	client := probeClient + s.probes
 	s.mu.Unlock()
-	p := Probe{What: what, Node: s.c.ID(i), Lock: lock, Start: now(), Resume: resume}
-	p.Deadline = p.Start + int64(bound)
-	record := func(err error) bool {
-		if err != nil {
-			p.Err = err.Error()
-		} else {
-			p.Done = now()
-		}
-		s.mu.Lock()
-		s.h.Probes = append(s.h.Probes, p)
-		s.mu.Unlock()
-		return err == nil
-	}
-	if n == nil {
-		return record(errors.New("node is down"))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
+	nodeID := s.c.ID(i)
+	deadline, _ := ctx.Deadline()
 	sess, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(s.cfg.TTL), lockapi.WithOwner(fmt.Sprintf("probe-%d", client)))
 	if err != nil {
-		return record(fmt.Errorf("open session: %w", err))
+		return fmt.Errorf("open session: %w", err)
 	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), s.cfg.TTL)
 		sess.Close(cctx)
 		ccancel()
 	}()
-	op := Op{Client: client, Node: p.Node, Kind: OpAcquire, Lock: lock, Invoke: now(), Deadline: p.Deadline}
+	op := Op{Client: client, Node: nodeID, Kind: OpAcquire, Lock: lock, Invoke: now(), Deadline: deadline.UnixNano()}
 	lease, err := sess.Lock(ctx, lock)
 	op.Return = now()
 	if err != nil {
 		op.Result, op.Err, op.ErrKind = Fail, err.Error(), errKind(err)
 		s.addOp(op)
-		return record(fmt.Errorf("lock: %w", err))
+		return fmt.Errorf("lock: %w", err)
 	}
 	op.Result, op.Token, op.Owner = Granted, uint64(lease.Token()), lease.Owner().String()
-	rel := Op{Client: client, Node: p.Node, Kind: OpRelease, Lock: lock, Token: op.Token, Owner: op.Owner, Invoke: now(), Deadline: p.Deadline}
+	rel := Op{Client: client, Node: nodeID, Kind: OpRelease, Lock: lock, Token: op.Token, Owner: op.Owner, Invoke: now(), Deadline: op.Deadline}
 	err = lease.Unlock(ctx)
 	rel.Return = now()
 	op.ValidTo = rel.Invoke
@@ -74,11 +91,11 @@ func (s *sim) probe(what string, i int, lock string, bound time.Duration, resume
 	if err != nil {
 		rel.Result, rel.Err, rel.ErrKind = Unknown, err.Error(), errKind(err)
 		s.addOp(rel)
-		return record(fmt.Errorf("unlock: %w", err))
+		return fmt.Errorf("unlock: %w", err)
 	}
 	rel.Result = OK
 	s.addOp(rel)
-	return record(nil)
+	return nil
 }
 
 // probeAny probes through the first of the given nodes that runs.

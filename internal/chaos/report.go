@@ -172,7 +172,15 @@ func SaveFailure(dir string, h *History, r *Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	base := filepath.Join(dir, fmt.Sprintf("%s-seed%d", h.Layer, h.Seed))
+	name := h.Layer
+	if h.Class != "" {
+		name += "-" + h.Class
+	}
+	name += fmt.Sprintf("-seed%d", h.Seed)
+	if h.Cluster != "" {
+		name += "-" + h.Cluster
+	}
+	base := filepath.Join(dir, name)
 	var paths []string
 	if err := h.WriteJSON(base + "-history.json"); err != nil {
 		return paths, err
