@@ -8,7 +8,9 @@ import (
 // Self-tests of the checkers added for the fault classes: each gets a
 // history that violates it, and the clean history passes them all.
 
-func srv(id string, voter bool) ConfigServer { return ConfigServer{ID: id, Addr: id + ":7400", Voter: voter} }
+func srv(id string, voter bool) ConfigServer {
+	return ConfigServer{ID: id, Addr: id + ":7400", Voter: voter}
+}
 
 func TestCheckDigestSamplesDiverge(t *testing.T) {
 	b := clean()
