@@ -3,7 +3,9 @@ package chaos
 // Calls that cannot commit say why, within their deadline: a TryLock made
 // entirely inside a quorum loss (every replica cut off from every other)
 // fails with an error wrapping ErrNoQuorum (or the session's end), never a
-// bare deadline; and no call returns later than its deadline plus a TTL.
+// bare deadline; and no call returns later than its deadline plus a TTL
+// (unless its replica's process was paused meanwhile: a stopped process
+// answers nothing).
 func (c *checker) checkErrors() {
 	var windows [][2]int64
 	for _, f := range c.h.Nemesis {
@@ -19,10 +21,18 @@ func (c *checker) checkErrors() {
 		}
 		return false
 	}
+	paused := func(op *Op) bool {
+		for _, f := range c.h.Nemesis {
+			if (f.Kind == "sigstop" || f.Kind == "pause") && f.Target == op.Node && f.Start < op.Return && f.End > op.Invoke {
+				return true
+			}
+		}
+		return false
+	}
 	hung, vague := 0, 0
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
-		if op.Deadline != 0 && c.h.TTL > 0 && op.Return > op.Deadline+c.h.TTL {
+		if op.Deadline != 0 && c.h.TTL > 0 && op.Return > op.Deadline+c.h.TTL && !paused(op) {
 			if hung < maxReported {
 				c.fail(CheckBoundedCall, op.Lock, "op %d (%s by client %d on %s) returned %s after its deadline (%s)", op.ID, op.Kind, op.Client, op.Node, durationMS(op.Return-op.Deadline), op.Err)
 			}

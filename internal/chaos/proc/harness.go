@@ -39,6 +39,8 @@ import (
 
 // Options configure a run.
 type Options struct {
+	// Class is the fault class (Classes; default "mixed").
+	Class             string
 	Seed              int64
 	Replicas          int           // 3..5
 	Duration          time.Duration // workload time
@@ -49,8 +51,11 @@ type Options struct {
 	Net               string // "auto", "netns" or "loopback"
 	Root              string // module root (to build examples/replica)
 	Bin               string // a prebuilt replica binary (skips the build)
-	WorkDir           string // temporary files (default: a new temp dir)
-	Logf              func(format string, args ...any)
+	// OldBin is the previous release's replica binary (upgrade class: the
+	// replicas start on it and are upgraded to Bin).
+	OldBin  string
+	WorkDir string // temporary files (default: a new temp dir)
+	Logf    func(format string, args ...any)
 	// OnInterrupt runs when SIGINT/SIGTERM/SIGHUP aborts the run, after the
 	// clean-up and before the process exits (remove the caller's files).
 	OnInterrupt func()
@@ -84,6 +89,12 @@ type Harness struct {
 	// terminated[i]: when replica i was stopped gracefully (its HTTP
 	// session closed: every lease of its clients ended then).
 	terminated [][]int64
+	probes     int
+	// relays carry every Raft/RPC connection to each replica (network
+	// class); tmpfs are the mounted size-limited data dirs (disk class).
+	relays    []*relay
+	tmpfs     []string
+	diskExits map[int]int
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -112,6 +123,9 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	if o.TTL == 0 {
 		o.TTL = 2 * time.Second
 	}
+	if o.Class == "" {
+		o.Class = "mixed"
+	}
 	unlock, err := runLock()
 	if err != nil {
 		return nil, "", err
@@ -127,8 +141,9 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		o:   o,
 		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0xbb67ae85)),
 		h: &chaos.History{
-			Layer: "multi-process", Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
+			Layer: "multi-process", Class: o.Class, Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
 		},
+		diskExits:  map[int]int{},
 		paused:     make([]chan struct{}, o.Replicas),
 		terminated: make([][]int64, o.Replicas),
 		down:       make([]atomic.Bool, o.Replicas),
@@ -146,6 +161,14 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		cleanOnce.Do(func() {
 			for _, r := range x.reps {
 				r.stop(syscall.SIGKILL, 5*time.Second) // SIGCONT first, inside stop
+			}
+			for _, rl := range x.relays {
+				rl.close()
+			}
+			for _, d := range x.tmpfs {
+				if err := unmountTmpfs(d); err != nil {
+					x.logf("tmpfs clean-up: %v", err)
+				}
 			}
 			if x.db != nil {
 				x.db.Close()
@@ -216,6 +239,11 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	wg.Wait()
 	x.h.End = now()
 	x.logf("workload over (clients done %v after its end); settling", time.Since(x.end).Round(time.Millisecond))
+	if err := x.waitReady(ctx, 90*time.Second); err != nil {
+		x.logf("after healing: %v", err)
+	}
+	x.resumeProbes(ctx)
+	x.captureEndState(ctx)
 	if err := x.finish(ctx); err != nil {
 		x.h.HarnessErrors = append(x.h.HarnessErrors, err.Error())
 	}
@@ -297,6 +325,15 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 			dataDir: filepath.Join(x.o.WorkDir, fmt.Sprintf("r%d", i+1)),
 			logPath: filepath.Join(x.o.WorkDir, fmt.Sprintf("r%d.log", i+1)),
 		}
+		if x.o.Class == "upgrade" {
+			r.bin = x.o.OldBin
+		}
+		if x.o.Class == "disk" {
+			if err := mountTmpfs(r.dataDir); err != nil {
+				return fmt.Errorf("disk class: %w", err)
+			}
+			x.tmpfs = append(x.tmpfs, r.dataDir)
+		}
 		r.args = []string{
 			"-id", r.id, "-data-dir", r.dataDir,
 			"-bind", fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0)),
@@ -307,6 +344,15 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 			"-ttl", x.o.TTL.String(),
 			"-timing", x.o.Timing,
 			"-log-level", "warn",
+		}
+		if x.o.Class == "network" {
+			target := fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0))
+			rl, err := newRelay(fmt.Sprintf("%s:%d", x.net.RelayHost(), relayPort(x.net, i)), target, uint64(x.o.Seed)+uint64(i), x.net.Source)
+			if err != nil {
+				return fmt.Errorf("network class: relay for %s: %w", r.id, err)
+			}
+			x.relays = append(x.relays, rl)
+			r.args = append(r.args, "-advertise", rl.addr())
 		}
 		x.reps = append(x.reps, r)
 	}

@@ -105,6 +105,7 @@ func (x *Harness) client(ctx context.Context, c int) {
 		timeout := ttl + time.Duration(rng.Int64N(int64(ttl)))
 		var ar acquireResp
 		op.Invoke = now()
+		op.Deadline = op.Invoke + int64(timeout)
 		code, eb, err := x.call(ctx, ri, "POST", "/v1/acquire", map[string]any{"lock": lock, "wait": wait, "timeout_ms": timeout.Milliseconds()}, &ar, timeout+6*ttl)
 		op.Return = now()
 		switch {
@@ -114,7 +115,10 @@ func (x *Harness) client(ctx context.Context, c int) {
 			op.Result = chaos.Locked
 		default:
 			op.Result = chaos.Fail
-			op.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
+			op.Err, op.ErrKind = fmt.Sprintf("%d %s %v", code, eb.Error, err), errKind(eb.Error)
+			if err != nil && op.Return-op.Invoke >= int64(timeout+6*ttl) {
+				op.ErrKind = chaos.ErrDeadline // no answer at all within the call's bound
+			}
 		}
 		idx := x.addOp(op)
 		if op.Result != chaos.Granted {
