@@ -91,6 +91,13 @@ func (x *Harness) finish(ctx context.Context) error {
 			return err
 		}
 		logs = append(logs, rl)
+		at := now()
+		x.h.Configs = append(x.h.Configs, rl.Configurations(at)...)
+		x.h.AddEntries(rl.EntrySamples(at))
+		if ds, err := rl.DigestSamples(common, at); err == nil {
+			x.h.AddSamples(ds)
+		}
+		x.h.Expect.Members = append(x.h.Expect.Members, r.id)
 	}
 	x.h.LogDivergence = chaos.CompareLogs(logs, common)
 	for i, rl := range logs {

@@ -38,15 +38,15 @@ func buildAt(ctx context.Context, root, commit, dir string, race bool) (string, 
 		return "", fmt.Errorf("git worktree add %s: %v: %s", commit, err, strings.TrimSpace(string(out)))
 	}
 	defer exec.Command("git", "-C", root, "worktree", "remove", "--force", src).Run()
-	bin, err := buildReplica(ctx, src, dir, race)
+	out := filepath.Join(dir, "at-"+commit) // not dir itself: the current build lives there
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	bin, err := buildReplica(ctx, src, out, race)
 	if err != nil {
 		return "", fmt.Errorf("build at %s: %w", commit, err)
 	}
-	old := filepath.Join(dir, "replica-"+commit)
-	if err := os.Rename(bin, old); err != nil {
-		return "", err
-	}
-	return old, nil
+	return bin, nil
 }
 
 // upgradeNemesis replaces every replica, in a random order, with the
