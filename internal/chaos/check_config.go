@@ -74,6 +74,10 @@ func (c *checker) checkConfigs() {
 			}
 		}
 		for _, sv := range s.Servers {
+			if own, ok := e.Addrs[sv.ID]; ok && sv.Addr != own {
+				once("addr/"+sv.ID+"/"+sv.Addr, CheckClusterIdentity, "%s's configuration (%s, index %d) has member %s at %s, not at its own address %s: %s",
+					s.Node, s.Source, s.Index, sv.ID, sv.Addr, own, serversKey(s.Servers))
+			}
 			if sv.Voter && unreachableAt(sv.ID, s.At) {
 				once("unreachable/"+sv.ID, CheckUnreachableVoter, "%s is a voter in %s's configuration (t=%d) although Raft cannot reach it: %s",
 					sv.ID, s.Node, s.At, serversKey(s.Servers))

@@ -61,6 +61,11 @@ func TestCheckClusterIdentity(t *testing.T) {
 	b.h.Expect.Members = []string{"n1", "n2", "n3"}
 	b.h.Configs = []ConfigSample{{Node: "n1", Source: "live", Servers: []ConfigServer{srv("n1", true), srv("n2", true), srv("n3", true), srv("b1", true)}}}
 	requireViolation(t, checked(t, b), CheckClusterIdentity)
+	// A member at someone else's address (its name taken over).
+	b = clean()
+	b.h.Expect.Addrs = map[string]string{"n2": "n2:7400"}
+	b.h.Configs = []ConfigSample{{Node: "n1", Source: "log", Index: 9, Servers: []ConfigServer{srv("n1", true), {ID: "n2", Addr: "evil:7400", Voter: true}}}}
+	requireViolation(t, checked(t, b), CheckClusterIdentity)
 	// A replica whose cluster id changes.
 	b = clean()
 	b.h.Configs = []ConfigSample{{Node: "n1", Source: "live", ClusterID: "x", Servers: []ConfigServer{srv("n1", true)}}, {Node: "n1", At: 5, Source: "live", ClusterID: "y", Servers: []ConfigServer{srv("n1", true)}}}

@@ -211,6 +211,9 @@ type Expect struct {
 	// Members are every node that may ever be in this cluster's
 	// configuration; empty: not checked.
 	Members []string `json:"members,omitempty"`
+	// Addrs are members' own Raft addresses, where fixed: a configuration
+	// naming a member at another address was redirected to someone else.
+	Addrs map[string]string `json:"addrs,omitempty"`
 	// Unreachable are gossip members that Raft could not reach during a
 	// window: they must not be voters then.
 	Unreachable []Unreachable `json:"unreachable,omitempty"`

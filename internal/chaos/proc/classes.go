@@ -12,10 +12,11 @@ import (
 // Multi-process fault classes (Options.Class): mixed (the nemesis of
 // nemesis.go), network (latency, jitter, loss and cuts through the relays),
 // disk (a replica's size-limited data dir fills up), restart (rolling
-// restarts, stop-all/start-all, a quorum subset), upgrade (upgrade.go).
+// restarts, stop-all/start-all, a quorum subset), upgrade (upgrade.go),
+// stranger (stranger.go).
 
 // Classes lists the multi-process classes.
-var Classes = []string{"mixed", "network", "disk", "restart", "upgrade"}
+var Classes = []string{"mixed", "network", "disk", "restart", "upgrade", "stranger"}
 
 // probeBound is how long a probe may take where the class expects the
 // cluster to serve.

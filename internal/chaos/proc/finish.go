@@ -98,6 +98,10 @@ func (x *Harness) finish(ctx context.Context) error {
 			x.h.AddSamples(ds)
 		}
 		x.h.Expect.Members = append(x.h.Expect.Members, r.id)
+		if x.h.Expect.Addrs == nil {
+			x.h.Expect.Addrs = map[string]string{}
+		}
+		x.h.Expect.Addrs[r.id] = r.raftAddr()
 	}
 	x.h.LogDivergence = chaos.CompareLogs(logs, common)
 	for i, rl := range logs {

@@ -95,6 +95,7 @@ type Harness struct {
 	relays    []*relay
 	tmpfs     []string
 	diskExits map[int]int
+	strangers int
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -344,6 +345,18 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 			"-ttl", x.o.TTL.String(),
 			"-timing", x.o.Timing,
 			"-log-level", "warn",
+		}
+		if x.o.Class == "stranger" {
+			if i == 0 {
+				if err := writeCerts(x.o.WorkDir, n); err != nil {
+					return err
+				}
+			}
+			extra, err := strangerArgs(x.o.WorkDir, i)
+			if err != nil {
+				return err
+			}
+			r.args = append(r.args, extra...)
 		}
 		if x.o.Class == "network" {
 			target := fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0))

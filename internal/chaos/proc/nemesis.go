@@ -43,6 +43,8 @@ func (x *Harness) nemesis(ctx context.Context) {
 		x.loop(ctx, x.restartStep)
 	case "upgrade":
 		x.upgradeNemesis(ctx)
+	case "stranger":
+		x.loop(ctx, x.strangerStep)
 	default:
 		x.loop(ctx, func(ctx context.Context) { x.mixedStep(ctx, x.rng.IntN(100)) })
 	}
