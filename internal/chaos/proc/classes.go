@@ -157,7 +157,29 @@ func (x *Harness) restartStep(ctx context.Context) {
 		sig = syscall.SIGKILL
 	}
 	switch k := r.IntN(100); {
-	case k < 30:
+	case k < 25:
+		// The review's deploy: SIGTERM every replica in turn, then start
+		// a quorum of them that leaves out the last one stopped.
+		stops := r.Perm(n)
+		first := r.Perm(n - 1)[:n/2+1]
+		for j := range first {
+			first[j] = stops[first[j]]
+		}
+		done := x.fault("stop-all-gracefully-start-quorum", "stop "+x.ids(stops)+" start "+x.ids(first))
+		for _, i := range stops {
+			x.stopReplica(i, syscall.SIGTERM)
+		}
+		for _, i := range first {
+			x.restart(i)
+		}
+		x.probeAny(ctx, "after stop-all-gracefully-start-quorum: "+x.ids(first)+" started", first, probeBound)
+		for i := range n {
+			if x.down[i].Load() {
+				x.restart(i)
+			}
+		}
+		done()
+	case k < 45:
 		order := r.Perm(n)
 		done := x.fault("rolling-restart-"+sigName(sig), x.ids(order))
 		for _, i := range order {
