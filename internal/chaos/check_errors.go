@@ -5,7 +5,7 @@ package chaos
 // fails with an error wrapping ErrNoQuorum (or the session's end), never a
 // bare deadline; and no call returns later than its deadline plus a TTL
 // (unless its replica's process was paused meanwhile: a stopped process
-// answers nothing).
+// answers nothing), nor more than a TTL after its session ended.
 func (c *checker) checkErrors() {
 	var windows [][2]int64
 	for _, f := range c.h.Nemesis {
@@ -35,6 +35,12 @@ func (c *checker) checkErrors() {
 		if op.Deadline != 0 && c.h.TTL > 0 && op.Return > op.Deadline+c.h.TTL && !paused(op) {
 			if hung < maxReported {
 				c.fail(CheckBoundedCall, op.Lock, "op %d (%s by client %d on %s) returned %s after its deadline (%s)", op.ID, op.Kind, op.Client, op.Node, durationMS(op.Return-op.Deadline), op.Err)
+			}
+			hung++
+		}
+		if op.SessionEnded != 0 && c.h.TTL > 0 && op.Return > op.SessionEnded+c.h.TTL && !paused(op) {
+			if hung < maxReported {
+				c.fail(CheckBoundedCall, op.Lock, "op %d (%s by client %d on %s) returned %s after its session ended (%s)", op.ID, op.Kind, op.Client, op.Node, durationMS(op.Return-op.SessionEnded), op.Err)
 			}
 			hung++
 		}

@@ -171,6 +171,10 @@ func TestCheckErrorMeaningAndBoundedCalls(t *testing.T) {
 	requireViolation(t, checked(t, b), CheckBoundedCall)
 	b = clean()
 	b.h.TTL = 50 * ms
+	b.op(Op{Client: 3, Kind: OpAcquire, Lock: "y", Invoke: 310, Return: 900, Result: Fail, ErrKind: ErrSessionExpired, SessionEnded: 400 * ms})
+	requireViolation(t, checked(t, b), CheckBoundedCall)
+	b = clean()
+	b.h.TTL = 50 * ms
 	b.h.Nemesis = []FaultEvent{{Kind: "quorum-loss", Start: 300 * ms, End: 600 * ms}}
 	b.op(Op{Client: 3, Kind: OpTryAcquire, Lock: "y", Invoke: 310, Return: 320, Result: Fail, ErrKind: ErrNoQuorum, Deadline: 400 * ms})
 	if r := checked(t, b); !r.OK() {

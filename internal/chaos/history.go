@@ -84,6 +84,10 @@ type Op struct {
 	ErrKind string `json:"err_kind,omitempty"`
 	// Deadline is the end of the call's context (0: none known).
 	Deadline int64 `json:"deadline,omitempty"`
+	// SessionEnded is when the client's session ended during the call
+	// (0: it did not, or the layer cannot tell): a blocking call must
+	// return soon after.
+	SessionEnded int64 `json:"session_ended,omitempty"`
 }
 
 // Error kinds of failed client calls (Op.ErrKind).

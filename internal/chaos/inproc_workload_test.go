@@ -137,6 +137,14 @@ func (s *sim) cycle(w *workerState, lock string) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	op.Invoke = now()
 	op.Deadline = op.Invoke + int64(timeout)
+	if !try && w.rng.Float64() < 0.1 {
+		// A Lock with no deadline: it must still return once the
+		// session ends (ErrSessionExpired), not when quorum comes back.
+		cancel()
+		ctx, cancel = context.WithCancel(context.Background())
+		op.Deadline = 0
+	}
+	sessionEnded := watchSession(w.sess)
 	var lease *lockapi.Lease
 	var err error
 	if try {
@@ -146,6 +154,7 @@ func (s *sim) cycle(w *workerState, lock string) {
 	}
 	op.Return = now()
 	cancel()
+	op.SessionEnded = sessionEnded()
 	switch {
 	case err == nil:
 		op.Result, op.Token, op.Owner = Granted, uint64(lease.Token()), lease.Owner().String()
@@ -210,6 +219,25 @@ func (s *sim) cycle(w *workerState, lock string) {
 		s.mu.Unlock()
 	}
 	s.setValidTo(idx, min(<-lost, rel.Invoke))
+}
+
+// watchSession notes when sess ends from now on; the returned function
+// stops watching and reports that time (0: it has not ended).
+func watchSession(sess *lockapi.Session) func() int64 {
+	ended := make(chan int64, 1)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-sess.Done():
+			ended <- now()
+		case <-stop:
+			ended <- 0
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		return <-ended
+	}
 }
 
 // writes performs one or two fenced writes with the lease's token.
