@@ -140,8 +140,14 @@ func (s *sim) cycle(w *workerState, lock string) {
 	if !try && w.rng.Float64() < 0.1 {
 		// A Lock with no deadline: it must still return once the
 		// session ends (ErrSessionExpired), not when quorum comes back.
+		// (The harness cancels it a while after the workload's end, so a
+		// library that never returns cannot keep the run going.)
 		cancel()
-		ctx, cancel = context.WithCancel(context.Background())
+		var cctx context.Context
+		cctx, cancel = context.WithCancel(context.Background())
+		stop := time.AfterFunc(time.Until(s.end)+5*ttl, cancel)
+		defer stop.Stop()
+		ctx = cctx
 		op.Deadline = 0
 	}
 	sessionEnded := watchSession(w.sess)
