@@ -30,6 +30,16 @@ type replica struct {
 	starts  int
 }
 
+// raftAddr is the Raft/RPC address the replica advertises.
+func (r *replica) raftAddr() string {
+	for k := 0; k+1 < len(r.args); k++ {
+		if r.args[k] == "-advertise" {
+			return r.args[k+1]
+		}
+	}
+	return fmt.Sprintf("%s:%d", r.net.Host(r.i), r.net.Port(r.i, 0))
+}
+
 func (r *replica) httpAddr() string {
 	return fmt.Sprintf("%s:%d", r.net.Host(r.i), r.net.Port(r.i, 2))
 }
