@@ -26,6 +26,17 @@ func serversKey(ss []ConfigServer) string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
+// nodeOfServer is the node id a Raft server id names: a server id is
+// "<node id>~<incarnation>" (or the bare node id of a data dir from before
+// incarnations). Membership and addresses are judged per node; the
+// bootstrap comparison keeps whole server ids, incarnations included.
+func nodeOfServer(id string) string {
+	if i := strings.IndexByte(id, '~'); i >= 0 {
+		return id[:i]
+	}
+	return id
+}
+
 func voters(ss []ConfigServer) int {
 	n := 0
 	for _, s := range ss {
@@ -67,18 +78,18 @@ func (c *checker) checkConfigs() {
 		s := &cs[i]
 		if len(members) > 0 {
 			for _, sv := range s.Servers {
-				if !members[sv.ID] {
+				if !members[nodeOfServer(sv.ID)] {
 					once("member/"+s.Node+"/"+sv.ID, CheckClusterIdentity, "%s's configuration (%s, index %d, t=%d) includes %s, which is not a member of this cluster: %s",
 						s.Node, s.Source, s.Index, s.At, sv.ID, serversKey(s.Servers))
 				}
 			}
 		}
 		for _, sv := range s.Servers {
-			if own, ok := e.Addrs[sv.ID]; ok && sv.Addr != own {
+			if own, ok := e.Addrs[nodeOfServer(sv.ID)]; ok && sv.Addr != own {
 				once("addr/"+sv.ID+"/"+sv.Addr, CheckClusterIdentity, "%s's configuration (%s, index %d) has member %s at %s, not at its own address %s: %s",
 					s.Node, s.Source, s.Index, sv.ID, sv.Addr, own, serversKey(s.Servers))
 			}
-			if sv.Voter && unreachableAt(sv.ID, s.At) {
+			if sv.Voter && unreachableAt(nodeOfServer(sv.ID), s.At) {
 				once("unreachable/"+sv.ID, CheckUnreachableVoter, "%s is a voter in %s's configuration (t=%d) although Raft cannot reach it: %s",
 					sv.ID, s.Node, s.At, serversKey(s.Servers))
 			}

@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"time"
+
+	"github.com/raftlock/raftlock/node"
 )
 
 // The amnesia class (issue 13 #3): a node's data dir is wiped (a replaced
@@ -24,6 +26,11 @@ func init() {
 func amnesiaNemesis(s *sim) {
 	for s.sleepUntilEnd(s.gap()) {
 		switch k := s.rng.IntN(100); {
+		case k < 80 && !s.whole(10*time.Second):
+			// The previous wipe's replacement is not complete: wiping
+			// another voter now would lose a majority's data, which only
+			// disaster recovery can bring back. Faults of other kinds only.
+			s.mixedStep(s.rng.IntN(100))
 		case k < 60:
 			s.amnesiaEpisode()
 		case k < 80:
@@ -78,4 +85,32 @@ func (s *sim) amnesiaEpisode() {
 	for _, i := range majority {
 		s.restart(i)
 	}
+}
+
+// whole waits (bounded) until every node runs and is a voter under its
+// current incarnation in the leader's configuration: a wiped node has been
+// replaced and promoted again.
+func (s *sim) whole(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if l, ok := s.leader(); ok {
+			current := map[string]string{} // node id → Raft id
+			for _, n := range s.c.Nodes {
+				if n != nil {
+					current[n.ID()] = n.Status().RaftID
+				}
+			}
+			voters := 0
+			for _, sv := range s.c.Nodes[l].Status().Servers {
+				if sv.Role == node.RoleVoter && current[sv.ID] == sv.RaftID {
+					voters++
+				}
+			}
+			if voters == s.c.Size() {
+				return true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }

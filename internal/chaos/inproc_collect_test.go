@@ -214,11 +214,9 @@ func (p *sampler) sample(n *node.Node) {
 	}
 }
 
-// clusterIDOf is the cluster identity a node reports. ADAPT (Safety I):
-// return the cluster id from node.Status once the identity work adds it;
-// until then nodes report none and the cluster-identity check relies on
-// the configurations alone.
-func clusterIDOf(node.Status) string { return "" }
+// clusterIDOf is the cluster identity a node reports ("" before it belongs
+// to a cluster).
+func clusterIDOf(st node.Status) string { return st.ClusterID }
 
 func statusServers(st node.Status) []ConfigServer {
 	out := make([]ConfigServer, 0, len(st.Servers))

@@ -221,6 +221,9 @@ func (s *sim) startCluster() {
 		c.SnapshotThreshold = 256
 		c.TrailingLogs = 64
 		c.SnapshotInterval = 500 * time.Millisecond
+		// New and replaced members are promoted after this (the default,
+		// 10 s, is long for runs of tens of seconds with a 1 s TTL).
+		c.Stabilization = 2 * time.Second
 		c.WallClock = s.wallClock(i)
 		c.DiskFault = s.diskFault(i)
 		if l := debugLogger(); l != nil {

@@ -24,16 +24,16 @@ import (
 // member whose identity nobody proved must never enter the configuration
 // (cluster-identity: only the replicas, at their own addresses).
 //
-// ADAPT (issue 20): once TLS without a gossip key is refused unless
-// explicitly allowed, pass that permission to the replicas here
-// (strangerArgs) — the class tests the permitted configuration.
+// TLS without a gossip key is refused unless explicitly allowed: the class
+// gives the replicas that permission (-allow-unencrypted-gossip) — it tests
+// the permitted configuration.
 
 // strangerArgs are the extra replica flags of the stranger class.
 func strangerArgs(dir string, i int) ([]string, error) {
 	ca := filepath.Join(dir, "ca.pem")
 	cert := filepath.Join(dir, fmt.Sprintf("r%d.pem", i+1))
 	key := filepath.Join(dir, fmt.Sprintf("r%d-key.pem", i+1))
-	return []string{"-tls-ca", ca, "-tls-cert", cert, "-tls-key", key, "-tls-server-name", "raftlock"}, nil
+	return []string{"-tls-ca", ca, "-tls-cert", cert, "-tls-key", key, "-tls-server-name", "raftlock", "-allow-unencrypted-gossip"}, nil
 }
 
 // writeCerts writes a throw-away CA and one certificate per replica.
