@@ -69,3 +69,9 @@ func (n *Node) inConfiguration() bool {
 	}
 	return false
 }
+
+// hasRaftState reports whether this node's Raft has a log, a snapshot or a
+// term: it belongs (or belonged) to a cluster and must never bootstrap.
+func (n *Node) hasRaftState() bool {
+	return n.raft.LastIndex() > 0 || n.raft.CurrentTerm() > 0
+}
