@@ -193,9 +193,9 @@ type Config struct {
 	TrailingLogs uint64
 	// MaxBatch: commands gathered into one log entry (group commit).
 	MaxBatch int
-	// ForwardTimeout bounds one forwarded RPC to the leader; on timeout the
+	// AttemptTimeout bounds one forwarded RPC to the leader; on timeout the
 	// call is retried (safely: commands are idempotent by owner id).
-	ForwardTimeout time.Duration
+	AttemptTimeout time.Duration
 
 	// Logger receives the node's logs, Raft's included. Nil: discarded.
 	Logger *slog.Logger
@@ -241,26 +241,69 @@ type Config struct {
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock
 // service; ID, DataDir (or InMemory) and the addresses remain to be set.
+//
+// The rule for every tunable: a zero value means its default — the value
+// DefaultConfig gives it. Start applies the defaults once (withDefaults)
+// and Validate judges the result, so a Config built from scratch and one
+// from DefaultConfig behave alike. (Limits is taken as a whole: the zero
+// Limits means fsm.DefaultLimits(); in a non-zero Limits a zero field means
+// "no quota", see Limits.)
 func DefaultConfig() Config {
-	return Config{
-		BindAddr:          "127.0.0.1:7400",
-		Timing:            LANTiming(),
-		SnapshotThreshold: 16384,
-		SnapshotInterval:  30 * time.Second,
-		TrailingLogs:      10240,
-		MaxBatch:          4096,
-		ForwardTimeout:    2 * time.Second,
-		MaxVoters:         defaultMaxVoters,
-		MaxNonvoters:      defaultMaxNonvoters,
-		Stabilization:     defaultStabilization,
-		ReapTimeout:       defaultReapTimeout,
-		GossipTiming:      LANGossipTiming(),
-		Limits:            fsm.DefaultLimits(),
-	}
+	return Config{BindAddr: defaultBindAddr}.withDefaults()
 }
 
-// Validate reports the first problem with c, wrapping ErrInvalidConfig.
+const defaultBindAddr = "127.0.0.1:7400"
+
+// withDefaults returns c with every zero tunable set to its default.
+func (c Config) withDefaults() Config {
+	set := func(v any, def any) {
+		switch p := v.(type) {
+		case *uint64:
+			if *p == 0 {
+				*p = def.(uint64)
+			}
+		case *int:
+			if *p == 0 {
+				*p = def.(int)
+			}
+		case *time.Duration:
+			if *p == 0 {
+				*p = def.(time.Duration)
+			}
+		}
+	}
+	if c.BindAddr == "" && c.Listener == nil {
+		c.BindAddr = defaultBindAddr
+	}
+	if c.Timing == (Timing{}) {
+		c.Timing = LANTiming()
+	}
+	set(&c.SnapshotThreshold, uint64(16384))
+	set(&c.SnapshotInterval, 30*time.Second)
+	set(&c.TrailingLogs, uint64(10240))
+	set(&c.MaxBatch, 4096)
+	set(&c.AttemptTimeout, 2*time.Second)
+	set(&c.MaxVoters, defaultMaxVoters)
+	set(&c.MaxNonvoters, defaultMaxNonvoters)
+	set(&c.Stabilization, defaultStabilization)
+	set(&c.ReapTimeout, defaultReapTimeout)
+	if c.GossipTiming == (GossipTiming{}) {
+		c.GossipTiming = LANGossipTiming()
+	}
+	if c.Limits == (fsm.Limits{}) {
+		c.Limits = fsm.DefaultLimits()
+	}
+	return c
+}
+
+// Validate reports the first problem with c (its zero tunables taken as
+// their defaults), wrapping ErrInvalidConfig.
 func (c *Config) Validate() error {
+	d := c.withDefaults()
+	return d.validate()
+}
+
+func (c *Config) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -290,8 +333,8 @@ func (c *Config) Validate() error {
 		return bad("SnapshotInterval %v < 5ms", c.SnapshotInterval)
 	case c.MaxBatch < 1:
 		return bad("MaxBatch %d < 1", c.MaxBatch)
-	case c.ForwardTimeout < t.HeartbeatTimeout:
-		return bad("ForwardTimeout %v < HeartbeatTimeout %v", c.ForwardTimeout, t.HeartbeatTimeout)
+	case c.AttemptTimeout < t.HeartbeatTimeout:
+		return bad("AttemptTimeout %v < HeartbeatTimeout %v", c.AttemptTimeout, t.HeartbeatTimeout)
 	case c.Bootstrap && len(c.Peers) == 0:
 		return bad("Bootstrap without Peers")
 	case c.Recover && c.InMemory:

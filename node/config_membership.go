@@ -69,26 +69,11 @@ func TestGossipTiming() GossipTiming {
 // gossipOn reports whether the node runs the gossip layer.
 func (c *Config) gossipOn() bool { return c.GossipAddr != "" || c.GossipListener != nil }
 
-func (c *Config) maxVoters() int {
-	if c.MaxVoters == 0 {
-		return defaultMaxVoters
-	}
-	return c.MaxVoters
-}
+func (c *Config) maxVoters() int { return c.MaxVoters }
 
-func (c *Config) reapTimeout() time.Duration {
-	if c.ReapTimeout == 0 {
-		return defaultReapTimeout
-	}
-	return c.ReapTimeout
-}
+func (c *Config) reapTimeout() time.Duration { return c.ReapTimeout }
 
-func (c *Config) gossipTiming() GossipTiming {
-	if c.GossipTiming == (GossipTiming{}) {
-		return LANGossipTiming()
-	}
-	return c.GossipTiming
-}
+func (c *Config) gossipTiming() GossipTiming { return c.GossipTiming }
 
 // validateGossip checks the membership settings (messages without the
 // ErrInvalidConfig prefix).

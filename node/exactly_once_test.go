@@ -54,7 +54,7 @@ func mustApply(t *testing.T, n *node.Node, cmd fsm.Command, want fsm.Status) fsm
 }
 
 // redeliver hands the leader a forwarded apply request again — the bytes a
-// follower sent on a connection that stalled past ForwardTimeout and
+// follower sent on a connection that stalled past AttemptTimeout and
 // delivers them only now — and returns the result.
 func redeliver(t *testing.T, leader *node.Node, cmd fsm.Command) fsm.Result {
 	t.Helper()

@@ -90,7 +90,7 @@ func (n *Node) expiryHost() expiryHost {
 		log:       n.log,
 		grace:     n.cfg.Timing.ElectionTimeout,
 		heartbeat: n.cfg.Timing.HeartbeatTimeout,
-		retry:     n.cfg.ForwardTimeout,
+		retry:     n.cfg.AttemptTimeout,
 	}
 }
 

@@ -18,18 +18,24 @@ import (
 // lock-delay ends, the takeover grace) run on fake time, on their own.
 
 type expiryRig struct {
-	t     *testing.T
-	m     *expiryManager
-	f     *fsm.FSM
-	mu    sync.Mutex
-	index uint64
-	wall  atomic.Int64 // wall clock offset of the "leader"
-	cmds  []fsm.Command
+	t         *testing.T
+	m         *expiryManager
+	f         *fsm.FSM
+	mu        sync.Mutex
+	index     uint64
+	wall      atomic.Int64 // wall clock offset of the "leader"
+	expiredAt atomic.Int64 // when a session expiry was last applied
+	cmds      []fsm.Command
 }
 
 type rigObserver struct{ r *expiryRig }
 
 func (o rigObserver) Applied(_ uint64, events []fsm.Event) {
+	for _, e := range events {
+		if e.Kind == fsm.EventSessionExpired {
+			o.r.expiredAt.Store(time.Now().UnixNano())
+		}
+	}
 	if m := o.r.m; m != nil {
 		m.observe(events)
 	}
@@ -167,7 +173,7 @@ func TestExpiryLockDelayOnMonotonicClock(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 					r.m.keepAlive(context.Background(), waiter)
 				}
-				expired := time.Now()
+				expired := time.Unix(0, r.expiredAt.Load())
 				for {
 					if h, ok := r.f.Holder("x"); ok && h.Session == waiter {
 						break

@@ -59,7 +59,7 @@ func (n *Node) healthyVoter() (raft.Server, bool) {
 		if s.Suffrage != raft.Voter {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
 		info, err := n.peerInfo(ctx, string(s.Address))
 		cancel()
 		if err == nil && info.Halted == "" {

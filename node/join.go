@@ -129,7 +129,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 			addr := p.Addr
 			for hop := 0; hop < 2 && addr != ""; hop++ {
 				var r joinReply
-				cctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+				cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
 				err := n.callMembership(cctx, addr, opJoin, m, &r)
 				cancel()
 				switch {

@@ -104,7 +104,7 @@ func (n *Node) askLeave(ctx context.Context, rid string) {
 	if addr == "" {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
 	defer cancel()
 	var r joinReply
 	if err := n.callMembership(cctx, string(addr), opLeave, leaveMsg{RaftID: rid}, &r); err != nil {

@@ -85,7 +85,7 @@ func (r *reconciler) probe(ctx context.Context, conf raft.Configuration, members
 	}
 	term, last := r.n.raft.CurrentTerm(), r.n.raft.LastIndex()
 	contact := r.contactThreshold()
-	ctx, cancel := context.WithTimeout(ctx, min(r.n.cfg.ForwardTimeout, r.interval()))
+	ctx, cancel := context.WithTimeout(ctx, min(r.n.cfg.AttemptTimeout, r.interval()))
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, t := range targets {

@@ -163,7 +163,7 @@ func (n *Node) commit(batch []*proposal) {
 		return
 	}
 	start := time.Now()
-	f := n.raft.Apply(data, n.cfg.ForwardTimeout)
+	f := n.raft.Apply(data, n.cfg.AttemptTimeout)
 	err = f.Error()
 	n.metrics.observeCommit(time.Since(start), len(batch), err)
 	if err != nil {
@@ -218,7 +218,7 @@ func (n *Node) forward(batch []*proposal) {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
 	reply, err := n.trans.Call(ctx, string(addr), req)
 	cancel()
 	n.metrics.forwards.WithLabelValues(outcomeLabel(err)).Inc()

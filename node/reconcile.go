@@ -245,7 +245,7 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 	r.n.wg.Add(1)
 	go func() {
 		defer r.n.wg.Done()
-		cctx, cancel := context.WithTimeout(r.n.ctx, r.n.cfg.ForwardTimeout)
+		cctx, cancel := context.WithTimeout(r.n.ctx, r.n.cfg.AttemptTimeout)
 		defer cancel()
 		var ack struct{}
 		if err := r.n.callMembership(cctx, nt.Notify, opRefused, msg, &ack); err != nil {
@@ -257,7 +257,7 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 // apply makes one configuration change and waits until it is committed (or
 // fails: leadership lost, shutdown).
 func (r *reconciler) apply(a membership.Action) error {
-	id, addr, to := raft.ServerID(a.RaftID), raft.ServerAddress(a.Addr), r.n.cfg.ForwardTimeout
+	id, addr, to := raft.ServerID(a.RaftID), raft.ServerAddress(a.Addr), r.n.cfg.AttemptTimeout
 	var f raft.IndexFuture
 	switch a.Kind {
 	case membership.AddNonvoter:

@@ -96,7 +96,7 @@ func (n *Node) callLeader(ctx context.Context, req []byte) ([]byte, error) {
 	case string(id) == n.id.raftID:
 		return nil, errNotLeader // we became leader: retry locally
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
 	defer cancel()
 	reply, err := n.trans.Call(ctx, string(addr), req)
 	n.metrics.forwards.WithLabelValues(outcomeLabel(err)).Inc()

@@ -26,7 +26,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.withDefaults() // the one place defaults are applied
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -87,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		AcceptLegacy:   n.acceptLegacy,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
-		return nil, fmt.Errorf("node: transport: %w", err)
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	rc := n.raftConfig(hlog)
 	if cfg.Recover {

@@ -77,7 +77,7 @@ func (n *Node) supportedVersion(ctx context.Context) (uint64, error) {
 	}
 	v := n.maxVersion()
 	for _, s := range others {
-		cctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+		cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
 		info, err := n.peerInfo(cctx, string(s.Address))
 		cancel()
 		if err != nil {

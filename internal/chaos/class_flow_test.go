@@ -9,7 +9,7 @@ import (
 
 // The flow class (issue 14 #1): faults on single connections instead of
 // whole hosts. One pooled RPC connection from a follower to the leader
-// stalls past ForwardTimeout while the other carries the retry: the
+// stalls past AttemptTimeout while the other carries the retry: the
 // original request (and, later still, its cancel frame) arrives after the
 // retry was answered — a delayed duplicate, delivered out of order. Or the
 // replies of one connection are late, or one direction of one Raft or RPC
@@ -48,9 +48,9 @@ func flowNemesis(s *sim) {
 	}
 }
 
-// forwardTimeout is the cluster's ForwardTimeout (internal/cluster: 20
+// forwardTimeout is the cluster's AttemptTimeout (internal/cluster: 20
 // heartbeat timeouts).
-func (s *sim) forwardTimeout() time.Duration { return s.c.Config(0).ForwardTimeout }
+func (s *sim) forwardTimeout() time.Duration { return s.c.Config(0).AttemptTimeout }
 
 // stallForward delays the requests of one RPC connection from a follower
 // to the leader past the forward timeout, long enough for the retry to be

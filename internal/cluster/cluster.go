@@ -175,7 +175,7 @@ func (c *Cluster) baseConfig(i int, addr string) node.Config {
 	cfg := node.DefaultConfig()
 	cfg.ID = c.ID(i)
 	cfg.Timing = c.opts.Timing
-	cfg.ForwardTimeout = 20 * c.opts.Timing.HeartbeatTimeout
+	cfg.AttemptTimeout = 20 * c.opts.Timing.HeartbeatTimeout
 	cfg.AdvertiseAddr = addr
 	if c.opts.Durable {
 		c.dirs[i] = filepath.Join(c.t.TempDir(), c.ID(i))
