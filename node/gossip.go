@@ -56,6 +56,7 @@ type gossip struct {
 	joined    bool
 	down      bool // memberlist shut down
 	reported  map[string]bool
+	known     knownPeers // gossip addresses of members seen alive (gossip_known.go)
 }
 
 func (m *gossip) fatalErr() error {
@@ -102,7 +103,9 @@ func (m *gossip) joinLoop() {
 	}
 }
 
-// reconnect tries to join one failed member (not one that left).
+// reconnect tries to join one failed member (not one that left), or one
+// server of the Raft configuration that gossip does not show at all,
+// through its remembered address.
 func (m *gossip) reconnect() {
 	var addrs []string
 	m.mu.Lock()
@@ -112,6 +115,7 @@ func (m *gossip) reconnect() {
 		}
 	}
 	m.mu.Unlock()
+	addrs = append(addrs, m.lostServers()...)
 	if len(addrs) == 0 {
 		return
 	}
@@ -183,6 +187,7 @@ func (m *gossip) run() {
 		}
 		m.publish()
 		m.prune()
+		m.known.save(time.Now())
 		select {
 		case <-m.ctx.Done():
 			return

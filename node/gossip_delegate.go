@@ -126,6 +126,9 @@ func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 		mi.heard = now
 	}
 	m.mu.Unlock()
+	if state == MemberAlive && err == nil && node.Name != m.n.cfg.ID {
+		m.known.seen(node.Name, node.Address())
+	}
 	m.wake()
 }
 

@@ -72,7 +72,15 @@ func (c *checker) checkConfigs() {
 	clusterID := map[string]string{} // node → the id it reported first
 	anyID := ""
 	even := map[string]*evenRun{}
+	lastLive := map[string]int64{} // node → its last live sample (it stopped being sampled when it went down)
 	cs := sortedConfigs(c.h.Configs)
+	// Voter counts are judged on the leader's view where samples say who
+	// led (a follower cut off keeps a stale configuration); otherwise on
+	// every live sample.
+	leaderViews := false
+	for i := range cs {
+		leaderViews = leaderViews || cs[i].Leader
+	}
 	c.r.ConfigSamples = len(cs)
 	for i := range cs {
 		s := &cs[i]
@@ -114,7 +122,14 @@ func (c *checker) checkConfigs() {
 				once("ids/"+s.ClusterID, CheckClusterIdentity, "two cluster ids in one cluster: %s and %s (on %s)", anyID, s.ClusterID, s.Node)
 			}
 		}
-		if e.OddVoters && s.Source == "live" {
+		if s.Source == "live" && s.At > lastLive[s.Node] {
+			lastLive[s.Node] = s.At
+		}
+		if e.OddVoters && s.Source == "live" && leaderViews && !s.Leader {
+			c.endEven(s.Node, even[s.Node], s.At, once) // no longer its leader's view
+			delete(even, s.Node)
+		}
+		if e.OddVoters && s.Source == "live" && (s.Leader || !leaderViews) {
 			run := even[s.Node]
 			if v := voters(s.Servers); v >= 4 && v%2 == 0 {
 				if run == nil || run.key != serversKey(s.Servers) {
@@ -127,7 +142,14 @@ func (c *checker) checkConfigs() {
 		}
 	}
 	for n, run := range even {
-		c.endEven(n, run, c.h.End, once)
+		// A node's view ends with its last live sample: a node that left
+		// or crashed keeps its last configuration, which is not the
+		// cluster's any more.
+		end := c.h.End
+		if last, ok := lastLive[n]; ok && last < end {
+			end = last
+		}
+		c.endEven(n, run, end, once)
 	}
 }
 

@@ -31,6 +31,9 @@ type ConfigSample struct {
 	// the library has none to report).
 	ClusterID string         `json:"cluster_id,omitempty"`
 	Servers   []ConfigServer `json:"servers"`
+	// Leader: a live sample taken from the node that led then — the
+	// configuration the cluster acts on (a follower's may be stale).
+	Leader bool `json:"leader,omitempty"`
 }
 
 // LeaderSample is a replica seen as leader of a term.

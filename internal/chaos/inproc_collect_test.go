@@ -210,7 +210,7 @@ func (p *sampler) sample(n *node.Node) {
 	}
 	if len(servers) > 0 && p.lastConf[n.ID()] != key {
 		p.lastConf[n.ID()] = key
-		s.h.Configs = append(s.h.Configs, ConfigSample{Node: n.ID(), At: at, Source: "live", ClusterID: clusterIDOf(st), Servers: servers})
+		s.h.Configs = append(s.h.Configs, ConfigSample{Node: n.ID(), At: at, Source: "live", ClusterID: clusterIDOf(st), Servers: servers, Leader: st.State == "leader"})
 	}
 }
 
