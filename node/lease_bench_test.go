@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -58,8 +58,8 @@ func applyMany(b *testing.B, n *node.Node, count int, cmd func(i int) fsm.Comman
 	return out
 }
 
-func bigCluster(b *testing.B) *cluster.Cluster {
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Net: memnet.New(), Timing: node.LANTiming(), Configure: func(i int, cfg *node.Config) {
+func bigCluster(b *testing.B) *clustertest.Cluster {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Net: memnet.New(), Timing: node.LANTiming(), Configure: func(i int, cfg *node.Config) {
 		noQuotas(cfg)
 	}})
 	c.WaitLeader(30 * time.Second)

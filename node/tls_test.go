@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/testcerts"
 	"github.com/raftlock/raftlock/node"
 )
@@ -24,12 +24,12 @@ func TestMutualTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Durable: true, Configure: func(i int, cfg *node.Config) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Durable: true, Configure: func(i int, cfg *node.Config) {
 		issuer := ca
 		if i == 2 {
 			issuer = rogue
 		}
-		tc, err := issuer.MutualTLS(cluster.ID(i))
+		tc, err := issuer.MutualTLS(clustertest.ID(i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -26,7 +26,7 @@ func init() {
 		shape: func(cfg *simConfig) {
 			cfg.Nodes, cfg.Spare, cfg.Clients = 3, 4, 6
 		},
-		options: func(s *sim, o *cluster.Options) {
+		options: func(s *sim, o *clustertest.Options) {
 			o.Gossip = true
 			o.Nodes = s.cfg.Nodes + s.cfg.Spare
 			o.BootstrapExpect = s.cfg.Nodes
@@ -54,11 +54,11 @@ func init() {
 }
 
 // gossipAddrOf is node i's gossip address under o (before the cluster runs).
-func gossipAddrOf(o *cluster.Options, i int) string {
+func gossipAddrOf(o *clustertest.Options, i int) string {
 	if o.Subnet == 0 {
-		return cluster.GossipAddr(i)
+		return clustertest.GossipAddr(i)
 	}
-	return cluster.GossipAddrIn(o.Subnet, i)
+	return clustertest.GossipAddrIn(o.Subnet, i)
 }
 
 // membershipState tracks which spares were used and which nodes left.
@@ -172,7 +172,7 @@ func (s *sim) crashOneCloseAnother() {
 	defer done()
 	s.crash(x)
 	time.Sleep(time.Duration(s.rng.Int64N(int64(s.cfg.TTL))))
-	s.stopNode(y, cluster.Graceful)
+	s.stopNode(y, clustertest.Graceful)
 	time.Sleep(time.Duration(s.rng.Int64N(int64(s.cfg.TTL))))
 	s.launch(y)
 	s.probeAny("one voter crashed, another restarted gracefully", []int{y, o[2]}, probeBound)
@@ -251,7 +251,7 @@ func (s *sim) growShrink(stabilize time.Duration) {
 	s.probeAny("two members joined", s.live(), probeBound)
 	live := s.live()
 	for _, k := range s.rng.Perm(len(live))[:2] {
-		s.stopNode(live[k], cluster.Decommission)
+		s.stopNode(live[k], clustertest.Decommission)
 		m.depart(live[k])
 		s.probeAny("a member was decommissioned", s.live(), probeBound)
 	}
@@ -271,7 +271,7 @@ func (s *sim) replaceVoter(stabilize time.Duration) {
 	}
 	done := s.fault("replace-voter", s.c.ID(x)+" by "+s.c.ID(y))
 	defer done()
-	s.stopNode(x, cluster.Decommission)
+	s.stopNode(x, clustertest.Decommission)
 	m.depart(x)
 	s.launch(y)
 	time.Sleep(stabilize)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
@@ -46,7 +46,7 @@ type sim struct {
 	class *faultClass
 	rng   *rand.Rand // the nemesis' (test goroutine only)
 	net   *memnet.Network
-	c     *cluster.Cluster
+	c     *clustertest.Cluster
 	reg   *Register
 	col   *collector
 	smp   *sampler
@@ -209,7 +209,7 @@ func simulate(t *testing.T, cfg simConfig) []*History {
 // startCluster starts this sim's cluster as its class says (by default:
 // all nodes, then waits for a leader) and publishes the nodes.
 func (s *sim) startCluster() {
-	opts := cluster.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true}
+	opts := clustertest.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true}
 	if s.h.Cluster == "b" {
 		opts.Prefix, opts.Subnet = "b", 1
 	}
@@ -233,7 +233,7 @@ func (s *sim) startCluster() {
 			configure(i, c)
 		}
 	}
-	s.c = cluster.Start(s.t, opts)
+	s.c = clustertest.Start(s.t, opts)
 	if s.class.start != nil {
 		s.class.start(s)
 	} else {

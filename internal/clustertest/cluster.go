@@ -1,4 +1,4 @@
-// Package cluster runs in-process raftlock clusters for tests: N nodes over
+// Package clustertest runs in-process raftlock clusters for tests: N nodes over
 // an in-memory network (inside testing/synctest, on fake time) or over
 // loopback TCP, with in-memory or bolt storage, formed from static peers or
 // through gossip, and fault injection (partitions, isolation, crash and
@@ -6,7 +6,7 @@
 //
 // Several clusters may share one memnet network: give each its own
 // Options.Prefix (node ids and hosts) and Options.Subnet (gossip addresses).
-package cluster
+package clustertest
 
 import (
 	"context"
