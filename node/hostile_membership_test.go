@@ -15,7 +15,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -66,7 +66,7 @@ func allowUnencryptedGossip(cfg *node.Config) {
 // the member's Raft address over mutual TLS and its certificate names the
 // member id.
 func TestHostileGossipStrangersNeverMembers(t *testing.T) {
-	ca, err := testcerts.NewCA("raftlock-test")
+	ca, err := devcerts.NewCA("raftlock-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 // non-voter) to a mutual-TLS cluster.
 func TestTLSMemberWithItsCertificateAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ca, err := testcerts.NewCA("raftlock-test")
+		ca, err := devcerts.NewCA("raftlock-test")
 		if err != nil {
 			t.Fatal(err)
 		}

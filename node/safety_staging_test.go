@@ -8,7 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -44,7 +44,7 @@ func TestSafetyUnreachableMemberNeverVoter(t *testing.T) {
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
 		l := c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
-		ca, err := testcerts.NewCA("raftlock-test")
+		ca, err := devcerts.NewCA("raftlock-test")
 		if err != nil {
 			t.Fatal(err)
 		}

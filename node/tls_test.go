@@ -8,7 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -16,11 +16,11 @@ import (
 // comes from another CA cannot take part (it never learns a leader and its
 // callers get ErrNoQuorum), while the two good nodes form a quorum.
 func TestMutualTLSCluster(t *testing.T) {
-	ca, err := testcerts.NewCA("raftlock-test")
+	ca, err := devcerts.NewCA("raftlock-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogue, err := testcerts.NewCA("rogue")
+	rogue, err := devcerts.NewCA("rogue")
 	if err != nil {
 		t.Fatal(err)
 	}
