@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/internal/devcerts"
+	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/internal/devcerts"
+	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
