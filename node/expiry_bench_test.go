@@ -15,7 +15,7 @@ import (
 	"github.com/raftlock/raftlock/node"
 )
 
-// Benchmarks of the leader's lease manager at scale (issue 20 #2, #3), on a
+// Benchmarks of the leader's session expiry at scale (issue 20 #2, #3), on a
 // 3-node cluster over memnet (real time) with in-memory storage and LAN
 // timings; quotas off (they would refuse these sizes). Bounded: one run per
 // size.
