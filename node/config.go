@@ -26,9 +26,13 @@ type Timing struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
-	// CommitTimeout bounds how long a follower waits to learn of a new commit
-	// index when no new entries arrive. At most 5 ms: waiters on followers
-	// wake when their follower applies.
+	// CommitTimeout is how often (between CommitTimeout and twice that)
+	// the leader sends each follower an AppendEntries when no new entries
+	// flow, so that followers learn the last commit index. At most
+	// HeartbeatTimeout. It need not be short: a follower that waits for an
+	// entry to apply (WaitApplied, Sync) nudges the leader (a Noop carries
+	// the commit index), and hand-off grants are announced at once; a short
+	// one costs every follower an RPC per tick while the cluster is idle.
 	CommitTimeout time.Duration
 }
 
@@ -38,7 +42,7 @@ func LANTiming() Timing {
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
-		CommitTimeout:      5 * time.Millisecond,
+		CommitTimeout:      300 * time.Millisecond, // was 5 ms: see Timing.CommitTimeout
 	}
 }
 
@@ -48,7 +52,7 @@ func TestTiming() Timing {
 		HeartbeatTimeout:   50 * time.Millisecond,
 		ElectionTimeout:    50 * time.Millisecond,
 		LeaderLeaseTimeout: 50 * time.Millisecond,
-		CommitTimeout:      5 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
 	}
 }
 
@@ -325,8 +329,8 @@ func (c *Config) validate() error {
 		return bad("Timing.ElectionTimeout %v < 5ms", t.ElectionTimeout)
 	case t.LeaderLeaseTimeout < 5*time.Millisecond || t.LeaderLeaseTimeout > t.HeartbeatTimeout:
 		return bad("Timing.LeaderLeaseTimeout %v outside [5ms, HeartbeatTimeout %v]", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
-	case t.CommitTimeout <= 0 || t.CommitTimeout > 5*time.Millisecond:
-		return bad("Timing.CommitTimeout %v outside (0, 5ms]", t.CommitTimeout)
+	case t.CommitTimeout < time.Millisecond || t.CommitTimeout > t.HeartbeatTimeout:
+		return bad("Timing.CommitTimeout %v outside [1ms, HeartbeatTimeout %v]", t.CommitTimeout, t.HeartbeatTimeout)
 	case c.SnapshotThreshold == 0:
 		return bad("SnapshotThreshold is 0")
 	case c.SnapshotInterval < 5*time.Millisecond:

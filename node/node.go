@@ -53,6 +53,8 @@ type Node struct {
 	commits sync.WaitGroup
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
+	// nudges ask the leader to propagate its commit index (nudge.go).
+	nudges *nudger
 	ready     chan struct{}
 	closing   sync.Once
 	closed    chan struct{}

@@ -98,7 +98,7 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	return n.applied.wait(ctx, index)
+	return n.awaitApplied(ctx, index)
 }
 
 // checkCtx refuses a nil context at the API boundary (it would panic in a

@@ -115,7 +115,7 @@ func (n *Node) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.applied.wait(ctx, idx); err != nil {
+	if err := n.awaitApplied(ctx, idx); err != nil {
 		return fmt.Errorf("node: sync: %w", err)
 	}
 	return nil

@@ -77,3 +77,9 @@ func (c *Client) Mem(ctx context.Context) (MemReply, error) {
 	var r MemReply
 	return r, c.call(ctx, "Mem", Empty{}, &r)
 }
+
+// Profile asks the replica process for a CPU profile of a window (only
+// with EnvCPUProfile set).
+func (c *Client) Profile(ctx context.Context, args ProfileArgs) error {
+	return c.call(ctx, "Profile", args, &Empty{})
+}

@@ -20,6 +20,14 @@ const EnvCPUProfile = "RAFTLOCK_BENCH_CPUPROFILE"
 
 var profileSeq atomic.Int64
 
+// Profile profiles this process over a window of the parent's choosing (a
+// workload without Loop, such as the keepalive window) when EnvCPUProfile
+// is set; it returns at once.
+func (a *Agent) Profile(args ProfileArgs, _ *Empty) error {
+	a.profileWindow(a.system+"-"+args.Label, args.StartAt, args.StopAt)
+	return nil
+}
+
 // profileWindow profiles this process from startAt to stopAt (monotonic
 // instants) when EnvCPUProfile is set; it returns at once otherwise. It
 // runs on its own goroutine and never fails the workload: a profile that

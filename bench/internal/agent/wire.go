@@ -95,6 +95,13 @@ type HoldReply struct {
 	Errors  Errors
 }
 
+// ProfileArgs asks for a CPU profile (with EnvCPUProfile) from StartAt to
+// StopAt (CLOCK_MONOTONIC ns), named after Label.
+type ProfileArgs struct {
+	Label           string
+	StartAt, StopAt int64
+}
+
 // CloseArgs bounds the closing of the session pool.
 type CloseArgs struct{ Timeout time.Duration }
 

@@ -1,0 +1,159 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Commit nudges. A follower applies an entry once it learns that the entry
+// committed, and it learns that only from the leader's next AppendEntries:
+// the next batch, or raft's CommitTimeout tick when no batch follows. The
+// tick is long (Timing.CommitTimeout, LANTiming: 300 ms), so that an idle
+// cluster does not send an empty AppendEntries to every follower every few
+// milliseconds (measured: a third of an idle node's CPU). A replica that
+// waits for an index its Raft does not yet know committed — WaitApplied
+// after a forwarded Apply (OpenSession, CloseSession), Sync — asks the
+// leader for a nudge instead: the leader proposes a Noop. The AppendEntries
+// that carries it (or any batch that leaves after the nudge arrived, which
+// the Noop joins under load) carries the leader's commit index, which
+// covers the index waited for: the leader had committed it before the
+// follower could learn of it.
+//
+// Nudges are best effort and coalesced: a follower has one nudge in flight
+// at a time (asking for the highest index wanted), and the leader one Noop
+// (with at most one more behind it). A nudge that is lost, or refused by a
+// leader of the previous release (unknown request kind), costs only time:
+// the tick still comes.
+//
+//	nudge request: v, kindCommitNudge, index
+//	nudge reply:   v, kindCommitNudge
+type nudger struct {
+	h nudgerHost
+
+	mu     sync.Mutex
+	want   uint64 // follower: the highest index a waiter asked for
+	asking bool   // follower: a nudge RPC is in flight
+	noop   bool   // leader: a Noop is being proposed
+	again  bool   // leader: a nudge arrived while it was
+}
+
+const kindCommitNudge byte = 6
+
+// nudgerHost is what the nudger needs of its node.
+type nudgerHost struct {
+	ctx       context.Context // ends when the node closes
+	wg        *sync.WaitGroup
+	committed func() uint64                                    // this replica's Raft commit index
+	call      func(ctx context.Context, req []byte) error      // one RPC to the leader
+	propose   func(ctx context.Context, cmd fsm.Command) error // on the leader
+}
+
+func (n *Node) nudgerHost() nudgerHost {
+	return nudgerHost{
+		ctx: n.ctx, wg: &n.wg,
+		committed: func() uint64 { return n.raft.CommitIndex() },
+		call: func(ctx context.Context, req []byte) error {
+			_, err := n.callLeader(ctx, req)
+			return err
+		},
+		propose: func(ctx context.Context, cmd fsm.Command) error {
+			ctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
+			defer cancel()
+			return n.proposeAsLeader(ctx, cmd).err
+		},
+	}
+}
+
+// awaitApplied waits until the local FSM applied index (or ctx ends),
+// nudging the leader if this replica's Raft does not know the index
+// committed yet.
+func (n *Node) awaitApplied(ctx context.Context, index uint64) error {
+	if n.applied.get() >= index {
+		return nil
+	}
+	if n.raft.State() != raft.Leader {
+		n.nudges.ask(index)
+	}
+	return n.applied.wait(ctx, index)
+}
+
+// ask makes sure a nudge for index is sent, unless this replica already
+// knows it committed. It does not wait.
+func (u *nudger) ask(index uint64) {
+	if u.h.committed() >= index {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.want = max(u.want, index)
+	if u.asking {
+		return // the loop sends again once the nudge in flight returns
+	}
+	u.asking = true
+	u.h.wg.Add(1)
+	go u.askLoop()
+}
+
+// askLoop sends nudges while a wanted index is not known committed.
+func (u *nudger) askLoop() {
+	defer u.h.wg.Done()
+	var sent uint64
+	for {
+		u.mu.Lock()
+		want := u.want
+		if want <= sent || u.h.committed() >= want || u.h.ctx.Err() != nil {
+			u.asking = false
+			u.mu.Unlock()
+			return
+		}
+		u.mu.Unlock()
+		u.h.call(u.h.ctx, encodeNudgeRequest(want)) // best effort
+		sent = want
+	}
+}
+
+// nudged is the leader's side: propose a Noop (coalesced). It does not wait.
+func (u *nudger) nudged() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.noop {
+		u.again = true // the Noop in flight may have left before the nudge came
+		return
+	}
+	u.noop = true
+	u.h.wg.Add(1)
+	go u.proposeLoop()
+}
+
+func (u *nudger) proposeLoop() {
+	defer u.h.wg.Done()
+	for {
+		u.h.propose(u.h.ctx, fsm.Noop{}) // best effort: a failure leaves the tick
+		u.mu.Lock()
+		if !u.again || u.h.ctx.Err() != nil {
+			u.noop, u.again = false, false
+			u.mu.Unlock()
+			return
+		}
+		u.again = false
+		u.mu.Unlock()
+	}
+}
+
+func encodeNudgeRequest(index uint64) []byte {
+	return binary.AppendUvarint([]byte{wireVersion, kindCommitNudge}, index)
+}
+
+func decodeNudgeRequest(b []byte) (uint64, error) {
+	r := reader{b: b}
+	r.header(kindCommitNudge)
+	index := r.uvarint()
+	return index, r.end()
+}
+
+func encodeNudgeReply() []byte { return []byte{wireVersion, kindCommitNudge} }

@@ -1,0 +1,61 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/memnet"
+)
+
+// With a long CommitTimeout (the leader's empty AppendEntries tick), a
+// follower still applies its own writes promptly: Apply (read-your-writes)
+// and Sync on a quiet cluster return well before the tick, because the
+// follower nudges the leader for its commit index. (On fake time: the
+// figures are the protocol's, not the machine's.)
+func TestFollowerLearnsCommitBeforeTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
+		leader := c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f := c.Nodes[c.Follower(leader)]
+		tick := f.Timing().CommitTimeout
+		time.Sleep(3 * tick) // quiet: nothing in flight
+
+		for round := range 3 {
+			start := time.Now()
+			r, err := f.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took >= tick {
+				t.Fatalf("round %d: Apply on a follower took %v, the commit tick is %v: the follower waited for the tick", round, took, tick)
+			}
+			if _, ok := f.Session(r.Session); !ok {
+				t.Fatalf("round %d: Apply returned before the follower applied the session", round)
+			}
+			// A write through the leader, then a linearizable read on the follower.
+			l := c.Nodes[leader]
+			w, err := l.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if err := f.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took >= tick {
+				t.Fatalf("round %d: Sync on a follower took %v, the commit tick is %v", round, took, tick)
+			}
+			if _, ok := f.Session(w.Session); !ok {
+				t.Fatalf("round %d: Sync returned before the follower applied the leader's write", round)
+			}
+			time.Sleep(3 * tick)
+		}
+	})
+}
