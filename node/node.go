@@ -54,11 +54,11 @@ type Node struct {
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	// nudges ask the leader to propagate its commit index (nudge.go).
-	nudges *nudger
-	ready     chan struct{}
-	closing   sync.Once
-	closed    chan struct{}
-	errc      error
+	nudges  *nudger
+	ready   chan struct{}
+	closing sync.Once
+	closed  chan struct{}
+	errc    error
 }
 
 // ID returns the node's id.
