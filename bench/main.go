@@ -22,6 +22,7 @@ import (
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/hog"
 	"github.com/raftlock/raftlock/bench/internal/limits"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/report"
@@ -30,6 +31,9 @@ import (
 func main() {
 	if agent.IsChild() {
 		agent.ChildMain() // a replica process; never returns
+	}
+	if hog.IsHog() {
+		hog.Main() // the CPU hog; never returns
 	}
 	os.Exit(run())
 }
@@ -44,6 +48,7 @@ func run() (code int) {
 	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
 	timeout := flag.Duration("timeout", 0, "abort after this long (0: 15m, or 4m with -quick)")
+	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
 	flag.Parse()
 
 	opts := defaults(*quick)
@@ -96,6 +101,15 @@ func run() (code int) {
 	}
 	defer os.RemoveAll(dir)
 
+	if *withHog {
+		h, err := hog.Start(0)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer h.Stop()
+		opts.Hog = true
+		logf("[hog] a busy loop pinned to CPU %d runs beside the benchmark", h.CPU)
+	}
 	doc := &report.Document{
 		Started:  time.Now().UTC(),
 		Mode:     map[bool]string{true: "quick", false: "full"}[*quick],
@@ -158,6 +172,9 @@ func printReport(doc *report.Document, b *bench) {
 	fmt.Fprintf(w, "## raftlock vs etcd (%s mode, %s, started %s)\n\n", doc.Mode, doc.Elapsed, doc.Started.Format(time.RFC3339))
 	report.WriteMachine(w, doc.Machine)
 	fmt.Fprintf(w, "- 3 replicas per system, one process each, loopback, fsync on; medians over runs (n = runs), session TTL %v\n", b.opts.Params.TTL)
+	if b.opts.Hog {
+		fmt.Fprintln(w, "- with a CPU hog: a busy loop pinned to CPU 0 for the whole run (-hog)")
+	}
 	report.WriteLimits(w, doc.Limits)
 	fmt.Fprintln(w)
 	report.WriteTable(w, b.metrics.Metrics())

@@ -222,6 +222,18 @@ type Config struct {
 	// disk would (ENOSPC, EIO).
 	DiskFault func(op DiskOp) error
 
+	// Log store (wp-perf).
+	//
+	// LogStore chooses where Raft keeps its log and stable state under
+	// DataDir: LogStoreBolt (the default; "" too) is raft-boltdb/v2 in
+	// raft.db, two fsyncs per append; LogStoreWAL is hashicorp/raft-wal in
+	// wal/ (segment files and a small bolt meta store), one fsync per
+	// append. Snapshots are files under DataDir either way. A data dir
+	// holds one kind: Start refuses one that holds the other's state
+	// (ErrInvalidConfig); MigrateLogStore converts a stopped node's data
+	// dir. Ignored with InMemory.
+	LogStore LogStore
+
 	// State machine quotas and versions (wp-fsm).
 	//
 	// Limits are the replicated quotas (see fsm.Limits): the state machine
@@ -278,6 +290,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BindAddr == "" && c.Listener == nil {
 		c.BindAddr = defaultBindAddr
+	}
+	if c.LogStore == "" {
+		c.LogStore = LogStoreBolt
 	}
 	if c.Timing == (Timing{}) {
 		c.Timing = LANTiming()
@@ -341,6 +356,8 @@ func (c *Config) validate() error {
 		return bad("AttemptTimeout %v < HeartbeatTimeout %v", c.AttemptTimeout, t.HeartbeatTimeout)
 	case c.Bootstrap && len(c.Peers) == 0:
 		return bad("Bootstrap without Peers")
+	case c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
+		return bad("LogStore %q is neither %q nor %q", c.LogStore, LogStoreBolt, LogStoreWAL)
 	case c.Recover && c.InMemory:
 		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
 	case c.MaxNonvoters < 0:

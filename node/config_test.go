@@ -27,6 +27,7 @@ func TestConfigValidate(t *testing.T) {
 		"LeaderLeaseTimeout": func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"CommitTimeout":      func(c *node.Config) { c.Timing.CommitTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"MaxBatch":           func(c *node.Config) { c.MaxBatch = -1 },
+		"LogStore":           func(c *node.Config) { c.LogStore = "sqlite" },
 		"Bootstrap without":  func(c *node.Config) { c.Bootstrap = true },
 		"does not contain":   func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
