@@ -19,7 +19,7 @@ type options struct {
 	Systems       []string        `json:"systems"`
 	Workloads     []string        `json:"workloads"`
 	Limits        bool            `json:"limits"`
-	Hog           bool            `json:"hog"` // a busy loop pinned to CPU 0 ran beside the benchmark
+	Hog           bool            `json:"hog"`            // a busy loop pinned to CPU 0 ran beside the benchmark
 	Runs          int             `json:"runs"`           // rounds of the steady workloads and failover
 	KeepaliveRuns int             `json:"keepalive_runs"` // the first rounds also run keepalive
 	MemoryRuns    int             `json:"memory_runs"`    // rounds of the memory workload (own cluster)
