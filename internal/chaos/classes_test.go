@@ -2,10 +2,12 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/node"
 )
 
 // faultClass is one kind of fault the nemesis injects, with the cluster
@@ -81,7 +83,22 @@ func baseConfig(class string, seed int64, d time.Duration) simConfig {
 	if c := classFor(class); c.shape != nil {
 		c.shape(&cfg)
 	}
+	cfg.LogStore = logStoreFor(class, seed)
 	return cfg
+}
+
+// logStoreFor is the log store of a run: RAFTLOCK_CHAOS_STORE (bolt or
+// wal) for every class; otherwise bolt, except that the crash-restart
+// classes (restart, disk) run the WAL on the seeds ≡ 2, 3 (mod 4) — with
+// seeds 1..3, bolt on 3 nodes and the WAL on 5 and on 3.
+func logStoreFor(class string, seed int64) node.LogStore {
+	if v := os.Getenv("RAFTLOCK_CHAOS_STORE"); v != "" {
+		return node.LogStore(v)
+	}
+	if (class == "restart" || class == "disk") && seed%4 >= 2 {
+		return node.LogStoreWAL
+	}
+	return node.LogStoreBolt
 }
 
 // sleepUntilEnd sleeps for d, or until the end of the workload if sooner;
