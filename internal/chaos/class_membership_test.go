@@ -27,6 +27,12 @@ func init() {
 			cfg.Nodes, cfg.Spare, cfg.Clients = 3, 4, 6
 		},
 		options: func(s *sim, o *clustertest.Options) {
+			// The record of who departed must outlive the nemesis: the
+			// heal at the end (healAll) and the checks after it ask gone;
+			// dropped with the nemesis, decommissioned members were
+			// started again on their data dirs (seed 20), which the
+			// product rules out (node.Leave).
+			s.t.Cleanup(func() { memberships.Delete(s) })
 			o.Gossip = true
 			o.Nodes = s.cfg.Nodes + s.cfg.Spare
 			o.BootstrapExpect = s.cfg.Nodes
@@ -70,7 +76,7 @@ type membershipState struct {
 	started  map[int]bool // spares started
 }
 
-var memberships sync.Map // *sim → *membershipState
+var memberships sync.Map // *sim → *membershipState, for the sim's whole run
 
 func membershipOf(s *sim) *membershipState {
 	v, _ := memberships.LoadOrStore(s, &membershipState{initial: s.cfg.Nodes, next: s.cfg.Nodes, departed: map[int]bool{}, started: map[int]bool{}})
@@ -115,7 +121,6 @@ func (s *sim) live(excl ...int) []int {
 }
 
 func membershipNemesis(s *sim) {
-	defer memberships.Delete(s)
 	stabilize := 3 * time.Second
 	for s.sleepUntilEnd(s.gap()) {
 		switch k := s.rng.IntN(100); {
