@@ -185,7 +185,7 @@ func (l *lock) encode(w *snapWriter, name string, v byte) {
 // record, each further chunk (count, items) in a record of its own. The
 // record goes on after the list.
 type listWriter struct {
-	w                *snapWriter
+	w              *snapWriter
 	left, chunk, n int
 }
 
