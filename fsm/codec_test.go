@@ -163,7 +163,7 @@ func fuzzFixture(t tb) *harness {
 // checkInvariants checks what must hold in every reachable state.
 func checkInvariants(t tb, f *FSM) {
 	t.Helper()
-	held, waiters := 0, 0
+	held, waiters, readers, semHolders, permits, semaphores := 0, 0, 0, 0, 0, 0
 	for _, li := range f.Locks("", 0) {
 		seen := map[OwnerID]bool{}
 		if li.Held {
@@ -172,8 +172,30 @@ func checkInvariants(t tb, f *FSM) {
 				t.Fatalf("lock %q: bad holder %+v", li.Name, li.Holder)
 			}
 			seen[li.Holder.Owner] = true
-		} else if !li.Delayed {
+		} else if !li.Delayed && len(li.Shared) == 0 {
 			t.Fatalf("lock %q: neither held nor delayed but present (%d waiters)", li.Name, len(li.Waiters))
+		}
+		used := 0
+		for i, g := range li.Shared {
+			if _, ok := f.Session(g.Session); !ok || g.Token == 0 || seen[g.Owner] || (i > 0 && g.Token <= li.Shared[i-1].Token) ||
+				li.Held || li.Delayed || (li.Limit > 0) != (g.Permits > 0) {
+				t.Fatalf("lock %q: bad shared grant %+v", li.Name, g)
+			}
+			seen[g.Owner] = true
+			used += g.Permits
+		}
+		if li.Limit > 0 {
+			semaphores++
+			semHolders += len(li.Shared)
+			permits += used
+		} else {
+			readers += len(li.Shared)
+		}
+		if used != li.Used || (li.Limit > 0 && used > li.Limit) {
+			t.Fatalf("lock %q: %d permits held of %d, counted %d", li.Name, li.Used, li.Limit, used)
+		}
+		if l := f.st.locks[li.Name]; l.waiters.len() > 0 && l.admits(l.waiters.first()) {
+			t.Fatalf("lock %q: the head of the queue could be granted: %+v", li.Name, li)
 		}
 		for _, w := range li.Waiters {
 			waiters++
@@ -183,8 +205,10 @@ func checkInvariants(t tb, f *FSM) {
 			seen[w.Owner] = true
 		}
 	}
-	if st := f.Stats(); st.Held != held || st.Waiters != waiters {
-		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
+	if st := f.Stats(); st.Held != held || st.Waiters != waiters || st.Readers != readers || st.SemaphoreHolders != semHolders ||
+		st.PermitsHeld != permits || st.Semaphores != semaphores {
+		t.Fatalf("stats %+v, counted held %d waiters %d readers %d semaphore holders %d permits %d semaphores %d",
+			st, held, waiters, readers, semHolders, permits, semaphores)
 	}
 	// Every session's index lists exactly the acquisitions it holds or waits
 	// for.
@@ -198,6 +222,9 @@ func checkInvariants(t tb, f *FSM) {
 	for name, l := range f.st.locks {
 		if l.held {
 			add(l.holder.session, acqKey{name, l.holder.owner})
+		}
+		for o, g := range l.shared {
+			add(g.session, acqKey{name, o})
 		}
 		for w := range l.waiters.all() {
 			add(w.session, acqKey{name, w.owner})
