@@ -189,6 +189,22 @@ func TestStateMachineAgainstModel(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"single": func(rt *rapid.T) { applyEntry(rt, []Command{command(rt)}) },
 			"batch":  func(rt *rapid.T) { applyEntry(rt, rapid.SliceOfN(rapid.Custom(command), 2, 6).Draw(rt, "batch")) },
+			"pile-up": func(rt *rapid.T) { // contention on one name: queues of mixed kinds
+				name := rapid.SampledFrom([]string{"a", "s"}).Draw(rt, "name")
+				var cmds []Command
+				for range rapid.IntRange(2, 5).Draw(rt, "contenders") {
+					s := session(rt)
+					seq, ack := request(rt, s)
+					c := Acquire{Session: s, Lock: name, Owner: owner(owners.Draw(rt, "owner")), Wait: true, Seq: seq, AckBelow: ack}
+					if name == "s" {
+						c.Limit, c.Permits = 3, rapid.IntRange(1, 3).Draw(rt, "permits")
+					} else {
+						c.Shared = rapid.Bool().Draw(rt, "shared")
+					}
+					cmds = append(cmds, c)
+				}
+				applyEntry(rt, cmds)
+			},
 			"advance": func(rt *rapid.T) {
 				h.advance(time.Duration(rapid.IntRange(-1000, 3000).Draw(rt, "ms")) * time.Millisecond)
 			},
