@@ -29,6 +29,14 @@ var sampleCommands = []Command{
 	SetLimits{},
 	SetClusterVersion{Version: 2},
 	InitCluster{ID: "cluster-7f3a"},
+	// Version 3.
+	Acquire{Session: 3, Lock: "rw", Owner: owner(4), Wait: true, Shared: true, Seq: 12, AckBelow: 12},
+	Acquire{Session: 3, Lock: "pool", Owner: owner(5), Limit: 4, Permits: 2, Value: "worker-7"},
+	Acquire{Session: 3, Lock: "leader", Owner: owner(6), Value: "a:7400"},
+	SetValue{Session: 3, Lock: "leader", Owner: owner(6), Value: "a:7401", Seq: 13, AckBelow: 12},
+	SetValue{Session: 3, Lock: "leader", Owner: owner(6)},
+	RaiseTokens{},
+	SetClusterVersion{Version: 3},
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -102,45 +110,51 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte{1, 0, 1, 200})
 	f.Add([]byte{})
+	f.Add([]byte{3, 0, 1, byte(OpAcquire), 1, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x0e, 0, 0, 2, 1, 1, 'v'})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h := fuzzFixture(t)
-		e, err := DecodeEntry(data)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidEntry) {
-				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
-			}
-			before := h.digest()
-			if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
-				t.Fatal("apply accepted what decode refused")
-			}
-			if h.digest() != before {
-				t.Fatal("a rejected entry changed the state")
-			}
-			if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
-				t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
-			}
-			return
-		}
-		b, err := EncodeEntry(e)
-		if err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		e2, err := DecodeEntry(b)
-		if err != nil || !reflect.DeepEqual(e, e2) {
-			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
-		}
-		h.index++
-		if e.unsupported() != nil { // decodable, but not applicable by this binary
-			if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
-				t.Fatalf("apply of an unsupported entry: %+v", resp)
-			}
-			return
-		}
-		if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
-			t.Fatalf("apply: %+v", resp)
-		}
-		checkInvariants(t, h.f)
+		fuzzApply(t, fuzzFixture(t), data)   // the commands of every version, at cluster version 1
+		fuzzApply(t, fuzzFixtureV3(t), data) // and at version 3, with the primitives in use
 	})
+}
+
+// fuzzApply checks what FuzzDecodeEntry promises on one state.
+func fuzzApply(t *testing.T, h *harness, data []byte) {
+	e, err := DecodeEntry(data)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidEntry) {
+			t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
+		}
+		before := h.digest()
+		if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
+			t.Fatal("apply accepted what decode refused")
+		}
+		if h.digest() != before {
+			t.Fatal("a rejected entry changed the state")
+		}
+		if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
+			t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
+		}
+		return
+	}
+	b, err := EncodeEntry(e)
+	if err != nil {
+		t.Fatalf("re-encode: %v", err)
+	}
+	e2, err := DecodeEntry(b)
+	if err != nil || !reflect.DeepEqual(e, e2) {
+		t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
+	}
+	h.index++
+	if e.unsupported() != nil { // decodable, but not applicable by this binary
+		if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
+			t.Fatalf("apply of an unsupported entry: %+v", resp)
+		}
+		return
+	}
+	if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
+		t.Fatalf("apply: %+v", resp)
+	}
+	checkInvariants(t, h.f)
 }
 
 // fuzzFixture is a state with sessions 1..3, a held lock with waiters and a
@@ -264,6 +278,8 @@ var sampleResults = []Result{
 	{Status: StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
 	{Status: StatusStale, Session: 4},
 	{Status: StatusQuota, Quota: QuotaWaiters, Reason: "10000 waiters on lock \"x\" (limit 10000)"},
+	{Status: StatusConflict, Session: 3, Count: 4, Reason: "semaphore \"pool\" has a limit of 4, not 5"},
+	{Status: StatusLocked, Session: 3, Count: 1},
 }
 
 func TestResultRoundTrip(t *testing.T) {

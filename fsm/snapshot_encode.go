@@ -56,8 +56,10 @@ func (st *state) snapshotVersion() byte {
 	return snapshotV1
 }
 
-func (st *state) encode(out io.Writer) error {
-	v := st.snapshotVersion()
+func (st *state) encode(out io.Writer) error { return st.encodeAs(out, st.snapshotVersion()) }
+
+// encodeAs writes st in snapshot version v (which must be able to carry it).
+func (st *state) encodeAs(out io.Writer, v byte) error {
 	w := &snapWriter{bw: bufio.NewWriterSize(out, 256<<10)}
 	w.write([]byte{snapshotMagic[0], snapshotMagic[1], snapshotMagic[2], snapshotMagic[3], v})
 
