@@ -28,8 +28,11 @@ type Lease struct {
 	acquired time.Time
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	shared   bool // a read grant (RLock)
+	permits  int  // a semaphore's permits (Acquire)
 
 	mu        sync.Mutex
+	value     string // the grant's value (WithValue, SetValue); guarded by mu
 	err       error // why the lease ended; nil while held
 	unlocking bool
 	unlocked  bool

@@ -23,10 +23,24 @@ type Job func(ctx context.Context, lease *Lease) error
 // Successive runs across the cluster hold strictly increasing fencing
 // tokens, so a resource fenced with them never accepts a write from a runner
 // that was replaced.
-func RunSingleton(ctx context.Context, s *Session, name string, job Job) error {
+//
+// The lock is released only after the job's context has ended and the job
+// has returned (never while it may still run, unlike client-go's
+// ReleaseOnCancel, kubernetes/client-go#728). WithCallbacks adds
+// client-go-style callbacks (started leading, stopped leading, new leader).
+func RunSingleton(ctx context.Context, s *Session, name string, job Job, opts ...SingletonOption) error {
 	if s == nil || job == nil {
 		return invalid("nil session or job")
 	}
+	var cfg singletonConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	stop, err := cfg.observe(ctx, s, name)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	cur := s
 	defer func() {
 		if cur != s {
@@ -78,10 +92,12 @@ func RunSingleton(ctx context.Context, s *Session, name string, job Job) error {
 			}
 			continue
 		}
+		cfg.started(lease)
 		err = runJob(ctx, lease, job)
 		unlockCtx, cancel := context.WithTimeout(context.Background(), s.tryTimeout())
 		lease.Unlock(unlockCtx)
 		cancel()
+		cfg.stopped(lease, err)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
