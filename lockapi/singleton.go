@@ -94,10 +94,10 @@ func RunSingleton(ctx context.Context, s *Session, name string, job Job, opts ..
 		}
 		cfg.started(lease)
 		err = runJob(ctx, lease, job)
+		cfg.stopped(lease, err)
 		unlockCtx, cancel := context.WithTimeout(context.Background(), s.tryTimeout())
 		lease.Unlock(unlockCtx)
 		cancel()
-		cfg.stopped(lease, err)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -15,9 +15,10 @@ type SingletonCallbacks struct {
 	// replica's lease is granted, before the job runs.
 	OnStartedLeading func(lease *Lease)
 	// OnStoppedLeading is called on RunSingleton's goroutine once per
-	// leadership, after the job's context ended, the job returned (jobErr
-	// is what it returned) and the lock was released (or the lease was
-	// lost): when it runs, the job no longer does.
+	// leadership, after the job's context ended and the job returned
+	// (jobErr is what it returned), before the lock is released: when it
+	// runs the job no longer does, and no other replica's job has started
+	// (unless the lease was lost: lease.Err says).
 	OnStoppedLeading func(lease *Lease, jobErr error)
 	// OnNewLeader is called with every change of the election's leader as
 	// this replica applies it — this replica's own leadership included,
