@@ -69,4 +69,3 @@ func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
 	}
 	return e.Leader(), nil
 }
-

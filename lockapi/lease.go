@@ -33,7 +33,7 @@ type Lease struct {
 
 	mu        sync.Mutex
 	value     string // the grant's value (WithValue, SetValue); guarded by mu
-	err       error // why the lease ended; nil while held
+	err       error  // why the lease ended; nil while held
 	unlocking bool
 	unlocked  bool
 	unlockErr error

@@ -112,7 +112,7 @@ func TestTokensKeepIncreasingAcrossARebuiltCluster(t *testing.T) {
 			return last
 		}
 		fenced := grantOnce("invoice:842") // the fence remembers this
-		time.Sleep(time.Second)             // rebuilt a second later, from nothing
+		time.Sleep(time.Second)            // rebuilt a second later, from nothing
 		if first := grantOnce("invoice:842"); first <= fenced {
 			t.Fatalf("the rebuilt cluster granted token %d, the fence holds %d: every write would be refused", first, fenced)
 		}
