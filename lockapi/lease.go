@@ -32,11 +32,12 @@ type Lease struct {
 	permits  int  // a semaphore's permits (Acquire)
 
 	mu        sync.Mutex
-	value     string // the grant's value (WithValue, SetValue); guarded by mu
-	err       error  // why the lease ended; nil while held
+	err       error // why the lease ended; nil while held
 	unlocking bool
 	unlocked  bool
 	unlockErr error
+
+	value string // the grant's value (WithValue, SetValue); guarded by mu
 }
 
 func newLease(s *Session, name string, owner fsm.OwnerID, tok fsm.Token, index uint64) *Lease {

@@ -13,12 +13,13 @@ import (
 type pending struct {
 	name    string
 	owner   fsm.OwnerID
-	want    fsm.Acquire // the kind asked for: Shared, Limit, Permits, Value (prims.go)
 	granted chan grant  // buffered: the event loop never blocks
 	failed  chan error
 	queued  bool   // guarded by the session's mu
 	index   uint64 // log index of the Acquire, once queued; guarded by mu
 	s       *Session
+
+	want fsm.Acquire // the kind asked for: Shared, Limit, Permits, Value (prims.go)
 }
 
 // grant is a grant seen by the event loop: the token and its log index.
