@@ -13,7 +13,7 @@ import (
 type pending struct {
 	name    string
 	owner   fsm.OwnerID
-	granted chan grant  // buffered: the event loop never blocks
+	granted chan grant // buffered: the event loop never blocks
 	failed  chan error
 	queued  bool   // guarded by the session's mu
 	index   uint64 // log index of the Acquire, once queued; guarded by mu
