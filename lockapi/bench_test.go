@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -17,15 +17,19 @@ import (
 // node (the common case for an embedded library: 2 of 3 replicas are
 // followers) unless the name says leader.
 
-func benchCluster(b *testing.B) (*cluster.Cluster, int) {
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
+func benchCluster(b *testing.B) (*clustertest.Cluster, int) {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
 	leader := c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
 	return c, leader
 }
 
 func benchSession(b *testing.B, n *node.Node) *Session {
-	s, err := NewSession(context.Background(), n, WithTTL(10*time.Second))
+	m, err := NewMetrics(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewSession(context.Background(), n, WithTTL(10*time.Second), WithMetrics(m))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,6 +93,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			report(b, slices.Concat(lat...), per*tc.workers, elapsed, "lock+unlock/s")
+			reportStrays(b, per*tc.workers, s)
 		})
 	}
 }
@@ -146,4 +151,16 @@ func BenchmarkHandoff(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	report(b, gaps, grants, elapsed, "handoffs/s")
+	reportStrays(b, grants, sessions...)
+}
+
+// reportStrays reports the releases of acquisitions the sessions did not
+// know, per operation: extra commands that a race between an Unlock and the
+// local replica's apply of the grant would cost.
+func reportStrays(b *testing.B, ops int, sessions ...*Session) {
+	n := 0.0
+	for _, s := range sessions {
+		n += metricValue(s.metrics.strayReleases)
+	}
+	b.ReportMetric(n/float64(max(ops, 1)), "strays/op")
 }

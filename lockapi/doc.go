@@ -30,6 +30,28 @@
 // # Quorum loss
 //
 // Without a quorum nothing is granted or renewed: calls return errors
-// wrapping ErrNoQuorum, sessions go into jeopardy when keepalives fail and
-// are lost when their local deadline passes.
+// wrapping ErrNoQuorum within their deadline (TryLock within a few election
+// timeouts, see TryTimeout), sessions go into jeopardy when keepalives fail
+// and are lost when their local deadline passes (the loss's error then
+// wraps ErrNoQuorum as well as ErrSessionExpired).
+//
+// # Calls end with their session
+//
+// Every blocking call of a session (Lock, TryLock, Unlock) returns as soon
+// as the session ends, with the session's error, even if its context has no
+// deadline. Every entry point checks its arguments (nil context, session or
+// node, lock names, options) and refuses bad ones with ErrInvalidArgument
+// before anything is sent.
+//
+// # Releases are retried
+//
+// An Unlock whose release cannot commit in time (no quorum) ends the lease
+// at once and returns an error; the session retries the release in the
+// background until it commits or the session ends, so a lock is never left
+// held by a live session that gave it up. The same holds for waits withdrawn
+// when their context ended, and for grants or waits of the session that it
+// does not know (an acquisition whose outcome was unknown when its call gave
+// up and that committed after all): the session releases them when its
+// replica applies them. The session keeps nothing about calls that failed,
+// so failed calls cost nothing however many there are.
 package lockapi

@@ -35,8 +35,12 @@ type Election struct {
 	lease *Lease // this Election's own candidacy, once Campaign won
 }
 
-// NewElection returns the view of the election held on lock name.
+// NewElection returns the view of the election held on lock name. A nil
+// node or a bad name is refused with ErrInvalidArgument.
 func NewElection(n *node.Node, name string) (*Election, error) {
+	if n == nil {
+		return nil, invalid("nil node")
+	}
 	if err := fsm.ValidateLockName(name); err != nil {
 		return nil, invalid("election name: %v", err)
 	}
@@ -62,8 +66,12 @@ func leaderOf(name string, h fsm.Holder) Leader {
 }
 
 // LeaderSync is Leader after a linearizable read barrier: it reflects every
-// change committed before the call.
+// change committed before the call. A nil ctx is refused with
+// ErrInvalidArgument.
 func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
+	if ctx == nil {
+		return Leader{}, invalid("nil context")
+	}
 	if err := e.n.Sync(ctx); err != nil {
 		return Leader{}, fmt.Errorf("lockapi: election %q: %w", e.name, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // Issue 17 #3, the etcd#18163 class: while candidates on every replica
@@ -24,7 +24,7 @@ import (
 // lead (a waiter), nor a leader older than one it already received.
 func TestObserveDeliversEveryLeadershipChangeInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		leader := c.WaitLeader(time.Second)
@@ -138,7 +138,7 @@ func TestObserveDeliversEveryLeadershipChangeInOrder(t *testing.T) {
 // replica; Resign hands over at once; a lost leadership cannot proclaim.
 func TestElectionCampaignProclaimResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		a, b := newSession(t, c, 0), newSession(t, c, 1)
 		ea, _ := NewElection(c.Nodes[0], "svc")
@@ -194,7 +194,7 @@ func TestElectionCampaignProclaimResign(t *testing.T) {
 	})
 }
 
-func mustElection(t *testing.T, c *cluster.Cluster, i int) *Election {
+func mustElection(t *testing.T, c *clustertest.Cluster, i int) *Election {
 	t.Helper()
 	e, err := NewElection(c.Nodes[i], "svc")
 	if err != nil {

@@ -37,6 +37,13 @@ var (
 	// ErrStaleToken: a fence refused a write with a stale token. Identical to
 	// fence.ErrStaleToken.
 	ErrStaleToken = fence.ErrStaleToken
+	// ErrClosed: the node is closed (or closing); nothing more can be done
+	// through it. Identical to node.ErrClosed.
+	ErrClosed = node.ErrClosed
+	// ErrQuota: a cluster quota refused the command (locks and waits per
+	// session, waiters per lock, sessions, the session's requests in flight;
+	// see fsm.Limits); nothing changed. Identical to fsm.ErrQuota.
+	ErrQuota = fsm.ErrQuota
 )
 
 // LockedError is returned by TryLock when the lock is held. It wraps

@@ -44,7 +44,7 @@ func (s *Session) keepAlive() {
 			s.lose(fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
 			return
 		case errors.Is(err, node.ErrClosed):
-			s.lose(fmt.Errorf("%w: the node is closed", ErrSessionExpired))
+			s.lose(fmt.Errorf("%w: the node is closed: %w", ErrSessionExpired, node.ErrClosed))
 			return
 		default:
 			if s.ctx.Err() != nil {
@@ -74,6 +74,7 @@ func (s *Session) renewed(sent time.Time) {
 	if v := sent.Add(s.cfg.ttl - s.margin); v.After(s.validUntil) {
 		s.validUntil = v
 	}
+	s.keepaliveErr = nil
 	notify := s.setState(StateHealthy)
 	s.mu.Unlock()
 	notify()
@@ -81,6 +82,7 @@ func (s *Session) renewed(sent time.Time) {
 
 func (s *Session) jeopardy(err error) {
 	s.mu.Lock()
+	s.keepaliveErr = err
 	if s.state != StateHealthy {
 		s.mu.Unlock()
 		return

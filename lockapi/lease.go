@@ -2,7 +2,6 @@ package lockapi
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -99,55 +98,13 @@ func (l *Lease) isUnlocking() bool {
 	return l.unlocking
 }
 
-// Unlock releases the lock — a compare-and-delete by the acquisition's owner
-// id, so it can never release someone else's grant — and ends the lease.
-//
-// If the lease had already been lost, Unlock still asks the cluster to
-// release the lock (in case the session still held it there) and returns an
-// error wrapping ErrNotHolder and the cause of the loss. If the cluster cannot
-// commit before ctx ends, it returns an error wrapping ErrNoQuorum; the lease
-// has ended locally either way, and calling Unlock again retries. Once Unlock
-// has succeeded, further calls return the same result.
-func (l *Lease) Unlock(ctx context.Context) error {
-	l.mu.Lock()
-	if l.unlocked {
-		err := l.unlockErr
-		l.mu.Unlock()
-		return err
+// waitReleased waits until the lease's lock is no longer held by it: its
+// release committed, or the session ended (which releases everything), or
+// there is nothing to release (the lease was not unlocked through a release
+// still in progress). It returns ctx's error if ctx ends first.
+func (l *Lease) waitReleased(ctx context.Context) error {
+	if r := l.s.pendingRelease(l.owner); r != nil {
+		return l.s.waitRelease(ctx, r)
 	}
-	lost := l.err
-	if lost == ErrUnlocked {
-		lost = nil // an earlier Unlock that failed to commit
-	}
-	l.unlocking = true
-	l.mu.Unlock()
-	l.end(ErrUnlocked)
-	l.s.mu.Lock()
-	delete(l.s.leases, l.owner)
-	l.s.mu.Unlock()
-
-	r, _, err := l.s.propose(ctx, fsm.Release{Lock: l.name, Owner: l.owner})
-	if err != nil {
-		return fmt.Errorf("lockapi: unlock %q: %w", l.name, err)
-	}
-	var result error
-	if lost == nil && r.Status == fsm.StatusNotHolder {
-		// The session may have ended during the call (its deadline passed
-		// while the release was on its way).
-		lost = l.s.Err()
-	}
-	switch {
-	case lost != nil:
-		result = fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost)
-	case r.Status == fsm.StatusOK, r.Status == fsm.StatusNotHolder:
-		// NotHolder while the session is still valid means an earlier,
-		// ambiguous attempt of this very release committed: while the
-		// session is valid nobody else can release its lock.
-	default:
-		result = fmt.Errorf("lockapi: unlock %q: %w", l.name, r.Err())
-	}
-	l.mu.Lock()
-	l.unlocked, l.unlockErr = true, result
-	l.mu.Unlock()
-	return result
+	return nil
 }

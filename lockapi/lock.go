@@ -3,10 +3,12 @@ package lockapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/node"
 )
 
 // pending is an acquisition between its proposal and its grant.
@@ -80,11 +82,17 @@ func (s *Session) TryLock(ctx context.Context, name string, opts ...AcquireOptio
 	return s.acquireKind(ctx, acquisition(name, false, opts))
 }
 
-// tryTimeout bounds calls that must answer promptly (TryLock, clean-ups).
-func (s *Session) tryTimeout() time.Duration {
-	t := s.n.Timing()
+// TryTimeout returns how long TryLock (and every call of this package that
+// must answer promptly) waits for the cluster through n before it answers
+// ErrNoQuorum: a few election timeouts of n's Raft timing (a nil n: the
+// default timing). Use it to bound what a prompt answer depends on, such as
+// opening the session for a TryLock.
+func TryTimeout(n *node.Node) time.Duration {
+	t := timingOf(n)
 	return 4 * (t.HeartbeatTimeout + t.ElectionTimeout)
 }
+
+func (s *Session) tryTimeout() time.Duration { return TryTimeout(s.n) }
 
 func newOwnerID() fsm.OwnerID {
 	var o fsm.OwnerID
@@ -99,9 +107,13 @@ func newOwnerID() fsm.OwnerID {
 // Value); Session, Owner and the request numbers are filled in here.
 func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, error) {
 	name, wait := want.Lock, want.Wait
+	if err := s.checkCall(ctx); err != nil {
+		return nil, err
+	}
 	if err := validateAcquisition(want); err != nil {
 		return nil, err
 	}
+	s.checkDeadline()
 	p := &pending{name: name, owner: newOwnerID(), want: want, granted: make(chan grant, 1), failed: make(chan error, 1), s: s}
 	s.mu.Lock()
 	if s.err != nil {
@@ -113,19 +125,26 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 	s.mu.Unlock()
 
 	start := time.Now()
-	pctx := ctx
+	pctx, cancel := s.bind(ctx) // the call ends with its session
+	defer cancel()
+	var try context.Context
 	if !wait {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(ctx, s.tryTimeout())
-		defer cancel()
+		var cancelTry context.CancelFunc
+		try, cancelTry = context.WithTimeout(pctx, s.tryTimeout())
+		defer cancelTry()
+		pctx = try
 	}
 	// Propose, not Apply: the result is all Lock needs; waiting until this
 	// replica has applied it too would cost a round of replication.
 	want.Session, want.Owner = s.id, p.owner
 	r, index, err := s.propose(pctx, want)
 	if err != nil {
-		s.abandon(p) // the outcome is unknown: release it if it lands
-		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+		if errors.Is(err, node.ErrNotProposed) {
+			s.forget(p) // it never left this node: it can never commit
+		} else {
+			s.abandon(p) // the outcome is unknown: release it if it lands
+		}
+		return nil, fmt.Errorf("lockapi: lock %q: %w", name, s.explain(ctx, try, err, start))
 	}
 	switch r.Status {
 	case fsm.StatusGranted:
@@ -198,21 +217,16 @@ func (s *Session) forget(p *pending) {
 	s.mu.Unlock()
 }
 
-// abandon marks an acquisition whose outcome nobody will wait for: if it is
-// (or becomes) granted or queued, the session releases it.
+// abandon forgets an acquisition whose outcome nobody will wait for (its
+// proposal did not answer in time, or its grant came too late). If the local
+// replica shows it held or queued, it is released now; if it lands later,
+// the session's watch meets a grant or queue entry of an owner it does not
+// know and releases it then (releaseUnknown). Either way the session keeps
+// nothing about it: an acquisition that was never proposed, or that never
+// commits, costs nothing.
 func (s *Session) abandon(p *pending) {
-	s.mu.Lock()
-	delete(s.pending, p.owner)
-	ended := s.err != nil
-	if !ended {
-		s.abandoned[p.owner] = p.name
-	}
-	s.mu.Unlock()
-	if !ended {
-		if st := s.n.Owner(p.name, p.owner); st.Held || st.Position > 0 {
-			s.releaseAbandoned(p.name, p.owner)
-		}
-	}
+	s.forget(p)
+	s.releaseUnknown(p.name, p.owner)
 }
 
 // withdraw gives up a queued acquisition: one Release dequeues it, or
@@ -221,11 +235,9 @@ func (s *Session) abandon(p *pending) {
 func (s *Session) withdraw(p *pending) {
 	s.mu.Lock()
 	delete(s.pending, p.owner)
-	if s.err != nil {
-		s.mu.Unlock()
-		return // the session is gone, and its waits with it
-	}
-	s.abandoned[p.owner] = p.name
+	r := s.addReleaseLocked(p.name, p.owner) // nil if the session is gone, and its waits with it
 	s.mu.Unlock()
-	s.releaseAbandoned(p.name, p.owner)
+	if r != nil {
+		s.retryRelease(r)
+	}
 }

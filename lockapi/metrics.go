@@ -8,7 +8,8 @@ import (
 
 // Metrics are the lock client's Prometheus metrics: acquisition latency,
 // current waiters, acquisitions that timed out, keepalive failures, sessions
-// and leases lost, fencing rejections and singleton leadership changes.
+// and leases lost, releases being retried, fencing rejections and singleton
+// leadership changes.
 // Create one per process with NewMetrics and pass it to sessions
 // (WithMetrics) and singletons. A nil *Metrics records nothing.
 type Metrics struct {
@@ -20,6 +21,9 @@ type Metrics struct {
 	leasesLostTotal  prometheus.Counter
 	fenceRejections  prometheus.Counter
 	singletonChanges prometheus.Counter
+	releasesPending  prometheus.Gauge
+	releaseRetries   prometheus.Counter
+	strayReleases    prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with r (if not nil).
@@ -42,10 +46,17 @@ func NewMetrics(r prometheus.Registerer) (*Metrics, error) {
 			Help: "Writes refused by a fence because of a stale token (as reported with Metrics.FenceRejected)."}),
 		singletonChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "singleton_leadership_changes_total",
 			Help: "Times a singleton job started or stopped running in this process."}),
+		releasesPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "releases_pending",
+			Help: "Releases (failed Unlocks, withdrawn waits, stray acquisitions) being retried in the background until they commit or their session ends."}),
+		releaseRetries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "release_retries_total",
+			Help: "Attempts to commit a release after its first attempt failed."}),
+		strayReleases: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "stray_acquisitions_released_total",
+			Help: "Grants or waits of a session under an owner it did not know (abandoned outcomes that landed, delayed duplicates) that it released."}),
 	}
 	if r != nil {
 		for _, c := range []prometheus.Collector{m.acquireLatency, m.waiters, m.acquireTimeouts, m.keepaliveFails,
-			m.sessionsLost, m.leasesLostTotal, m.fenceRejections, m.singletonChanges} {
+			m.sessionsLost, m.leasesLostTotal, m.fenceRejections, m.singletonChanges,
+			m.releasesPending, m.releaseRetries, m.strayReleases} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}
@@ -87,6 +98,24 @@ func (m *Metrics) sessionLost() {
 func (m *Metrics) leasesLost(n int) {
 	if m != nil {
 		m.leasesLostTotal.Add(float64(n))
+	}
+}
+
+func (m *Metrics) releasePending(delta float64) {
+	if m != nil {
+		m.releasesPending.Add(delta)
+	}
+}
+
+func (m *Metrics) releaseRetried() {
+	if m != nil {
+		m.releaseRetries.Inc()
+	}
+}
+
+func (m *Metrics) unknownReleased() {
+	if m != nil {
+		m.strayReleases.Inc()
 	}
 }
 

@@ -12,10 +12,19 @@ const DefaultTTL = 10 * time.Second
 
 // MinTTL returns the smallest TTL a session on n may have: a keepalive
 // interval (TTL/3) must outlast a leader failover, which takes up to about
-// two heartbeat timeouts plus an election timeout.
+// two heartbeat timeouts plus an election timeout. A nil n stands for a
+// node with the default timing (node.DefaultConfig).
 func MinTTL(n *node.Node) time.Duration {
-	t := n.Timing()
+	t := timingOf(n)
 	return 3 * (2*t.HeartbeatTimeout + t.ElectionTimeout)
+}
+
+// timingOf returns n's Raft timing, or the default timing for a nil n.
+func timingOf(n *node.Node) node.Timing {
+	if n == nil {
+		return node.DefaultConfig().Timing
+	}
+	return n.Timing()
 }
 
 // SessionOption configures NewSession.

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
@@ -19,7 +19,7 @@ import (
 // accepts every writer in turn while readers validate against it.
 func TestRWLockReadersAndWritersAcrossReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var mu sync.Mutex
@@ -113,7 +113,7 @@ func TestRWLockReadersAndWritersAcrossReplicas(t *testing.T) {
 // one configured), and a wait whose context ends leaves nothing queued.
 func TestRWLockExpiryAndTry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		reader := newSession(t, c, 0, WithLockDelay(time.Minute))
 		writer, other := newSession(t, c, 1), newSession(t, c, 2)

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // Workers on three replicas share a semaphore of 4 permits: never more
@@ -16,7 +16,7 @@ import (
 // grant has its own token, and everything is returned at the end.
 func TestSemaphoreBoundsHoldersAcrossReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		sem := Semaphore{Name: "pool:gpu", Limit: 4}
 		var mu sync.Mutex
@@ -68,7 +68,7 @@ func TestSemaphoreBoundsHoldersAcrossReplicas(t *testing.T) {
 // free; bad arguments are refused before anything is sent.
 func TestSemaphoreArgumentsAndConflicts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		a, b := newSession(t, c, 0), newSession(t, c, 1)
 		sem := Semaphore{Name: "pool", Limit: 3}
@@ -113,7 +113,7 @@ func TestSemaphoreArgumentsAndConflicts(t *testing.T) {
 // ends leaves nothing queued.
 func TestSemaphorePermitsReturnWhenSessionsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{Nodes: 3})
+		c := startCluster(t, clustertest.Options{Nodes: 3})
 		ctx := context.Background()
 		sem := Semaphore{Name: "pool", Limit: 2}
 		leader := c.WaitLeader(time.Second)

@@ -60,31 +60,44 @@ type Session struct {
 
 	ctx    context.Context // ends when the session is lost or closed
 	cancel context.CancelCauseFunc
-	stop   chan struct{} // closed by end: stops the session's goroutines
-	wg     sync.WaitGroup
+	// closing ends when Close is called (also on a session already lost):
+	// RunSingleton stops on it even while it runs on a replacement session.
+	closing     context.Context
+	markClosing context.CancelFunc
+	stop        chan struct{} // closed by end: stops the session's goroutines
+	wg          sync.WaitGroup
 
-	mu         sync.Mutex
-	state      State
-	changed    chan struct{} // closed and replaced on every state change
-	err        error         // why the session ended
-	validUntil time.Time     // client-side lease deadline (monotonic)
-	pending    map[fsm.OwnerID]*pending
-	leases     map[fsm.OwnerID]*Lease
-	abandoned  map[fsm.OwnerID]string // acquisitions nobody waits for any more → lock name
-	paused     bool                   // tests: keepalives suspended
-	closeOnce  sync.Once
-	closeErr   error
+	mu           sync.Mutex
+	state        State
+	changed      chan struct{}            // closed and replaced on every state change
+	err          error                    // why the session ended
+	validUntil   time.Time                // client-side lease deadline (monotonic)
+	keepaliveErr error                    // of the last keepalive, if it failed
+	pending      map[fsm.OwnerID]*pending // acquisitions waiting for their outcome
+	leases       map[fsm.OwnerID]*Lease   // granted and not unlocked
+	releases     map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
+	settling     []*release               // committed releases the local replica has not applied yet
+	paused       bool                     // tests: keepalives suspended
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // NewSession opens a session on the cluster through n and starts keeping it
 // alive. It returns once the session is committed (or ctx ends, or the
-// cluster cannot commit: an error wrapping ErrNoQuorum).
+// cluster cannot commit: an error wrapping ErrNoQuorum). A nil ctx or node,
+// a nil option or an option out of range is refused with ErrInvalidArgument.
 func NewSession(ctx context.Context, n *node.Node, opts ...SessionOption) (*Session, error) {
-	if n == nil {
+	switch {
+	case ctx == nil:
+		return nil, invalid("nil context")
+	case n == nil:
 		return nil, invalid("nil node")
 	}
 	cfg := sessionConfig{ttl: DefaultTTL, owner: n.ID()}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("option %d is nil", i)
+		}
 		o(&cfg)
 	}
 	return openSession(ctx, n, cfg)
@@ -107,17 +120,18 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 	}
 	s := &Session{
 		n: n, cfg: cfg, log: cfg.logger, metrics: cfg.metrics,
-		margin:    cfg.ttl / 20, // clock-rate drift and scheduling slack
-		stop:      make(chan struct{}),
-		state:     StateHealthy,
-		changed:   make(chan struct{}),
-		pending:   make(map[fsm.OwnerID]*pending),
-		leases:    make(map[fsm.OwnerID]*Lease),
-		abandoned: make(map[fsm.OwnerID]string),
+		margin:   cfg.ttl / 20, // clock-rate drift and scheduling slack
+		stop:     make(chan struct{}),
+		state:    StateHealthy,
+		changed:  make(chan struct{}),
+		pending:  make(map[fsm.OwnerID]*pending),
+		leases:   make(map[fsm.OwnerID]*Lease),
+		releases: make(map[fsm.OwnerID]*release),
 	}
 	sent := time.Now()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner})
 	if err != nil {
+		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), n.Timing().ElectionTimeout)
 		return nil, fmt.Errorf("lockapi: open session: %w", err)
 	}
 	if r.Status != fsm.StatusOK {
@@ -129,6 +143,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.closing, s.markClosing = context.WithCancel(context.Background())
 	s.log = s.log.With("session", uint64(s.id))
 	s.wg.Add(2)
 	go s.keepAlive()
@@ -170,8 +185,23 @@ func (s *Session) checkDeadline() {
 	over := s.err == nil && !time.Now().Before(s.validUntil)
 	s.mu.Unlock()
 	if over {
-		s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+		s.lose(s.deadlineCause())
 	}
+}
+
+// deadlineCause is why a session whose lease deadline passed was lost: an
+// error wrapping ErrSessionExpired — and ErrNoQuorum if its last keepalive
+// failed because the cluster could not confirm it (the usual reason: the
+// caller of a call cut short by the loss then learns that there was no
+// quorum, not only that its session ended).
+func (s *Session) deadlineCause() error {
+	s.mu.Lock()
+	noQuorum := s.keepaliveErr != nil && errors.Is(s.keepaliveErr, ErrNoQuorum)
+	s.mu.Unlock()
+	if noQuorum {
+		return fmt.Errorf("%w: no keepalive succeeded before the lease deadline: %w", ErrSessionExpired, ErrNoQuorum)
+	}
+	return fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired)
 }
 
 // State returns the session's current state.
@@ -182,8 +212,12 @@ func (s *Session) State() State {
 }
 
 // WaitForStateChange waits until the state differs from from, or ctx ends;
-// it reports whether the state changed.
+// it reports whether the state changed. A nil ctx is a caller's mistake: it
+// returns false at once.
 func (s *Session) WaitForStateChange(ctx context.Context, from State) bool {
+	if ctx == nil {
+		return false
+	}
 	for {
 		s.mu.Lock()
 		st, ch := s.state, s.changed
@@ -227,8 +261,14 @@ func (s *Session) setState(to State) func() {
 	}
 }
 
-// end finishes the session on the client: state, error, every lease and
-// every waiter. It returns false if the session had already ended.
+// end finishes the session on the client: state, error, every lease, every
+// waiter and every release in progress (the session's end releases what it
+// holds in the cluster: Close at once, a lost session when the cluster closes
+// or expires it). It returns false if the session had already ended.
+//
+// Background work of the session (s.wg) is only started under s.mu while
+// s.err is nil, or by lose for its own clean-up (added here): Close's wait
+// for s.wg, which follows end, cannot miss any of it.
 func (s *Session) end(state State, cause error) bool {
 	s.mu.Lock()
 	if s.state == StateLost || s.state == StateClosed {
@@ -240,6 +280,13 @@ func (s *Session) end(state State, cause error) bool {
 	leases := s.leases
 	pend := s.pending
 	s.leases, s.pending = map[fsm.OwnerID]*Lease{}, map[fsm.OwnerID]*pending{}
+	for _, r := range s.releases {
+		s.finishReleaseLocked(r, 0, 0, cause)
+	}
+	s.releases, s.settling = map[fsm.OwnerID]*release{}, nil
+	if state == StateLost {
+		s.wg.Add(1) // lose's CloseSession
+	}
 	s.mu.Unlock()
 
 	s.cancel(cause)
@@ -266,7 +313,6 @@ func (s *Session) lose(cause error) {
 	if !s.end(StateLost, cause) {
 		return
 	}
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
@@ -283,8 +329,13 @@ func (s *Session) lose(cause error) {
 // cluster cannot commit before ctx ends, Close still ends the session locally
 // and returns an error wrapping ErrNoQuorum: the leader will expire it after
 // its TTL. Safe to call more than once; later calls return the first result.
+// A nil ctx is refused with ErrInvalidArgument (and closes nothing).
 func (s *Session) Close(ctx context.Context) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
 	s.closeOnce.Do(func() {
+		s.markClosing()
 		wasOpen := s.end(StateClosed, ErrSessionClosed)
 		if wasOpen {
 			r, err := s.apply(ctx, fsm.CloseSession{Session: s.id})

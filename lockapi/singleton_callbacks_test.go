@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // The kubernetes/client-go#728 class: when RunSingleton's context ends,
@@ -20,7 +20,7 @@ import (
 // order.
 func TestSingletonReleasesOnlyAfterTheJobReturned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		var mu sync.Mutex
 		var log []string
 		record := func(format string, args ...any) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/node"
 )
 
 type run struct {
@@ -20,12 +22,14 @@ type run struct {
 // and a leader kill; successive runners hold strictly increasing tokens.
 func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var mu sync.Mutex
 		var runs []run
 		started := make(chan struct{}, 16)
+		var crashed atomic.Int32
+		crashed.Store(-1)
 		sessions := make([]*Session, 3)
 		var wg sync.WaitGroup
 		for i := range 3 {
@@ -49,7 +53,12 @@ func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 					<-jctx.Done()
 					return jctx.Err()
 				})
-				if !errors.Is(err, context.Canceled) {
+				switch {
+				case int(crashed.Load()) == i:
+					if !errors.Is(err, node.ErrClosed) {
+						t.Errorf("RunSingleton on the crashed replica %d returned %v", i, err)
+					}
+				case !errors.Is(err, context.Canceled):
 					t.Errorf("RunSingleton on replica %d returned %v", i, err)
 				}
 			}()
@@ -71,6 +80,7 @@ func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 
 		// Kill the leader; the singleton keeps exactly one runner.
 		leader := c.WaitLeader(time.Second)
+		crashed.Store(int32(leader))
 		c.Crash(leader)
 		time.Sleep(5 * testTTL)
 		mu.Lock()
@@ -104,7 +114,7 @@ func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 // The election view follows the singleton from any replica.
 func TestElectionObserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		e, err := NewElection(c.Nodes[2], "leader")

@@ -1,7 +1,6 @@
 package lockapi
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -28,7 +27,7 @@ func (s *Session) watch() {
 				timer.Reset(d)
 				continue
 			}
-			s.lose(fmt.Errorf("%w: no keepalive succeeded before the lease deadline", ErrSessionExpired))
+			s.lose(s.deadlineCause())
 			return
 		}
 	}
@@ -45,23 +44,30 @@ func reasonErr(r fsm.Reason) error {
 }
 
 func (s *Session) handle(e fsm.Event) {
+	s.mu.Lock()
+	s.pruneSettledLocked()
+	s.mu.Unlock()
 	switch e.Kind {
-	case fsm.EventGranted:
+	case fsm.EventGranted, fsm.EventQueued:
 		s.mu.Lock()
 		p := s.pending[e.Owner]
-		name, abandoned := s.abandoned[e.Owner]
+		known := p != nil || s.leases[e.Owner] != nil || s.releases[e.Owner] != nil
 		s.mu.Unlock()
 		switch {
 		case p != nil:
-			p.grant(e.Token, e.Index)
-		case abandoned:
-			s.releaseAbandoned(name, e.Owner)
+			if e.Kind == fsm.EventGranted {
+				p.grant(e.Token, e.Index)
+			}
+		case !known:
+			s.releaseUnknown(e.Lock, e.Owner)
 		}
 	case fsm.EventReleased, fsm.EventDequeued:
 		s.mu.Lock()
+		if r := s.releases[e.Owner]; r != nil && r.finished && r.index <= e.Index {
+			s.forgetReleaseLocked(r) // its own event: every earlier one was handled
+		}
 		l := s.leases[e.Owner]
 		p := s.pending[e.Owner]
-		delete(s.abandoned, e.Owner)
 		if l != nil && !l.isUnlocking() {
 			delete(s.leases, e.Owner)
 		} else {
@@ -98,10 +104,6 @@ func (s *Session) resync() {
 	for _, l := range s.leases {
 		leases = append(leases, l)
 	}
-	abandoned := make(map[fsm.OwnerID]string, len(s.abandoned))
-	for o, n := range s.abandoned {
-		abandoned[o] = n
-	}
 	s.mu.Unlock()
 	// The local replica may not have applied an acquisition yet (Propose
 	// does not wait for it): judge only those it has.
@@ -126,27 +128,5 @@ func (s *Session) resync() {
 			l.end(fmt.Errorf("%w: no longer the holder", ErrLeaseLost))
 		}
 	}
-	for o, name := range abandoned {
-		if st := s.n.Owner(name, o); st.Held || st.Position > 0 {
-			s.releaseAbandoned(name, o)
-		}
-	}
-}
-
-// releaseAbandoned releases (or dequeues), in the background, an acquisition
-// nobody waits for any more, so that nothing is left held or queued.
-func (s *Session) releaseAbandoned(name string, owner fsm.OwnerID) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ttl)
-		defer cancel()
-		if _, _, err := s.propose(ctx, fsm.Release{Lock: name, Owner: owner}); err != nil {
-			s.log.Debug("releasing an abandoned acquisition failed; closing the session will", "lock", name, "err", err)
-			return
-		}
-		s.mu.Lock()
-		delete(s.abandoned, owner)
-		s.mu.Unlock()
-	}()
+	s.releaseUnknownLocks()
 }

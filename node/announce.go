@@ -25,7 +25,7 @@ import (
 // grant still reaches every replica through the log, and a waiter that
 // missed its announcement wakes when its replica applies the grant.
 type announcer struct {
-	n *Node
+	h announcerHost
 
 	mu      sync.Mutex
 	grants  []fsm.Event            // applied on this leader, not yet queued
@@ -36,7 +36,7 @@ type announcer struct {
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
-const maxPendingGrants = 4096
+const maxPendingGrants = fsm.MaxGrants
 
 // peersTTL is how long the cached list of peers is used.
 const peersTTL = time.Second
@@ -44,8 +44,30 @@ const peersTTL = time.Second
 // announceTimeout bounds one announcement RPC.
 const announceTimeout = time.Second
 
-func newAnnouncer(n *Node) *announcer {
-	return &announcer{n: n, queues: map[string][]fsm.Event{}, busy: map[string]bool{}}
+// announcerHost is what the announcer needs of its node (a narrow seam, so
+// that queueing and back-pressure are unit-tested without a cluster).
+type announcerHost struct {
+	ctx   context.Context                                             // ends when the node closes
+	wg    *sync.WaitGroup                                             // the node's goroutines
+	peers func() []string                                             // the other replicas' addresses
+	send  func(ctx context.Context, addr string, notice []byte) error // one RPC
+	sent  func(err error)                                             // metric
+}
+
+func newAnnouncer(h announcerHost) *announcer {
+	return &announcer{h: h, queues: map[string][]fsm.Event{}, busy: map[string]bool{}}
+}
+
+// announcerHost returns the node's side of the seam.
+func (n *Node) announcerHost() announcerHost {
+	return announcerHost{
+		ctx: n.ctx, wg: &n.wg, peers: n.otherServers,
+		send: func(ctx context.Context, addr string, notice []byte) error {
+			_, err := n.trans.Call(ctx, addr, notice)
+			return err
+		},
+		sent: func(err error) { n.metrics.announcements.WithLabelValues(outcomeLabel(err)).Inc() },
+	}
 }
 
 // collect keeps the hand-off grants of an applied entry (FSM goroutine; on
@@ -72,7 +94,7 @@ func (a *announcer) announce() {
 	}
 	var peers []string
 	if refresh {
-		peers = a.n.otherServers() // outside the lock: it waits for raft
+		peers = a.h.peers() // outside the lock: it waits for raft
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -87,7 +109,7 @@ func (a *announcer) announce() {
 		a.queues[p] = append(q, g...)
 		if !a.busy[p] && len(a.queues[p]) > 0 {
 			a.busy[p] = true
-			a.n.wg.Add(1)
+			a.h.wg.Add(1)
 			go a.send(p)
 		}
 	}
@@ -95,21 +117,21 @@ func (a *announcer) announce() {
 
 // send delivers a peer's queue, one notice at a time, until it is empty.
 func (a *announcer) send(addr string) {
-	defer a.n.wg.Done()
+	defer a.h.wg.Done()
 	for {
 		a.mu.Lock()
 		q := a.queues[addr]
 		delete(a.queues, addr)
-		if len(q) == 0 || a.n.ctx.Err() != nil {
+		if len(q) == 0 || a.h.ctx.Err() != nil {
 			a.busy[addr] = false
 			a.mu.Unlock()
 			return
 		}
 		a.mu.Unlock()
-		ctx, cancel := context.WithTimeout(a.n.ctx, announceTimeout)
-		_, err := a.n.trans.Call(ctx, addr, encodeGrantNotice(q))
+		ctx, cancel := context.WithTimeout(a.h.ctx, announceTimeout)
+		err := a.h.send(ctx, addr, encodeGrantNotice(q))
 		cancel()
-		a.n.metrics.announcements.WithLabelValues(outcomeLabel(err)).Inc()
+		a.h.sent(err)
 		if err != nil {
 			// Unreachable or slow: what queued meanwhile would be late too.
 			a.mu.Lock()

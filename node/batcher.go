@@ -175,13 +175,6 @@ func (b *batcher) takeLocked() []*proposal {
 	return batch
 }
 
-// idle reports whether no proposal is waiting for the next batch.
-func (b *batcher) idle() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.pending) == 0
-}
-
 // close fails what is pending with ErrClosed and refuses what comes next. It
 // does not wait for a batch in flight (the caller waits on the WaitGroup).
 func (b *batcher) close() {

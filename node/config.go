@@ -80,12 +80,36 @@ type Config struct {
 	// transport.Config.AllowPlaintext.
 	AllowPlaintext bool
 
-	// Bootstrap, with Peers, forms a static cluster: a node without existing
-	// Raft state bootstraps with exactly Peers as voters. Every node of a new
-	// cluster may be given the same Peers and Bootstrap; a node that has
-	// state ignores both.
+	// Static membership (without gossip). Peers lists the cluster's nodes.
+	//
+	// Bootstrap says "found a new cluster" (etcd's initial-cluster-state
+	// "new"): a node without Raft state agrees with a majority of Peers on
+	// the founding configuration (formation: single-decree Paxos, see
+	// internal/membership) and bootstraps it; give every founding node the
+	// same Peers and Bootstrap. If formation finds that the cluster exists
+	// already (a peer has Raft state), the node joins it as a new member
+	// instead: a node never founds twice, and one that lost its data dir
+	// never comes back as its old self.
+	//
+	// Without Bootstrap (initial-cluster-state "existing"), a node without
+	// Raft state only joins: it asks Peers to add it, and the leader adds it
+	// as a non-voter and promotes it once it has caught up.
+	//
+	// A node with Raft state ignores both and restarts as the member it is.
 	Bootstrap bool
 	Peers     []Peer
+
+	// Recover, on a node with Raft state, makes it the only voter of its
+	// cluster before it starts: disaster recovery when a majority of voters
+	// is lost for good (like Consul's peers.json or etcd's
+	// --force-new-cluster). Every entry in this node's log is kept, as if
+	// committed, with the lock table and the token counter; whatever only
+	// the lost voters had is gone. The cluster then grows back as new
+	// members join. It runs once per data dir: a later start with Recover
+	// still set logs an error and starts normally. Never use it while other
+	// voters of the cluster may still be running: two clusters would grant
+	// the same locks.
+	Recover bool
 
 	// Membership through gossip (hashicorp/memberlist) is on when GossipAddr
 	// (or GossipListener) is set. Every node then carries its id, Raft/RPC
@@ -123,10 +147,26 @@ type Config struct {
 	// memberlist keyring): 16, 24 or 32 bytes. Nodes with another key (or
 	// none) cannot join. Nil: gossip in clear text.
 	GossipKey []byte
-	// MaxVoters is the number of voters the leader keeps: members beyond it
-	// join as non-voters (they apply the log and serve their callers alike)
-	// and are promoted when a voter is removed. 0 means 5.
+	// MaxVoters is the most voters the leader keeps (odd counts: 5 servers
+	// give 5 voters, 4 give 3). Members join as non-voters (they apply the
+	// log and serve their callers alike) and are promoted once they have
+	// been healthy for Stabilization. 0 means 5.
 	MaxVoters int
+	// MaxNonvoters bounds the non-voters the leader adds (each costs the
+	// leader a replication stream). Default 16.
+	MaxNonvoters int
+	// Stabilization is how long a non-voter must have been healthy —
+	// reachable over Raft/RPC by the leader, caught up, in contact with the
+	// leader — before it is promoted to voter (Consul autopilot's
+	// ServerStabilizationTime). A member that cannot be reached over Raft
+	// (a TLS mismatch, a one-way partition) is never promoted. Default 10s.
+	Stabilization time.Duration
+	// AllowUnencryptedGossip allows gossip without GossipKey while TLS is
+	// on. Off by default: with mutual TLS, membership trusts only members
+	// whose certificate names their id, but an unencrypted gossip port still
+	// lets anyone spread false member states; say explicitly if that is
+	// acceptable (a closed network).
+	AllowUnencryptedGossip bool
 	// ReapTimeout is how long a failed member stays in the Raft
 	// configuration before the leader removes it — never when that would
 	// leave fewer voters than a quorum of the configuration, or fewer
@@ -153,9 +193,9 @@ type Config struct {
 	TrailingLogs uint64
 	// MaxBatch: commands gathered into one log entry (group commit).
 	MaxBatch int
-	// ForwardTimeout bounds one forwarded RPC to the leader; on timeout the
+	// AttemptTimeout bounds one forwarded RPC to the leader; on timeout the
 	// call is retried (safely: commands are idempotent by owner id).
-	ForwardTimeout time.Duration
+	AttemptTimeout time.Duration
 
 	// Logger receives the node's logs, Raft's included. Nil: discarded.
 	Logger *slog.Logger
@@ -201,24 +241,69 @@ type Config struct {
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock
 // service; ID, DataDir (or InMemory) and the addresses remain to be set.
+//
+// The rule for every tunable: a zero value means its default — the value
+// DefaultConfig gives it. Start applies the defaults once (withDefaults)
+// and Validate judges the result, so a Config built from scratch and one
+// from DefaultConfig behave alike. (Limits is taken as a whole: the zero
+// Limits means fsm.DefaultLimits(); in a non-zero Limits a zero field means
+// "no quota", see Limits.)
 func DefaultConfig() Config {
-	return Config{
-		BindAddr:          "127.0.0.1:7400",
-		Timing:            LANTiming(),
-		SnapshotThreshold: 16384,
-		SnapshotInterval:  30 * time.Second,
-		TrailingLogs:      10240,
-		MaxBatch:          4096,
-		ForwardTimeout:    2 * time.Second,
-		MaxVoters:         defaultMaxVoters,
-		ReapTimeout:       defaultReapTimeout,
-		GossipTiming:      LANGossipTiming(),
-		Limits:            fsm.DefaultLimits(),
-	}
+	return Config{BindAddr: defaultBindAddr}.withDefaults()
 }
 
-// Validate reports the first problem with c, wrapping ErrInvalidConfig.
+const defaultBindAddr = "127.0.0.1:7400"
+
+// withDefaults returns c with every zero tunable set to its default.
+func (c Config) withDefaults() Config {
+	set := func(v any, def any) {
+		switch p := v.(type) {
+		case *uint64:
+			if *p == 0 {
+				*p = def.(uint64)
+			}
+		case *int:
+			if *p == 0 {
+				*p = def.(int)
+			}
+		case *time.Duration:
+			if *p == 0 {
+				*p = def.(time.Duration)
+			}
+		}
+	}
+	if c.BindAddr == "" && c.Listener == nil {
+		c.BindAddr = defaultBindAddr
+	}
+	if c.Timing == (Timing{}) {
+		c.Timing = LANTiming()
+	}
+	set(&c.SnapshotThreshold, uint64(16384))
+	set(&c.SnapshotInterval, 30*time.Second)
+	set(&c.TrailingLogs, uint64(10240))
+	set(&c.MaxBatch, 4096)
+	set(&c.AttemptTimeout, 2*time.Second)
+	set(&c.MaxVoters, defaultMaxVoters)
+	set(&c.MaxNonvoters, defaultMaxNonvoters)
+	set(&c.Stabilization, defaultStabilization)
+	set(&c.ReapTimeout, defaultReapTimeout)
+	if c.GossipTiming == (GossipTiming{}) {
+		c.GossipTiming = LANGossipTiming()
+	}
+	if c.Limits == (fsm.Limits{}) {
+		c.Limits = fsm.DefaultLimits()
+	}
+	return c
+}
+
+// Validate reports the first problem with c (its zero tunables taken as
+// their defaults), wrapping ErrInvalidConfig.
 func (c *Config) Validate() error {
+	d := c.withDefaults()
+	return d.validate()
+}
+
+func (c *Config) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -226,8 +311,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == "":
 		return bad("ID is empty")
-	case len(c.ID) > 128:
-		return bad("ID %q longer than 128 bytes", c.ID)
+	case validID(c.ID) != nil:
+		return bad("%v", validID(c.ID))
 	case c.DataDir == "" && !c.InMemory:
 		return bad("DataDir is empty and InMemory is false")
 	case c.DataDir != "" && c.InMemory:
@@ -248,10 +333,18 @@ func (c *Config) Validate() error {
 		return bad("SnapshotInterval %v < 5ms", c.SnapshotInterval)
 	case c.MaxBatch < 1:
 		return bad("MaxBatch %d < 1", c.MaxBatch)
-	case c.ForwardTimeout < t.HeartbeatTimeout:
-		return bad("ForwardTimeout %v < HeartbeatTimeout %v", c.ForwardTimeout, t.HeartbeatTimeout)
+	case c.AttemptTimeout < t.HeartbeatTimeout:
+		return bad("AttemptTimeout %v < HeartbeatTimeout %v", c.AttemptTimeout, t.HeartbeatTimeout)
 	case c.Bootstrap && len(c.Peers) == 0:
 		return bad("Bootstrap without Peers")
+	case c.Recover && c.InMemory:
+		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
+	case c.MaxNonvoters < 0:
+		return bad("MaxNonvoters %d < 0", c.MaxNonvoters)
+	case c.Stabilization < 0:
+		return bad("Stabilization %v < 0", c.Stabilization)
+	case c.TLS != nil && c.gossipOn() && len(c.GossipKey) == 0 && !c.AllowUnencryptedGossip:
+		return bad("TLS is on but gossip is not encrypted: set GossipKey (or AllowUnencryptedGossip on a closed network)")
 	}
 	if err := c.validateGossip(); err != nil {
 		return bad("%s", err.Error())
@@ -265,6 +358,8 @@ func (c *Config) Validate() error {
 		switch {
 		case p.ID == "" || p.Addr == "":
 			return bad("peer %+v: empty ID or Addr", p)
+		case validID(p.ID) != nil:
+			return bad("peer %v", validID(p.ID))
 		case ids[p.ID]:
 			return bad("duplicate peer ID %q", p.ID)
 		case addrs[p.Addr]:

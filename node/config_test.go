@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +24,10 @@ func TestConfigValidate(t *testing.T) {
 		"ID":                 func(c *node.Config) { c.ID = "" },
 		"DataDir":            func(c *node.Config) { c.InMemory = false },
 		"both DataDir":       func(c *node.Config) { c.DataDir = "/tmp/x" },
-		"BindAddr":           func(c *node.Config) { c.BindAddr = "" },
+		"ID \"a b\"":         func(c *node.Config) { c.ID = "a b" },
 		"LeaderLeaseTimeout": func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"CommitTimeout":      func(c *node.Config) { c.Timing.CommitTimeout = 50 * time.Millisecond },
-		"MaxBatch":           func(c *node.Config) { c.MaxBatch = 0 },
+		"MaxBatch":           func(c *node.Config) { c.MaxBatch = -1 },
 		"Bootstrap without":  func(c *node.Config) { c.Bootstrap = true },
 		"does not contain":   func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
@@ -47,5 +48,19 @@ func TestConfigValidate(t *testing.T) {
 		if _, err := node.Start(context.Background(), c); !errors.Is(err, node.ErrInvalidConfig) {
 			t.Errorf("%s: Start accepted an invalid config: %v", want, err)
 		}
+	}
+}
+
+// The one defaulting rule: a zero tunable means its default, whether the
+// Config came from DefaultConfig or was built from scratch.
+func TestConfigZeroMeansDefault(t *testing.T) {
+	scratch := node.Config{ID: "a", InMemory: true}
+	if err := scratch.Validate(); err != nil {
+		t.Fatalf("a config with only the required fields: %v", err)
+	}
+	d := node.DefaultConfig()
+	d.ID, d.InMemory = "a", true
+	if got, want := node.WithDefaults(scratch), node.WithDefaults(d); !reflect.DeepEqual(got, want) {
+		t.Fatalf("defaults differ:\n%+v\n%+v", got, want)
 	}
 }

@@ -150,13 +150,7 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	send := func(list []*Subscription, e fsm.Event) {
-		for _, s := range list {
-			if !s.deliver(e) && h.dropped != nil {
-				h.dropped()
-			}
-		}
-	}
+	send := func(list []*Subscription, e fsm.Event) { h.send(list, e, false) }
 	for _, e := range events {
 		send(h.all, e)
 		if !e.Owner.IsZero() {
@@ -179,13 +173,7 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 func (h *eventHub) dispatchEarly(grants []fsm.Event) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	send := func(list []*Subscription, e fsm.Event) {
-		for _, s := range list {
-			if s.filter.EarlyGrants && !s.deliver(e) && h.dropped != nil {
-				h.dropped()
-			}
-		}
-	}
+	send := func(list []*Subscription, e fsm.Event) { h.send(list, e, true) }
 	for _, e := range grants {
 		send(h.byOwner[e.Owner], e)
 		send(h.bySession[e.Session], e)
@@ -216,5 +204,15 @@ func (h *eventHub) resyncAll() {
 func resync(list []*Subscription) {
 	for _, s := range list {
 		s.signalResync()
+	}
+}
+
+// send delivers e to the subscriptions of list (with earlyOnly, only to
+// those that asked for early grants), counting drops.
+func (h *eventHub) send(list []*Subscription, e fsm.Event, earlyOnly bool) {
+	for _, s := range list {
+		if (!earlyOnly || s.filter.EarlyGrants) && !s.deliver(e) && h.dropped != nil {
+			h.dropped()
+		}
 	}
 }

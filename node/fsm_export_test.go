@@ -81,4 +81,4 @@ func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }
 
 // IsLeading reports whether n leads and finished its takeover (its lease
 // manager has every session's deadline).
-func IsLeading(n *Node) bool { return n.lease.isLeading() }
+func IsLeading(n *Node) bool { return n.expiry.isLeading() }

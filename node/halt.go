@@ -54,15 +54,12 @@ func (n *Node) stepDownHalted() {
 // healthyVoter returns another voter that answers peer info and is not
 // halted.
 func (n *Node) healthyVoter() (raft.Server, bool) {
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
-		return raft.Server{}, false
-	}
-	for _, s := range f.Configuration().Servers {
-		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
+	others, _ := n.others()
+	for _, s := range others {
+		if s.Suffrage != raft.Voter {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
 		info, err := n.peerInfo(ctx, string(s.Address))
 		cancel()
 		if err == nil && info.Halted == "" {

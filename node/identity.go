@@ -1,25 +1,243 @@
 package node
 
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// Identity.
+//
+// A node has three names:
+//
+//   - its node id (Config.ID): the operator's name for it, stable for the
+//     life of the deployment (a hostname, a pod name);
+//   - its incarnation: a random id made the first time a data dir is used
+//     and kept in it. A node whose data dir was wiped (a replaced disk, an
+//     emptyDir volume, an in-memory node restarted) comes back with a new
+//     incarnation;
+//   - its Raft id: the id of its Raft server, "<node id>~<incarnation>"
+//     for every data dir made by this version. (A data dir that has Raft
+//     state from before incarnations existed keeps its node id as Raft id.)
+//
+// Because the Raft id names the incarnation, a node that lost its state
+// can never be its old self in the Raft configuration: it is a new server,
+// which the leader adds as a non-voter and promotes once it has caught up,
+// and until its own incarnation is a voter in its configuration it never
+// grants a vote (voteGuard). Votes and acknowledgements it gave before the
+// loss stay with the old Raft id, whose log is gone with the disk — so the
+// cluster cannot count them twice.
+//
+// The cluster id names one cluster for its whole life: made when it is
+// founded (formation), kept in each member's stable store and in the
+// replicated state, carried in gossip metadata and in the transport hello.
+// Anything that carries another cluster id is refused, so two clusters
+// whose gossip meets never merge.
+
+// Stable-store keys (raft's own keys have no prefix).
+var (
+	keyIncarnation = []byte("raftlock/incarnation")
+	keyRaftID      = []byte("raftlock/raft_id")
+	keyClusterID   = []byte("raftlock/cluster_id")
+)
+
+// raftIDSep separates the node id from the incarnation in a Raft id. Node
+// ids cannot contain it (validID).
+const raftIDSep = "~"
+
+// idPattern is what a node id may look like: it appears in Raft ids,
+// gossip names, certificates, metrics and URLs.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// validID reports whether id is an acceptable node id.
+func validID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("ID %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// raftIDFor is the Raft id of a node id's incarnation.
+func raftIDFor(id, incarnation string) string { return id + raftIDSep + incarnation }
+
+// splitRaftID returns the node id and incarnation a Raft id names. A Raft id
+// without an incarnation (a data dir from before incarnations) has none.
+func splitRaftID(rid string) (id, incarnation string) {
+	id, inc, _ := strings.Cut(rid, raftIDSep)
+	return id, inc
+}
+
+// nodeOf returns the node id a Raft id names.
+func nodeOf(rid raft.ServerID) string {
+	id, _ := splitRaftID(string(rid))
+	return id
+}
+
 // nodeIdentity is who this node is, as it tells its peers (transport hello,
 // gossip metadata, peer-info RPC).
-//
-//   - NodeID: Config.ID, the operator's name for the node.
-//   - RaftID: the id under which this data dir's Raft server is configured.
-//   - Incarnation: a random id made when the data dir was first used; a node
-//     whose data dir was wiped comes back with a new one.
-//   - ClusterID: the id of the cluster this node belongs to ("" before it
-//     belongs to one).
-//
-// (Filled in by the identity work of Safety I; until then only NodeID and
-// RaftID are set.)
 type nodeIdentity struct {
 	NodeID      string
 	RaftID      string
 	Incarnation string
-	ClusterID   string
+	ClusterID   string // "" before the node belongs to a cluster
+}
+
+// identity is a node's identity, loaded from its stable store at Start. The
+// cluster id is set once (when the node founds or joins a cluster) and then
+// never changes.
+type identity struct {
+	nodeID, raftID, incarnation string
+	stable                      raft.StableStore
+
+	mu        sync.Mutex
+	clusterID string
+}
+
+// loadIdentity reads (or, for a new data dir, makes and stores) the node's
+// incarnation and Raft id. hasState says whether the data dir had Raft state
+// before this start.
+func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*identity, error) {
+	get := func(k []byte) (string, error) {
+		v, err := stable.Get(k)
+		if err != nil && err.Error() != "not found" { // raft-boltdb's "not found"
+			return "", fmt.Errorf("node: read %s: %w", k, err)
+		}
+		return string(v), nil
+	}
+	put := func(k []byte, v string) error {
+		if err := stable.Set(k, []byte(v)); err != nil {
+			return fmt.Errorf("node: write %s: %w", k, err)
+		}
+		return nil
+	}
+	inc, err := get(keyIncarnation)
+	if err != nil {
+		return nil, err
+	}
+	if inc == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("node: make incarnation: %w", err)
+		}
+		inc = hex.EncodeToString(b[:])
+		if err := put(keyIncarnation, inc); err != nil {
+			return nil, err
+		}
+	}
+	rid, err := get(keyRaftID)
+	if err != nil {
+		return nil, err
+	}
+	if rid == "" {
+		rid = raftIDFor(nodeID, inc)
+		if hasState {
+			rid = nodeID // state from before incarnations: keep its Raft id
+		}
+		if err := put(keyRaftID, rid); err != nil {
+			return nil, err
+		}
+	}
+	if id, _ := splitRaftID(rid); id != nodeID {
+		return nil, fmt.Errorf("%w: the data dir belongs to node %q (Raft id %q), not %q", ErrInvalidConfig, id, rid, nodeID)
+	}
+	cid, err := get(keyClusterID)
+	if err != nil {
+		return nil, err
+	}
+	return &identity{nodeID: nodeID, raftID: rid, incarnation: inc, stable: stable, clusterID: cid}, nil
+}
+
+// get returns the current identity.
+func (id *identity) get() nodeIdentity {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return nodeIdentity{NodeID: id.nodeID, RaftID: id.raftID, Incarnation: id.incarnation, ClusterID: id.clusterID}
+}
+
+// cluster returns the cluster id ("" while there is none).
+func (id *identity) cluster() string {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.clusterID
+}
+
+// errClusterIDChange: a second, different cluster id for one data dir.
+var errClusterIDChange = errors.New("node: the data dir already belongs to another cluster")
+
+// setCluster records (and persists) the cluster id. Setting the id the node
+// already has is a no-op; another one is refused.
+func (id *identity) setCluster(cid string) error {
+	if cid == "" {
+		return nil
+	}
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	switch id.clusterID {
+	case cid:
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("%w: it has cluster id %s, not %s", errClusterIDChange, id.clusterID, cid)
+	}
+	if err := id.stable.Set(keyClusterID, []byte(cid)); err != nil {
+		return fmt.Errorf("node: write cluster id: %w", err)
+	}
+	id.clusterID = cid
+	return nil
 }
 
 // ident returns this node's identity. Safe for concurrent use.
 func (n *Node) ident() nodeIdentity {
-	return nodeIdentity{NodeID: n.cfg.ID, RaftID: n.cfg.ID}
+	if n.id == nil { // before Start loaded it
+		return nodeIdentity{NodeID: n.cfg.ID, RaftID: n.cfg.ID}
+	}
+	return n.id.get()
+}
+
+// initCluster (leader, from cluster version 2 on) records the cluster id in
+// the replicated state if it is not there yet: the id this node founded the
+// cluster with, or — a cluster from before cluster ids, upgraded — a new
+// one. Every replica then persists it (adoptClusterID), and so does every
+// member added later, from the log or a snapshot.
+func (n *Node) initCluster(ctx context.Context) {
+	for n.fsm.ClusterVersion() >= 2 && n.fsm.ClusterID() == "" {
+		cid := n.ident().ClusterID
+		if cid == "" {
+			var b [8]byte
+			rand.Read(b[:])
+			cid = hex.EncodeToString(b[:])
+		}
+		out := n.proposeAsLeader(ctx, fsm.InitCluster{ID: cid})
+		if out.err == nil && out.res.Status == fsm.StatusOK {
+			n.log.Info("cluster id recorded in the replicated state", "cluster_id", cid, "index", out.index)
+			return
+		}
+		n.log.Warn("recording the cluster id failed; will retry", "err", out.err, "status", out.res.Status)
+		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {
+			return
+		}
+	}
+}
+
+// adoptClusterID persists the cluster id of the replicated state (FSM
+// goroutine: after InitCluster is applied or a snapshot restored). A data
+// dir that already names another cluster keeps its id and says so: that is
+// a node of another cluster that was given this one's log, which the hello
+// checks should have made impossible.
+func (n *Node) adoptClusterID() {
+	cid := n.fsm.ClusterID()
+	if cid == "" || n.id == nil {
+		return
+	}
+	if err := n.id.setCluster(cid); err != nil {
+		n.log.Error("the replicated state names another cluster than this data dir", "state_cluster_id", cid, "err", err)
+	}
 }

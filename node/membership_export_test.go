@@ -65,3 +65,6 @@ func describe(c prometheus.Collector) <-chan *prometheus.Desc {
 	c.Describe(ch)
 	return ch
 }
+
+// WithDefaults is Config.withDefaults, for the external tests.
+func WithDefaults(c Config) Config { return c.withDefaults() }

@@ -30,6 +30,7 @@ type metrics struct {
 	memberConflicts *prometheus.CounterVec
 	memberChanges   *prometheus.CounterVec
 	gossipJoins     *prometheus.CounterVec
+	votesRefused    prometheus.Counter
 	gauges          []prometheus.Collector
 
 	// State machine versions, quotas and lock-delays (wp-fsm; see initFSM).
@@ -71,6 +72,8 @@ func newMetrics(n *Node) *metrics {
 			Help: "Leader: Raft configuration changes made by membership reconciliation, by action and result (ok, error, refused)."}, []string{"action", "result"}),
 		gossipJoins: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "gossip_joins_total",
 			Help: "Attempts to join the gossip cluster through the seeds, by result."}, []string{"result"}),
+		votesRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "votes_refused_total",
+			Help: "Vote requests refused because this node's incarnation is not (yet) a voter of its configuration."}),
 	}
 	gauge := func(name, help string, f func() float64) {
 		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, f))
@@ -152,7 +155,7 @@ func b2f(b bool) float64 {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append([]prometheus.Collector{m.commitLatency, m.batchSize, m.commits, m.forwards, m.announcements, m.keepalives, m.grants,
-		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins,
+		m.releases, m.expiries, m.expiryProposals, m.leaderChanges, m.eventDrops, m.memberConflicts, m.memberChanges, m.gossipJoins, m.votesRefused,
 		m.quotaRefusals, m.delayEnds}, append(m.gauges, m.fsmGauges...)...)
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -26,7 +26,7 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 		old := 2
 		var oldMax atomic.Uint64
 		oldMax.Store(2)
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 			if i == old {
 				node.WithMaxClusterVersion(cfg, oldMax.Load)
 			}
@@ -94,7 +94,7 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 func TestTokensKeepIncreasingAcrossARebuiltCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		grantOnce := func(lock string) fsm.Token {
-			c, li := readyCluster(t, cluster.Options{})
+			c, li := readyCluster(t, clustertest.Options{})
 			defer c.Close()
 			ctx := context.Background()
 			leader := c.Nodes[li]

@@ -59,14 +59,8 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err := checkCtx(ctx); err != nil {
 		return fsm.Result{}, 0, err
 	}
-	if cmd == nil {
-		return fsm.Result{}, 0, fmt.Errorf("%w: nil command", ErrInvalidArgument)
-	}
-	if cmd.Op().LeaderOnly() {
-		return fsm.Result{}, 0, fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
-	}
-	if err := cmd.Validate(); err != nil {
-		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	if err := checkClientCommand(cmd); err != nil {
+		return fsm.Result{}, 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrNotProposed, err)
@@ -80,6 +74,22 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 		return fsm.Result{}, 0, err
 	}
 	return out.res, out.index, nil
+}
+
+// checkClientCommand refuses, before anything is proposed, a command that
+// a client (Propose, or a forwarded request) may not send: nil, reserved to
+// the leader, or with invalid arguments.
+func checkClientCommand(cmd fsm.Command) error {
+	switch {
+	case cmd == nil:
+		return fmt.Errorf("%w: nil command", ErrInvalidArgument)
+	case cmd.Op().LeaderOnly():
+		return fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
+	}
+	if err := cmd.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return nil
 }
 
 // WaitApplied waits until the local FSM has applied the log index (as
@@ -115,7 +125,7 @@ func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
 }
 
 // proposeAsLeader proposes through this node's group commit without
-// forwarding or retrying (the lease manager's own commands).
+// forwarding or retrying (the session expiry's own commands).
 func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 	if err := n.haltErr(); err != nil {
 		return outcome{err: err}
@@ -146,18 +156,14 @@ func (n *Node) commit(batch []*proposal) {
 	if batch = kept; len(batch) == 0 {
 		return
 	}
-	fail := func(err error) {
-		for _, p := range batch {
-			p.finish(outcome{err: err})
-		}
-	}
+	fail := func(err error) { failAll(batch, err) }
 	data, err := fsm.EncodeEntry(fsm.Entry{At: n.wallNow().UnixNano(), Commands: cmds})
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
 	}
 	start := time.Now()
-	f := n.raft.Apply(data, n.cfg.ForwardTimeout)
+	f := n.raft.Apply(data, n.cfg.AttemptTimeout)
 	err = f.Error()
 	n.metrics.observeCommit(time.Since(start), len(batch), err)
 	if err != nil {
@@ -192,17 +198,13 @@ func versionRefusal(cmd fsm.Command, clusterVersion uint64) error {
 // forward is a follower's batch: one RPC to the leader carrying every
 // command of the batch.
 func (n *Node) forward(batch []*proposal) {
-	fail := func(err error) {
-		for _, p := range batch {
-			p.finish(outcome{err: err})
-		}
-	}
+	fail := func(err error) { failAll(batch, err) }
 	addr, id := n.raft.LeaderWithID()
 	switch {
 	case addr == "":
 		fail(errNoLeader)
 		return
-	case string(id) == n.cfg.ID:
+	case string(id) == n.id.raftID:
 		n.proposer.submit(batch...) // became leader meanwhile
 		return
 	}
@@ -216,7 +218,7 @@ func (n *Node) forward(batch []*proposal) {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.ForwardTimeout)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
 	reply, err := n.trans.Call(ctx, string(addr), req)
 	cancel()
 	n.metrics.forwards.WithLabelValues(outcomeLabel(err)).Inc()
@@ -254,7 +256,7 @@ func (n *Node) wallNow() time.Time {
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in
-// raft at once. One, as DESIGN.md §4a: measured with two (raft pipelines
+// raft at once. One (group commit, see doc.go): measured with two (raft pipelines
 // AppendEntries), each round took longer (the leader loop stores the next
 // batch while it should be committing this one) and the callers split into
 // more, smaller cohorts: 16 callers went from 6.1k to 5.1k proposals/s.
@@ -274,3 +276,10 @@ const forwarderLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once.
 const forwardsInFlight = 4
+
+// failAll finishes every proposal of a batch with err.
+func failAll(batch []*proposal, err error) {
+	for _, p := range batch {
+		p.finish(outcome{err: err})
+	}
+}

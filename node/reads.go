@@ -1,8 +1,8 @@
 package node
 
 import (
+	"context"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -61,91 +61,6 @@ func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 	return n.events.add(f, max(buf, 1)), nil
 }
 
-// Role of a server in the Raft configuration.
-type Role string
-
-// Roles.
-const (
-	RoleVoter    Role = "voter"
-	RoleNonvoter Role = "nonvoter"
-)
-
-// Server is one member of the Raft configuration.
-type Server struct {
-	ID     string
-	Addr   string
-	Role   Role
-	Leader bool
-}
-
-// Status describes the node and the cluster as this node sees it.
-type Status struct {
-	ID           string
-	Addr         string
-	State        string // "leader", "follower", "candidate" or "shutdown"
-	LeaderID     string // empty when no leader is known
-	LeaderAddr   string
-	Term         uint64
-	LastIndex    uint64
-	CommitIndex  uint64
-	AppliedIndex uint64        // of the local FSM
-	LastContact  time.Duration // since the leader was last heard (followers); 0 on the leader
-	Ready        bool
-	Servers      []Server
-	FSM          fsm.Stats
-
-	// State machine versions (see ErrHalted and fsm's version.go).
-	ClusterVersion    uint64     // in force in the log this node applied
-	MaxClusterVersion uint64     // what this binary supports
-	Halted            string     // why the state machine halted (the node serves nothing); "" when fine
-	Limits            fsm.Limits // the replicated quotas in force
-
-	// With gossip (Config.GossipAddr) only:
-	GossipAddr string   // this node's advertised gossip address
-	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
-	Members    []Member // gossip members and Raft servers, by ID, as this node sees them
-}
-
-// Status returns the node's current status. It does not block on the network.
-func (n *Node) Status() Status {
-	r := n.raft
-	laddr, lid := r.LeaderWithID()
-	st := Status{
-		ID: n.cfg.ID, Addr: n.trans.Addr(),
-		State:    stateName(r.State()),
-		LeaderID: string(lid), LeaderAddr: string(laddr),
-		Term: r.CurrentTerm(), LastIndex: r.LastIndex(), CommitIndex: r.CommitIndex(),
-		AppliedIndex: n.applied.get(),
-		FSM:          n.fsm.Stats(),
-
-		ClusterVersion: n.fsm.ClusterVersion(), MaxClusterVersion: n.maxVersion(), Halted: n.haltedReason(),
-		Limits: n.fsm.Limits(),
-	}
-	if st.State == "follower" {
-		if lc := r.LastContact(); !lc.IsZero() {
-			st.LastContact = time.Since(lc)
-		}
-	}
-	select {
-	case <-n.ready:
-		st.Ready = st.Halted == ""
-	default:
-	}
-	if f := r.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
-			role := RoleVoter
-			if s.Suffrage != raft.Voter {
-				role = RoleNonvoter
-			}
-			st.Servers = append(st.Servers, Server{ID: string(s.ID), Addr: string(s.Address), Role: role, Leader: s.ID == lid})
-		}
-	}
-	if n.members != nil {
-		n.members.status(&st)
-	}
-	return st
-}
-
 // GossipAddr returns the node's advertised gossip address ("" without gossip).
 func (n *Node) GossipAddr() string {
 	if n.members == nil {
@@ -167,4 +82,59 @@ func stateName(s raft.RaftState) string {
 		return "candidate"
 	}
 	return "shutdown"
+}
+
+// Sync waits until this node's FSM reflects every command committed before
+// Sync was called (a linearizable read barrier, like ZooKeeper's sync): the
+// leader confirms its leadership and reports its commit index, and Sync
+// waits for the local FSM to apply it. Reads through the node after Sync
+// returns are linearizable with respect to Sync's start. Without a leader
+// it retries until ctx ends (ErrNoQuorum); a nil ctx → ErrInvalidArgument;
+// a halted node → ErrHalted.
+func (n *Node) Sync(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	var idx uint64
+	err := n.retry(ctx, false, func(ctx context.Context) error {
+		var err error
+		if n.raft.State() == raft.Leader {
+			idx, err = n.readIndexLocal(ctx)
+			return err
+		}
+		reply, err := n.callLeader(ctx, encodeReadIndexRequest())
+		if err != nil {
+			return err
+		}
+		var verdict error
+		if idx, verdict, err = decodeReadIndexReply(reply); err != nil {
+			return fmt.Errorf("%w: %w", errForward, err)
+		}
+		return verdict
+	})
+	if err != nil {
+		return err
+	}
+	if err := n.applied.wait(ctx, idx); err != nil {
+		return fmt.Errorf("node: sync: %w", err)
+	}
+	return nil
+}
+
+// readIndexLocal: on the leader, once leadership is confirmed, raft's own
+// commit index — every entry anybody can have observed: the leader's FSM
+// applies an entry (and wakes local waiters) only once it is committed,
+// before the proposer hears of it. Valid after the new leader's takeover
+// barrier has been applied: from then on the commit index covers every
+// entry of earlier terms and points at entries the FSM sees (the barrier is
+// an FSM command; configuration changes reach the FSM too).
+func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
+	if !n.started.Load() || !n.expiry.isLeading() || n.fsm.Halted() != nil {
+		return 0, errNotLeader
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.verifier.confirm(ctx); err != nil {
+		return 0, leadershipErr(err)
+	}
+	return idx, nil
 }

@@ -12,7 +12,7 @@ import (
 func TestRestoreAdvancesTheAppliedIndexBeforeResync(t *testing.T) {
 	n := &Node{fsm: fsm.New(nil)}
 	n.events = newEventHub(nil)
-	n.lease = newLeaseManager(n)
+	n.expiry = newExpiryManager(expiryHost{fsm: n.fsm})
 	n.applied.advance(10)
 	var seen uint64
 	f := func() { seen = n.applied.get() }

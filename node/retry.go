@@ -137,3 +137,35 @@ func outcomeLabel(err error) string {
 	}
 	return "error"
 }
+
+// wireSafe turns "the handler's context ended" into a retryable verdict: the
+// follower's retry is safe (exactly-once or idempotent commands). A command
+// that never left the leader's batcher stays "not proposed".
+func wireSafe(err error) error {
+	var unknown errUnknown
+	switch {
+	case errors.Is(err, ErrNotProposed):
+		return err
+	case errors.As(err, &unknown), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %v", ErrNoQuorum, err)
+	}
+	return err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -75,16 +75,13 @@ func (n *Node) raiseClusterVersion(ctx context.Context, duties func()) {
 // supportedVersion returns the highest cluster version every server of the
 // configuration supports (asking each other server for its peer info).
 func (n *Node) supportedVersion(ctx context.Context) (uint64, error) {
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return 0, err
+	others, ok := n.others()
+	if !ok {
+		return 0, ErrClosed
 	}
 	v := n.maxVersion()
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == n.cfg.ID {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	for _, s := range others {
+		cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
 		info, err := n.peerInfo(cctx, string(s.Address))
 		cancel()
 		if err != nil {
@@ -112,12 +109,14 @@ func (n *Node) syncLimits(ctx context.Context) {
 	}
 }
 
-// clusterDuties runs the leader's version, quota and token upkeep after
-// its takeover, until ctx ends: the quotas from cluster version 2, the
-// token floor (once per leadership, see raiseTokens) from version 3.
+// clusterDuties runs the leader's version, cluster id, quota and token
+// upkeep after its takeover, until ctx ends: the cluster id and the quotas
+// from cluster version 2, the token floor (once per leadership, see
+// raiseTokens) from version 3.
 func (n *Node) clusterDuties(ctx context.Context) {
 	raised := false
 	n.raiseClusterVersion(ctx, func() {
+		n.initCluster(ctx)
 		n.syncLimits(ctx)
 		if !raised {
 			raised = n.raiseTokens(ctx)

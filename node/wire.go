@@ -309,61 +309,18 @@ func decodeReadIndexReply(b []byte) (index uint64, verdict error, err error) {
 }
 
 func encodeGrantNotice(grants []fsm.Event) []byte {
-	b := []byte{wireVersion, kindGrantNotice}
-	b = binary.AppendUvarint(b, uint64(len(grants)))
-	for _, g := range grants {
-		b = binary.AppendUvarint(b, g.Index)
-		b = binary.AppendVarint(b, g.At)
-		b = binary.AppendUvarint(b, uint64(g.Session))
-		b = appendString(b, g.Lock)
-		b = append(b, g.Owner[:]...)
-		b = binary.AppendUvarint(b, uint64(g.Token))
-	}
-	return b
+	return fsm.AppendGrants([]byte{wireVersion, kindGrantNotice}, grants)
 }
 
 // decodeGrantNotice returns the announced grants as EventGranted events
-// (FromQueue), refusing a malformed or implausible one.
+// (FromQueue), refusing a malformed or implausible one (fsm.DecodeGrants).
 func decodeGrantNotice(b []byte) ([]fsm.Event, error) {
-	r := reader{b: b}
-	r.header(kindGrantNotice)
-	n := r.uvarint()
-	if r.err == nil && n > maxPendingGrants {
-		return nil, fmt.Errorf("%w: %d grants in one notice", errWire, n)
+	if k, err := requestKind(b); err != nil || k != kindGrantNotice {
+		return nil, fmt.Errorf("%w: not a grant notice", errWire)
 	}
-	var grants []fsm.Event
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		g := fsm.Event{Kind: fsm.EventGranted, FromQueue: true}
-		g.Index = r.uvarint()
-		if r.err == nil {
-			at, k := binary.Varint(r.b)
-			if k <= 0 {
-				r.fail()
-				break
-			}
-			g.At, r.b = at, r.b[k:]
-		}
-		g.Session = fsm.SessionID(r.uvarint())
-		g.Lock = r.string()
-		if r.err == nil && len(r.b) < len(g.Owner) {
-			r.fail()
-			break
-		}
-		if r.err == nil {
-			copy(g.Owner[:], r.b)
-			r.b = r.b[len(g.Owner):]
-		}
-		g.Token = fsm.Token(r.uvarint())
-		if r.err != nil {
-			break
-		}
-		if g.Index == 0 || g.Session == 0 || g.Owner.IsZero() || g.Token == 0 || fsm.ValidateLockName(g.Lock) != nil {
-			return nil, fmt.Errorf("%w: implausible grant %d in notice", errWire, i)
-		}
-		grants = append(grants, g)
-	}
-	if err := r.end(); err != nil {
-		return nil, err
+	grants, err := fsm.DecodeGrants(b[2:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errWire, err)
 	}
 	return grants, nil
 }

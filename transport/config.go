@@ -178,20 +178,27 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first problem with c, or nil. Zero values are valid
-// (they mean "default").
+// Validate reports the first problem with c, or nil; the error wraps
+// ErrInvalidConfig. Zero values are valid (they mean "default").
 func (c Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func (c Config) validate() error {
 	if c.Listener == nil && c.BindAddr == "" {
-		return errors.New("transport: config: BindAddr is empty and no Listener is set")
+		return errors.New("BindAddr is empty and no Listener is set")
 	}
 	if c.Listener == nil {
 		if _, _, err := net.SplitHostPort(c.BindAddr); err != nil {
-			return fmt.Errorf("transport: config: BindAddr %q is not host:port: %v", c.BindAddr, err)
+			return fmt.Errorf("BindAddr %q is not host:port: %v", c.BindAddr, err)
 		}
 	}
 	if c.AdvertiseAddr != "" {
 		if err := checkAdvertise(c.AdvertiseAddr); err != nil {
-			return fmt.Errorf("transport: config: AdvertiseAddr: %w", err)
+			return fmt.Errorf("AdvertiseAddr: %w", err)
 		}
 	}
 	for _, d := range []struct {
@@ -205,7 +212,7 @@ func (c Config) Validate() error {
 		{"RPCIdleTimeout", c.RPCIdleTimeout},
 	} {
 		if d.v < 0 {
-			return fmt.Errorf("transport: config: %s must not be negative (got %v)", d.name, d.v)
+			return fmt.Errorf("%s must not be negative (got %v)", d.name, d.v)
 		}
 	}
 	for _, n := range []struct {
@@ -220,20 +227,20 @@ func (c Config) Validate() error {
 		{"MaxHandshakes", c.MaxHandshakes},
 	} {
 		if n.v < 0 {
-			return fmt.Errorf("transport: config: %s must not be negative (got %d)", n.name, n.v)
+			return fmt.Errorf("%s must not be negative (got %d)", n.name, n.v)
 		}
 	}
 	if c.MaxMessageSize > maxFrameLen {
-		return fmt.Errorf("transport: config: MaxMessageSize %d exceeds the wire limit %d", c.MaxMessageSize, maxFrameLen)
+		return fmt.Errorf("MaxMessageSize %d exceeds the wire limit %d", c.MaxMessageSize, maxFrameLen)
 	}
 	if c.TLS != nil {
 		if err := checkTLS(c.TLS); err != nil {
-			return fmt.Errorf("transport: config: TLS: %w", err)
+			return fmt.Errorf("TLS: %w", err)
 		}
 	}
 	if c.TLS == nil && !c.AllowPlaintext {
 		if err := checkPlaintextBind(c); err != nil {
-			return fmt.Errorf("transport: config: %w", err)
+			return fmt.Errorf("%w", err)
 		}
 	}
 	return nil

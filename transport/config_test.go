@@ -64,8 +64,8 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
-			case err != nil && !strings.HasPrefix(err.Error(), "transport: config: "):
-				t.Fatalf("error lacks package prefix: %v", err)
+			case err != nil && (!strings.HasPrefix(err.Error(), "transport: invalid config: ") || !errors.Is(err, ErrInvalidConfig)):
+				t.Fatalf("error does not wrap ErrInvalidConfig: %v", err)
 			}
 		})
 	}

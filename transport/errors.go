@@ -30,4 +30,7 @@ var (
 
 	// ErrTooLarge: a request or response exceeds Config.MaxMessageSize.
 	ErrTooLarge = errors.New("transport: message too large")
+
+	// ErrInvalidConfig: Config.Validate found a problem.
+	ErrInvalidConfig = errors.New("transport: invalid config")
 )

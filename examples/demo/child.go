@@ -159,6 +159,7 @@ func runChild(ctx context.Context, spec childSpec) error {
 
 	reqCtx, cancelRequests := context.WithCancel(ctx)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	api.ConfigureHTTP(srv) // timeouts and limits; the long /demo handlers extend theirs (lockhttp.LongPoll)
 	go srv.Serve(ln)
 	log.Info("demo replica serving", "http", spec.HTTP)
 

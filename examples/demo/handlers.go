@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/raftlock/raftlock/examples/internal/lockhttp"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
@@ -98,6 +99,7 @@ func (c *child) handleStaleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	longPoll(w, 10*time.Second)
 	sess, err := c.wsess.Get(ctx)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
@@ -164,6 +166,7 @@ func (c *child) handleStaleFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	close(job.finish)
+	longPoll(w, 10*time.Second) // the stale write and its unlock
 	select {
 	case res := <-job.done:
 		writeJSON(w, http.StatusOK, res)
@@ -184,13 +187,9 @@ func (c *child) handlePublish(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(req.TimeoutMS)*time.Millisecond)
 	defer cancel()
+	longPoll(w, time.Duration(req.TimeoutMS)*time.Millisecond+5*time.Second) // the wait, then publish and unlock
 	start := time.Now()
-	sess, err := c.wsess.Get(ctx)
-	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-		return
-	}
-	lease, err := sess.Lock(ctx, req.Doc)
+	lease, err := c.lockRetrying(ctx, req.Doc)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
@@ -207,6 +206,30 @@ func (c *child) handlePublish(w http.ResponseWriter, r *http.Request) {
 		out["error"] = err.Error()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// lockRetrying waits for the lock like a worker would: if its session is
+// lost while it waits (the cluster lost its quorum for a moment: two
+// replicas left while one is frozen, on a loaded machine), it queues again
+// with a new session until ctx ends.
+func (c *child) lockRetrying(ctx context.Context, doc string) (*lockapi.Lease, error) {
+	for {
+		sess, err := c.wsess.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		lease, err := sess.Lock(ctx, doc)
+		if err == nil || !errors.Is(err, lockapi.ErrSessionExpired) || ctx.Err() != nil {
+			return lease, err
+		}
+		c.log.Warn("demo: the worker's session was lost while it waited; queueing again", "doc", doc, "err", err)
+	}
+}
+
+// longPoll gives a demo handler that waits up to wait more time than the
+// server's read and write timeouts (lockhttp.Limits).
+func longPoll(w http.ResponseWriter, wait time.Duration) {
+	lockhttp.LongPoll(w, wait, lockhttp.DefaultLimits().WriteTimeout)
 }
 
 func (c *child) handleStats(w http.ResponseWriter, r *http.Request) {

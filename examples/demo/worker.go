@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -178,7 +179,10 @@ func (c *child) singletonJob(ctx context.Context, l *lockapi.Lease) error {
 	}
 }
 
-func decodeBody(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+// decodeBody decodes a demo control request (at most 64 KiB).
+func decodeBody(r *http.Request, v any) error {
+	return json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v)
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -40,31 +40,37 @@ type config struct {
 	MaxVoters       int
 	ReapTimeout     time.Duration
 	LogLevel        string
+	LeaveOnStop     bool
+	Recover         bool
+	UnencryptedOK   bool
 }
 
 // envVars maps flags to the environment variables that set them. Flags win.
 var envVars = map[string]string{
-	"id":               "RAFTLOCK_ID",
-	"data-dir":         "RAFTLOCK_DATA_DIR",
-	"bind":             "RAFTLOCK_BIND",
-	"advertise":        "RAFTLOCK_ADVERTISE",
-	"gossip":           "RAFTLOCK_GOSSIP",
-	"gossip-advertise": "RAFTLOCK_GOSSIP_ADVERTISE",
-	"join":             "RAFTLOCK_JOIN",
-	"bootstrap-expect": "RAFTLOCK_BOOTSTRAP_EXPECT",
-	"http":             "RAFTLOCK_HTTP",
-	"tls-ca":           "RAFTLOCK_TLS_CA",
-	"tls-cert":         "RAFTLOCK_TLS_CERT",
-	"tls-key":          "RAFTLOCK_TLS_KEY",
-	"tls-server-name":  "RAFTLOCK_TLS_SERVER_NAME",
-	"allow-plaintext":  "RAFTLOCK_ALLOW_PLAINTEXT",
-	"gossip-key":       "RAFTLOCK_GOSSIP_KEY",
-	"ttl":              "RAFTLOCK_TTL",
-	"lock-delay":       "RAFTLOCK_LOCK_DELAY",
-	"timing":           "RAFTLOCK_TIMING",
-	"max-voters":       "RAFTLOCK_MAX_VOTERS",
-	"reap-timeout":     "RAFTLOCK_REAP_TIMEOUT",
-	"log-level":        "RAFTLOCK_LOG_LEVEL",
+	"id":                       "RAFTLOCK_ID",
+	"data-dir":                 "RAFTLOCK_DATA_DIR",
+	"bind":                     "RAFTLOCK_BIND",
+	"advertise":                "RAFTLOCK_ADVERTISE",
+	"gossip":                   "RAFTLOCK_GOSSIP",
+	"gossip-advertise":         "RAFTLOCK_GOSSIP_ADVERTISE",
+	"join":                     "RAFTLOCK_JOIN",
+	"bootstrap-expect":         "RAFTLOCK_BOOTSTRAP_EXPECT",
+	"http":                     "RAFTLOCK_HTTP",
+	"tls-ca":                   "RAFTLOCK_TLS_CA",
+	"tls-cert":                 "RAFTLOCK_TLS_CERT",
+	"tls-key":                  "RAFTLOCK_TLS_KEY",
+	"tls-server-name":          "RAFTLOCK_TLS_SERVER_NAME",
+	"allow-plaintext":          "RAFTLOCK_ALLOW_PLAINTEXT",
+	"gossip-key":               "RAFTLOCK_GOSSIP_KEY",
+	"ttl":                      "RAFTLOCK_TTL",
+	"lock-delay":               "RAFTLOCK_LOCK_DELAY",
+	"timing":                   "RAFTLOCK_TIMING",
+	"max-voters":               "RAFTLOCK_MAX_VOTERS",
+	"reap-timeout":             "RAFTLOCK_REAP_TIMEOUT",
+	"log-level":                "RAFTLOCK_LOG_LEVEL",
+	"leave-on-stop":            "RAFTLOCK_LEAVE_ON_STOP",
+	"recover":                  "RAFTLOCK_RECOVER",
+	"allow-unencrypted-gossip": "RAFTLOCK_ALLOW_UNENCRYPTED_GOSSIP",
 }
 
 // flagHelp: -h was given (the usage has been printed).
@@ -96,6 +102,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxVoters, "max-voters", 0, "voters the leader keeps; more members join as non-voters (0: 5)")
 	fs.DurationVar(&c.ReapTimeout, "reap-timeout", 0, "how long a failed member stays in the Raft configuration (0: 30s)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&c.LeaveOnStop, "leave-on-stop", false, "on SIGTERM/SIGINT, leave the cluster for good (decommission) instead of stopping for a restart")
+	fs.BoolVar(&c.Recover, "recover", false, "disaster recovery: make this replica the only voter of its cluster (its data dir's state is kept); runs once per data dir")
+	fs.BoolVar(&c.UnencryptedOK, "allow-unencrypted-gossip", false, "allow mutual TLS with gossip in clear text (a closed network)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -163,6 +172,7 @@ func (c config) nodeConfig() (node.Config, error) {
 	}
 	nc.BootstrapExpect = c.BootstrapExpect
 	nc.MaxVoters, nc.ReapTimeout = c.MaxVoters, c.ReapTimeout
+	nc.Recover, nc.AllowUnencryptedGossip = c.Recover, c.UnencryptedOK
 	if c.Timing == "test" {
 		nc.Timing, nc.GossipTiming = node.TestTiming(), node.TestGossipTiming()
 	}

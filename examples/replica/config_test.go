@@ -109,6 +109,11 @@ func TestCertsAndTLSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Mutual TLS with gossip in clear text is refused unless allowed.
+	if _, err := c.nodeConfig(); err == nil || !strings.Contains(err.Error(), "gossip is not encrypted") {
+		t.Fatalf("TLS without a gossip key: %v", err)
+	}
+	c.GossipKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 16))
 	nc, err := c.nodeConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -91,8 +91,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := n.Close(closeCtx); err != nil {
-			log.Warn("node close", "err", err)
+		stop := n.Close // a restart: the replica stays a member
+		if c.LeaveOnStop {
+			stop = n.Leave // a decommission
+		}
+		if err := stop(closeCtx); err != nil {
+			log.Warn("node stop", "err", err, "leave", c.LeaveOnStop)
 		}
 	}()
 
@@ -116,9 +120,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: api.Handler(),
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	api.ConfigureHTTP(srv) // read, write and idle timeouts; header limit (lockhttp.Limits)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("replica started", "id", c.ID, "http", ln.Addr().String(), "raft", n.Addr(), "gossip", n.GossipAddr())

@@ -3,7 +3,6 @@ package chaos
 import (
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -30,6 +29,17 @@ const (
 	CheckPorcupine      = "linearizable"         // porcupine: the lock with lease expiry, per lock
 	CheckReplicasAgree  = "replicas-agree"       // same state hash at the same applied index
 	CheckStaleValidity  = "stale-validity"       // a replica called a lease valid after the log had ended it
+
+	CheckLogMatching      = "log-matching"      // one entry per (index, term) across every log read
+	CheckElectionSafety   = "election-safety"   // at most one leader per term
+	CheckClusterIdentity  = "cluster-identity"  // one bootstrapped configuration, only this cluster's members, one cluster id
+	CheckUnreachableVoter = "unreachable-voter" // a member Raft cannot reach never becomes a voter
+	CheckOddVoters        = "odd-voters"        // an even number of voters does not last
+	CheckGhostHolder      = "ghost-holder"      // at the end every holder and waiter belongs to an acquisition a client knows
+	CheckAvailability     = "availability"      // the cluster serves where the class expects it to (and resumes after healing)
+	CheckLockDelay        = "lock-delay"        // a lock in lock-delay is not granted early
+	CheckErrorMeaning     = "error-meaning"     // a call that could not commit says why (ErrNoQuorum)
+	CheckBoundedCall      = "bounded-call"      // no call outlives its deadline
 )
 
 // Violation is one failed check.
@@ -62,6 +72,19 @@ type Stats struct {
 	UnlockAfterExpiry int `json:"unlock_ok_after_expiry"`
 	Digests           int `json:"replicas_compared"` // replicas whose digests were compared
 	PorcupineMillis   int `json:"porcupine_ms"`
+	// IndexesCompared: applied indexes at which digests of two or more
+	// replicas were sampled during the run.
+	IndexesCompared int `json:"indexes_compared"`
+	// EntriesCompared: log entries read from disk compared with another
+	// copy of the same (index, term).
+	EntriesCompared int `json:"entries_compared"`
+	ConfigSamples   int `json:"config_samples"`
+	Probes          int `json:"probes"`
+	// ResumeMillis: after the last fault healed, how long until a probe
+	// was granted (the worst of the run's resume probes).
+	ResumeMillis int `json:"resume_ms"`
+	// EndHolds: holders and waiters in the final lock table.
+	EndHolds int `json:"end_holds"`
 }
 
 // Report is the outcome of checking one history.
@@ -80,6 +103,17 @@ type Report struct {
 // OK reports whether the history passed every check (porcupine Ok
 // included: Unknown is not a pass).
 func (r *Report) OK() bool { return len(r.Violations) == 0 && r.Porcupine == porcupine.Ok }
+
+// ViolatedChecks counts the violations by check.
+func (r *Report) ViolatedChecks() map[string]int {
+	out := map[string]int{}
+	for _, v := range r.Violations {
+		if v.Detail != "more violations of this check not listed" {
+			out[v.Check]++
+		}
+	}
+	return out
+}
 
 // CheckOptions tune Check.
 type CheckOptions struct {
@@ -120,6 +154,8 @@ type checker struct {
 	validTo map[uint64]int64
 	// staleChecks: lease checks (op IDs) that called an ended lease valid.
 	staleChecks map[int]bool
+	// failed counts violations per check (reports are capped).
+	failed map[string]int
 }
 
 func (c *checker) fail(check, lock, format string, args ...any) {
@@ -128,7 +164,16 @@ func (c *checker) fail(check, lock, format string, args ...any) {
 		c.r.Known = append(c.r.Known, v)
 		return
 	}
-	c.r.Violations = append(c.r.Violations, v)
+	if c.failed == nil {
+		c.failed = map[string]int{}
+	}
+	c.failed[check]++
+	switch k := c.failed[check]; {
+	case k <= maxReported:
+		c.r.Violations = append(c.r.Violations, v)
+	case k == maxReported+1:
+		c.r.Violations = append(c.r.Violations, Violation{Check: check, Detail: "more violations of this check not listed"})
+	}
 }
 
 func (c *checker) known(check string) bool {
@@ -169,6 +214,14 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 	c.checkValidity()
 	c.checkDigests()
+	c.checkSamples()
+	c.checkLogMatching()
+	c.checkLeaders()
+	c.checkConfigs()
+	c.checkGhosts()
+	c.checkProbes()
+	c.checkLockDelay()
+	c.checkErrors()
 	c.checkLinearizable()
 	return c.r
 }
@@ -277,210 +330,12 @@ func (c *checker) checkAcks() {
 			case !ok:
 				c.r.AckLost++
 				c.fail(CheckAckRelease, op.Lock, "op %d (client %d): release of token %d acknowledged, but the log never releases it", op.ID, op.Client, op.Token)
-			case r.At > op.Return:
+			case !c.h.StampsUnreliable && r.At > op.Return:
 				c.r.AckLost++
 				c.fail(CheckAckRelease, op.Lock, "op %d (client %d): release of token %d acknowledged at %d, but the log released it later (index %d, %s, leader time %d)", op.ID, op.Client, op.Token, op.Return, r.Index, r.Reason, r.At)
 			case r.Reason != "owner":
 				c.r.UnlockAfterExpiry++
 			}
-		}
-	}
-}
-
-// checkWrites: the fencing checks on the register.
-func (c *checker) checkWrites() {
-	c.r.Writes = len(c.h.Writes)
-	type key struct {
-		lock  string
-		token uint64
-		value string
-	}
-	attempted := map[key]*Write{}
-	for i := range c.h.Writes {
-		w := &c.h.Writes[i]
-		attempted[key{w.Lock, w.Token, w.Value}] = w
-		if w.Accepted {
-			c.r.WritesAccepted++
-		}
-		if w.Rejected {
-			c.r.StaleRejected++
-		}
-		if g, ok := c.grantByToken[w.Token]; !ok || g.Lock != w.Lock {
-			c.fail(CheckFenceToken, w.Lock, "write %q carries token %d, which is no grant of %s in the log (%+v)", w.Value, w.Token, w.Lock, g)
-		}
-	}
-	// The final state: acknowledged writes present, nothing else, tokens
-	// non-decreasing per resource.
-	present := map[key]bool{}
-	locks := make([]string, 0, len(c.h.Final))
-	for l := range c.h.Final {
-		locks = append(locks, l)
-	}
-	sort.Strings(locks)
-	for _, l := range locks {
-		var prev uint64
-		for i, v := range c.h.Final[l] {
-			k := key{l, v.Token, v.Value}
-			present[k] = true
-			if v.Token < prev {
-				c.fail(CheckFenceOrder, l, "version %d has token %d after token %d", i, v.Token, prev)
-			}
-			prev = max(prev, v.Token)
-			w := attempted[k]
-			switch {
-			case w == nil:
-				c.fail(CheckPhantomWrite, l, "the final state holds %q (token %d), which nobody wrote", v.Value, v.Token)
-			case w.Rejected:
-				c.fail(CheckPhantomWrite, l, "the final state holds %q (token %d), whose write was rejected", v.Value, v.Token)
-			}
-		}
-	}
-	for _, w := range c.h.Writes {
-		if w.Accepted && !present[key{w.Lock, w.Token, w.Value}] {
-			c.r.AckLost++
-			c.fail(CheckAckWrite, w.Lock, "write %q (token %d) was acknowledged but is missing from the final state", w.Value, w.Token)
-		}
-	}
-	// Replay in the fence's own order where it is known; otherwise a
-	// rejected write needs a higher token accepted before it returned.
-	byLock := map[string][]*Write{}
-	for i := range c.h.Writes {
-		w := &c.h.Writes[i]
-		byLock[w.Lock] = append(byLock[w.Lock], w)
-	}
-	for l, ws := range byLock {
-		sequenced := true
-		for _, w := range ws {
-			sequenced = sequenced && w.Seq > 0
-		}
-		if sequenced {
-			sort.Slice(ws, func(i, j int) bool { return ws[i].Seq < ws[j].Seq })
-			var highest uint64
-			for _, w := range ws {
-				switch {
-				case w.Accepted && w.Token < highest:
-					c.fail(CheckStaleAccepted, l, "write %q with token %d accepted after token %d", w.Value, w.Token, highest)
-				case w.Rejected && w.Token >= highest:
-					c.fail(CheckFalseReject, l, "write %q with token %d rejected; highest accepted was %d", w.Value, w.Token, highest)
-				}
-				if w.Accepted {
-					highest = max(highest, w.Token)
-				}
-			}
-			continue
-		}
-		for _, w := range ws {
-			if !w.Rejected {
-				continue
-			}
-			justified := false
-			for _, a := range ws {
-				if a.Accepted && a.Token > w.Token && a.Invoke <= w.Return {
-					justified = true
-					break
-				}
-			}
-			if !justified {
-				c.fail(CheckFalseReject, l, "write %q with token %d rejected without a higher token accepted before", w.Value, w.Token)
-			}
-		}
-	}
-	// Late writes and unfenced overlaps: a write attempted after its
-	// writer's window closed, once a newer grant of the lock was known
-	// committed — only the fence stands between it and the newer holder.
-	for _, w := range c.h.Writes {
-		op := c.opGrant[w.Token]
-		if op == nil || c.validTo[w.Token] == 0 || w.Invoke < c.validTo[w.Token] {
-			continue
-		}
-		c.r.LateWrites++
-		for t, g := range c.grantByToken {
-			if g.Lock != w.Lock || t <= w.Token {
-				continue
-			}
-			known := g.Observed != 0 && g.Observed <= w.Invoke
-			if o := c.opGrant[t]; o != nil && o.Return <= w.Invoke {
-				known = true
-			}
-			if known {
-				c.r.UnfencedOverlaps++
-				break
-			}
-		}
-	}
-}
-
-// window is a client validity window [from, to).
-type window struct {
-	from, to int64
-	op       *Op
-}
-
-// checkValidity: windows of different holders of one lock are disjoint, and
-// the log hands a lock on only after its holder's window closed.
-func (c *checker) checkValidity() {
-	byLock := map[string][]window{}
-	for i := range c.h.Ops {
-		op := &c.h.Ops[i]
-		if op.Result != Granted {
-			continue
-		}
-		validTo := c.validTo[op.Token]
-		to := validTo
-		if to == 0 {
-			to = max(c.h.End, op.Return)
-		}
-		if to > op.Return {
-			byLock[op.Lock] = append(byLock[op.Lock], window{op.Return, to, op})
-		}
-		if r, ok := c.releaseOf[op.Token]; ok && validTo != 0 && r.At+c.o.ClockSlack < validTo {
-			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s, leader time %d) before the client's window closed at %d", op.Token, op.Client, r.Index, r.Reason, r.At, validTo)
-		}
-		if r, ok := c.releaseOf[op.Token]; ok && validTo == 0 && r.At < c.h.End {
-			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s) but the client's window never closed", op.Token, op.Client, r.Index, r.Reason)
-		}
-	}
-	for l, ws := range byLock {
-		sort.Slice(ws, func(i, j int) bool { return ws[i].from < ws[j].from })
-		var open *window
-		for i := range ws {
-			w := &ws[i]
-			if open != nil && w.from < open.to && w.op.Token != open.op.Token {
-				c.fail(CheckValidity, l, "client %d held token %d during [%d, %d) while client %d held token %d during [%d, %d)",
-					open.op.Client, open.op.Token, open.from, open.to, w.op.Client, w.op.Token, w.from, w.to)
-			}
-			if open == nil || w.to > open.to {
-				open = w
-			}
-		}
-	}
-}
-
-// checkLeaseChecks: a replica never calls a lease valid once the log has
-// ended it (committed before the question was asked). A truthful "valid"
-// extends the client's validity window to the question.
-func (c *checker) checkLeaseChecks() {
-	c.validTo = map[uint64]int64{}
-	c.staleChecks = map[int]bool{}
-	for _, op := range c.h.Ops {
-		if op.Result == Granted {
-			c.validTo[op.Token] = op.ValidTo
-		}
-	}
-	for _, op := range c.h.Ops {
-		if op.Kind != OpLeaseCheck || op.Result != Valid {
-			continue
-		}
-		if k, ok := c.pos[op.Token]; ok && c.hi[k] < op.Invoke {
-			e := c.log[k]
-			c.staleChecks[op.ID] = true
-			c.fail(CheckStaleValidity, op.Lock, "client %d was told at %d that its lease (token %d) was valid, but the log had ended it by %d (index %d, %s)", op.Client, op.Invoke, op.Token, c.hi[k], e.Index, e.Reason)
-			if c.known(CheckStaleValidity) {
-				continue // known: keep it out of the windows and the model
-			}
-		}
-		if v, ok := c.validTo[op.Token]; ok && v != 0 && op.Invoke > v {
-			c.validTo[op.Token] = op.Invoke
 		}
 	}
 }

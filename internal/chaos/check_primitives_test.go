@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
@@ -113,7 +113,7 @@ func TestCheckPrimitiveWindows(t *testing.T) {
 func TestPrimitivesUnderFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: net})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: net})
 		c.WaitLeader(30 * time.Second)
 		c.WaitReady(30 * time.Second)
 		for c.Nodes[0].Status().ClusterVersion < fsm.MaxClusterVersion {

@@ -252,15 +252,13 @@ func TestUnknownIsNotAPass(t *testing.T) {
 // same runs with a fence that admits every write must be caught by the
 // checkers (decreasing tokens in the register, stale writes admitted).
 func TestUnfencedRegisterIsCaught(t *testing.T) {
-	if d, err := os.Stat("/dev/shm"); err == nil && d.IsDir() && os.Getenv("TMPDIR") == "" {
-		t.Setenv("TMPDIR", "/dev/shm")
-	}
+	useShm(t)
 	for seed := int64(101); seed < 106; seed++ {
-		cfg := configFor(seed, 30*time.Second)
+		cfg := baseConfig("mixed", seed, 30*time.Second)
 		cfg.unfenced = true
-		var h *History
-		synctest.Test(t, func(t *testing.T) { h = simulate(t, cfg) })
-		r := Check(h, CheckOptions{PorcupineTimeout: time.Minute})
+		var hs []*History
+		synctest.Test(t, func(t *testing.T) { hs = simulate(t, cfg) })
+		r := Check(hs[0], CheckOptions{PorcupineTimeout: time.Minute})
 		var caught []string
 		for _, v := range r.Violations {
 			switch v.Check {

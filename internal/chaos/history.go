@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 )
 
 // OpKind is the kind of a client lock operation.
@@ -78,7 +79,24 @@ type Op struct {
 	// moment its lease was lost, and its lease deadline. 0: held to the end.
 	ValidTo int64  `json:"valid_to,omitempty"`
 	Err     string `json:"err,omitempty"`
+	// ErrKind classifies Err (ErrNoQuorum, ErrSessionExpired, ErrDeadline,
+	// ErrOther); "" when the call succeeded or the layer cannot tell.
+	ErrKind string `json:"err_kind,omitempty"`
+	// Deadline is the end of the call's context (0: none known).
+	Deadline int64 `json:"deadline,omitempty"`
+	// SessionEnded is when the client's session ended during the call
+	// (0: it did not, or the layer cannot tell): a blocking call must
+	// return soon after.
+	SessionEnded int64 `json:"session_ended,omitempty"`
 }
+
+// Error kinds of failed client calls (Op.ErrKind).
+const (
+	ErrNoQuorum       = "no-quorum"       // wraps ErrNoQuorum
+	ErrSessionExpired = "session-expired" // wraps ErrSessionExpired (the session ended)
+	ErrDeadline       = "deadline"        // only the context's error: the cause is lost
+	ErrOther          = "other"
+)
 
 // Write is one attempt of a fenced write into the register.
 type Write struct {
@@ -128,6 +146,8 @@ type LogEvent struct {
 	Owner   string `json:"owner,omitempty"`
 	Token   uint64 `json:"token,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Delayed: this release put the lock into lock-delay.
+	Delayed bool `json:"delayed,omitempty"`
 	// At is the entry's leader time: never later than its commit.
 	At int64 `json:"at"`
 	// Observed is the earliest time a replica was seen applying it: never
@@ -154,12 +174,16 @@ type FaultEvent struct {
 // History is everything one run recorded.
 type History struct {
 	Layer string `json:"layer"` // "in-process" or "multi-process"
-	Seed  int64  `json:"seed"`
-	Nodes int    `json:"nodes"`
-	TTL   int64  `json:"ttl_ns"`
-	Start int64  `json:"start"` // clock value at the start of the run
-	End   int64  `json:"end"`   // clock value once the workload stopped
-	Ops   []Op   `json:"ops"`
+	// Class is the fault class of the run (see README "Fault classes").
+	Class string `json:"class,omitempty"`
+	// Cluster names the cluster of this history when a run has several.
+	Cluster string `json:"cluster,omitempty"`
+	Seed    int64  `json:"seed"`
+	Nodes   int    `json:"nodes"`
+	TTL     int64  `json:"ttl_ns"`
+	Start   int64  `json:"start"` // clock value at the start of the run
+	End     int64  `json:"end"`   // clock value once the workload stopped
+	Ops     []Op   `json:"ops"`
 	// Writes are the fenced write attempts.
 	Writes []Write `json:"writes"`
 	// Final is the register's state at the end: resource → accepted writes
@@ -181,9 +205,68 @@ type History struct {
 	Nemesis []FaultEvent `json:"nemesis,omitempty"`
 	// Notes are the harness's remarks (mechanisms used, anomalies).
 	Notes []string `json:"notes,omitempty"`
+	// Samples are replicas' state digests sampled during the run (and
+	// replayed from their logs): equal indexes must have equal digests.
+	Samples []DigestSample `json:"samples,omitempty"`
+	// Disagreements are events two replicas applied differently at one
+	// (index, position), found while collecting the log.
+	Disagreements []string `json:"disagreements,omitempty"`
+	// Configs are the Raft configurations replicas held: sampled live, and
+	// read from their logs and snapshots whenever a node was down.
+	Configs []ConfigSample `json:"configs,omitempty"`
+	// Leaders are the (term, node) pairs of replicas seen leading.
+	Leaders []LeaderSample `json:"leaders,omitempty"`
+	// Entries are the (index, term) → entry digests of every log read from
+	// disk during the run (Raft's log matching: one entry per pair).
+	Entries []EntrySample `json:"entries,omitempty"`
+	// Expect is what the run's class expects of a correct cluster.
+	Expect Expect `json:"expect"`
+	// Probes are the availability probes the nemesis made.
+	Probes []Probe `json:"probes,omitempty"`
+	// EndState is the lock table once the workload had stopped and every
+	// client had let go of what it held (the ghost-holder check).
+	EndState *EndState `json:"end_state,omitempty"`
+	// StampsUnreliable: the leaders' entry stamps (LogEvent.At) do not
+	// follow the clients' clock (the clock class moves the leaders' wall
+	// clocks), so the checks use observation times instead.
+	StampsUnreliable bool `json:"stamps_unreliable,omitempty"`
+	// LockDelay is the lock-delay of the workload's sessions (0: none).
+	LockDelay int64 `json:"lock_delay_ns,omitempty"`
 	// HarnessErrors are problems of the harness itself (the run proves
 	// nothing then): they fail the run like a violation.
 	HarnessErrors []string `json:"harness_errors,omitempty"`
+
+	seenEntries map[EntrySample]bool // AddEntries: (index, term, hash) recorded
+	seenDigests map[DigestSample]bool
+}
+
+// AddEntries records log entries read from disk, one sample per (index,
+// term, hash): enough to find two different entries at one (index, term).
+func (h *History) AddEntries(es []EntrySample) {
+	if h.seenEntries == nil {
+		h.seenEntries = map[EntrySample]bool{}
+	}
+	for _, e := range es {
+		k := EntrySample{Index: e.Index, Term: e.Term, Hash: e.Hash}
+		if !h.seenEntries[k] {
+			h.seenEntries[k] = true
+			h.Entries = append(h.Entries, e)
+		}
+	}
+}
+
+// AddSamples records digest samples, one per (node, index, hash).
+func (h *History) AddSamples(ds []DigestSample) {
+	if h.seenDigests == nil {
+		h.seenDigests = map[DigestSample]bool{}
+	}
+	for _, d := range ds {
+		k := DigestSample{Node: d.Node, Index: d.Index, Hash: d.Hash}
+		if !h.seenDigests[k] {
+			h.seenDigests[k] = true
+			h.Samples = append(h.Samples, d)
+		}
+	}
 }
 
 // AddFault counts one injected fault.
@@ -225,4 +308,18 @@ func ReadHistory(path string) (*History, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &h, nil
+}
+
+// Schedule renders the fault schedule of a history: the kinds of fault in
+// order, without times or targets. The seed fixes the schedule's draws;
+// targets named by role ("the leader", "a holder's node") are resolved at
+// run time, and goroutine scheduling decides who that is.
+func Schedule(h *History) string {
+	var b strings.Builder
+	evs := append([]FaultEvent(nil), h.Nemesis...)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Start < evs[j].Start })
+	for _, f := range evs {
+		fmt.Fprintf(&b, "%s;", f.Kind)
+	}
+	return b.String()
 }

@@ -2,10 +2,13 @@ package chaos
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -35,6 +38,7 @@ type ReplicaLog struct {
 	// effective log (1, or the newest snapshot's index + 1).
 	ReliableFrom uint64
 	snapIDs      []string
+	snapMetas    []*raft.SnapshotMeta
 }
 
 // ErrCannotReplay: the log on disk does not reach back to a state from which
@@ -79,6 +83,7 @@ func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 	for _, m := range metas {
 		rl.Snapshots = append(rl.Snapshots, m.Index)
 		rl.snapIDs = append(rl.snapIDs, m.ID)
+		rl.snapMetas = append(rl.snapMetas, m)
 	}
 	if (rl.First > 1 || rl.Gaps > 0) && len(rl.Snapshots) > 0 {
 		rl.ReliableFrom = rl.Snapshots[0] + 1
@@ -116,6 +121,7 @@ func logEvent(e fsm.Event, seq int) LogEvent {
 	if e.Reason != 0 {
 		le.Reason = e.Reason.String()
 	}
+	le.Delayed = e.Kind == fsm.EventReleased && e.DelayUntil != 0
 	return le
 }
 
@@ -125,6 +131,23 @@ func logEvent(e fsm.Event, seq int) LogEvent {
 // digest there and the grant counter. complete is false when a snapshot hid
 // the events before it. It fails with ErrCannotReplay when neither works.
 func (rl *ReplicaLog) Replay(upTo uint64) (events []LogEvent, d Digest, lastToken uint64, complete bool, err error) {
+	return rl.replay(upTo, nil)
+}
+
+// DigestSamples replays the log like Replay and returns the digest after
+// every entry (Source "disk", time at).
+func (rl *ReplicaLog) DigestSamples(upTo uint64, at int64) ([]DigestSample, error) {
+	var out []DigestSample
+	_, _, _, _, err := rl.replay(upTo, func(f *fsm.FSM) {
+		idx, h := f.Digest()
+		if len(out) == 0 || out[len(out)-1].Index != idx {
+			out = append(out, DigestSample{Node: rl.Node, Index: idx, Hash: fmt.Sprintf("%x", h[:8]), At: at, Source: "disk"})
+		}
+	})
+	return out, err
+}
+
+func (rl *ReplicaLog) replay(upTo uint64, each func(f *fsm.FSM)) (events []LogEvent, d Digest, lastToken uint64, complete bool, err error) {
 	if upTo == 0 || upTo > rl.Last {
 		upTo = rl.Last
 	}
@@ -159,6 +182,9 @@ func (rl *ReplicaLog) Replay(upTo uint64) (events []LogEvent, d Digest, lastToke
 	}
 	for i := start; i <= upTo; i++ {
 		f.Apply(rl.Entries[i])
+		if each != nil {
+			each(f)
+		}
 	}
 	idx, h := f.Digest()
 	return obs.events, Digest{Node: rl.Node, Index: idx, Hash: fmt.Sprintf("%x", h[:8])}, uint64(f.Stats().LastToken), complete, nil
@@ -188,5 +214,49 @@ func CompareLogs(logs []*ReplicaLog, upTo uint64) []string {
 			}
 		}
 	}
+	return out
+}
+
+// Configurations returns the Raft configurations the replica's disk holds:
+// every configuration entry of its log and the configuration of every
+// snapshot (Source "log" or "snapshot", time at).
+func (rl *ReplicaLog) Configurations(at int64) []ConfigSample {
+	var out []ConfigSample
+	for i := rl.First; i <= rl.Last && i > 0; i++ {
+		l := rl.Entries[i]
+		if l == nil || l.Type != raft.LogConfiguration {
+			continue
+		}
+		out = append(out, ConfigSample{Node: rl.Node, At: at, Source: "log", Index: l.Index, Term: l.Term, Servers: configServers(raft.DecodeConfiguration(l.Data))})
+	}
+	for _, m := range rl.snapMetas {
+		out = append(out, ConfigSample{Node: rl.Node, At: at, Source: "snapshot", Index: m.ConfigurationIndex, Servers: configServers(m.Configuration)})
+	}
+	return out
+}
+
+// EntrySamples returns every entry of the log as (index, term, hash).
+func (rl *ReplicaLog) EntrySamples(at int64) []EntrySample {
+	var out []EntrySample
+	for i := rl.First; i <= rl.Last && i > 0; i++ {
+		l := rl.Entries[i]
+		if l == nil {
+			continue
+		}
+		h := sha256.New()
+		h.Write([]byte{byte(l.Type)})
+		h.Write(l.Data)
+		out = append(out, EntrySample{Node: rl.Node, Index: l.Index, Term: l.Term, Hash: fmt.Sprintf("%x", h.Sum(nil)[:8]), At: at})
+	}
+	return out
+}
+
+// configServers converts a Raft configuration, sorted by id.
+func configServers(c raft.Configuration) []ConfigServer {
+	out := make([]ConfigServer, 0, len(c.Servers))
+	for _, s := range c.Servers {
+		out = append(out, ConfigServer{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	slices.SortFunc(out, func(a, b ConfigServer) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The long chaos run: many in-process seeds, several multi-process runs
-# (race-built replicas, 3 and 5 of them) and every fuzz target for a bounded
-# time. Writes internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md}
-# and latest.md (the three tables). Run from anywhere; as root for
-# partitions (network namespaces + nftables).
+# The long chaos run: many in-process seeds of every fault class, several
+# multi-process runs of every multi-process class (race-built replicas, 3
+# and 5 of them) and every fuzz target for a bounded time. Writes
+# internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md}
+# (with figures per fault class) and latest.md (the tables). Run from
+# anywhere; as root for partitions (network namespaces + nftables) and the
+# disk class (tmpfs).
 #
 #   bash internal/chaos/long.sh          # or: bash .ci/run --chaos-long
 #
-# Knobs (environment): CHAOS_SEEDS (200), CHAOS_DURATION (60s, fake time),
-# CHAOS_PROC_RUNS (4), CHAOS_PROC_DURATION (90s), CHAOS_FUZZTIME (20s per
-# target), CHAOS_OUT (internal/chaos/results).
+# Knobs (environment): CHAOS_CLASSES (all), CHAOS_SEEDS (112 per class: ≥
+# 1,000 in all), CHAOS_DURATION (each class's default, fake time),
+# CHAOS_PROC_CLASSES (all), CHAOS_PROC_RUNS (2 per class), CHAOS_PROC_DURATION
+# (60s), CHAOS_FUZZTIME (20s per target), CHAOS_OUT (internal/chaos/results).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:${PATH}"
@@ -21,23 +24,25 @@ artifacts="$out/failures"
 status=0
 start=$(date +%s)
 
-echo "== chaos (long): in-process, ${CHAOS_SEEDS:-200} seeds x ${CHAOS_DURATION:-60s} fake time"
+echo "== chaos (long): in-process, ${CHAOS_SEEDS:-112} seeds per class (${CHAOS_CLASSES:-all classes}), ${CHAOS_DURATION:-each class default} fake time"
 t0=$(date +%s)
-RAFTLOCK_CHAOS_SEEDS="${CHAOS_SEEDS:-200}" RAFTLOCK_CHAOS_DURATION="${CHAOS_DURATION:-60s}" \
+RAFTLOCK_CHAOS_CLASSES="${CHAOS_CLASSES:-all}" RAFTLOCK_CHAOS_SEEDS="${CHAOS_SEEDS:-112}" RAFTLOCK_CHAOS_DURATION="${CHAOS_DURATION:-}" \
 RAFTLOCK_CHAOS_OUT="$out" RAFTLOCK_CHAOS_ARTIFACTS="$artifacts" \
-	go test -count=1 -timeout 60m -run 'TestInProcessChaos$' ./internal/chaos/ || status=1
+	go test -count=1 -timeout 180m -run 'TestInProcessChaos$' ./internal/chaos/ >"$out/inprocess.log" 2>&1 || status=1
+grep -E '^\s+--- FAIL|violated checks' "$out/inprocess.log" | head -50 || true
 echo "   in-process: $(( $(date +%s) - t0 )) s"
 
-echo "== chaos (long): multi-process, ${CHAOS_PROC_RUNS:-4} runs x ${CHAOS_PROC_DURATION:-90s}"
+echo "== chaos (long): multi-process, ${CHAOS_PROC_RUNS:-2} runs per class (${CHAOS_PROC_CLASSES:-all}) x ${CHAOS_PROC_DURATION:-60s}"
 if ! command -v nft >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	timeout 180 sh -c 'apt-get update -qq && apt-get install -y -qq nftables iproute2 >/dev/null' \
 		|| echo "   (nftables not installed: the run goes without partitions and says so)"
 fi
 t0=$(date +%s)
-RAFTLOCK_CHAOS_PROC=1 RAFTLOCK_CHAOS_PROC_RUNS="${CHAOS_PROC_RUNS:-4}" \
-RAFTLOCK_CHAOS_PROC_DURATION="${CHAOS_PROC_DURATION:-90s}" RAFTLOCK_CHAOS_PROC_RACE=1 \
+RAFTLOCK_CHAOS_PROC=1 RAFTLOCK_CHAOS_PROC_CLASS="${CHAOS_PROC_CLASSES:-all}" RAFTLOCK_CHAOS_PROC_RUNS="${CHAOS_PROC_RUNS:-2}" \
+RAFTLOCK_CHAOS_PROC_DURATION="${CHAOS_PROC_DURATION:-60s}" RAFTLOCK_CHAOS_PROC_RACE=1 \
 RAFTLOCK_CHAOS_OUT="$out" RAFTLOCK_CHAOS_ARTIFACTS="$artifacts" \
-	go test -count=1 -timeout 60m -v -run 'TestMultiProcess$' ./internal/chaos/proc/ | grep -v 'nemesis:' || status=1
+	go test -count=1 -timeout 120m -v -run 'TestMultiProcess$' ./internal/chaos/proc/ >"$out/multiprocess.log" 2>&1 || status=1
+grep -E '^\s+--- |violated checks' "$out/multiprocess.log" | head -50 || true
 echo "   multi-process: $(( $(date +%s) - t0 )) s"
 
 echo "== fuzz (long): every target for ${CHAOS_FUZZTIME:-20s}"

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -28,16 +29,6 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-// configFor derives a run's shape from its seed: odd seeds run 3 nodes,
-// even ones 5.
-func configFor(seed int64, d time.Duration) simConfig {
-	n := 3
-	if seed%2 == 0 {
-		n = 5
-	}
-	return simConfig{Seed: seed, Nodes: n, Clients: 2 * n, Locks: 3, Duration: d, TTL: time.Second, Faults: true}
-}
-
 // artifactDir is where failed runs leave their history and visualisation.
 func artifactDir() string {
 	if d := os.Getenv("RAFTLOCK_CHAOS_ARTIFACTS"); d != "" {
@@ -46,54 +37,137 @@ func artifactDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("raftlock-chaos-%d", time.Now().Unix()))
 }
 
-// TestInProcessChaos runs seeded in-process clusters (fake time) under the
-// nemesis and checks every history. RAFTLOCK_CHAOS_SEEDS (default 4) sets
-// the number of runs, RAFTLOCK_CHAOS_SEED the first seed (default 1),
-// RAFTLOCK_CHAOS_DURATION the workload's fake duration per run (default 30s);
-// RAFTLOCK_CHAOS_OUT, if set, receives the summary (JSON and a Markdown table).
-func TestInProcessChaos(t *testing.T) {
+// knownChecks are the checks RAFTLOCK_CHAOS_KNOWN declares known library
+// bugs (comma-separated): reported apart, they do not fail the run.
+func knownChecks() []string {
+	if v := os.Getenv("RAFTLOCK_CHAOS_KNOWN"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
+}
+
+// ciDuration is each class's fake workload time in a plain go test run.
+var ciDuration = map[string]time.Duration{}
+
+// selectedClasses are the classes RAFTLOCK_CHAOS_CLASSES names (default:
+// every class).
+func selectedClasses(t *testing.T) []string {
+	v := os.Getenv("RAFTLOCK_CHAOS_CLASSES")
+	if v == "" || v == "all" {
+		return classNames()
+	}
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		if _, ok := classes[c]; !ok {
+			t.Fatalf("RAFTLOCK_CHAOS_CLASSES: unknown class %q (have %v)", c, classNames())
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func useShm(t *testing.T) {
 	if d, err := os.Stat("/dev/shm"); err == nil && d.IsDir() && os.Getenv("TMPDIR") == "" {
 		t.Setenv("TMPDIR", "/dev/shm") // bolt stores: fsync costs real time while fake time stands still
 	}
-	seeds := envInt("RAFTLOCK_CHAOS_SEEDS", 4)
+}
+
+// runChecked runs one seed of a class and checks its histories; it reports
+// the failures on t and returns the results.
+func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule string) {
+	var hs []*History
+	runStart := time.Now()
+	synctest.Test(t, func(t *testing.T) { hs = simulate(t, cfg) })
+	if len(hs) == 0 {
+		t.Errorf("%s: the run itself failed", cfg)
+		return false, ""
+	}
+	ok = true
+	for _, h := range hs {
+		r := Check(h, CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second), Known: knownChecks()})
+		var artifacts []string
+		if !r.OK() {
+			ok = false
+			var err error
+			artifacts, err = SaveFailure(artifactDir(), h, r)
+			if err != nil {
+				t.Errorf("saving artifacts: %v", err)
+			}
+			for _, v := range r.Violations {
+				t.Errorf("%s%s: %s [%s] %s", cfg, clusterSuffix(h), v.Check, v.Lock, v.Detail)
+			}
+			t.Errorf("class %s seed %d%s failed (porcupine %s), violated checks %v; history and visualisation: %v", cfg.Class, cfg.Seed, clusterSuffix(h), r.Porcupine, r.ViolatedChecks(), artifacts)
+		}
+		if sum != nil {
+			sum.Add(h, r, artifacts)
+		}
+		schedule += Schedule(h)
+		t.Logf("%s%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, %d probes (resume %d ms), faults %v, porcupine %s in %d ms; %v real time",
+			cfg, clusterSuffix(h), r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, r.Probes, r.ResumeMillis, h.Faults, r.Porcupine, r.PorcupineMillis, time.Since(runStart).Round(time.Millisecond))
+	}
+	return ok, schedule
+}
+
+func clusterSuffix(h *History) string {
+	if h.Cluster == "" {
+		return ""
+	}
+	return " cluster " + h.Cluster
+}
+
+// TestInProcessChaos runs seeded in-process clusters (fake time) of every
+// fault class under its nemesis and checks every history.
+// RAFTLOCK_CHAOS_CLASSES (default all) picks classes, RAFTLOCK_CHAOS_SEEDS
+// (default 1) the runs per class, RAFTLOCK_CHAOS_SEED the first seed
+// (default 1), RAFTLOCK_CHAOS_DURATION the workload's fake duration per run
+// (default: the class's CI duration); RAFTLOCK_CHAOS_REPEAT=k runs each
+// seed k times and reports how often the verdict and the fault schedule
+// repeated; RAFTLOCK_CHAOS_OUT, if set, receives the summary (JSON and a
+// Markdown table).
+func TestInProcessChaos(t *testing.T) {
+	useShm(t)
+	seeds := envInt("RAFTLOCK_CHAOS_SEEDS", 1)
 	first := int64(envInt("RAFTLOCK_CHAOS_SEED", 1))
-	dur := envDuration("RAFTLOCK_CHAOS_DURATION", 30*time.Second)
+	repeat := max(envInt("RAFTLOCK_CHAOS_REPEAT", 1), 1)
 	sum := NewSummary("in-process")
 	sum.Notes = append(sum.Notes, "in-process clusters over internal/memnet in testing/synctest (fake time), bolt stores, TTL 1s, node.TestTiming")
 	start := time.Now()
-	for i := range seeds {
-		seed := first + int64(i)
-		cfg := configFor(seed, dur)
-		var h *History
-		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runStart := time.Now()
-			synctest.Test(t, func(t *testing.T) { h = simulate(t, cfg) })
-			if h == nil {
-				return
-			}
-			r := Check(h, CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second)})
-			var artifacts []string
-			if !r.OK() {
-				var err error
-				artifacts, err = SaveFailure(artifactDir(), h, r)
-				if err != nil {
-					t.Errorf("saving artifacts: %v", err)
+	for _, class := range selectedClasses(t) {
+		dur := envDuration("RAFTLOCK_CHAOS_DURATION", ciDuration[class])
+		if dur == 0 {
+			dur = 20 * time.Second
+		}
+		for i := range seeds {
+			seed := first + int64(i)
+			cfg := baseConfig(class, seed, dur)
+			t.Run(fmt.Sprintf("class=%s/seed=%d", class, seed), func(t *testing.T) {
+				var verdicts, schedules []string
+				for range repeat {
+					s := sum
+					if len(verdicts) > 0 {
+						s = nil // repeats are not counted twice
+					}
+					ok, sched := runChecked(t, cfg, s)
+					verdicts = append(verdicts, strconv.FormatBool(ok))
+					schedules = append(schedules, sched)
 				}
-				for _, v := range r.Violations {
-					t.Errorf("%s: %s [%s] %s", cfg, v.Check, v.Lock, v.Detail)
+				if repeat > 1 {
+					same, sameSched := 0, 0
+					for k := range verdicts {
+						if verdicts[k] == verdicts[0] {
+							same++
+						}
+						if schedules[k] == schedules[0] {
+							sameSched++
+						}
+					}
+					t.Logf("replays of class %s seed %d: verdict %s in %d of %d, fault schedule identical in %d of %d", class, seed, verdicts[0], same, repeat, sameSched, repeat)
 				}
-				t.Errorf("seed %d failed (porcupine %s); history and visualisation: %v", seed, r.Porcupine, artifacts)
-			}
-			sum.Add(h, r, artifacts)
-			t.Logf("%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, faults %v, porcupine %s in %d ms; %v real time",
-				cfg, r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, h.Faults, r.Porcupine, r.PorcupineMillis, time.Since(runStart).Round(time.Millisecond))
-		})
-		if !ok && h == nil {
-			t.Errorf("seed %d: the run itself failed", seed)
+			})
 		}
 	}
 	sum.WallTime = time.Since(start).Round(time.Second).String()
-	t.Logf("in-process chaos summary:\n%s", sum.Table())
+	t.Logf("in-process chaos summary:\n%s\n%s", sum.Table(), sum.ClassTable())
 	if out := os.Getenv("RAFTLOCK_CHAOS_OUT"); out != "" {
 		if err := sum.WriteFile(filepath.Join(out, "latest-inprocess.json")); err != nil {
 			t.Error(err)
@@ -122,4 +196,5 @@ func TestReplayHistory(t *testing.T) {
 	for _, l := range r.IllegalLocks() {
 		t.Logf("lock %s: %s", l, r.FirstIllegalPrefix(l, h.Start, 25))
 	}
+	t.Logf("class %s seed %d; rerun it with: RAFTLOCK_CHAOS_CLASSES=%s RAFTLOCK_CHAOS_SEED=%d RAFTLOCK_CHAOS_SEEDS=1 go test ./internal/chaos -run 'TestInProcessChaos$' -v", h.Class, h.Seed, h.Class, h.Seed)
 }

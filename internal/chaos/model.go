@@ -41,6 +41,10 @@ const (
 	mEnsureReleased
 	// mHolds: a replica called the grant's lease valid: it holds.
 	mHolds
+	// mReleaseDelayed: a release (an expiry) that put the lock into
+	// lock-delay: until the next grant, "locked" answers are legal on a
+	// free lock.
+	mReleaseDelayed
 )
 
 type lockInput struct {
@@ -53,6 +57,8 @@ type lockInput struct {
 type lockState struct {
 	Holder uint64 // token of the grant holding the lock; 0 = free
 	Last   uint64 // highest token granted
+	// Delayed: released into lock-delay and not granted since.
+	Delayed bool
 }
 
 func lockModel() porcupine.Model {
@@ -83,9 +89,9 @@ func lockModel() porcupine.Model {
 				if s.Holder == 0 && in.Token > s.Last {
 					return true, lockState{Holder: in.Token, Last: in.Token}
 				}
-			case mRelease:
+			case mRelease, mReleaseDelayed:
 				if s.Holder == in.Token {
-					return true, lockState{Last: s.Last}
+					return true, lockState{Last: s.Last, Delayed: in.Kind == mReleaseDelayed}
 				}
 			case mReleaseNoop:
 				return s.Holder != in.Token, s
@@ -97,17 +103,24 @@ func lockModel() porcupine.Model {
 				}
 				return true, s
 			case mLocked:
-				return s.Holder != 0, s
+				return s.Holder != 0 || s.Delayed, s
 			}
 			return false, s
 		},
 		Hash: func(state interface{}) uint64 {
 			s := state.(lockState)
-			return s.Holder*0x9e3779b97f4a7c15 ^ s.Last
+			h := s.Holder*0x9e3779b97f4a7c15 ^ s.Last
+			if s.Delayed {
+				h = ^h
+			}
+			return h
 		},
 		DescribeOperation: func(input, _ interface{}) string { return input.(lockInput).Desc },
 		DescribeState: func(state interface{}) string {
 			s := state.(lockState)
+			if s.Holder == 0 && s.Delayed {
+				return fmt.Sprintf("free, in lock-delay (last token %d)", s.Last)
+			}
 			if s.Holder == 0 {
 				return fmt.Sprintf("free (last token %d)", s.Last)
 			}
@@ -132,7 +145,9 @@ func (c *checker) bounds() {
 	}
 	var run int64 = math64Min
 	for k, e := range c.log {
-		run = max(run, e.At)
+		if !c.h.StampsUnreliable {
+			run = max(run, e.At) // committed no earlier than its leader time
+		}
 		if op := matched[k]; op != nil {
 			run = max(run, op.Invoke)
 		}
@@ -224,7 +239,11 @@ func (c *checker) checkLinearizable() {
 			if e.Reason == "session-expired" {
 				lane = lanes + 2
 			}
-			add(lane, lockInput{e.Lock, mRelease, e.Token, fmt.Sprintf("log@%d release token %d (%s)", e.Index, e.Token, e.Reason)}, call, hi[k])
+			kind := mRelease
+			if e.Delayed {
+				kind = mReleaseDelayed
+			}
+			add(lane, lockInput{e.Lock, kind, e.Token, fmt.Sprintf("log@%d release token %d (%s)", e.Index, e.Token, e.Reason)}, call, hi[k])
 		}
 	}
 	c.r.PorcupineOps = len(ops)
@@ -341,7 +360,7 @@ func (r *Report) Unplaceable(h *History) []string {
 	for l, ops := range byLock {
 		var trans []porcupine.Operation
 		for _, op := range ops {
-			if k := op.Input.(lockInput).Kind; k == mGrant || k == mRelease {
+			if k := op.Input.(lockInput).Kind; k == mGrant || k == mRelease || k == mReleaseDelayed {
 				trans = append(trans, op)
 			}
 		}
@@ -351,7 +370,7 @@ func (r *Report) Unplaceable(h *History) []string {
 			if a.Token != b.Token {
 				return a.Token < b.Token
 			}
-			return a.Kind == mGrant && b.Kind == mRelease
+			return a.Kind == mGrant && (b.Kind == mRelease || b.Kind == mReleaseDelayed)
 		})
 		var holder uint64
 		from := int64(math64Min)
@@ -368,7 +387,7 @@ func (r *Report) Unplaceable(h *History) []string {
 		segs[l] = append(segs[l], seg{holder, from, infinity})
 		for _, op := range ops {
 			in := op.Input.(lockInput)
-			if in.Kind == mGrant || in.Kind == mRelease {
+			if in.Kind == mGrant || in.Kind == mRelease || in.Kind == mReleaseDelayed {
 				continue
 			}
 			ok := false

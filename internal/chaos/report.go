@@ -47,7 +47,25 @@ type Summary struct {
 	// bugs), by check.
 	KnownIssues map[string]int `json:"known_issues,omitempty"`
 	Notes       []string       `json:"notes,omitempty"`
-	Results     []RunResult    `json:"runs_detail"`
+	// ByClass are the figures per fault class.
+	ByClass map[string]*ClassFigures `json:"by_class,omitempty"`
+	Results []RunResult              `json:"runs_detail"`
+}
+
+// ClassFigures are one fault class's figures over its runs.
+type ClassFigures struct {
+	Runs       int `json:"runs"`
+	Passed     int `json:"passed"`
+	Ops        int `json:"client_ops"`
+	Faults     int `json:"faults"`
+	Violations int `json:"violations"`
+	AckLost    int `json:"acknowledged_lost"`
+	Probes     int `json:"probes"`
+	// ResumeMaxMillis: the longest time to a grant after the last fault
+	// healed, over the class's runs.
+	ResumeMaxMillis int `json:"resume_max_ms"`
+	// Failed lists the seeds (and clusters) that failed.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // NewSummary starts the summary of a layer.
@@ -97,7 +115,63 @@ func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
 		s.KnownIssues[v.Check]++
 	}
 	s.Results = append(s.Results, rr)
+	class := h.Class
+	if class == "" {
+		class = "mixed"
+	}
+	if s.ByClass == nil {
+		s.ByClass = map[string]*ClassFigures{}
+	}
+	f := s.ByClass[class]
+	if f == nil {
+		f = &ClassFigures{}
+		s.ByClass[class] = f
+	}
+	f.Runs++
+	if rr.Passed {
+		f.Passed++
+	} else {
+		f.Failed = append(f.Failed, fmt.Sprintf("%d%s", h.Seed, clusterTag(h)))
+	}
+	f.Ops += x.ClientOps
+	for _, v := range h.Faults {
+		f.Faults += v
+	}
+	f.Violations += len(r.Violations)
+	f.AckLost += x.AckLost
+	f.Probes += x.Probes
+	f.ResumeMaxMillis = max(f.ResumeMaxMillis, x.ResumeMillis)
 	return rr
+}
+
+func clusterTag(h *History) string {
+	if h.Cluster == "" {
+		return ""
+	}
+	return "/" + h.Cluster
+}
+
+// ClassTable renders the figures per fault class as a Markdown table.
+func (s *Summary) ClassTable() string {
+	if len(s.ByClass) == 0 {
+		return ""
+	}
+	var names []string
+	for n := range s.ByClass {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %s: fault class | runs passed | operations | faults | violations | acknowledged lost | probes | resume after heal (max) | failed seeds |\n|---|---|---|---|---|---|---|---|---|\n", s.Layer)
+	for _, n := range names {
+		f := s.ByClass[n]
+		failed := strings.Join(f.Failed, " ")
+		if len(f.Failed) > 12 {
+			failed = strings.Join(f.Failed[:12], " ") + fmt.Sprintf(" … (%d)", len(f.Failed))
+		}
+		fmt.Fprintf(&b, "| %s | %d/%d | %d | %d | %d | %d | %d | %d ms | %s |\n", n, f.Passed, f.Runs, f.Ops, f.Faults, f.Violations, f.AckLost, f.Probes, f.ResumeMaxMillis, failed)
+	}
+	return b.String()
 }
 
 // Table renders the summary as a short Markdown table.
@@ -162,7 +236,11 @@ func (s *Summary) WriteFile(path string) error {
 		return err
 	}
 	md := strings.TrimSuffix(path, filepath.Ext(path)) + ".md"
-	return os.WriteFile(md, []byte(s.Table()), 0o644)
+	text := s.Table()
+	if ct := s.ClassTable(); ct != "" {
+		text += "\n" + ct
+	}
+	return os.WriteFile(md, []byte(text), 0o644)
 }
 
 // SaveFailure writes a failed run's artifacts into dir: the history as JSON,
@@ -172,7 +250,15 @@ func SaveFailure(dir string, h *History, r *Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	base := filepath.Join(dir, fmt.Sprintf("%s-seed%d", h.Layer, h.Seed))
+	name := h.Layer
+	if h.Class != "" {
+		name += "-" + h.Class
+	}
+	name += fmt.Sprintf("-seed%d", h.Seed)
+	if h.Cluster != "" {
+		name += "-" + h.Cluster
+	}
+	base := filepath.Join(dir, name)
 	var paths []string
 	if err := h.WriteJSON(base + "-history.json"); err != nil {
 		return paths, err

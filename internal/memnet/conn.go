@@ -32,12 +32,18 @@ type pipe struct {
 	net   *Network
 	hosts [2]string
 	ends  [2]*Conn
+	id    uint64 // creation order on the network (FlowInfo.ID)
+	addr  string // the listening address dialed
 
 	mu      sync.Mutex
 	cond    sync.Cond
 	dirs    [2]direction
 	closed  [2]bool
 	isReset bool
+	// preface holds the first bytes the dialer wrote (FlowFilter.Preface).
+	preface []byte
+	// flow are the per-connection faults of each direction (flows.go).
+	flow [2]flowFault
 }
 
 func newPipe(n *Network, hosts [2]string) *pipe {
@@ -80,8 +86,36 @@ func (p *pipe) lostAndHealed(f *faultState) bool {
 	if p.isReset || (p.closed[0] && p.closed[1]) {
 		return false
 	}
-	return (p.dirs[0].lost && !f.cut(p.hosts[0], p.hosts[1])) ||
-		(p.dirs[1].lost && !f.cut(p.hosts[1], p.hosts[0]))
+	return (p.dirs[0].lost && !p.flow[0].cut && !f.cut(p.hosts[0], p.hosts[1])) ||
+		(p.dirs[1].lost && !p.flow[1].cut && !f.cut(p.hosts[1], p.hosts[0]))
+}
+
+// dropInFlight discards the bytes still on their way (delayed, not yet
+// due) in each direction that f cuts, as a cut path loses the packets on
+// it; the direction then counts as having lost bytes.
+func (p *pipe) dropInFlight(f *faultState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for side := range p.dirs {
+		d := &p.dirs[side]
+		if len(d.chunks) == 0 || !f.cut(p.hosts[side], p.hosts[1-side]) {
+			continue
+		}
+		keep := 0
+		for keep < len(d.chunks) && !d.chunks[keep].readyAt.After(now) {
+			keep++
+		}
+		if keep == len(d.chunks) {
+			continue
+		}
+		for _, ch := range d.chunks[keep:] {
+			d.buffered -= len(ch.data)
+		}
+		d.chunks = d.chunks[:keep]
+		d.lost = true
+		p.cond.Broadcast()
+	}
 }
 
 // armWake makes sure a timer wakes the readers of d at or before at.
@@ -217,8 +251,11 @@ func (c *Conn) Write(b []byte) (int, error) {
 		if len(b) == 0 {
 			return total, nil
 		}
+		if c.side == 0 && len(p.preface) < prefaceLen {
+			p.preface = append(p.preface, b[:min(len(b), prefaceLen-len(p.preface))]...)
+		}
 		f := p.net.faults.Load()
-		if f.cut(from, to) {
+		if f.cut(from, to) || p.flow[c.side].cut {
 			d.lost = true
 			return total + len(b), nil
 		}
@@ -229,7 +266,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 		}
 		k := min(space, len(b))
 		ch := chunk{data: append([]byte(nil), b[:k]...)}
-		if delay := f.delay(from, to); delay > 0 {
+		if delay := f.byteDelay(from, to) + p.flow[c.side].delay; delay > 0 {
 			ch.readyAt = time.Now().Add(delay)
 		}
 		d.chunks = append(d.chunks, ch)

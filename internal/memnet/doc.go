@@ -14,11 +14,17 @@
 //   - Partition, Block, Isolate: while from → to is cut, a new dial between
 //     the two hosts (either way) hangs until its context ends, like a
 //     black-holed SYN, and bytes written from → to on existing connections
-//     are silently discarded, so peers time out as in a real partition.
+//     are silently discarded, so peers time out as in a real partition;
+//     bytes still in flight (delayed, not yet due) are discarded too.
 //     When the cut is healed, every connection that lost bytes is reset (so a
 //     stream is never silently corrupted) and new dials succeed.
 //   - SetDelay adds latency to bytes sent from → to (and to dial set-up).
 //   - DropConns resets existing connections at once, like a TCP RST.
+//
+// Faults act on single connections too (flows.go): Flows lists the live
+// connections (selected by hosts and by the dialer's first bytes, e.g. a
+// protocol type byte), DelayFlow delays one direction of one connection,
+// CutFlow black-holes it, ClearFlows removes both.
 //
 // All methods of Network, Host, listeners and connections are safe for
 // concurrent use.

@@ -15,6 +15,8 @@ type faultState struct {
 	group    map[string]int         // partition group per host; absent = unpartitioned
 	isolated map[string]bool        // hosts cut from every other host
 	delays   map[link]time.Duration // added one-way latency
+	// byteDelays add one-way latency to bytes only (not to dials).
+	byteDelays map[link]time.Duration
 }
 
 // cut reports whether bytes from → to are black-holed.
@@ -38,6 +40,11 @@ func (f *faultState) delay(from, to string) time.Duration {
 	return f.delays[link{from, to}]
 }
 
+// byteDelay returns the latency added to bytes from → to.
+func (f *faultState) byteDelay(from, to string) time.Duration {
+	return f.delays[link{from, to}] + f.byteDelays[link{from, to}]
+}
+
 // clone returns a deep copy that can be modified.
 func (f *faultState) clone() *faultState {
 	return &faultState{
@@ -45,6 +52,8 @@ func (f *faultState) clone() *faultState {
 		group:    maps.Clone(f.group),
 		isolated: maps.Clone(f.isolated),
 		delays:   maps.Clone(f.delays),
+
+		byteDelays: maps.Clone(f.byteDelays),
 	}
 }
 
@@ -62,6 +71,7 @@ func (n *Network) update(change func(f *faultState)) {
 	n.mu.Unlock()
 
 	for _, p := range ps {
+		p.dropInFlight(f)
 		if p.lostAndHealed(f) {
 			p.reset()
 		}
@@ -138,6 +148,33 @@ func (n *Network) SetDelay(from, to string, d time.Duration) {
 			f.delays = make(map[link]time.Duration)
 		}
 		f.delays[link{from, to}] = d
+	})
+}
+
+// SetByteDelay adds latency d to every byte sent from → to from now on,
+// like SetDelay, but leaves connection set-up alone: dials between the two
+// hosts are not slowed (an asymmetric path on which one side hears the
+// other late while its own messages go out at once — even on connections
+// it dials itself). d <= 0 removes it.
+func (n *Network) SetByteDelay(from, to string, d time.Duration) {
+	n.update(func(f *faultState) {
+		if d <= 0 {
+			delete(f.byteDelays, link{from, to})
+			return
+		}
+		if f.byteDelays == nil {
+			f.byteDelays = make(map[link]time.Duration)
+		}
+		f.byteDelays[link{from, to}] = d
+	})
+}
+
+// ClearDelays removes every delay set by SetDelay and SetByteDelay (bytes
+// already in flight keep theirs).
+func (n *Network) ClearDelays() {
+	n.update(func(f *faultState) {
+		f.delays = nil
+		f.byteDelays = nil
 	})
 }
 

@@ -44,6 +44,7 @@ type Network struct {
 	listeners map[string]*listener
 	pipes     map[*pipe]struct{}
 	nextPort  int
+	nextFlow  uint64
 	changed   chan struct{} // closed and replaced whenever faults change
 }
 
@@ -244,6 +245,8 @@ func (n *Network) connect(from string, l *listener) (*Conn, error) {
 	}
 	localAddr := Addr(net.JoinHostPort(from, strconv.Itoa(n.port())))
 	p := newPipe(n, [2]string{from, l.host})
+	n.nextFlow++
+	p.id, p.addr = n.nextFlow, l.addr.String()
 	dialer := &Conn{p: p, side: 0, laddr: localAddr, raddr: l.addr}
 	acceptor := &Conn{p: p, side: 1, laddr: l.addr, raddr: localAddr}
 	p.ends = [2]*Conn{dialer, acceptor}

@@ -52,8 +52,7 @@ const (
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	var req AcquireRequest
-	if err := decode(r, &req); err != nil {
-		writeBad(w, "body: "+err.Error())
+	if !s.decode(w, r, &req) {
 		return
 	}
 	if err := fsm.ValidateLockName(req.Lock); err != nil {
@@ -64,6 +63,20 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
 		return
 	}
+	client := clientOf(r)
+	if err := s.quotas.begin(client); err != nil {
+		writeErr(w, err)
+		return
+	}
+	counted := true // until the call ends: then either nothing, or a lease held
+	endCall := func(granted bool) {
+		if counted {
+			counted = false
+			s.quotas.end(client, granted)
+		}
+	}
+	defer endCall(false)
+
 	ctx := r.Context()
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if timeout == 0 && req.Wait {
@@ -73,8 +86,16 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+		s.LongPoll(w, timeout)
 	}
-	sess, err := s.sess.Get(ctx)
+	// A TryLock answers promptly, the opening of the session included.
+	sctx := ctx
+	if !req.Wait {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, lockapi.TryTimeout(s.n))
+		defer cancel()
+	}
+	sess, err := s.sess.Get(sctx)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -94,7 +115,9 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		s.unlockInBackground(lease)
 		return
 	}
-	h := s.handles.add(lease)
+	endCall(true)
+	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
+	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions)
 	writeJSON(w, http.StatusOK, AcquireResponse{
 		Lock: req.Lock, Token: uint64(lease.Token()), Handle: h,
 		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), Session: uint64(sess.ID()),
@@ -111,8 +134,7 @@ func (s *Server) unlockInBackground(l *lockapi.Lease) {
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	var req ReleaseRequest
-	if err := decode(r, &req); err != nil {
-		writeBad(w, "body: "+err.Error())
+	if !s.decode(w, r, &req) {
 		return
 	}
 	l := s.handles.get(req.Handle)
@@ -182,6 +204,7 @@ func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
+	s.LongPoll(w, timeout)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -208,41 +231,54 @@ func (s *Server) syncIf(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// listParam reads a positive integer query parameter at most max (absent:
+// def); it reports false after answering 400.
+func listParam(w http.ResponseWriter, r *http.Request, name string, def, max int) (int, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		writeBad(w, fmt.Sprintf("%s: want an integer in [1, %d]", name, max))
+		return 0, false
+	}
+	return n, true
+}
+
 func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := fsm.ValidateLockName(name); err != nil {
 		writeBad(w, "lock: "+err.Error())
 		return
 	}
-	if !s.syncIf(w, r) {
+	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
+	if !ok || !s.syncIf(w, r) {
 		return
 	}
 	li, ok := s.n.Lock(name)
 	if !ok {
 		li = fsm.LockInfo{Name: name}
 	}
-	writeJSON(w, http.StatusOK, s.lockJSON(li))
+	writeJSON(w, http.StatusOK, s.lockJSON(li, waiters, descriptions{}))
 }
 
 func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 1000
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			writeBad(w, "limit: "+err.Error())
-			return
-		}
-		limit = n
+	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
+	if !ok {
+		return
 	}
-	if !s.syncIf(w, r) {
+	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
+	if !ok || !s.syncIf(w, r) {
 		return
 	}
 	out := struct {
 		Locks []LockJSON `json:"locks"`
 	}{Locks: []LockJSON{}}
+	desc := descriptions{}
 	for _, li := range s.n.Locks(q.Get("prefix"), limit) {
-		out.Locks = append(out.Locks, s.lockJSON(li))
+		out.Locks = append(out.Locks, s.lockJSON(li, waiters, desc))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -22,11 +22,22 @@ type entry struct {
 
 func newHandles() *handles { return &handles{m: make(map[string]*entry)} }
 
-func (h *handles) add(l *lockapi.Lease) string {
+// add makes a handle for l. If more than max handles exist, the handles of
+// leases that ended are forgotten first (clients asking about them get 404
+// unknown_handle): live leases are bounded by the quotas, and this bounds
+// the ended ones, which would otherwise wait for the sweep.
+func (h *handles) add(l *lockapi.Lease, max int) string {
 	var b [16]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
 	h.mu.Lock()
+	if len(h.m) >= max {
+		for id, e := range h.m {
+			if e.lease.Err() != nil {
+				delete(h.m, id)
+			}
+		}
+	}
 	h.m[id] = &entry{lease: l}
 	h.mu.Unlock()
 	return id

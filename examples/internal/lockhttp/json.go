@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -28,12 +29,15 @@ type WaiterJSON struct {
 	EnqueuedAtUnixMS int64  `json:"enqueued_at_unix_ms"`
 }
 
-// LockJSON describes a lock (GET /v1/locks/{name}).
+// LockJSON describes a lock (GET /v1/locks/{name}). Waiters lists the
+// first waiters of the queue (at most ?waiters=, see Limits.MaxListedWaiters);
+// WaiterCount is the length of the whole queue.
 type LockJSON struct {
 	Name             string       `json:"name"`
 	Held             bool         `json:"held"`
 	Holder           *HolderJSON  `json:"holder"`
 	Waiters          []WaiterJSON `json:"waiters"`
+	WaiterCount      int          `json:"waiter_count"`
 	DelayUntilUnixMS int64        `json:"delay_until_unix_ms,omitempty"`
 }
 
@@ -56,6 +60,9 @@ const (
 	ErrKindSessionExpired = "session_expired"
 	ErrKindClosed         = "closed"
 	ErrKindCanceled       = "canceled"
+	ErrKindTooLarge       = "too_large"    // 413: the body is over Limits.MaxBodyBytes
+	ErrKindClientQuota    = "client_quota" // 429: a per-client or server quota of Limits
+	ErrKindQuota          = "quota"        // 429: a cluster quota (fsm.Limits) refused the command
 	ErrKindInternal       = "internal"
 )
 
@@ -66,17 +73,33 @@ func holderJSON(h fsm.Holder) *HolderJSON {
 	return &HolderJSON{Session: uint64(h.Session), Description: h.Description, Token: uint64(h.Token), AcquiredAtUnixMS: nsToMS(h.AcquiredAt)}
 }
 
-func (s *Server) lockJSON(li fsm.LockInfo) LockJSON {
-	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, DelayUntilUnixMS: nsToMS(li.DelayUntil)}
+// descriptions caches session descriptions for one answer: a queue is
+// mostly a few sessions waiting many times, and each lookup takes the
+// FSM's read lock.
+type descriptions map[fsm.SessionID]string
+
+func (s *Server) describe(d descriptions, id fsm.SessionID) string {
+	desc, ok := d[id]
+	if !ok {
+		if si, found := s.n.Session(id); found {
+			desc = si.Description
+		}
+		d[id] = desc
+	}
+	return desc
+}
+
+// lockJSON describes li with at most maxWaiters of its waiters: linear in
+// what it lists.
+func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJSON {
+	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: len(li.Waiters), DelayUntilUnixMS: nsToMS(li.DelayUntil)}
 	if li.Held {
 		out.Holder = holderJSON(li.Holder)
 	}
-	for _, w := range li.Waiters {
-		wj := WaiterJSON{Session: uint64(w.Session), EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt)}
-		if si, ok := s.n.Session(w.Session); ok {
-			wj.Description = si.Description
-		}
-		out.Waiters = append(out.Waiters, wj)
+	for _, w := range li.Waiters[:min(len(li.Waiters), maxWaiters)] {
+		out.Waiters = append(out.Waiters, WaiterJSON{
+			Session: uint64(w.Session), Description: s.describe(d, w.Session), EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
+		})
 	}
 	return out
 }
@@ -92,7 +115,14 @@ func nsToMS(ns int64) int64 {
 func classify(err error) (int, ErrorJSON) {
 	body := ErrorJSON{Detail: err.Error()}
 	var locked *lockapi.LockedError
+	var quota *quotaError
 	switch {
+	case errors.As(err, &quota):
+		body.Error = ErrKindClientQuota
+		return http.StatusTooManyRequests, body
+	case errors.Is(err, lockapi.ErrQuota):
+		body.Error = ErrKindQuota
+		return http.StatusTooManyRequests, body
 	case errors.As(err, &locked):
 		body.Error, body.Holder, body.DelayUntilUnixMS = ErrKindLocked, holderJSON(locked.Holder), nsToMS(locked.DelayUntil)
 		return http.StatusConflict, body
@@ -139,11 +169,26 @@ func writeBad(w http.ResponseWriter, detail string) {
 	writeJSON(w, http.StatusBadRequest, ErrorJSON{Error: ErrKindBadRequest, Detail: detail})
 }
 
-// decode reads a JSON body of at most 64 KiB into v.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	if err := dec.Decode(v); err != nil {
-		return err
+// decode reads the request's JSON body into v: one object with known
+// fields only, at most Limits.MaxBodyBytes. It reports false after
+// answering 413 or 400.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("data after the JSON object")
+		}
 	}
-	return nil
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorJSON{Error: ErrKindTooLarge, Detail: fmt.Sprintf("body over %d bytes", tooLarge.Limit)})
+		return false
+	case err != nil:
+		writeBad(w, "body: "+err.Error())
+		return false
+	}
+	return true
 }

@@ -10,11 +10,16 @@
 //	POST /v1/release      {"handle":"..."}
 //	GET  /v1/lease        ?handle=
 //	GET  /v1/lease/wait   ?handle=&timeout_ms=
-//	GET  /v1/locks/{name} ?sync=1
-//	GET  /v1/locks        ?prefix=&limit=&sync=1
+//	GET  /v1/locks/{name} ?sync=1&waiters=
+//	GET  /v1/locks        ?prefix=&limit=&waiters=&sync=1
 //	GET  /v1/status
 //	GET  /metrics
 //	GET  /
+//
+// Limits (timeouts, body and header sizes, per-client quotas, listing
+// sizes) are in Limits; every call that cannot commit answers 503
+// no_quorum within its deadline (a TryLock within a few election timeouts,
+// including the opening of the HTTP session).
 //
 // It is example code, not part of the library: it holds no lock logic of
 // its own, only the mapping between HTTP and lockapi.
@@ -43,6 +48,7 @@ type Config struct {
 	Metrics   *lockapi.Metrics
 	Gatherer  prometheus.Gatherer // served on /metrics; nil: no /metrics
 	Logger    *slog.Logger        // nil: the node's
+	Limits    Limits              // zero fields: DefaultLimits
 }
 
 // Server serves the HTTP API. Create it with New, mount Handler (or add
@@ -53,6 +59,8 @@ type Server struct {
 	mux     *http.ServeMux
 	sess    *SessionKeeper
 	handles *handles
+	limits  Limits
+	quotas  *quotas
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -64,6 +72,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Node == nil {
 		return nil, errors.New("lockhttp: nil node")
 	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.TTL == 0 {
 		cfg.TTL = lockapi.DefaultTTL
 	}
@@ -81,6 +93,8 @@ func New(cfg Config) (*Server, error) {
 		n: cfg.Node, log: cfg.Logger, mux: http.NewServeMux(),
 		sess:    NewSessionKeeper(cfg.Node, cfg.TTL, cfg.LockDelay, opts...),
 		handles: newHandles(),
+		limits:  cfg.Limits,
+		quotas:  newQuotas(cfg.Limits),
 		done:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -99,7 +113,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the API's handler.
+// Handler returns the API's handler. Serve it with an http.Server set up
+// by ConfigureHTTP (timeouts, header limit).
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Mux returns the API's mux, for programs that add their own routes.

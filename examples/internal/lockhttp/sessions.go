@@ -52,11 +52,17 @@ func (m *SessionKeeper) Get(ctx context.Context) (*lockapi.Session, error) {
 		case m.opening != nil:
 			ch := m.opening
 			m.mu.Unlock()
+			start := time.Now()
 			select {
 			case <-ch:
 				continue
 			case <-ctx.Done():
-				return nil, fmt.Errorf("lockhttp: waiting for the HTTP session: %w", ctx.Err())
+				err := ctx.Err()
+				if time.Since(start) >= m.n.Timing().ElectionTimeout {
+					// The open in progress could not commit in the time we had.
+					err = fmt.Errorf("%w: %w", lockapi.ErrNoQuorum, err)
+				}
+				return nil, fmt.Errorf("lockhttp: waiting for the HTTP session: %w", err)
 			}
 		}
 		ch := make(chan struct{})

@@ -17,13 +17,9 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -43,6 +39,8 @@ import (
 
 // Options configure a run.
 type Options struct {
+	// Class is the fault class (Classes; default "mixed").
+	Class             string
 	Seed              int64
 	Replicas          int           // 3..5
 	Duration          time.Duration // workload time
@@ -53,8 +51,11 @@ type Options struct {
 	Net               string // "auto", "netns" or "loopback"
 	Root              string // module root (to build examples/replica)
 	Bin               string // a prebuilt replica binary (skips the build)
-	WorkDir           string // temporary files (default: a new temp dir)
-	Logf              func(format string, args ...any)
+	// OldBin is the previous release's replica binary (upgrade class: the
+	// replicas start on it and are upgraded to Bin).
+	OldBin  string
+	WorkDir string // temporary files (default: a new temp dir)
+	Logf    func(format string, args ...any)
 	// OnInterrupt runs when SIGINT/SIGTERM/SIGHUP aborts the run, after the
 	// clean-up and before the process exits (remove the caller's files).
 	OnInterrupt func()
@@ -88,6 +89,13 @@ type Harness struct {
 	// terminated[i]: when replica i was stopped gracefully (its HTTP
 	// session closed: every lease of its clients ended then).
 	terminated [][]int64
+	probes     int
+	// relays carry every Raft/RPC connection to each replica (network
+	// class); tmpfs are the mounted size-limited data dirs (disk class).
+	relays    []*relay
+	tmpfs     []string
+	diskExits map[int]int
+	strangers int
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -116,6 +124,9 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	if o.TTL == 0 {
 		o.TTL = 2 * time.Second
 	}
+	if o.Class == "" {
+		o.Class = "mixed"
+	}
 	unlock, err := runLock()
 	if err != nil {
 		return nil, "", err
@@ -131,8 +142,9 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		o:   o,
 		rng: rand.New(rand.NewPCG(uint64(o.Seed), 0xbb67ae85)),
 		h: &chaos.History{
-			Layer: "multi-process", Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
+			Layer: "multi-process", Class: o.Class, Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
 		},
+		diskExits:  map[int]int{},
 		paused:     make([]chan struct{}, o.Replicas),
 		terminated: make([][]int64, o.Replicas),
 		down:       make([]atomic.Bool, o.Replicas),
@@ -150,6 +162,14 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		cleanOnce.Do(func() {
 			for _, r := range x.reps {
 				r.stop(syscall.SIGKILL, 5*time.Second) // SIGCONT first, inside stop
+			}
+			for _, rl := range x.relays {
+				rl.close()
+			}
+			for _, d := range x.tmpfs {
+				if err := unmountTmpfs(d); err != nil {
+					x.logf("tmpfs clean-up: %v", err)
+				}
 			}
 			if x.db != nil {
 				x.db.Close()
@@ -220,6 +240,11 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 	wg.Wait()
 	x.h.End = now()
 	x.logf("workload over (clients done %v after its end); settling", time.Since(x.end).Round(time.Millisecond))
+	if err := x.waitReady(ctx, 90*time.Second); err != nil {
+		x.logf("after healing: %v", err)
+	}
+	x.resumeProbes(ctx)
+	x.captureEndState(ctx)
 	if err := x.finish(ctx); err != nil {
 		x.h.HarnessErrors = append(x.h.HarnessErrors, err.Error())
 	}
@@ -301,10 +326,18 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 			dataDir: filepath.Join(x.o.WorkDir, fmt.Sprintf("r%d", i+1)),
 			logPath: filepath.Join(x.o.WorkDir, fmt.Sprintf("r%d.log", i+1)),
 		}
+		if x.o.Class == "upgrade" {
+			r.bin = x.o.OldBin
+		}
+		if x.o.Class == "disk" {
+			if err := mountTmpfs(r.dataDir); err != nil {
+				return fmt.Errorf("disk class: %w", err)
+			}
+			x.tmpfs = append(x.tmpfs, r.dataDir)
+		}
 		r.args = []string{
 			"-id", r.id, "-data-dir", r.dataDir,
 			"-bind", fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0)),
-			"-allow-plaintext", // the namespaces' 10.213.x addresses are not loopback
 			"-gossip", fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 1)),
 			"-join", strings.Join(join, ","),
 			"-bootstrap-expect", fmt.Sprint(n),
@@ -313,580 +346,32 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 			"-timing", x.o.Timing,
 			"-log-level", "warn",
 		}
+		if x.o.Class == "stranger" {
+			if i == 0 {
+				if err := writeCerts(x.o.WorkDir, n); err != nil {
+					return err
+				}
+			}
+			extra, err := strangerArgs(x.o.WorkDir, i)
+			if err != nil {
+				return err
+			}
+			r.args = append(r.args, extra...)
+		}
+		if x.o.Class == "network" {
+			target := fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0))
+			rl, err := newRelay(fmt.Sprintf("%s:%d", x.net.RelayHost(), relayPort(x.net, i)), target, uint64(x.o.Seed)+uint64(i), x.net.Source)
+			if err != nil {
+				return fmt.Errorf("network class: relay for %s: %w", r.id, err)
+			}
+			x.relays = append(x.relays, rl)
+			r.args = append(r.args, "-advertise", rl.addr())
+		}
 		x.reps = append(x.reps, r)
 	}
 	for _, r := range x.reps {
 		if err := r.start(); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// ---- HTTP ----
-
-type status struct {
-	ID           string `json:"id"`
-	State        string `json:"state"`
-	LeaderID     string `json:"leader_id"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	Ready        bool   `json:"ready"`
-	FSM          struct {
-		LastToken uint64 `json:"last_token"`
-	} `json:"fsm"`
-}
-
-type errorBody struct {
-	Error  string `json:"error"`
-	Detail string `json:"detail"`
-}
-
-// call makes one bounded HTTP request; it returns the status code (0 when
-// no answer arrived) and decodes a 2xx body into out or an error body.
-func (x *Harness) call(ctx context.Context, i int, method, path string, in, out any, timeout time.Duration) (int, errorBody, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+x.reps[i].httpAddr()+path, body)
-	if err != nil {
-		return 0, errorBody{}, err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := x.hc.Do(req)
-	if err != nil {
-		return 0, errorBody{}, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb errorBody
-	if resp.StatusCode/100 == 2 {
-		if out != nil {
-			if err := json.Unmarshal(b, out); err != nil {
-				return resp.StatusCode, eb, fmt.Errorf("decode %s: %w", path, err)
-			}
-		}
-		return resp.StatusCode, eb, nil
-	}
-	json.Unmarshal(b, &eb)
-	return resp.StatusCode, eb, nil
-}
-
-func (x *Harness) status(ctx context.Context, i int) (status, error) {
-	var st status
-	code, eb, err := x.call(ctx, i, "GET", "/v1/status", nil, &st, 2*time.Second)
-	if err == nil && code != 200 {
-		err = fmt.Errorf("status %d: %s", code, eb.Error)
-	}
-	return st, err
-}
-
-// waitReady waits until every running replica is ready and they agree on
-// a leader.
-func (x *Harness) waitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		leaders := map[string]bool{}
-		ok := true
-		for i, r := range x.reps {
-			if r.exited() {
-				return fmt.Errorf("%s exited; see %s", r.id, r.logPath)
-			}
-			st, err := x.status(ctx, i)
-			if err != nil || !st.Ready || st.LeaderID == "" {
-				ok = false
-				last = fmt.Sprintf("%s: %+v %v", r.id, st, err)
-				break
-			}
-			leaders[st.LeaderID] = true
-		}
-		if ok && len(leaders) == 1 {
-			return nil
-		}
-		if ok {
-			last = fmt.Sprintf("leaders %v", leaders)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("replicas not ready within %v: %s", timeout, last)
-}
-
-// ---- workload ----
-
-func (x *Harness) addOp(op chaos.Op) int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	op.ID = x.nextOp
-	x.nextOp++
-	x.h.Ops = append(x.h.Ops, op)
-	return len(x.h.Ops) - 1
-}
-
-func (x *Harness) setValidTo(i int, v int64) {
-	x.mu.Lock()
-	x.h.Ops[i].ValidTo = v
-	x.mu.Unlock()
-}
-
-func (x *Harness) addWrite(w chaos.Write) {
-	x.mu.Lock()
-	x.h.Writes = append(x.h.Writes, w)
-	x.mu.Unlock()
-}
-
-// fault counts a fault and returns a function that records its end.
-func (x *Harness) fault(kind, target string) func() {
-	x.mu.Lock()
-	x.h.AddFault(kind)
-	x.mu.Unlock()
-	x.logf("nemesis: %s %s", kind, target)
-	start := now()
-	return func() {
-		x.mu.Lock()
-		x.h.Nemesis = append(x.h.Nemesis, chaos.FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
-		x.mu.Unlock()
-	}
-}
-
-// endedBy returns the first graceful stop of replica i within [from, to),
-// or to.
-func (x *Harness) endedBy(i int, from, to int64) int64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, t := range x.terminated[i] {
-		if t >= from && t < to {
-			return t
-		}
-	}
-	return to
-}
-
-// pausedCh returns a channel closed when replica i resumes, or nil if it
-// is not paused.
-func (x *Harness) pausedCh(i int) chan struct{} {
-	x.pmu.Lock()
-	defer x.pmu.Unlock()
-	return x.paused[i]
-}
-
-type acquireResp struct {
-	Lock             string `json:"lock"`
-	Token            uint64 `json:"token"`
-	Handle           string `json:"handle"`
-	ValidUntilUnixMS int64  `json:"valid_until_unix_ms"`
-}
-
-type leaseResp struct {
-	Valid bool   `json:"valid"`
-	Error string `json:"error"`
-}
-
-// client is one Jepsen client: bound to one replica, it locks, writes
-// through the fence into SQLite with its token, and unlocks.
-func (x *Harness) client(ctx context.Context, c int) {
-	ri := c % x.o.Replicas
-	rng := rand.New(rand.NewPCG(uint64(x.o.Seed), uint64(c)+1))
-	ttl := x.o.TTL
-	node := x.reps[ri].id
-	for time.Now().Before(x.end) && ctx.Err() == nil {
-		if x.down[ri].Load() {
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		lock := fmt.Sprintf("lock-%d", rng.IntN(x.o.Locks))
-		wait := rng.Float64() < 0.75
-		op := chaos.Op{Client: c, Node: node, Kind: chaos.OpAcquire, Lock: lock}
-		if !wait {
-			op.Kind = chaos.OpTryAcquire
-		}
-		timeout := ttl + time.Duration(rng.Int64N(int64(ttl)))
-		var ar acquireResp
-		op.Invoke = now()
-		code, eb, err := x.call(ctx, ri, "POST", "/v1/acquire", map[string]any{"lock": lock, "wait": wait, "timeout_ms": timeout.Milliseconds()}, &ar, timeout+6*ttl)
-		op.Return = now()
-		switch {
-		case err == nil && code == 200:
-			op.Result, op.Token = chaos.Granted, ar.Token
-		case err == nil && code == 409 && eb.Error == "locked":
-			op.Result = chaos.Locked
-		default:
-			op.Result = chaos.Fail
-			op.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
-		}
-		idx := x.addOp(op)
-		if op.Result != chaos.Granted {
-			time.Sleep(time.Duration(rng.Int64N(int64(ttl / 4))))
-			continue
-		}
-		validTo := time.UnixMilli(ar.ValidUntilUnixMS).UnixNano()
-
-		// Think; a pause of our replica may hit here. A paused replica's
-		// client (a thread of that process, in reality) resumes with its
-		// old token and writes late.
-		x.holding[c].Store(int32(ri))
-		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 3))))
-		late := false
-		if ch := x.pausedCh(ri); ch != nil {
-			late = true
-			select {
-			case <-ch:
-			case <-time.After(10 * ttl):
-			}
-		}
-		x.holding[c].Store(-1)
-		careful := !late && rng.Float64() < 0.5
-		write := true
-		if careful || late {
-			// A careful client asks whether its lease is still valid; a late
-			// one asks too (for the record: a replica just resumed from a
-			// pause must not call an expired lease valid) but writes anyway.
-			var lr leaseResp
-			chk := chaos.Op{Client: c, Node: node, Kind: chaos.OpLeaseCheck, Lock: lock, Token: ar.Token, Invoke: now()}
-			code, eb, err := x.call(ctx, ri, "GET", "/v1/lease?handle="+ar.Handle, nil, &lr, 2*ttl)
-			chk.Return = now()
-			switch {
-			case err == nil && code == 200 && lr.Valid:
-				chk.Result = chaos.Valid // the checker extends the window to it
-			case err == nil && code == 200:
-				chk.Result, chk.Err = chaos.NotHolder, lr.Error
-				write = late
-			default:
-				chk.Result, chk.Err = chaos.Unknown, fmt.Sprintf("%d %s %v", code, eb.Error, err)
-				write = late
-			}
-			x.addOp(chk)
-		}
-		if write {
-			for k := range 1 + rng.IntN(2) {
-				value := fmt.Sprintf("c%d/op%d/%d", c, op.ID, k)
-				w := chaos.Write{Client: c, Lock: lock, Token: ar.Token, Value: value, Late: late, Invoke: now()}
-				err := x.fc.Exec(ctx, lock, ar.Token, func(tx *sql.Tx) error {
-					_, err := tx.Exec(`INSERT INTO writes (resource, token, value) VALUES (?, ?, ?)`, lock, ar.Token, value)
-					return err
-				})
-				w.Return = now()
-				switch {
-				case err == nil:
-					w.Accepted = true
-				case errors.Is(err, fence.ErrStaleToken):
-					w.Rejected = true
-				}
-				if err != nil {
-					w.Err = err.Error()
-				}
-				x.addWrite(w)
-				if err != nil {
-					break
-				}
-			}
-		}
-		rel := chaos.Op{Client: c, Node: node, Kind: chaos.OpRelease, Lock: lock, Token: ar.Token, Invoke: now()}
-		code, eb, err = x.call(ctx, ri, "POST", "/v1/release", map[string]string{"handle": ar.Handle}, nil, 4*ttl)
-		rel.Return = now()
-		switch {
-		case err == nil && code == 200:
-			rel.Result = chaos.OK
-		default:
-			// 409 not_holder: the lease had been lost; the replica asks the
-			// cluster to release it in the background, so when (or
-			// whether) that commits is not known here.
-			rel.Result = chaos.Unknown
-			rel.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
-		}
-		x.addOp(rel)
-		// A graceful stop of the replica closed its HTTP session: the lease
-		// ended then (the HTTP client cannot see it; an embedded worker
-		// would, through Lease.Done).
-		x.setValidTo(idx, x.endedBy(ri, op.Return, min(validTo, rel.Invoke)))
-		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 8))))
-	}
-}
-
-// ---- nemesis ----
-
-func (x *Harness) leader(ctx context.Context) (int, bool) {
-	for i, r := range x.reps {
-		if x.down[i].Load() || x.pausedCh(i) != nil || !r.running() {
-			continue
-		}
-		if st, err := x.status(ctx, i); err == nil && st.State == "leader" {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-func (x *Harness) sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// nemesis injects one fault at a time until the end of the workload, each
-// bounded in time and undone before the next.
-func (x *Harness) nemesis(ctx context.Context) {
-	ttl := x.o.TTL
-	r := x.rng
-	n := x.o.Replicas
-	for ctx.Err() == nil {
-		gap := ttl/2 + time.Duration(r.Int64N(int64(ttl)))
-		if !time.Now().Add(gap).Before(x.end) {
-			x.sleep(ctx, time.Until(x.end))
-			return
-		}
-		x.sleep(ctx, gap)
-		hold := ttl/2 + time.Duration(r.Int64N(int64(2*ttl)))
-		k := r.IntN(100)
-		if !x.net.CanPartition() && k >= 60 {
-			k = r.IntN(60) // process faults only
-		}
-		switch {
-		case k < 35:
-			// A pause longer than the TTL, preferably of a replica whose
-			// client holds a lease and has not written yet.
-			i := r.IntN(n)
-			for c := range x.holding {
-				if h := x.holding[c].Load(); h >= 0 {
-					i = int(h)
-					break
-				}
-			}
-			if x.down[i].Load() {
-				continue
-			}
-			done := x.fault("sigstop", x.reps[i].id)
-			d := ttl + ttl/2 + time.Duration(r.Int64N(int64(ttl)))
-			ch := make(chan struct{})
-			x.pmu.Lock()
-			x.paused[i] = ch
-			x.pmu.Unlock()
-			if err := x.reps[i].pause(); err != nil {
-				x.logf("pause r%d: %v", i+1, err)
-			}
-			x.sleep(ctx, d)
-			x.reps[i].resume()
-			x.pmu.Lock()
-			x.paused[i] = nil
-			x.pmu.Unlock()
-			close(ch)
-			done()
-		case k < 50:
-			i := r.IntN(n)
-			if l, ok := x.leader(ctx); ok && r.IntN(2) == 0 {
-				i = l
-			}
-			done := x.fault("sigkill-restart", x.reps[i].id)
-			x.down[i].Store(true)
-			x.reps[i].stop(syscall.SIGKILL, 5*time.Second)
-			x.sleep(ctx, hold)
-			x.restart(i)
-			done()
-		case k < 60:
-			i := r.IntN(n)
-			done := x.fault("sigterm-restart", x.reps[i].id)
-			x.down[i].Store(true)
-			x.mu.Lock()
-			x.terminated[i] = append(x.terminated[i], now())
-			x.mu.Unlock()
-			x.reps[i].stop(syscall.SIGTERM, 10*time.Second)
-			x.sleep(ctx, hold/2)
-			x.restart(i)
-			done()
-		case k < 75:
-			perm := r.Perm(n)
-			cut := 1 + r.IntN(n/2)
-			done := x.fault("partition", fmt.Sprintf("%v | %v", x.ids(perm[:cut]), x.ids(perm[cut:])))
-			for _, a := range perm[:cut] {
-				for _, b := range perm[cut:] {
-					x.block(a, b)
-					x.block(b, a)
-				}
-			}
-			x.sleep(ctx, hold)
-			x.heal()
-			done()
-		case k < 85:
-			l, ok := x.leader(ctx)
-			done := x.fault("isolate-leader", x.ids([]int{l}))
-			if ok {
-				for b := range n {
-					if b != l {
-						x.block(l, b)
-						x.block(b, l)
-					}
-				}
-			}
-			x.sleep(ctx, hold)
-			x.heal()
-			done()
-		case k < 93:
-			a := r.IntN(n)
-			b := (a + 1 + r.IntN(n-1)) % n
-			done := x.fault("one-way", fmt.Sprintf("%s→%s", x.reps[a].id, x.reps[b].id))
-			x.block(a, b)
-			if l, ok := x.leader(ctx); ok && l != a && r.IntN(2) == 0 {
-				x.block(l, a)
-			}
-			x.sleep(ctx, hold)
-			x.heal()
-			done()
-		default:
-			done := x.fault("quorum-loss", "all")
-			for a := range n {
-				for b := range n {
-					if a != b {
-						x.block(a, b)
-					}
-				}
-			}
-			x.sleep(ctx, ttl+time.Duration(r.Int64N(int64(ttl))))
-			x.heal()
-			done()
-		}
-	}
-}
-
-func (x *Harness) ids(is []int) string {
-	var out []string
-	for _, i := range is {
-		out = append(out, x.reps[i].id)
-	}
-	return strings.Join(out, ",")
-}
-
-func (x *Harness) block(a, b int) {
-	if err := x.net.Block(a, b); err != nil {
-		x.logf("block r%d→r%d: %v", a+1, b+1, err)
-	}
-}
-
-func (x *Harness) heal() {
-	if err := x.net.Heal(); err != nil {
-		x.logf("heal: %v", err)
-	}
-}
-
-func (x *Harness) restart(i int) {
-	if err := x.reps[i].start(); err != nil {
-		x.logf("restart r%d: %v", i+1, err)
-		x.mu.Lock()
-		x.h.HarnessErrors = append(x.h.HarnessErrors, fmt.Sprintf("restart r%d: %v", i+1, err))
-		x.mu.Unlock()
-		return
-	}
-	x.down[i].Store(false)
-}
-
-// healAll undoes every fault: rules flushed, paused replicas continued,
-// stopped ones restarted.
-func (x *Harness) healAll() {
-	x.heal()
-	for i, r := range x.reps {
-		if r.running() {
-			r.resume()
-		} else {
-			x.restart(i)
-		}
-	}
-}
-
-// ---- the end: convergence, logs, digests ----
-
-func (x *Harness) finish(ctx context.Context) error {
-	if err := x.waitReady(ctx, 90*time.Second); err != nil {
-		return fmt.Errorf("after healing: %w", err)
-	}
-	// Wait until every replica has applied the same index (nothing is
-	// proposed any more but expiries and session closes of the past).
-	var common uint64
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var idx []uint64
-		same := true
-		for i := range x.reps {
-			st, err := x.status(ctx, i)
-			if err != nil {
-				same = false
-				break
-			}
-			idx = append(idx, st.AppliedIndex)
-			same = same && st.AppliedIndex == idx[0] && st.CommitIndex == st.AppliedIndex
-		}
-		if same && len(idx) == len(x.reps) {
-			common = idx[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("replicas did not reach a common applied index: %v", idx)
-		}
-		x.sleep(ctx, 300*time.Millisecond)
-	}
-	x.logf("converged at index %d", common)
-	var stops sync.WaitGroup
-	for _, r := range x.reps {
-		stops.Add(1)
-		go func() {
-			defer stops.Done()
-			r.stop(syscall.SIGTERM, 15*time.Second)
-		}()
-	}
-	stops.Wait()
-	x.logf("replicas stopped")
-	for _, r := range x.reps {
-		for _, p := range scanLog(r.logPath) {
-			x.h.HarnessErrors = append(x.h.HarnessErrors, fmt.Sprintf("%s log: %s", r.id, p))
-		}
-	}
-	// The resource's final state.
-	rows, err := x.db.QueryContext(ctx, `SELECT resource, token, value FROM writes ORDER BY id`)
-	if err != nil {
-		return err
-	}
-	x.h.Final = map[string][]chaos.Version{}
-	for rows.Next() {
-		var res, val string
-		var tok int64
-		if err := rows.Scan(&res, &tok, &val); err != nil {
-			rows.Close()
-			return err
-		}
-		x.h.Final[res] = append(x.h.Final[res], chaos.Version{Token: uint64(tok), Value: val})
-	}
-	rows.Close()
-
-	// The committed log, read back from every replica's data dir.
-	var logs []*chaos.ReplicaLog
-	for _, r := range x.reps {
-		rl, err := chaos.ReadReplicaLog(r.id, r.dataDir)
-		if err != nil {
-			return err
-		}
-		logs = append(logs, rl)
-	}
-	x.h.LogDivergence = chaos.CompareLogs(logs, common)
-	for i, rl := range logs {
-		events, d, last, complete, err := rl.Replay(common)
-		if err != nil {
-			return err
-		}
-		x.h.Digests = append(x.h.Digests, d)
-		if i == 0 || (complete && len(events) > len(x.h.Log)) {
-			x.h.Log, x.h.LogTokens = events, last
-			if !complete {
-				x.h.LogTokens = 0 // a snapshot hid the first grants
-			}
 		}
 	}
 	return nil

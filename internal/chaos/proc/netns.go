@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -21,6 +22,12 @@ type network interface {
 	Host(i int) string
 	// Port is replica i's port for a service (0 Raft, 1 gossip, 2 HTTP).
 	Port(i, service int) int
+	// RelayHost is the host address the harness's relays listen on, which
+	// every replica can reach.
+	RelayHost() string
+	// Source names the replica a connection to a relay came from ("" if
+	// it cannot tell).
+	Source(remote net.Addr) string
 	// Command runs a program as replica i (inside its namespace).
 	Command(i int, name string, args ...string) *exec.Cmd
 	// CanPartition reports whether Block works.
@@ -48,7 +55,11 @@ func (l *loopback) Port(i, s int) int    { return l.base + 10*i + s }
 func (l *loopback) CanPartition() bool   { return false }
 func (l *loopback) Block(int, int) error { return fmt.Errorf("loopback network: no partitions") }
 func (l *loopback) Heal() error          { return nil }
-func (l *loopback) Close() error         { return nil }
+func (l *loopback) RelayHost() string    { return "127.0.0.1" }
+func (l *loopback) Source(net.Addr) string {
+	return "" // every replica dials from 127.0.0.1
+}
+func (l *loopback) Close() error { return nil }
 func (l *loopback) Command(_ int, name string, args ...string) *exec.Cmd {
 	return exec.Command(name, args...)
 }
@@ -171,6 +182,15 @@ func (nn *netnsNet) Mode() string {
 func (nn *netnsNet) Host(i int) string  { return fmt.Sprintf("%s.%d", nn.subnet, i+1) }
 func (nn *netnsNet) Port(_, s int) int  { return []int{7400, 7401, 8080}[s] }
 func (nn *netnsNet) CanPartition() bool { return true }
+func (nn *netnsNet) RelayHost() string  { return nn.subnet + ".254" }
+
+// Source maps a replica's address in the subnet to its host.
+func (nn *netnsNet) Source(remote net.Addr) string {
+	if a, ok := remote.(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
+}
 
 func (nn *netnsNet) setup() error {
 	hub := nn.hub()

@@ -57,7 +57,8 @@ func envDuration(name string, def time.Duration) time.Duration {
 // TestMultiProcess runs replica processes of examples/replica under the
 // nemesis and checks the history. Environment:
 //
-//	RAFTLOCK_CHAOS_PROC_RUNS      runs (default 1); RAFTLOCK_CHAOS_PROC_SEED first seed (default 1)
+//	RAFTLOCK_CHAOS_PROC_CLASS     comma-separated classes (default: all of Classes)
+//	RAFTLOCK_CHAOS_PROC_RUNS      runs per class (default 1); RAFTLOCK_CHAOS_PROC_SEED first seed (default 1)
 //	RAFTLOCK_CHAOS_PROC_DURATION  workload per run (default 25s)
 //	RAFTLOCK_CHAOS_PROC_REPLICAS  replicas (default: 3, and 5 on even seeds when runs > 1)
 //	RAFTLOCK_CHAOS_PROC_TTL       session TTL (default 1.5s, with -timing test)
@@ -77,10 +78,14 @@ func TestMultiProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := envInt("RAFTLOCK_CHAOS_PROC_RUNS", 1)
+	classes := Classes
+	if v := os.Getenv("RAFTLOCK_CHAOS_PROC_CLASS"); v != "" && v != "all" {
+		classes = strings.Split(v, ",")
+	}
 	first := int64(envInt("RAFTLOCK_CHAOS_PROC_SEED", 1))
 	dur := envDuration("RAFTLOCK_CHAOS_PROC_DURATION", 25*time.Second)
 	ttl := envDuration("RAFTLOCK_CHAOS_PROC_TTL", 1500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*(dur+5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs*len(classes))*(dur+5*time.Minute))
 	defer cancel()
 
 	buildDir := t.TempDir()
@@ -91,62 +96,72 @@ func TestMultiProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oldBin := ""
+	for _, c := range classes {
+		if c == "upgrade" {
+			if oldBin, err = buildAt(ctx, root, PreviousRelease, buildDir, race); err != nil {
+				t.Fatalf("upgrade class: %v", err)
+			}
+		}
+	}
 	sum := chaos.NewSummary("multi-process")
 	if race {
 		sum.Notes = append(sum.Notes, "replicas built with -race")
 	}
 	start := time.Now()
-	for k := range runs {
-		seed := first + int64(k)
-		replicas := envInt("RAFTLOCK_CHAOS_PROC_REPLICAS", 0)
-		if replicas == 0 {
-			replicas = 3
-			if runs > 1 && seed%2 == 0 {
-				replicas = 5
-			}
-		}
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runStart := time.Now()
-			h, dir, err := Run(ctx, Options{
-				Seed: seed, Replicas: replicas, Duration: dur, TTL: ttl, Timing: "test",
-				Net: os.Getenv("RAFTLOCK_CHAOS_PROC_NET"), Root: root, Bin: bin, Logf: t.Logf,
-				OnInterrupt: func() { os.RemoveAll(buildDir) },
-			})
-			keep := false
-			defer func() {
-				if dir != "" && !keep {
-					os.RemoveAll(dir)
+	for _, class := range classes {
+		for k := range runs {
+			seed := first + int64(k)
+			replicas := envInt("RAFTLOCK_CHAOS_PROC_REPLICAS", 0)
+			if replicas == 0 {
+				replicas = 3
+				if runs > 1 && seed%2 == 0 {
+					replicas = 5
 				}
-			}()
-			if err != nil {
-				keep = true
-				t.Fatalf("run: %v (logs in %s)", err, dir)
 			}
-			r := chaos.Check(h, chaos.CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second), ClockSlack: int64(time.Millisecond), Known: known()})
-			var artifacts []string
-			if !r.OK() {
-				keep = true
-				adir := os.Getenv("RAFTLOCK_CHAOS_ARTIFACTS")
-				if adir == "" {
-					adir = dir
-				}
-				artifacts, err = chaos.SaveFailure(adir, h, r)
+			t.Run(fmt.Sprintf("class=%s/seed=%d", class, seed), func(t *testing.T) {
+				runStart := time.Now()
+				h, dir, err := Run(ctx, Options{
+					Class: class, Seed: seed, Replicas: replicas, Duration: dur, TTL: ttl, Timing: "test",
+					Net: os.Getenv("RAFTLOCK_CHAOS_PROC_NET"), Root: root, Bin: bin, OldBin: oldBin, Logf: t.Logf,
+					OnInterrupt: func() { os.RemoveAll(buildDir) },
+				})
+				keep := false
+				defer func() {
+					if dir != "" && !keep {
+						os.RemoveAll(dir)
+					}
+				}()
 				if err != nil {
-					t.Errorf("saving artifacts: %v", err)
+					keep = true
+					t.Fatalf("run: %v (logs in %s)", err, dir)
 				}
-				artifacts = append(artifacts, dir+" (replica logs, data dirs, resource.db)")
-				for _, v := range r.Violations {
-					t.Errorf("seed %d: %s [%s] %s", seed, v.Check, v.Lock, v.Detail)
+				r := chaos.Check(h, chaos.CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second), ClockSlack: int64(time.Millisecond), Known: known()})
+				var artifacts []string
+				if !r.OK() {
+					keep = true
+					adir := os.Getenv("RAFTLOCK_CHAOS_ARTIFACTS")
+					if adir == "" {
+						adir = dir
+					}
+					artifacts, err = chaos.SaveFailure(adir, h, r)
+					if err != nil {
+						t.Errorf("saving artifacts: %v", err)
+					}
+					artifacts = append(artifacts, dir+" (replica logs, data dirs, resource.db)")
+					for _, v := range r.Violations {
+						t.Errorf("class %s seed %d: %s [%s] %s", class, seed, v.Check, v.Lock, v.Detail)
+					}
+					t.Errorf("class %s seed %d failed (porcupine %s), violated checks %v; artifacts: %v", class, seed, r.Porcupine, r.ViolatedChecks(), artifacts)
 				}
-				t.Errorf("seed %d failed (porcupine %s); artifacts: %v", seed, r.Porcupine, artifacts)
-			}
-			sum.Add(h, r, artifacts)
-			t.Logf("seed %d (%d replicas, %v): %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, faults %v, porcupine %s; notes %v; %v",
-				seed, replicas, dur, r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, h.Faults, r.Porcupine, h.Notes, time.Since(runStart).Round(time.Second))
-		})
+				sum.Add(h, r, artifacts)
+				t.Logf("class %s seed %d (%d replicas, %v): %d probes (resume %d ms), %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, faults %v, porcupine %s; notes %v; %v",
+					class, seed, replicas, dur, r.Probes, r.ResumeMillis, r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, h.Faults, r.Porcupine, h.Notes, time.Since(runStart).Round(time.Second))
+			})
+		}
 	}
 	sum.WallTime = time.Since(start).Round(time.Second).String()
-	t.Logf("multi-process chaos summary:\n%s", sum.Table())
+	t.Logf("multi-process chaos summary:\n%s\n%s", sum.Table(), sum.ClassTable())
 	if out := os.Getenv("RAFTLOCK_CHAOS_OUT"); out != "" {
 		if err := sum.WriteFile(filepath.Join(out, "latest-multiprocess.json")); err != nil {
 			t.Error(err)

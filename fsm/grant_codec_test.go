@@ -1,0 +1,47 @@
+package fsm
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestGrantsRoundTrip(t *testing.T) {
+	grants := []Event{
+		{Kind: EventGranted, FromQueue: true, Index: 7, At: -3, Session: 2, Lock: "a", Owner: OwnerID{1}, Token: 9},
+		{Kind: EventGranted, FromQueue: true, Index: 1 << 40, At: 1 << 50, Session: 1 << 30, Lock: "é/ü", Owner: OwnerID{15: 2}, Token: 1 << 60},
+	}
+	got, err := DecodeGrants(AppendGrants(nil, grants))
+	if err != nil || !reflect.DeepEqual(got, grants) {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	for name, b := range map[string][]byte{
+		"truncated":       AppendGrants(nil, grants)[:10],
+		"trailing":        append(AppendGrants(nil, grants), 0),
+		"too many":        {0xff, 0xff, 0x03},
+		"zero token":      AppendGrants(nil, []Event{{Index: 1, Session: 1, Lock: "a", Owner: OwnerID{1}}}),
+		"bad lock name":   AppendGrants(nil, []Event{{Index: 1, Session: 1, Lock: "", Owner: OwnerID{1}, Token: 1}}),
+		"zero owner":      AppendGrants(nil, []Event{{Index: 1, Session: 1, Lock: "a", Token: 1}}),
+		"empty input":     {},
+		"count over data": {5},
+	} {
+		if _, err := DecodeGrants(b); !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzDecodeGrants(f *testing.F) {
+	f.Add(AppendGrants(nil, []Event{{Index: 7, At: 3, Session: 2, Lock: "a", Owner: OwnerID{1}, Token: 9}}))
+	f.Add([]byte{0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		grants, err := DecodeGrants(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeGrants(AppendGrants(nil, grants))
+		if err != nil || !reflect.DeepEqual(again, grants) {
+			t.Fatalf("re-encoding changed the grants: %v", err)
+		}
+	})
+}

@@ -1,0 +1,54 @@
+package chaos
+
+// Calls that cannot commit say why, within their deadline: a TryLock made
+// entirely inside a quorum loss (every replica cut off from every other)
+// fails with an error wrapping ErrNoQuorum (or the session's end), never a
+// bare deadline; and no call returns later than its deadline plus a TTL
+// (unless its replica's process was paused meanwhile: a stopped process
+// answers nothing), nor more than a TTL after its session ended.
+func (c *checker) checkErrors() {
+	var windows [][2]int64
+	for _, f := range c.h.Nemesis {
+		if f.Kind == "quorum-loss" {
+			windows = append(windows, [2]int64{f.Start, f.End})
+		}
+	}
+	inside := func(op *Op) bool {
+		for _, w := range windows {
+			if op.Invoke >= w[0] && op.Return <= w[1] {
+				return true
+			}
+		}
+		return false
+	}
+	paused := func(op *Op) bool {
+		for _, f := range c.h.Nemesis {
+			if (f.Kind == "sigstop" || f.Kind == "pause") && f.Target == op.Node && f.Start < op.Return && f.End > op.Invoke {
+				return true
+			}
+		}
+		return false
+	}
+	hung, vague := 0, 0
+	for i := range c.h.Ops {
+		op := &c.h.Ops[i]
+		if op.Deadline != 0 && c.h.TTL > 0 && op.Return > op.Deadline+c.h.TTL && !paused(op) {
+			if hung < maxReported {
+				c.fail(CheckBoundedCall, op.Lock, "op %d (%s by client %d on %s) returned %s after its deadline (%s)", op.ID, op.Kind, op.Client, op.Node, durationMS(op.Return-op.Deadline), op.Err)
+			}
+			hung++
+		}
+		if op.SessionEnded != 0 && c.h.TTL > 0 && op.Return > op.SessionEnded+c.h.TTL && !paused(op) {
+			if hung < maxReported {
+				c.fail(CheckBoundedCall, op.Lock, "op %d (%s by client %d on %s) returned %s after its session ended (%s)", op.ID, op.Kind, op.Client, op.Node, durationMS(op.Return-op.SessionEnded), op.Err)
+			}
+			hung++
+		}
+		if op.Kind == OpTryAcquire && op.Result == Fail && op.ErrKind != "" && op.ErrKind != ErrNoQuorum && op.ErrKind != ErrSessionExpired && inside(op) {
+			if vague < maxReported {
+				c.fail(CheckErrorMeaning, op.Lock, "op %d (try-acquire by client %d on %s) during a quorum loss failed with %q (%s), not ErrNoQuorum", op.ID, op.Client, op.Node, op.Err, op.ErrKind)
+			}
+			vague++
+		}
+	}
+}

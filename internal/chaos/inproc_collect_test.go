@@ -1,0 +1,253 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/node"
+)
+
+// ---- log collection ----
+
+// collector merges the events every replica applies: one event per (index,
+// position), the earliest observation time, and any disagreement between
+// replicas.
+type collector struct {
+	s    *sim
+	mu   sync.Mutex
+	evs  map[[2]uint64]LogEvent
+	errs []string
+	subs map[*node.Node]*watcher
+	wg   sync.WaitGroup
+}
+
+type watcher struct {
+	sub  *node.Subscription
+	stop chan struct{}
+}
+
+func newCollector(s *sim) *collector {
+	return &collector{s: s, evs: map[[2]uint64]LogEvent{}, subs: map[*node.Node]*watcher{}}
+}
+
+func (c *collector) record(nodeID string, le LogEvent, at int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]uint64{le.Index, uint64(le.Seq)}
+	prev, ok := c.evs[k]
+	if !ok {
+		le.Observed = at
+		c.evs[k] = le
+		return
+	}
+	obs := prev.Observed
+	prev.Observed = 0
+	if prev != le && len(c.errs) < 20 {
+		c.errs = append(c.errs, fmt.Sprintf("replicas disagree on the event at index %d position %d: %+v, and %s applied %+v", le.Index, le.Seq, prev, nodeID, le))
+	}
+	prev.Observed = min(obs, at)
+	c.evs[k] = prev
+}
+
+func (c *collector) watch(nodeID string, n *node.Node) {
+	sub, err := n.Subscribe(node.EventFilter{All: true}, 1<<16)
+	if err != nil {
+		c.s.t.Fatalf("subscribe to %s: %v", nodeID, err)
+	}
+	w := &watcher{sub: sub, stop: make(chan struct{})}
+	c.mu.Lock()
+	c.subs[n] = w
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		var index uint64
+		seq := 0
+		handle := func(e fsm.Event) {
+			if e.Index == index {
+				seq++
+			} else {
+				index, seq = e.Index, 0
+			}
+			c.record(nodeID, logEvent(e, seq), now())
+		}
+		for {
+			select {
+			case e := <-sub.C:
+				handle(e)
+			case <-sub.Resync:
+				// A snapshot restore (expected: the other replicas saw
+				// those entries live) or dropped events (a harness problem:
+				// positions within an entry could shift).
+				index, seq = 0, 0
+			case <-w.stop:
+				for {
+					select {
+					case e := <-sub.C:
+						handle(e)
+					default:
+						sub.Close()
+						return
+					}
+				}
+			}
+		}
+	}()
+}
+
+// stopped ends the observation of a node that was shut down (after it
+// delivered what it had applied).
+func (c *collector) stopped(n *node.Node) {
+	c.mu.Lock()
+	w := c.subs[n]
+	delete(c.subs, n)
+	c.mu.Unlock()
+	if w != nil {
+		close(w.stop)
+	}
+}
+
+func (c *collector) stopAll() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[*node.Node]*watcher{}
+	c.mu.Unlock()
+	for _, w := range subs {
+		close(w.stop)
+	}
+	c.wg.Wait()
+}
+
+func (c *collector) events() []LogEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]LogEvent, 0, len(c.evs))
+	for _, e := range c.evs {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (c *collector) problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.errs...)
+}
+
+// ---- sampling: digests and configurations during the run ----
+
+// samplePeriod is how often (fake time) the sampler reads every replica.
+const samplePeriod = 50 * time.Millisecond
+
+// sampler records every running replica's digest (at its applied index)
+// and its Raft configuration whenever it changed, for the whole run.
+type sampler struct {
+	s        *sim
+	stopc    chan struct{}
+	done     chan struct{}
+	lastConf map[string]string // node → serversKey of its last sample
+	led      map[LeaderSample]bool
+}
+
+func newSampler(s *sim) *sampler {
+	return &sampler{s: s, stopc: make(chan struct{}), done: make(chan struct{}), lastConf: map[string]string{}, led: map[LeaderSample]bool{}}
+}
+
+func (p *sampler) start() {
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(samplePeriod)
+		defer t.Stop()
+		for {
+			p.sampleAll()
+			select {
+			case <-t.C:
+			case <-p.stopc:
+				p.sampleAll()
+				return
+			}
+		}
+	}()
+}
+
+func (p *sampler) stop() {
+	close(p.stopc)
+	<-p.done
+}
+
+func (p *sampler) sampleAll() {
+	for i := range p.s.nodes {
+		if n := p.s.nodes[i].Load(); n != nil {
+			p.sample(n)
+		}
+	}
+}
+
+func (p *sampler) sample(n *node.Node) {
+	at := now()
+	idx, d := n.Digest()
+	st := n.Status()
+	// Leading in a term: the leader state read between two equal term
+	// reads (Status reads the state before the term).
+	leading := n.IsLeader() && n.Status().Term == st.Term
+	servers := statusServers(st)
+	key := serversKey(servers)
+	s := p.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.AddSamples([]DigestSample{{Node: n.ID(), Index: idx, Hash: fmt.Sprintf("%x", d[:8]), At: at, Source: "live"}})
+	if leading {
+		k := LeaderSample{Node: n.ID(), Term: st.Term}
+		if !p.led[k] {
+			p.led[k] = true
+			k.At = at
+			s.h.Leaders = append(s.h.Leaders, k)
+		}
+	}
+	if len(servers) > 0 && p.lastConf[n.ID()] != key {
+		p.lastConf[n.ID()] = key
+		s.h.Configs = append(s.h.Configs, ConfigSample{Node: n.ID(), At: at, Source: "live", ClusterID: clusterIDOf(st), Servers: servers, Leader: st.State == "leader"})
+	}
+}
+
+// clusterIDOf is the cluster identity a node reports ("" before it belongs
+// to a cluster).
+func clusterIDOf(st node.Status) string { return st.ClusterID }
+
+func statusServers(st node.Status) []ConfigServer {
+	out := make([]ConfigServer, 0, len(st.Servers))
+	for _, sv := range st.Servers {
+		out = append(out, ConfigServer{ID: sv.ID, Addr: sv.Addr, Voter: sv.Role == node.RoleVoter})
+	}
+	slices.SortFunc(out, func(a, b ConfigServer) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// readDisk reads a stopped node's data dir into the history: its
+// configurations, its entries and the digests of its log replayed up to
+// commit (the node's commit index when it stopped: nothing beyond is known
+// committed).
+func (s *sim) readDisk(i int, commit uint64) {
+	dir := s.c.DataDir(i)
+	if dir == "" {
+		return
+	}
+	at := now()
+	rl, err := ReadReplicaLog(s.c.ID(i), dir)
+	if err != nil {
+		s.note("read %s's data dir: %v", s.c.ID(i), err)
+		return
+	}
+	ds, derr := rl.DigestSamples(commit, at)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.Configs = append(s.h.Configs, rl.Configurations(at)...)
+	s.h.AddEntries(rl.EntrySamples(at))
+	if derr == nil && commit > 0 {
+		s.h.AddSamples(ds)
+	}
+}

@@ -1,0 +1,210 @@
+package proc
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/raftlock/raftlock/internal/chaos"
+	"github.com/raftlock/raftlock/lockapi/fence"
+)
+
+// ---- workload ----
+
+func (x *Harness) addOp(op chaos.Op) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	op.ID = x.nextOp
+	x.nextOp++
+	x.h.Ops = append(x.h.Ops, op)
+	return len(x.h.Ops) - 1
+}
+
+func (x *Harness) setValidTo(i int, v int64) {
+	x.mu.Lock()
+	x.h.Ops[i].ValidTo = v
+	x.mu.Unlock()
+}
+
+func (x *Harness) addWrite(w chaos.Write) {
+	x.mu.Lock()
+	x.h.Writes = append(x.h.Writes, w)
+	x.mu.Unlock()
+}
+
+// fault counts a fault and returns a function that records its end.
+func (x *Harness) fault(kind, target string) func() {
+	x.mu.Lock()
+	x.h.AddFault(kind)
+	x.mu.Unlock()
+	x.logf("nemesis: %s %s", kind, target)
+	start := now()
+	return func() {
+		x.mu.Lock()
+		x.h.Nemesis = append(x.h.Nemesis, chaos.FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
+		x.mu.Unlock()
+	}
+}
+
+// endedBy returns the first graceful stop of replica i within [from, to),
+// or to.
+func (x *Harness) endedBy(i int, from, to int64) int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, t := range x.terminated[i] {
+		if t >= from && t < to {
+			return t
+		}
+	}
+	return to
+}
+
+// pausedCh returns a channel closed when replica i resumes, or nil if it
+// is not paused.
+func (x *Harness) pausedCh(i int) chan struct{} {
+	x.pmu.Lock()
+	defer x.pmu.Unlock()
+	return x.paused[i]
+}
+
+type acquireResp struct {
+	Lock             string `json:"lock"`
+	Token            uint64 `json:"token"`
+	Handle           string `json:"handle"`
+	ValidUntilUnixMS int64  `json:"valid_until_unix_ms"`
+}
+
+type leaseResp struct {
+	Valid bool   `json:"valid"`
+	Error string `json:"error"`
+}
+
+// client is one Jepsen client: bound to one replica, it locks, writes
+// through the fence into SQLite with its token, and unlocks.
+func (x *Harness) client(ctx context.Context, c int) {
+	ri := c % x.o.Replicas
+	rng := rand.New(rand.NewPCG(uint64(x.o.Seed), uint64(c)+1))
+	ttl := x.o.TTL
+	node := x.reps[ri].id
+	for time.Now().Before(x.end) && ctx.Err() == nil {
+		if x.down[ri].Load() {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		lock := fmt.Sprintf("lock-%d", rng.IntN(x.o.Locks))
+		wait := rng.Float64() < 0.75
+		op := chaos.Op{Client: c, Node: node, Kind: chaos.OpAcquire, Lock: lock}
+		if !wait {
+			op.Kind = chaos.OpTryAcquire
+		}
+		timeout := ttl + time.Duration(rng.Int64N(int64(ttl)))
+		var ar acquireResp
+		op.Invoke = now()
+		op.Deadline = op.Invoke + int64(timeout)
+		code, eb, err := x.call(ctx, ri, "POST", "/v1/acquire", map[string]any{"lock": lock, "wait": wait, "timeout_ms": timeout.Milliseconds()}, &ar, timeout+6*ttl)
+		op.Return = now()
+		switch {
+		case err == nil && code == 200:
+			op.Result, op.Token = chaos.Granted, ar.Token
+		case err == nil && code == 409 && eb.Error == "locked":
+			op.Result = chaos.Locked
+		default:
+			op.Result = chaos.Fail
+			op.Err, op.ErrKind = fmt.Sprintf("%d %s %v", code, eb.Error, err), errKind(eb.Error)
+			if err != nil && op.Return-op.Invoke >= int64(timeout+6*ttl) {
+				op.ErrKind = chaos.ErrDeadline // no answer at all within the call's bound
+			}
+		}
+		idx := x.addOp(op)
+		if op.Result != chaos.Granted {
+			time.Sleep(time.Duration(rng.Int64N(int64(ttl / 4))))
+			continue
+		}
+		validTo := time.UnixMilli(ar.ValidUntilUnixMS).UnixNano()
+
+		// Think; a pause of our replica may hit here. A paused replica's
+		// client (a thread of that process, in reality) resumes with its
+		// old token and writes late.
+		x.holding[c].Store(int32(ri))
+		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 3))))
+		late := false
+		if ch := x.pausedCh(ri); ch != nil {
+			late = true
+			select {
+			case <-ch:
+			case <-time.After(10 * ttl):
+			}
+		}
+		x.holding[c].Store(-1)
+		careful := !late && rng.Float64() < 0.5
+		write := true
+		if careful || late {
+			// A careful client asks whether its lease is still valid; a late
+			// one asks too (for the record: a replica just resumed from a
+			// pause must not call an expired lease valid) but writes anyway.
+			var lr leaseResp
+			chk := chaos.Op{Client: c, Node: node, Kind: chaos.OpLeaseCheck, Lock: lock, Token: ar.Token, Invoke: now()}
+			code, eb, err := x.call(ctx, ri, "GET", "/v1/lease?handle="+ar.Handle, nil, &lr, 2*ttl)
+			chk.Return = now()
+			switch {
+			case err == nil && code == 200 && lr.Valid:
+				chk.Result = chaos.Valid // the checker extends the window to it
+			case err == nil && code == 200:
+				chk.Result, chk.Err = chaos.NotHolder, lr.Error
+				write = late
+			default:
+				chk.Result, chk.Err = chaos.Unknown, fmt.Sprintf("%d %s %v", code, eb.Error, err)
+				write = late
+			}
+			x.addOp(chk)
+		}
+		if write {
+			for k := range 1 + rng.IntN(2) {
+				value := fmt.Sprintf("c%d/op%d/%d", c, op.ID, k)
+				w := chaos.Write{Client: c, Lock: lock, Token: ar.Token, Value: value, Late: late, Invoke: now()}
+				err := x.fc.Exec(ctx, lock, ar.Token, func(tx *sql.Tx) error {
+					_, err := tx.Exec(`INSERT INTO writes (resource, token, value) VALUES (?, ?, ?)`, lock, ar.Token, value)
+					return err
+				})
+				w.Return = now()
+				switch {
+				case err == nil:
+					w.Accepted = true
+				case errors.Is(err, fence.ErrStaleToken):
+					w.Rejected = true
+				}
+				if err != nil {
+					w.Err = err.Error()
+				}
+				x.addWrite(w)
+				if err != nil {
+					break
+				}
+			}
+		}
+		rel := chaos.Op{Client: c, Node: node, Kind: chaos.OpRelease, Lock: lock, Token: ar.Token, Invoke: now()}
+		code, eb, err = x.call(ctx, ri, "POST", "/v1/release", map[string]string{"handle": ar.Handle}, nil, 4*ttl)
+		rel.Return = now()
+		switch {
+		case err == nil && code == 200:
+			rel.Result = chaos.OK
+		default:
+			// 409 not_holder: the lease had been lost; the replica asks the
+			// cluster to release it in the background, so when (or
+			// whether) that commits is not known here.
+			rel.Result = chaos.Unknown
+			rel.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
+		}
+		x.addOp(rel)
+		// A graceful stop of the replica closed its HTTP session: the lease
+		// ended then (the HTTP client cannot see it; an embedded worker
+		// would, through Lease.Done).
+		x.setValidTo(idx, x.endedBy(ri, op.Return, min(validTo, rel.Invoke)))
+		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 8))))
+	}
+}

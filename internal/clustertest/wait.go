@@ -1,0 +1,90 @@
+package clustertest
+
+import (
+	"context"
+	"time"
+)
+
+// WaitLeader waits until the running nodes agree on one leader among them,
+// and returns its index.
+func (c *Cluster) WaitLeader(timeout time.Duration) int {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if i, ok := c.agreedLeader(); ok {
+			return i
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no agreed leader within %v: %s", timeout, c.describe())
+		}
+		time.Sleep(c.opts.Timing.HeartbeatTimeout / 5)
+	}
+}
+
+func (c *Cluster) agreedLeader() (int, bool) {
+	leader := -1
+	for i, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		st := n.Status()
+		if st.State == "leader" {
+			if leader >= 0 {
+				return -1, false
+			}
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return -1, false
+	}
+	for _, n := range c.Nodes {
+		if n != nil && n.Status().LeaderID != c.ID(leader) {
+			return -1, false
+		}
+	}
+	return leader, true
+}
+
+// WaitReady waits until every running node is ready.
+func (c *Cluster) WaitReady(timeout time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for i, n := range c.Nodes {
+		if n == nil {
+			continue
+		}
+		if err := n.WaitReady(ctx); err != nil {
+			c.t.Fatalf("%s not ready: %v (%s)", c.ID(i), err, c.describe())
+		}
+	}
+}
+
+// Eventually polls cond until it holds, failing the test after timeout with
+// cond's last description and the cluster's state.
+func (c *Cluster) Eventually(timeout time.Duration, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("not within %v: %s; cluster: %s", timeout, why, c.describe())
+		}
+		time.Sleep(c.opts.Timing.HeartbeatTimeout / 5)
+	}
+}
+
+// Follower returns the index of a running node other than the leader.
+func (c *Cluster) Follower(leader int) int {
+	for i, n := range c.Nodes {
+		if n != nil && i != leader {
+			return i
+		}
+	}
+	c.t.Fatal("no running follower")
+	return -1
+}

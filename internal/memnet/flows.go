@@ -1,0 +1,139 @@
+package memnet
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Per-connection ("flow") faults: unlike the host-pair faults of faults.go,
+// these act on one connection and one direction of it — a stalled pooled
+// connection whose requests arrive late (after the caller retried on another
+// connection: the server then sees the request twice, and in another order
+// than the retry), late replies, or one direction of one connection cut.
+// Bytes are never duplicated or reordered inside one connection: a stream
+// stays a stream, as with TCP.
+
+// prefaceLen is how many of the dialer's first bytes a connection records.
+const prefaceLen = 8
+
+// Direction is one direction of a connection's bytes.
+type Direction int
+
+// Directions of a connection.
+const (
+	Forward  Direction = 0 // written by the dialing end (requests)
+	Backward Direction = 1 // written by the accepting end (replies)
+)
+
+// flowFault is what is injected into one direction of one connection.
+// Guarded by pipe.mu.
+type flowFault struct {
+	delay time.Duration // added to the host pair's delay, for bytes written from then on
+	cut   bool          // bytes are discarded (the connection is reset once the cut is cleared)
+}
+
+// FlowFilter selects connections. Empty fields match everything.
+type FlowFilter struct {
+	From string // the dialing host
+	To   string // the accepting host
+	// Preface selects connections whose dialer's first bytes start with it
+	// (a protocol type byte, say). Connections that have not yet written
+	// that many bytes do not match.
+	Preface []byte
+}
+
+// FlowInfo describes one live connection.
+type FlowInfo struct {
+	ID       uint64 // unique on the network, in the order connections were made
+	From, To string // dialing and accepting host
+	Addr     string // the listening address dialed
+	Preface  []byte // the dialer's first bytes (up to 8)
+}
+
+// Flows lists the live connections that f selects, oldest first.
+func (n *Network) Flows(f FlowFilter) []FlowInfo {
+	n.mu.Lock()
+	ps := n.pipeList()
+	n.mu.Unlock()
+	var out []FlowInfo
+	for _, p := range ps {
+		p.mu.Lock()
+		info := FlowInfo{ID: p.id, From: p.hosts[0], To: p.hosts[1], Addr: p.addr, Preface: slices.Clone(p.preface)}
+		dead := p.isReset || p.closed[0] || p.closed[1]
+		p.mu.Unlock()
+		if dead || (f.From != "" && f.From != info.From) || (f.To != "" && f.To != info.To) ||
+			(len(f.Preface) > 0 && !bytes.HasPrefix(info.Preface, f.Preface)) {
+			continue
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b FlowInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// flow returns the live pipe with the given id, or nil.
+func (n *Network) flow(id uint64) *pipe {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p := range n.pipes {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// DelayFlow adds latency d to the bytes written from now on in direction
+// dir of connection id (on top of any host-pair delay); d <= 0 removes it.
+// Bytes keep their order. It reports whether the connection is still live.
+func (n *Network) DelayFlow(id uint64, dir Direction, d time.Duration) bool {
+	p := n.flow(id)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	p.flow[dir].delay = max(d, 0)
+	p.mu.Unlock()
+	return true
+}
+
+// CutFlow discards the bytes written from now on in direction dir of
+// connection id (the writer is not told, as with a black-holed route).
+// ClearFlows removes the cut and resets the connection if it lost bytes.
+// It reports whether the connection is still live.
+func (n *Network) CutFlow(id uint64, dir Direction) bool {
+	p := n.flow(id)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	p.flow[dir].cut = true
+	p.mu.Unlock()
+	return true
+}
+
+// ClearFlows removes every per-connection fault. Bytes already delayed keep
+// their delay; a connection that lost bytes to a flow cut is reset. It
+// returns the number of connections that had a fault.
+func (n *Network) ClearFlows() int {
+	n.mu.Lock()
+	ps := n.pipeList()
+	n.mu.Unlock()
+	f := n.faults.Load()
+	count := 0
+	for _, p := range ps {
+		p.mu.Lock()
+		had := p.flow != [2]flowFault{}
+		p.flow = [2]flowFault{}
+		p.mu.Unlock()
+		if had {
+			count++
+		}
+		if p.lostAndHealed(f) {
+			p.reset()
+		}
+	}
+	return count
+}

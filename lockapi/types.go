@@ -1,0 +1,18 @@
+package lockapi
+
+import "github.com/raftlock/raftlock/fsm"
+
+// The state machine's types that users of lockapi name, so that they need
+// not import package fsm.
+type (
+	// Token is a fencing token: strictly increasing per lock (and
+	// globally); pass it to the protected resource (package fence takes
+	// uint64(token)).
+	Token = fsm.Token
+	// Holder describes the holder of a lock (LockedError.Holder).
+	Holder = fsm.Holder
+	// OwnerID identifies one acquisition (Lease.Owner).
+	OwnerID = fsm.OwnerID
+	// SessionID identifies a session in the cluster (Session.ID).
+	SessionID = fsm.SessionID
+)

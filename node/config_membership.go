@@ -1,0 +1,154 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+const (
+	defaultMaxVoters     = 5
+	defaultMaxNonvoters  = 16
+	defaultReapTimeout   = 30 * time.Second
+	defaultStabilization = 10 * time.Second
+)
+
+// GossipTiming tunes the gossip layer's failure detection (SWIM, as in
+// hashicorp/memberlist). A member that misses its probes becomes suspect; a
+// suspect that does not refute within about SuspicionMult × log10(N+1) ×
+// ProbeInterval is declared failed. Every member must use the same timing.
+type GossipTiming struct {
+	// ProbeInterval: how often a member probes another one.
+	ProbeInterval time.Duration
+	// ProbeTimeout: how long a probe waits for an ack before asking other
+	// members to probe indirectly. Less than ProbeInterval.
+	ProbeTimeout time.Duration
+	// GossipInterval: how often queued updates are gossiped.
+	GossipInterval time.Duration
+	// PushPullInterval: how often two members exchange their full state.
+	// Failed members are also forgotten by gossip after this long.
+	PushPullInterval time.Duration
+	// SuspicionMult scales the time a suspect has to refute.
+	SuspicionMult int
+	// TCPTimeout bounds stream operations (join, push/pull).
+	TCPTimeout time.Duration
+	// RetryJoinInterval: between join attempts while the node is alone.
+	RetryJoinInterval time.Duration
+}
+
+// LANGossipTiming is memberlist's LAN profile: a failed member is detected
+// within a few seconds.
+func LANGossipTiming() GossipTiming {
+	return GossipTiming{
+		ProbeInterval:     time.Second,
+		ProbeTimeout:      500 * time.Millisecond,
+		GossipInterval:    200 * time.Millisecond,
+		PushPullInterval:  30 * time.Second,
+		SuspicionMult:     4,
+		TCPTimeout:        10 * time.Second,
+		RetryJoinInterval: 5 * time.Second,
+	}
+}
+
+// TestGossipTiming suits in-process tests on an in-memory network (or on
+// fake time): failures are detected within about half a second.
+func TestGossipTiming() GossipTiming {
+	return GossipTiming{
+		ProbeInterval:     100 * time.Millisecond,
+		ProbeTimeout:      50 * time.Millisecond,
+		GossipInterval:    20 * time.Millisecond,
+		PushPullInterval:  2 * time.Second,
+		SuspicionMult:     3,
+		TCPTimeout:        time.Second,
+		RetryJoinInterval: 200 * time.Millisecond,
+	}
+}
+
+// gossipOn reports whether the node runs the gossip layer.
+func (c *Config) gossipOn() bool { return c.GossipAddr != "" || c.GossipListener != nil }
+
+func (c *Config) maxVoters() int { return c.MaxVoters }
+
+func (c *Config) reapTimeout() time.Duration { return c.ReapTimeout }
+
+func (c *Config) gossipTiming() GossipTiming { return c.GossipTiming }
+
+// validateGossip checks the membership settings (messages without the
+// ErrInvalidConfig prefix).
+func (c *Config) validateGossip() error {
+	on := c.gossipOn()
+	switch {
+	case c.MaxVoters < 0:
+		return fmt.Errorf("MaxVoters %d < 0", c.MaxVoters)
+	case c.ReapTimeout < 0:
+		return fmt.Errorf("ReapTimeout %v < 0", c.ReapTimeout)
+	case c.BootstrapExpect < 0:
+		return fmt.Errorf("BootstrapExpect %d < 0", c.BootstrapExpect)
+	case c.Bootstrap && c.BootstrapExpect > 0:
+		return errors.New("Bootstrap and BootstrapExpect are exclusive")
+	case len(c.Peers) > 0 && on:
+		return errors.New("Peers is for static membership: with gossip, members find each other through Join")
+	case c.BootstrapExpect > c.maxVoters():
+		return fmt.Errorf("BootstrapExpect %d > MaxVoters %d", c.BootstrapExpect, c.maxVoters())
+	case !on && c.BootstrapExpect > 0:
+		return errors.New("BootstrapExpect needs GossipAddr")
+	case !on && len(c.Join) > 0:
+		return errors.New("Join needs GossipAddr")
+	case !on && len(c.GossipKey) > 0:
+		return errors.New("GossipKey needs GossipAddr")
+	case !on && c.GossipAdvertiseAddr != "":
+		return errors.New("GossipAdvertiseAddr needs GossipAddr")
+	case c.GossipAddr != "" && c.GossipListener != nil:
+		return errors.New("both GossipAddr and GossipListener set")
+	}
+	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
+		return fmt.Errorf("GossipKey is %d bytes; want 16, 24 or 32", n)
+	}
+	if c.GossipAddr != "" {
+		if err := checkIPPort("GossipAddr", c.GossipAddr, true, true); err != nil {
+			return err
+		}
+	}
+	if c.GossipAdvertiseAddr != "" {
+		if err := checkIPPort("GossipAdvertiseAddr", c.GossipAdvertiseAddr, false, false); err != nil {
+			return err
+		}
+	}
+	for i, s := range c.Join {
+		host, _, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return fmt.Errorf("Join[%d] %q is not host:port", i, s)
+		}
+	}
+	if !on {
+		return nil
+	}
+	t := c.gossipTiming()
+	switch {
+	case t.ProbeInterval <= 0 || t.GossipInterval <= 0 || t.PushPullInterval <= 0 || t.TCPTimeout <= 0 || t.RetryJoinInterval <= 0:
+		return fmt.Errorf("GossipTiming %+v: every interval and timeout must be > 0", t)
+	case t.ProbeTimeout <= 0 || t.ProbeTimeout >= t.ProbeInterval:
+		return fmt.Errorf("GossipTiming.ProbeTimeout %v outside (0, ProbeInterval %v)", t.ProbeTimeout, t.ProbeInterval)
+	case t.SuspicionMult < 1:
+		return fmt.Errorf("GossipTiming.SuspicionMult %d < 1", t.SuspicionMult)
+	}
+	return nil
+}
+
+// checkIPPort checks an "ip:port" address (memberlist needs IP literals).
+func checkIPPort(field, addr string, emptyHost, zeroPort bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: %v", field, addr, err)
+	}
+	if host == "" && !emptyHost || host != "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("%s %q: host must be an IP address", field, addr)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 && !zeroPort {
+		return fmt.Errorf("%s %q: bad port", field, addr)
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// expiryManager runs on the leader. It keeps every session's deadline in
+// memory (keepalives are not written to the log), proposes ExpireSessions for
+// sessions past their deadline and ends lock-delays (expiry_delays.go).
+// Followers keep no deadlines: a new leader first commits a barrier, then
+// gives every session now + TTL + ElectionTimeout (the takeover grace), so
+// that a keepalive acknowledged by the old leader is never cut short.
+//
+// Deadlines sit in a heap: opening a session, a keepalive and an expiry cost
+// O(log n), and the expiry loop touches only the sessions that are due. All
+// times are the leader's monotonic clock.
+type expiryManager struct {
+	h     expiryHost
+	poke  chan struct{}
+	grace time.Duration
+
+	mu       sync.Mutex
+	leading  bool          // deadlines are initialised for this leadership term
+	takeover []takeoverEvt // while a new leader reads the state: what changed meanwhile
+	sessions map[fsm.SessionID]*deadline
+	due      timeHeap[*deadline]
+	wakeAt   time.Time // when the loop runs next on its own
+	delays   delayTimers
+}
+
+// expiryHost is what the expiry manager needs of its node — a narrow seam,
+// so that expiry and lock-delay timing are unit-tested on fake time with a
+// bare state machine and no Raft (expiry_unit_test.go).
+type expiryHost struct {
+	fsm        *fsm.FSM                                           // the local state machine (read only)
+	propose    func(ctx context.Context, cmd fsm.Command) outcome // propose as leader, without forwarding or retries
+	confirm    func(ctx context.Context) error                    // confirm leadership (batched VerifyLeader)
+	duties     func(ctx context.Context)                          // the leader's other duties, after the takeover
+	wallNow    func() time.Time                                   // the leader's wall clock (version-1 lock-delay ticks only)
+	expired    func(n int)                                        // metric: sessions expired by this leader
+	delayEnded func(ok bool)                                      // metric: EndDelay proposals
+	log        *slog.Logger
+	grace      time.Duration // the takeover grace: ElectionTimeout
+	heartbeat  time.Duration // retry pause
+	retry      time.Duration // re-propose an expiry that did not commit after this
+}
+
+type deadline struct {
+	id       fsm.SessionID
+	ttl      time.Duration
+	deadline time.Time
+	expiring bool      // past its deadline; ExpireSessions proposed
+	proposed time.Time // when ExpireSessions was (last) proposed
+	at       time.Time // heap key: the deadline, or when to propose the expiry again
+	slot     int
+}
+
+func (l *deadline) dueAt() time.Time { return l.at }
+func (l *deadline) setSlot(i int)    { l.slot = i }
+
+// takeoverEvt is an event applied while a new leader read the sessions.
+type takeoverEvt struct {
+	kind fsm.EventKind
+	id   fsm.SessionID
+	ttl  time.Duration
+}
+
+func newExpiryManager(h expiryHost) *expiryManager {
+	return &expiryManager{h: h, poke: make(chan struct{}, 1), grace: h.grace}
+}
+
+// expiryHost returns the node's side of the seam.
+func (n *Node) expiryHost() expiryHost {
+	return expiryHost{
+		fsm:     n.fsm,
+		propose: n.proposeAsLeader,
+		confirm: n.verifier.confirm,
+		duties:  n.clusterDuties,
+		wallNow: n.wallNow,
+		expired: func(c int) { n.metrics.expiryProposals.Add(float64(c)) },
+		delayEnded: func(ok bool) {
+			n.metrics.delayEnds.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc()
+		},
+		log:       n.log,
+		grace:     n.cfg.Timing.ElectionTimeout,
+		heartbeat: n.cfg.Timing.HeartbeatTimeout,
+		retry:     n.cfg.AttemptTimeout,
+	}
+}
+
+func (m *expiryManager) wake() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
+	}
+}
+
+// lead runs the leader's duties until ctx ends (leadership lost or node closed).
+func (m *expiryManager) lead(ctx context.Context) {
+	defer func() {
+		m.mu.Lock()
+		m.leading, m.sessions, m.due, m.takeover = false, nil, timeHeap[*deadline]{}, nil
+		m.delays.reset()
+		m.mu.Unlock()
+	}()
+	// The takeover barrier: commit an entry of this term through the FSM
+	// (a Tick). Once it is applied, the FSM reflects every entry of earlier
+	// terms, and — unlike raft's own Barrier, which the FSM never sees —
+	// raft's commit index points at an entry the FSM applies, so read-index
+	// waits can complete.
+	for {
+		out := m.h.propose(ctx, fsm.Tick{})
+		if out.err == nil {
+			break
+		}
+		m.h.log.Debug("takeover barrier failed", "err", out.err)
+		if sleepCtx(ctx, m.h.heartbeat) != nil {
+			return
+		}
+	}
+	n := m.takeOver()
+	m.h.log.Info("leading", "sessions", n, "grace", m.grace)
+	duties := make(chan struct{})
+	go func() {
+		defer close(duties)
+		m.h.duties(ctx)
+	}()
+	defer func() { <-duties }()
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		if m.h.fsm.Halted() != nil { // it cannot apply what it would propose
+			<-ctx.Done()
+			return
+		}
+		next := m.expire(ctx)
+		if t, ok := m.endDelays(ctx); ok && t.Before(next) {
+			next = t
+		}
+		m.mu.Lock()
+		m.wakeAt = next
+		m.mu.Unlock()
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-m.poke: // Reset above discards a stale expiry (Go ≥ 1.23 timers)
+		}
+	}
+}
+
+// takeOver gives every session the takeover grace. It reads only the ids
+// and TTLs, outside the mutex that keepalives wait on, and takes the time
+// after the read; what the FSM applies meanwhile is replayed. It returns
+// the number of sessions.
+func (m *expiryManager) takeOver() int {
+	m.mu.Lock()
+	m.takeover = []takeoverEvt{}
+	m.mu.Unlock()
+	ttls := m.h.fsm.SessionTTLs()
+	now := time.Now()
+	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
+	items := make([]*deadline, 0, len(ttls))
+	for _, s := range ttls {
+		l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+		l.at = l.deadline
+		sessions[s.ID] = l
+		items = append(items, l)
+	}
+	var h timeHeap[*deadline]
+	h.init(items)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sessions, m.due = sessions, h
+	for _, e := range m.takeover {
+		m.sessionEventLocked(e, now)
+	}
+	m.takeover = nil
+	m.delays.reset()
+	m.leading = true
+	return len(m.sessions)
+}
+
+// sessionEventLocked applies a session's opening or end to the deadlines.
+func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bool) {
+	switch e.kind {
+	case fsm.EventSessionOpened:
+		if m.sessions[e.id] != nil {
+			return false
+		}
+		l := &deadline{id: e.id, ttl: e.ttl, deadline: now.Add(e.ttl)}
+		l.at = l.deadline
+		m.sessions[e.id] = l
+		m.due.add(l)
+		return l.at.Before(m.wakeAt)
+	case fsm.EventSessionClosed, fsm.EventSessionExpired:
+		if l := m.sessions[e.id]; l != nil {
+			delete(m.sessions, e.id)
+			m.due.remove(l.slot)
+		}
+	}
+	return false
+}
+
+// expire proposes ExpireSessions for the sessions past their deadline (and
+// again for those whose proposal failed a while ago). It returns when it
+// next needs to run.
+func (m *expiryManager) expire(ctx context.Context) time.Time {
+	now := time.Now()
+	retry := m.h.retry
+	next := now.Add(time.Minute)
+	var due []fsm.SessionID
+	m.mu.Lock()
+	for {
+		l, ok := m.due.first()
+		if !ok || l.at.After(now) {
+			break
+		}
+		l.expiring, l.proposed, l.at = true, now, now.Add(retry)
+		m.due.fix(l.slot)
+		due = append(due, l.id)
+	}
+	if l, ok := m.due.first(); ok {
+		next = minTime(next, l.at)
+	}
+	m.mu.Unlock()
+	if len(due) == 0 {
+		return next
+	}
+	slices.Sort(due)
+	for len(due) > 0 {
+		chunk := due[:min(len(due), fsm.MaxExpireSessions)]
+		due = due[len(chunk):]
+		out := m.h.propose(ctx, fsm.ExpireSessions{Sessions: chunk})
+		if out.err != nil {
+			m.h.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)
+			continue
+		}
+		m.h.expired(out.res.Count)
+		m.h.log.Info("sessions expired", "count", out.res.Count, "index", out.index)
+	}
+	return next
+}
+
+// observe updates deadlines and delay timers from applied events (FSM
+// goroutine; O(log n) per event, never blocks for long).
+func (m *expiryManager) observe(events []fsm.Event) {
+	poke := false
+	m.mu.Lock()
+	if m.leading || m.takeover != nil {
+		now := time.Now()
+		for _, e := range events {
+			switch e.Kind {
+			case fsm.EventSessionOpened, fsm.EventSessionClosed, fsm.EventSessionExpired:
+				te := takeoverEvt{kind: e.Kind, id: e.Session}
+				if e.Kind == fsm.EventSessionOpened {
+					s, ok := m.h.fsm.Session(e.Session)
+					if !ok {
+						continue
+					}
+					te.ttl = s.TTL
+				}
+				if m.takeover != nil {
+					m.takeover = append(m.takeover, te)
+				} else if m.sessionEventLocked(te, now) {
+					poke = true
+				}
+			case fsm.EventReleased:
+				if e.DelayFor > 0 && m.leading {
+					poke = m.delays.arm(fsm.DelayRef{Lock: e.Lock, Token: e.DelayToken}, now.Add(e.DelayFor), m.wakeAt) || poke
+				}
+				poke = poke || (e.DelayUntil != 0 && e.DelayFor == 0) // version 1: the tick decides
+			case fsm.EventClusterChanged:
+				m.delays.armedAll = false // a new version may time the delays anew
+				poke = true
+			}
+		}
+	}
+	m.mu.Unlock()
+	if poke {
+		m.wake()
+	}
+}
+
+// restored re-reads every session after a snapshot restore (only a follower
+// restores, but keep the leader's view right if it ever happens).
+func (m *expiryManager) restored() {
+	m.mu.Lock()
+	if m.leading {
+		now := time.Now()
+		for _, s := range m.h.fsm.SessionTTLs() {
+			if m.sessions[s.ID] == nil {
+				l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+				l.at = l.deadline
+				m.sessions[s.ID] = l
+				m.due.add(l)
+			}
+		}
+		m.delays.armedAll = false
+	}
+	m.mu.Unlock()
+	m.wake()
+}
+
+// isLeading reports whether this node leads and has finished its takeover.
+func (m *expiryManager) isLeading() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leading
+}

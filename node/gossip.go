@@ -1,0 +1,305 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// memberInfo is what this node knows of one member (gossip events).
+type memberInfo struct {
+	meta   memberMeta
+	gossip string
+	state  MemberState // alive, dead or left; suspect is derived from heard
+	since  time.Time
+	heard  time.Time // last join, update or direct probe answer
+}
+
+// gossip is a node's gossip layer (hashicorp/memberlist): the member table
+// fed by its events (gossip_delegate.go), the join loop, the published
+// metadata (gossip_meta.go) and the views the formation and the leader's
+// reconciler read (gossip_view.go, reconcile.go).
+//
+// memberlist calls the delegate methods below with its own lock held: they
+// only touch m.mu and never call memberlist; nothing calls memberlist while
+// holding m.mu.
+type gossip struct {
+	n      *Node
+	log    *slog.Logger
+	timing GossipTiming
+	ml     *memberlist.Memberlist
+	addr   string // advertised gossip address
+	seeds  []string
+
+	ctx       context.Context // the join and run loops
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	poke      chan struct{} // run loop
+	leadPoke  chan struct{} // leader's reconciliation
+	pubPoke   chan struct{} // publisher: the metadata changed
+	firstJoin chan struct{} // closed after the first join attempt
+	life      sync.Mutex    // memberlist Leave and Shutdown (Leave after Shutdown panics)
+
+	mu        sync.Mutex
+	meta      memberMeta // published
+	metaDirty bool
+	members   map[string]*memberInfo
+	fatal     error  // another live member uses our id (we have no Raft state)
+	joinErr   string // last join failure, "" after a success
+	joined    bool
+	down      bool // memberlist shut down
+	reported  map[string]bool
+	known     knownPeers // gossip addresses of members seen alive (gossip_known.go)
+}
+
+func (m *gossip) fatalErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fatal
+}
+
+func (m *gossip) wake() {
+	for _, c := range []chan struct{}{m.poke, m.leadPoke} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// joinLoop joins through the seeds until one of them answered, and again
+// whenever the node finds itself alone; and each round it tries to
+// reconnect to one failed member (after a partition heals, memberlist alone
+// would leave the two sides apart for good).
+func (m *gossip) joinLoop() {
+	defer m.wg.Done()
+	first := true
+	for {
+		if m.fatalErr() == nil && !m.isDown() {
+			m.mu.Lock()
+			joined := m.joined
+			m.mu.Unlock()
+			if len(m.seeds) > 0 && (!joined || m.alone()) {
+				m.join()
+			}
+			if !first {
+				m.reconnect()
+			}
+		}
+		if first {
+			close(m.firstJoin)
+			first = false
+		}
+		if sleepCtx(m.ctx, m.timing.RetryJoinInterval) != nil {
+			return
+		}
+	}
+}
+
+// reconnect tries to join one failed member (not one that left), or one
+// server of the Raft configuration that gossip does not show at all,
+// through its remembered address.
+func (m *gossip) reconnect() {
+	var addrs []string
+	m.mu.Lock()
+	for id, mi := range m.members {
+		if id != m.n.cfg.ID && mi.state == MemberDead && mi.gossip != "" {
+			addrs = append(addrs, mi.gossip)
+		}
+	}
+	m.mu.Unlock()
+	addrs = append(addrs, m.lostServers()...)
+	if len(addrs) == 0 {
+		return
+	}
+	addr := addrs[rand.N(len(addrs))]
+	if n, err := m.ml.Join([]string{addr}); n > 0 {
+		m.log.Info("reconnected to a failed member", "gossip_addr", addr)
+	} else {
+		m.log.Debug("reconnecting to a failed member", "gossip_addr", addr, "err", err)
+	}
+}
+
+func (m *gossip) join() {
+	contacted, err := m.ml.Join(m.seeds)
+	if contacted > 0 {
+		m.mu.Lock()
+		again := m.joined
+		m.joined, m.joinErr = true, ""
+		m.mu.Unlock()
+		m.n.metrics.gossipJoins.WithLabelValues("ok").Inc()
+		if !again {
+			m.log.Info("joined the gossip cluster", "seeds_contacted", contacted)
+		} else {
+			m.log.Info("rejoined the gossip cluster", "seeds_contacted", contacted)
+		}
+		return
+	}
+	msg := strings.Join(strings.Fields(fmt.Sprint(err)), " ")
+	m.mu.Lock()
+	repeated := m.joinErr == msg
+	m.joinErr = msg
+	m.mu.Unlock()
+	m.n.metrics.gossipJoins.WithLabelValues("error").Inc()
+	if repeated {
+		m.log.Debug("gossip join failed; will retry", "seeds", m.seeds, "err", msg)
+	} else {
+		m.log.Warn("gossip join failed; will retry", "seeds", m.seeds, "retry_in", m.timing.RetryJoinInterval, "err", msg)
+	}
+}
+
+// alone reports whether no other member is alive.
+func (m *gossip) alone() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, mi := range m.members {
+		if id != m.n.cfg.ID && mi.state == MemberAlive {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *gossip) isDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.down
+}
+
+// run keeps the published metadata current, drives the bootstrap agreement,
+// forgets long-gone members, and stops gossip on a fatal id conflict.
+func (m *gossip) run() {
+	defer m.wg.Done()
+	tick := time.NewTicker(m.timing.ProbeInterval)
+	defer tick.Stop()
+	for {
+		if m.fatalErr() != nil {
+			m.log.Error("another live member uses this node's id: gossip stopped; this node will not join the cluster", "err", m.fatalErr())
+			m.shutdownGossip()
+			return
+		}
+		m.publish()
+		m.prune()
+		m.known.save(time.Now())
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.poke:
+		case <-tick.C:
+		}
+	}
+}
+
+// publish has the metadata re-advertised if it changed.
+func (m *gossip) publish() {
+	state, cid := m.n.hasRaftState(), m.n.ident().ClusterID
+	m.mu.Lock()
+	if m.meta.State != state || m.meta.Cluster != cid {
+		m.meta.State, m.meta.Cluster, m.metaDirty = state, cid, true
+	}
+	dirty := m.metaDirty
+	m.metaDirty = false
+	m.mu.Unlock()
+	if dirty {
+		select {
+		case m.pubPoke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// publishLoop re-advertises the metadata (memberlist reads the latest from
+// NodeMeta), so that the run loop never waits for gossip.
+func (m *gossip) publishLoop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.pubPoke:
+		}
+		if m.isDown() {
+			continue
+		}
+		// The update is queued for gossip either way; the wait only confirms
+		// it went out, so a timeout is harmless.
+		if err := m.ml.UpdateNode(m.updateTimeout()); err != nil {
+			m.log.Debug("metadata update not yet confirmed", "err", err)
+		}
+	}
+}
+
+func (m *gossip) updateTimeout() time.Duration {
+	return 5*m.timing.GossipInterval + m.timing.ProbeInterval
+}
+
+// prune forgets members that failed or left long ago and are not in the
+// Raft configuration.
+func (m *gossip) prune() {
+	conf, ok := m.n.latestConfig()
+	if !ok {
+		return
+	}
+	inConf := map[string]bool{}
+	for _, s := range conf.Servers {
+		inConf[nodeOf(s.ID)] = true
+	}
+	forget := m.n.cfg.reapTimeout() + m.timing.PushPullInterval
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, mi := range m.members {
+		if mi.state != MemberAlive && !inConf[id] && now.Sub(mi.since) > forget {
+			delete(m.members, id)
+		}
+	}
+}
+
+// conflict logs a refused member once per key and counts it.
+func (m *gossip) conflict(reason, key, msg string, args ...any) {
+	m.mu.Lock()
+	k := reason + "|" + key
+	seen := m.reported[k]
+	m.reported[k] = true
+	m.mu.Unlock()
+	if seen {
+		return
+	}
+	m.n.metrics.memberConflicts.WithLabelValues(reason).Inc()
+	m.log.Error(msg, append([]any{"reason", reason}, args...)...)
+}
+
+// Gossip user messages (memberlist SendReliable), bounded by maxUserMsg.
+const (
+	userMsgRefusal byte = 'R' // a refusalMsg, JSON
+	maxUserMsg          = 4 << 10
+)
+
+// notify sends a refusal notice to the member named id through gossip; it
+// reports whether the member is known to gossip (the send itself is best
+// effort).
+func (m *gossip) notify(id string, r refusalMsg) bool {
+	if m.isDown() {
+		return false
+	}
+	b, err := json.Marshal(r)
+	if err != nil || len(b)+1 > maxUserMsg {
+		return false
+	}
+	for _, mb := range m.ml.Members() {
+		if mb.Name == id {
+			if err := m.ml.SendReliable(mb, append([]byte{userMsgRefusal}, b...)); err != nil {
+				m.log.Debug("refusal notice not sent", "member", id, "err", err)
+			}
+			return true
+		}
+	}
+	return false
+}

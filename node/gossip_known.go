@@ -1,0 +1,125 @@
+package node
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Known peers. A node remembers, in its stable store, the gossip address of
+// every member of its cluster it has seen alive (like Consul's serf
+// snapshot), and reconnects through them to members of its Raft
+// configuration that gossip does not show alive. Without it, two gossip
+// pools that lost sight of each other — one side restarted while its
+// seeds were down, or forgot the other side after a long partition — stay
+// apart for good (memberlist merges pools only through a join), and a
+// member the leader can no longer see is never added back.
+
+// keyKnownPeers is the stable-store key of the known peers (JSON).
+var keyKnownPeers = []byte("raftlock/known_peers")
+
+const (
+	// maxKnownPeers bounds the known peers kept.
+	maxKnownPeers = 64
+	// knownPeersSave: the known peers are written at most this often.
+	knownPeersSave = 5 * time.Second
+)
+
+// knownPeers is node id → gossip address, as last seen alive.
+type knownPeers struct {
+	stable raft.StableStore
+
+	mu     sync.Mutex
+	addrs  map[string]string
+	dirty  bool
+	saved  time.Time
+	loaded bool
+}
+
+func (k *knownPeers) load() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.loaded {
+		return
+	}
+	k.loaded = true
+	k.addrs = map[string]string{}
+	if k.stable == nil {
+		return
+	}
+	if b, err := k.stable.Get(keyKnownPeers); err == nil && len(b) > 0 {
+		var m map[string]string
+		if json.Unmarshal(b, &m) == nil {
+			for id, a := range m {
+				if len(k.addrs) < maxKnownPeers && validID(id) == nil && checkIPPort("peer", a, false, false) == nil {
+					k.addrs[id] = a
+				}
+			}
+		}
+	}
+}
+
+// seen records a member's gossip address.
+func (k *knownPeers) seen(id, addr string) {
+	k.load()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.addrs[id] == addr {
+		return
+	}
+	if _, ok := k.addrs[id]; !ok && len(k.addrs) >= maxKnownPeers {
+		return
+	}
+	k.addrs[id], k.dirty = addr, true
+}
+
+// get returns the remembered address of member id ("" if none).
+func (k *knownPeers) get(id string) string {
+	k.load()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.addrs[id]
+}
+
+// save writes the known peers if they changed and the last save is old
+// enough (run loop).
+func (k *knownPeers) save(now time.Time) {
+	k.load()
+	k.mu.Lock()
+	if !k.dirty || now.Sub(k.saved) < knownPeersSave || k.stable == nil {
+		k.mu.Unlock()
+		return
+	}
+	b, err := json.Marshal(k.addrs)
+	k.dirty, k.saved = false, now
+	k.mu.Unlock()
+	if err == nil {
+		_ = k.stable.Set(keyKnownPeers, b) // best effort: a later save retries on change
+	}
+}
+
+// lostServers returns the remembered gossip addresses of the servers of the
+// Raft configuration that gossip does not show alive (or suspect).
+func (m *gossip) lostServers() []string {
+	conf, ok := m.n.latestConfig()
+	if !ok {
+		return nil
+	}
+	view := m.view(time.Now())
+	var addrs []string
+	for _, s := range conf.Servers {
+		id := nodeOf(s.ID)
+		if id == m.n.cfg.ID {
+			continue
+		}
+		if v, ok := view[id]; ok && (v.State == MemberAlive || v.State == MemberSuspect) {
+			continue
+		}
+		if a := m.known.get(id); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}

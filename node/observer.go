@@ -1,0 +1,45 @@
+package node
+
+import (
+	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// The FSM observer: what the local state machine applies reaches the
+// subscriptions, the expiry manager, the metrics and the applied index.
+
+// observer receives what the FSM applies (on Raft's FSM goroutine).
+type observer Node
+
+func (o *observer) Applied(index uint64, events []fsm.Event) {
+	n := (*Node)(o)
+	for i := range events {
+		if events[i].FromQueue {
+			if n.started.Load() && n.raft.State() == raft.Leader {
+				n.announcer.collect(events)
+			}
+			break
+		}
+	}
+	n.events.dispatch(events)
+	n.expiry.observe(events)
+	n.metrics.observeEvents(events)
+	for i := range events {
+		if events[i].Kind == fsm.EventClusterChanged {
+			n.adoptClusterID()
+			break
+		}
+	}
+	n.applied.advance(index) // last: a caller woken by it finds its events delivered
+}
+
+// Halted is told by the FSM that it stopped applying (fsm.HaltObserver).
+func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, err) }
+
+func (o *observer) Restored(index uint64) {
+	n := (*Node)(o)
+	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
+	n.events.resyncAll()
+	n.expiry.restored()
+	n.adoptClusterID()
+}
