@@ -316,3 +316,32 @@ func TestPrimitivesNeedClusterVersion3(t *testing.T) {
 		t.Fatal("SetValue is a client command, RaiseTokens the leader's")
 	}
 }
+
+// Restored from an older backup, a cluster's counter is behind tokens the
+// old cluster granted after the backup; the first RaiseTokens of the
+// restored cluster's leader puts it above them (for grants below one per
+// microsecond).
+func TestRaiseTokensAfterRestoringAnOlderBackup(t *testing.T) {
+	h, a, _, _ := v3(t)
+	h.do(RaiseTokens{})
+	backup := h.snapshot()
+	var newest Token
+	for i := range 1000 { // the old cluster goes on granting after the backup
+		h.advance(time.Millisecond)
+		o := owner(byte(i%200 + 1))
+		newest = h.do(write(a, "l", o)).Token
+		h.do(Release{Lock: "l", Owner: o})
+	}
+	restored := &harness{t: t, f: New(nil), rec: &recorder{}, index: h.index, now: h.now + int64(time.Minute)}
+	if err := restored.f.Restore(readCloser(backup)); err != nil {
+		t.Fatal(err)
+	}
+	if restored.f.Stats().LastToken >= newest {
+		t.Fatal("the backup is not older")
+	}
+	restored.do(RaiseTokens{}) // the restored cluster's first leader
+	s := restored.open(time.Second, 0, "s")
+	if g := restored.do(write(s, "l", owner(1))); g.Token <= newest {
+		t.Fatalf("token %d after the restore, the old cluster granted %d", g.Token, newest)
+	}
+}
