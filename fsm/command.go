@@ -200,19 +200,24 @@ func (c CloseSession) Validate() error {
 
 // Validate implements Command.
 func (c Acquire) Validate() error {
-	if err := validateSession(c.Session); err != nil {
-		return err
-	}
-	if err := ValidateLockName(c.Lock); err != nil {
-		return err
-	}
-	if err := validateOwner(c.Owner); err != nil {
+	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
 	if err := c.validateKind(); err != nil {
 		return err
 	}
 	return validateRequest(c.Seq, c.AckBelow)
+}
+
+// validateAcquisitionOf checks what names an acquisition of a session.
+func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
+	if err := validateSession(s); err != nil {
+		return err
+	}
+	if err := ValidateLockName(lock); err != nil {
+		return err
+	}
+	return validateOwner(o)
 }
 
 // Validate implements Command.

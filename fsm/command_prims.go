@@ -101,13 +101,7 @@ func (RaiseTokens) Op() Op { return OpRaiseTokens }
 
 // Validate implements Command.
 func (c SetValue) Validate() error {
-	if err := validateSession(c.Session); err != nil {
-		return err
-	}
-	if err := ValidateLockName(c.Lock); err != nil {
-		return err
-	}
-	if err := validateOwner(c.Owner); err != nil {
+	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
 	if err := ValidateValue(c.Value); err != nil {

@@ -116,10 +116,10 @@ func (n *Node) syncLimits(ctx context.Context) {
 func (n *Node) clusterDuties(ctx context.Context) {
 	raised := false
 	n.raiseClusterVersion(ctx, func() {
-		n.initCluster(ctx)
-		n.syncLimits(ctx)
-		if !raised {
+		if !raised { // first: the grants before it may carry low tokens
 			raised = n.raiseTokens(ctx)
 		}
+		n.initCluster(ctx)
+		n.syncLimits(ctx)
 	})
 }

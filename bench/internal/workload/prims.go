@@ -22,11 +22,8 @@ func Semaphore(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 	for i := range ws {
 		ws[i].spec.Mode, ws[i].spec.Limit, ws[i].spec.Permits = agent.ModeSemaphore, p.SemaphoreLimit, 1
 	}
-	run, err := runLoop(ctx, cl, p, loopSpec{workers: ws, warmup: p.Warmup, measure: p.Duration})
+	run, err := steady(ctx, cl, p, ws)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
 	done := run.inWindow()
@@ -60,11 +57,8 @@ func RWLock(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) 
 			ws[i].spec.Mode = agent.ModeWrite
 		}
 	}
-	run, err := runLoop(ctx, cl, p, loopSpec{workers: ws, warmup: p.Warmup, measure: p.Duration})
+	run, err := steady(ctx, cl, p, ws)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
 	var reads, writes []agent.Op
@@ -96,6 +90,16 @@ func RWLock(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) 
 		res.Notes = append(res.Notes, fmt.Sprintf("RW EXCLUSION: %d grants overlapped a writer's", overlaps))
 	}
 	return res, nil
+}
+
+// steady runs the workers over the warm-up and the measured window; a
+// replica failing is an error (these workloads kill none).
+func steady(ctx context.Context, cl *cluster.Cluster, p Params, ws []worker) (*loopRun, error) {
+	run, err := runLoop(ctx, cl, p, loopSpec{workers: ws, warmup: p.Warmup, measure: p.Duration})
+	if err != nil {
+		return nil, err
+	}
+	return run, failedReplicas(run)
 }
 
 // cycle summarizes Lock called → Unlock returned.
