@@ -107,9 +107,10 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The cluster still works.
-	if tok := tryGrant(c.Nodes[0], "after-strangers", 10*time.Second); tok == 0 {
-		t.Fatal("no grant")
+	// The cluster still works (a generous bound: this test runs on real
+	// time, with TLS, on a shared machine).
+	if _, err := grant(c.Nodes[0], "after-strangers", 30*time.Second); err != nil {
+		t.Fatalf("no grant after the strangers: %v", err)
 	}
 }
 

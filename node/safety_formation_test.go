@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"sync/atomic"
@@ -23,17 +24,30 @@ import (
 // tryGrant tries to take lock name through n within d, on a fresh session;
 // it reports the token, or 0 if nothing was granted in time.
 func tryGrant(n *node.Node, name string, d time.Duration) fsm.Token {
+	tok, _ := grant(n, name, d)
+	return tok
+}
+
+// grant opens a session through n and acquires name in it within d: the
+// token, or why there is none.
+func grant(n *node.Node, name string, d time.Duration) (fsm.Token, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
-	if err != nil || r.Status != fsm.StatusOK {
-		return 0
+	if err != nil {
+		return 0, err
+	}
+	if r.Status != fsm.StatusOK {
+		return 0, fmt.Errorf("open session: %v", r.Status)
 	}
 	g, err := n.Apply(ctx, fsm.Acquire{Session: r.Session, Lock: name, Owner: newOwner()})
-	if err != nil || g.Status != fsm.StatusGranted {
-		return 0
+	if err != nil {
+		return 0, err
 	}
-	return g.Token
+	if g.Status != fsm.StatusGranted {
+		return 0, fmt.Errorf("acquire: %v", g.Status)
+	}
+	return g.Token, nil
 }
 
 // Issue 13 #1. Five nodes with BootstrapExpect 3: n1, n2 and n3 start;

@@ -239,6 +239,17 @@ func (s *sim) startCluster() {
 			configure(i, c)
 		}
 	}
+	// Events are observed from each node's start: the entries that form
+	// the cluster (cluster version, cluster id) are applied before the
+	// nodes are ready, and the disk cross-check replays them whenever the
+	// whole log is still on disk.
+	started := opts.Started
+	opts.Started = func(i int, n *node.Node) {
+		s.col.watch(n.ID(), n)
+		if started != nil {
+			started(i, n)
+		}
+	}
 	s.c = clustertest.Start(s.t, opts)
 	if s.class.start != nil {
 		s.class.start(s)
@@ -271,15 +282,9 @@ func (s *sim) startWorkload() {
 	}
 }
 
-// up publishes node i to the workers and starts observing its events.
-func (s *sim) up(i int) {
-	n := s.c.Nodes[i]
-	if s.nodes[i].Load() == n {
-		return
-	}
-	s.col.watch(s.c.ID(i), n)
-	s.nodes[i].Store(n)
-}
+// up publishes node i to the workers (its events are observed from its
+// start: Options.Started in startCluster).
+func (s *sim) up(i int) { s.nodes[i].Store(s.c.Nodes[i]) }
 
 // finish ends the run: resume probes, the end state, the lock probes, the
 // workers' sessions closed, convergence and the disk cross-check.
