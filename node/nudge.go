@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -40,6 +41,11 @@ type nudger struct {
 	asking bool   // follower: a nudge RPC is in flight
 	noop   bool   // leader: a Noop is being proposed
 	again  bool   // leader: a nudge arrived while it was
+	// leader: the indexes of the last entries it committed that carry
+	// nothing but Noops (a ring; 0: none). A committed entry never changes,
+	// so these stay true whoever leads later.
+	noops [4]uint64
+	next  int
 }
 
 const kindCommitNudge byte = 6
@@ -145,6 +151,31 @@ func (u *nudger) proposeLoop() {
 	}
 }
 
+// committedNoops records that the entry at index, committed by this leader,
+// carries Noops only.
+func (u *nudger) committedNoops(index uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.noops[u.next] = index
+	u.next = (u.next + 1) % len(u.noops)
+}
+
+// readIndex is the read index a Sync may wait for given the commit index:
+// below the trailing entries known to carry Noops only. They change nothing
+// a read can see (a Noop leaves locks, sessions and values as they are),
+// and a follower learns that they committed only with the leader's next
+// entry — the next nudge's Noop. Without this step, every Sync on a
+// follower of an idle cluster would wait for the previous Sync's Noop and
+// propose one more, for ever one entry behind.
+func (u *nudger) readIndex(commit uint64) uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for commit > 0 && slices.Contains(u.noops[:], commit) {
+		commit--
+	}
+	return commit
+}
+
 func encodeNudgeRequest(index uint64) []byte {
 	return binary.AppendUvarint([]byte{wireVersion, kindCommitNudge}, index)
 }
@@ -157,3 +188,13 @@ func decodeNudgeRequest(b []byte) (uint64, error) {
 }
 
 func encodeNudgeReply() []byte { return []byte{wireVersion, kindCommitNudge} }
+
+// onlyNoops reports whether a batch carries nothing but Noops.
+func onlyNoops(cmds []fsm.Command) bool {
+	for _, c := range cmds {
+		if _, ok := c.(fsm.Noop); !ok {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}

@@ -59,3 +59,37 @@ func TestFollowerLearnsCommitBeforeTick(t *testing.T) {
 		}
 	})
 }
+
+// Syncs on the followers of an idle cluster, one after the other, write at
+// most a Noop or two in all: a Sync does not wait for the Noop an earlier
+// Sync's nudge wrote (which changes nothing a read sees), so it does not
+// nudge again — the chase that made every Sync one more Raft entry, each
+// follower for ever one entry behind the leader.
+func TestSyncsDoNotChaseTheirNudges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 5, Net: memnet.New()})
+		leader := c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l := c.Nodes[leader]
+		w, err := l.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := l.AppliedIndex()
+		for round := range 10 {
+			for i, n := range c.Nodes {
+				if err := n.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := n.Session(w.Session); !ok {
+					t.Fatalf("round %d: Sync on %s returned before it applied the leader's write", round, clustertest.ID(i))
+				}
+			}
+		}
+		if grew := l.AppliedIndex() - before; grew > 2 {
+			t.Fatalf("40 Syncs on followers of an idle cluster wrote %d entries (at most 2 expected: the nudges chase each other)", grew)
+		}
+	})
+}

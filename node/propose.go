@@ -182,6 +182,9 @@ func (n *Node) commit(batch []*proposal) {
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
 	}
+	if onlyNoops(cmds) {
+		n.nudges.committedNoops(f.Index())
+	}
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])
 		p.finish(outcome{res: resp.Results[i], index: f.Index()})
