@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/hog"
 	"github.com/raftlock/raftlock/bench/internal/limits"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
+	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
 )
 
@@ -47,7 +49,7 @@ func run() (code int) {
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
 	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
-	timeout := flag.Duration("timeout", 0, "abort after this long (0: 15m, or 4m with -quick)")
+	timeout := flag.Duration("timeout", 0, "abort after this long (0: 25m, or 6m with -quick)")
 	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
 	flag.Parse()
 
@@ -74,9 +76,9 @@ func run() (code int) {
 		}
 	}
 	if *timeout == 0 {
-		*timeout = 15 * time.Minute
+		*timeout = 25 * time.Minute
 		if *quick {
-			*timeout = 4 * time.Minute
+			*timeout = 6 * time.Minute
 		}
 	}
 
@@ -151,17 +153,25 @@ func measureLimits(ctx context.Context, dir string, opts options) *report.Limits
 		l.Fsync = f
 		logf("[limits] fsync p50 %.2f ms, p99 %.2f ms", f.Latency.P50, f.Latency.P99)
 	}
-	raftDir, err := os.MkdirTemp(dir, "bare-raft-")
-	if err == nil {
-		l.BareRaft, err = limits.BareRaft(ctx, raftDir, opts.RaftAppliers, opts.RaftDuration)
-		os.RemoveAll(raftDir)
+	stores := []string{limits.StoreBolt}
+	if slices.Contains(opts.Systems, raftlocksys.WALName) {
+		stores = append(stores, limits.StoreWAL)
 	}
-	if err != nil {
-		l.Errors = append(l.Errors, "bare raft: "+err.Error())
-	}
-	for _, r := range l.BareRaft {
-		logf("[limits] bare raft, %d appliers: %.0f commits/s, p50 %.2f ms, p99 %.2f ms",
-			r.Appliers, r.CommitsPerSec, r.Latency.P50, r.Latency.P99)
+	for _, store := range stores {
+		raftDir, err := os.MkdirTemp(dir, "bare-raft-")
+		var rl []report.RaftLimit
+		if err == nil {
+			rl, err = limits.BareRaft(ctx, raftDir, store, opts.RaftAppliers, opts.RaftDuration)
+			os.RemoveAll(raftDir)
+		}
+		if err != nil {
+			l.Errors = append(l.Errors, "bare raft ("+store+"): "+err.Error())
+		}
+		for _, r := range rl {
+			logf("[limits] bare raft (%s), %d appliers: %.0f commits/s, p50 %.2f ms, p99 %.2f ms",
+				store, r.Appliers, r.CommitsPerSec, r.Latency.P50, r.Latency.P99)
+		}
+		l.BareRaft = append(l.BareRaft, rl...)
 	}
 	return l
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
 	"github.com/raftlock/raftlock/bench/internal/workload"
 )
@@ -57,7 +58,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Semaphore(ctx, cl, p)
-		}, []string{"raftlock"}})
+		}, []string{raftlocksys.Name, raftlocksys.WALName}})
 	}
 	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
 		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {

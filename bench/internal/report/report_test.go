@@ -60,3 +60,22 @@ func TestMetricsJSONRatio(t *testing.T) {
 		t.Errorf("got %+v", js[0])
 	}
 }
+
+func TestTableWAL(t *testing.T) {
+	ops := Def{Key: "u.ops", Workload: "1. uncontended", Name: "Lock+Unlock/s", Higher: true}
+	var c Collector
+	c.Add("etcd", []Sample{{ops, 1000}})
+	c.Add("raftlock-wal", []Sample{{ops, 3000}})
+	c.Add("raftlock", []Sample{{ops, 500}})
+	var b strings.Builder
+	if err := WriteTable(&b, c.Metrics()); err != nil {
+		t.Fatal(err)
+	}
+	want := `| workload | metric | etcd | raftlock | raftlock-wal | raftlock/etcd | raftlock-wal/etcd |
+|---|---|--:|--:|--:|--:|--:|
+| 1. uncontended | Lock+Unlock/s | 1,000 | 500 | 3,000 | 0.50× | 3.00× ✓ |
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
