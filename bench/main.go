@@ -28,6 +28,7 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
+	"github.com/raftlock/raftlock/bench/internal/workload"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func main() {
 func run() (code int) {
 	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 2 minutes)")
 	systems := flag.String("systems", strings.Join(lockservice.Names(), ","), "comma-separated systems to benchmark")
-	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads")
+	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
 	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
@@ -51,6 +52,8 @@ func run() (code int) {
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
 	timeout := flag.Duration("timeout", 0, "abort after this long (0: 25m, or 6m with -quick)")
 	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
+	scaleEtcd := flag.Int("scale-etcd-max-locks", 0, "scale workload: largest size etcd runs (0: 100,000)")
+	scaleMax := flag.Int("scale-max-locks", 0, "scale workload: largest size run at all (0: every size)")
 	flag.Parse()
 
 	opts := defaults(*quick)
@@ -58,13 +61,19 @@ func run() (code int) {
 	if opts.Systems, err = parseList(*systems, lockservice.Names()); err != nil {
 		return fail("-systems: %v", err)
 	}
-	if opts.Workloads, err = parseList(*workloads, allWorkloads); err != nil {
+	if opts.Workloads, err = parseList(*workloads, slices.Concat(allWorkloads, optionalWorkloads)); err != nil {
 		return fail("-workloads: %v", err)
 	}
 	opts.Limits = *withLimits
 	if *runs > 0 {
 		opts.Runs = *runs
 		opts.KeepaliveRuns = min(opts.KeepaliveRuns, *runs)
+	}
+	if *scaleEtcd > 0 {
+		opts.Params.ScaleEtcdMaxLocks = *scaleEtcd
+	}
+	if *scaleMax > 0 {
+		opts.Params.ScaleSizes = slices.DeleteFunc(opts.Params.ScaleSizes, func(s workload.ScaleSize) bool { return s.Locks > *scaleMax })
 	}
 	if *duration > 0 {
 		opts.Params.Duration = *duration
@@ -188,6 +197,7 @@ func printReport(doc *report.Document, b *bench) {
 	report.WriteLimits(w, doc.Limits)
 	fmt.Fprintln(w)
 	report.WriteTable(w, b.metrics.Metrics())
+	writeGrowth(w, b)
 	if len(doc.Problems) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, p := range doc.Problems {
@@ -199,4 +209,34 @@ func printReport(doc *report.Document, b *bench) {
 func fail(format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	return 2
+}
+
+// writeGrowth writes the cost-growth table of workload 9, if it ran.
+func writeGrowth(w *os.File, b *bench) {
+	if !b.opts.has("scale") {
+		return
+	}
+	var labels []string
+	var xs []float64
+	keys := func(suffix string) []string {
+		var out []string
+		for _, s := range b.opts.Params.ScaleSizes {
+			out = append(out, workload.ScaleKey(s)+suffix)
+		}
+		return out
+	}
+	for _, s := range b.opts.Params.ScaleSizes {
+		labels = append(labels, report.FormatNumber(float64(s.Sessions), 0)+" / "+report.FormatNumber(float64(s.Locks), 0))
+		xs = append(xs, float64(s.Locks))
+	}
+	fmt.Fprintln(w, "\n### Cost growth (workload 9; exponent: log-log slope against the lock count, sessions ×10 with locks)")
+	fmt.Fprintln(w)
+	report.WriteGrowth(w, b.metrics.Metrics(), labels, xs, []report.GrowthSeries{
+		{Name: "RSS per node", Unit: "MiB", Digits: 1, Keys: keys("rss_mib_mean")},
+		{Name: "keepalive CPU per node", Unit: "s", Digits: 2, Keys: keys("cpu_s_per_node")},
+		{Name: "snapshot", Unit: "s", Digits: 2, Keys: keys("snapshot_s")},
+		{Name: "snapshot size", Unit: "MiB", Digits: 1, Keys: keys("snapshot_mib")},
+		{Name: "restart", Unit: "s", Digits: 2, Keys: keys("restart_s")},
+		{Name: "fill", Unit: "locks/s", Digits: 0, Keys: keys("acquire_locks_per_s")},
+	})
 }

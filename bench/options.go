@@ -13,6 +13,11 @@ import (
 // failover kills the leader, so it runs last; memory uses its own cluster.
 var allWorkloads = []string{"uncontended", "distinct", "contended", "semaphore", "rwlock", "keepalive", "failover", "memory"}
 
+// optionalWorkloads run only when -workloads names them: scale (cost at
+// scale, one fresh cluster per size, up to a million locks) takes minutes
+// and gigabytes.
+var optionalWorkloads = []string{"scale"}
+
 // options is the whole configuration of a benchmark run.
 type options struct {
 	Quick         bool            `json:"quick"`
@@ -62,6 +67,10 @@ func defaults(quick bool) options {
 			SemaphoreLimit:    4,
 			RWReaders:         16,
 			RWWriters:         2,
+			ScaleSizes:        []workload.ScaleSize{{Sessions: 100, Locks: 10_000}, {Sessions: 1_000, Locks: 100_000}, {Sessions: 10_000, Locks: 1_000_000}},
+			ScaleWindow:       10 * time.Second,
+			ScaleProbe:        3 * time.Second,
+			ScaleEtcdMaxLocks: 100_000,
 		},
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},
@@ -76,6 +85,8 @@ func defaults(quick bool) options {
 		o.Params.KeepaliveSettle = time.Second
 		o.Params.FailoverAfter = 9 * time.Second
 		o.Params.MemoryLocks = 20_000
+		o.Params.ScaleSizes = o.Params.ScaleSizes[:2]
+		o.Params.ScaleWindow = 5 * time.Second
 		o.RaftDuration = time.Second
 	}
 	return o

@@ -92,6 +92,9 @@ func (b *bench) run(ctx context.Context) {
 			b.onCluster(ctx, sys, fmt.Sprintf("run %d/%d", r+1, b.opts.Runs), steps)
 		}
 	}
+	if b.opts.has("scale") {
+		b.runScale(ctx)
+	}
 	if b.opts.has("memory") {
 		p := b.opts.Params
 		mem := []step{{"memory", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
@@ -167,4 +170,22 @@ func summary(samples []report.Sample) string {
 // logf writes progress to stderr (stdout carries the table).
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// runScale runs workload 9: one fresh cluster per size and system, sizes in
+// increasing order; etcd only up to ScaleEtcdMaxLocks (it fills ~4k locks/s).
+func (b *bench) runScale(ctx context.Context) {
+	p := b.opts.Params
+	for r, size := range p.ScaleSizes {
+		st := []step{{fmt.Sprintf("scale(%d sessions, %d locks)", size.Sessions, size.Locks), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Scale(ctx, cl, p, size)
+		}, nil}}
+		for _, sys := range order(b.opts.Systems, r) {
+			if sys == "etcd" && size.Locks > p.ScaleEtcdMaxLocks {
+				b.problem("etcd scale(%d locks): not run (above -scale-etcd-max-locks %d)", size.Locks, p.ScaleEtcdMaxLocks)
+				continue
+			}
+			b.onCluster(ctx, sys, "scale", st)
+		}
+	}
 }

@@ -87,3 +87,25 @@ func (a *Agent) Mem(_ Empty, reply *MemReply) error {
 	*reply = MemReply{HeapInuse: ms.HeapInuse, Sys: ms.Sys}
 	return nil
 }
+
+// Snapshot makes the replica write a full copy of its state (if its system
+// can: lockservice.Snapshotter) and reports its size and how long it took.
+func (a *Agent) Snapshot(args SnapshotArgs, reply *SnapshotReply) error {
+	r, err := a.started()
+	if err != nil {
+		return err
+	}
+	s, ok := r.(lockservice.Snapshotter)
+	if !ok {
+		return fmt.Errorf("replica %d: %s takes no snapshots", a.index, a.system)
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, args.Timeout)
+	defer cancel()
+	start := time.Now()
+	n, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	*reply = SnapshotReply{Bytes: n, Took: time.Since(start)}
+	return nil
+}

@@ -83,3 +83,9 @@ func (c *Client) Mem(ctx context.Context) (MemReply, error) {
 func (c *Client) Profile(ctx context.Context, args ProfileArgs) error {
 	return c.call(ctx, "Profile", args, &Empty{})
 }
+
+// Snapshot makes the replica take a snapshot of its state.
+func (c *Client) Snapshot(ctx context.Context, args SnapshotArgs) (SnapshotReply, error) {
+	var r SnapshotReply
+	return r, c.call(ctx, "Snapshot", args, &r)
+}

@@ -151,3 +151,12 @@ func (e *Errors) Merge(o Errors) {
 		e.keep(msg)
 	}
 }
+
+// SnapshotArgs bounds a snapshot.
+type SnapshotArgs struct{ Timeout time.Duration }
+
+// SnapshotReply describes a snapshot taken by the replica.
+type SnapshotReply struct {
+	Bytes int64
+	Took  time.Duration
+}

@@ -83,6 +83,12 @@ func (r *replica) Status(context.Context) (lockservice.Status, error) {
 
 func (r *replica) Close(ctx context.Context) error { return r.n.Close(ctx) }
 
+// Snapshot implements lockservice.Snapshotter: a Raft snapshot.
+func (r *replica) Snapshot(ctx context.Context) (int64, error) {
+	info, err := r.n.Snapshot(ctx)
+	return info.Bytes, err
+}
+
 type session struct{ s *lockapi.Session }
 
 func (s session) Lock(ctx context.Context, name string) (lockservice.Lease, error) {

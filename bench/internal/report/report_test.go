@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -77,5 +78,54 @@ func TestTableWAL(t *testing.T) {
 `
 	if got := b.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestGrowthExponent(t *testing.T) {
+	for _, c := range []struct {
+		xs, ys []float64
+		want   float64
+		ok     bool
+	}{
+		{[]float64{1e4, 1e5, 1e6}, []float64{2, 20, 200}, 1, true},
+		{[]float64{1e4, 1e5, 1e6}, []float64{1, 100, 10000}, 2, true},
+		{[]float64{1e4, 1e5, 1e6}, []float64{5, 5, 5}, 0, true},
+		{[]float64{1e4, 1e5}, []float64{3, 0}, 0, false}, // one usable point
+		{[]float64{1e4, 1e4}, []float64{3, 4}, 0, false}, // one x
+	} {
+		got, ok := GrowthExponent(c.xs, c.ys)
+		if ok != c.ok || (ok && math.Abs(got-c.want) > 1e-9) {
+			t.Errorf("GrowthExponent(%v, %v) = %v, %v; want %v, %v", c.xs, c.ys, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestWriteGrowth(t *testing.T) {
+	var c Collector
+	a := Def{Key: "s.10k.rss", Name: "RSS"}
+	b := Def{Key: "s.100k.rss", Name: "RSS"}
+	c.Add("raftlock", []Sample{{a, 10}, {b, 100}})
+	c.Add("etcd", []Sample{{a, 30}})
+	var out strings.Builder
+	WriteGrowth(&out, c.Metrics(), []string{"100 / 10k", "1k / 100k"}, []float64{1e4, 1e5},
+		[]GrowthSeries{{Name: "RSS", Unit: "MiB", Keys: []string{"s.10k.rss", "s.100k.rss"}}})
+	want := `etcd:
+
+| sessions / locks | RSS (MiB) |
+|---|--:|
+| 100 / 10k | 30 |
+| growth exponent | n/a |
+
+raftlock:
+
+| sessions / locks | RSS (MiB) |
+|---|--:|
+| 100 / 10k | 10 |
+| 1k / 100k | 100 |
+| growth exponent | 1.00 |
+
+`
+	if got := out.String(); got != want {
+		t.Errorf("growth:\n%s\nwant:\n%s", got, want)
 	}
 }

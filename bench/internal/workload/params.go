@@ -34,6 +34,11 @@ type Params struct {
 
 	HoldConcurrency int `json:"hold_concurrency"` // concurrent acquisitions per replica process when filling locks
 
+	ScaleSizes        []ScaleSize   `json:"scale_sizes"`          // workload 9, one fresh cluster per size
+	ScaleWindow       time.Duration `json:"scale_window_ns"`      // keepalive CPU window
+	ScaleProbe        time.Duration `json:"scale_probe_ns"`       // quiet prober window
+	ScaleEtcdMaxLocks int           `json:"scale_etcd_max_locks"` // larger sizes run without etcd (its fill rate)
+
 	SemaphoreWorkers int `json:"semaphore_workers"` // workload 7
 	SemaphoreLimit   int `json:"semaphore_limit"`
 	RWReaders        int `json:"rw_readers"` // workload 8
