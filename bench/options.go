@@ -15,8 +15,9 @@ var allWorkloads = []string{"uncontended", "distinct", "contended", "semaphore",
 
 // optionalWorkloads run only when -workloads names them: scale (cost at
 // scale, one fresh cluster per size, up to a million locks) takes minutes
-// and gigabytes.
-var optionalWorkloads = []string{"scale"}
+// and gigabytes; storm (10,000 sessions expire at once) a fresh cluster
+// and a TTL plus a minute at most.
+var optionalWorkloads = []string{"scale", "storm"}
 
 // options is the whole configuration of a benchmark run.
 type options struct {
@@ -71,6 +72,12 @@ func defaults(quick bool) options {
 			ScaleWindow:       10 * time.Second,
 			ScaleProbe:        3 * time.Second,
 			ScaleEtcdMaxLocks: 100_000,
+			StormSessions:     10_000,
+			StormWaiters:      100,
+			StormLive:         100,
+			StormQueue:        5 * time.Second,
+			StormAfter:        60 * time.Second,
+			StormProbeAfter:   5 * time.Second,
 		},
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},
@@ -87,6 +94,7 @@ func defaults(quick bool) options {
 		o.Params.MemoryLocks = 20_000
 		o.Params.ScaleSizes = o.Params.ScaleSizes[:2]
 		o.Params.ScaleWindow = 5 * time.Second
+		o.Params.StormSessions = 1_000
 		o.RaftDuration = time.Second
 	}
 	return o

@@ -95,6 +95,15 @@ func (b *bench) run(ctx context.Context) {
 	if b.opts.has("scale") {
 		b.runScale(ctx)
 	}
+	if b.opts.has("storm") {
+		p := b.opts.Params
+		st := []step{{"storm", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Storm(ctx, cl, p)
+		}, nil}}
+		for _, sys := range b.opts.Systems {
+			b.onCluster(ctx, sys, "storm", st)
+		}
+	}
 	if b.opts.has("memory") {
 		p := b.opts.Params
 		mem := []step{{"memory", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {

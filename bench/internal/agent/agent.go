@@ -22,10 +22,11 @@ type Agent struct {
 	replica lockservice.Replica
 	err     error // why the replica did not start
 
-	mu   sync.Mutex
-	pool []lockservice.Session // the current session pool
-	ttl  time.Duration         // the pool's session TTL
-	held []lockservice.Lease   // leases taken by Hold
+	mu    sync.Mutex
+	pool  []lockservice.Session // the current session pool
+	ttl   time.Duration         // the pool's session TTL
+	held  []lockservice.Lease   // leases taken by Hold and StartAwait
+	await *awaiting             // the last StartAwait's calls
 }
 
 func newAgent(ctx context.Context, index int) *Agent {

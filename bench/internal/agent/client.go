@@ -89,3 +89,20 @@ func (c *Client) Snapshot(ctx context.Context, args SnapshotArgs) (SnapshotReply
 	var r SnapshotReply
 	return r, c.call(ctx, "Snapshot", args, &r)
 }
+
+// StartAwait starts blocked Lock calls in the replica process.
+func (c *Client) StartAwait(ctx context.Context, args AwaitArgs) error {
+	return c.call(ctx, "StartAwait", args, &Empty{})
+}
+
+// AwaitResult waits for the calls StartAwait started.
+func (c *Client) AwaitResult(ctx context.Context, args AwaitArgs) (AwaitReply, error) {
+	var r AwaitReply
+	return r, c.call(ctx, "AwaitResult", args, &r)
+}
+
+// Lost counts the lost pool sessions.
+func (c *Client) Lost(ctx context.Context) (LostReply, error) {
+	var r LostReply
+	return r, c.call(ctx, "Lost", Empty{}, &r)
+}

@@ -160,3 +160,19 @@ type SnapshotReply struct {
 	Bytes int64
 	Took  time.Duration
 }
+
+// AwaitArgs starts (StartAwait) one blocked Lock call per name, or bounds
+// the wait for their outcome (AwaitResult: Names unused).
+type AwaitArgs struct {
+	Names   []string
+	Timeout time.Duration
+}
+
+// AwaitReply is when each awaited lock was granted (mono ns; 0: it was not).
+type AwaitReply struct {
+	Granted []int64
+	Errors  Errors
+}
+
+// LostReply counts the pool sessions lost so far.
+type LostReply struct{ Sessions, Lost int }

@@ -13,7 +13,7 @@ func TestFormatNumber(t *testing.T) {
 		want   string
 	}{
 		{0, 0, "0"}, {999, 0, "999"}, {1000, 0, "1,000"}, {1234567.891, 2, "1,234,567.89"},
-		{-12345, 1, "-12,345.0"}, {0.123, 2, "0.12"},
+		{-12345, 1, "-12,345.0"}, {0.123, 2, "0.12"}, {-0.2, 0, "0"}, {-0.001, 2, "0.00"},
 	} {
 		if got := FormatNumber(c.v, c.digits); got != c.want {
 			t.Errorf("FormatNumber(%v, %d) = %q, want %q", c.v, c.digits, got, c.want)

@@ -113,7 +113,7 @@ func cell(m *Metric, system string) string {
 // FormatNumber formats v with the given decimals and thousands separators.
 func FormatNumber(v float64, digits int) string {
 	s := strconv.FormatFloat(v, 'f', digits, 64)
-	neg := strings.HasPrefix(s, "-")
+	neg := strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") != "" // no "-0"
 	s = strings.TrimPrefix(s, "-")
 	intPart, frac, hasFrac := strings.Cut(s, ".")
 	var b strings.Builder

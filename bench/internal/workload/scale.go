@@ -58,7 +58,7 @@ func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (
 		return Result{}, err
 	}
 	follower := (leader + 1) % len(cl.Nodes)
-	quiet, err := probe(ctx, cl, p, follower, p.ScaleProbe, nil)
+	quiet, qerrs, err := probe(ctx, cl, p, follower, p.ScaleProbe, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -70,7 +70,7 @@ func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (
 	// after it should end (as long as the first took, or the probe).
 	var snapFrom, snapTo int64
 	var snapErr error
-	during, err := probe(ctx, cl, p, follower, max(snap.Took+600*time.Millisecond, p.ScaleProbe), func(startAt int64) {
+	during, derrs, err := probe(ctx, cl, p, follower, max(snap.Took+600*time.Millisecond, p.ScaleProbe), func(startAt int64) {
 		time.Sleep(mono.Until(startAt + int64(300*time.Millisecond)))
 		snapFrom = mono.Now()
 		_, snapErr = cl.Nodes[leader].Agent.Snapshot(ctx, agent.SnapshotArgs{Timeout: 2 * time.Minute})
@@ -82,6 +82,8 @@ func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (
 	if snapErr != nil {
 		return Result{}, fmt.Errorf("second snapshot: %w", snapErr)
 	}
+	qerrs.Merge(derrs)
+	res.Notes = append(res.Notes, errorsNote(qerrs)...)
 	overlapping := latencies(during, func(op agent.Op) bool { return op.UnlockEnd >= snapFrom && op.LockStart <= snapTo })
 	restart, err := cl.Restart(ctx, follower)
 	if err != nil {
@@ -129,8 +131,9 @@ func windowCPU(ctx context.Context, cl *cluster.Cluster, window time.Duration) (
 
 // probe runs one Lock+Unlock worker on replica r's pool session 0 (a
 // session of the fill, on a lock of its own) for d, with during (if set)
-// running in the parent meanwhile; it returns the completed operations.
-func probe(ctx context.Context, cl *cluster.Cluster, p Params, r int, d time.Duration, during func(startAt int64)) ([]agent.Op, error) {
+// running in the parent meanwhile; it returns the completed operations and
+// the failed ones.
+func probe(ctx context.Context, cl *cluster.Cluster, p Params, r int, d time.Duration, during func(startAt int64)) ([]agent.Op, agent.Errors, error) {
 	startAt := mono.Now() + int64(100*time.Millisecond)
 	stopAt := startAt + int64(d)
 	done := make(chan struct{})
@@ -150,12 +153,9 @@ func probe(ctx context.Context, cl *cluster.Cluster, p Params, r int, d time.Dur
 	})
 	<-done
 	if err != nil {
-		return nil, fmt.Errorf("probe on replica %d: %w", r, err)
+		return nil, agent.Errors{}, fmt.Errorf("probe on replica %d: %w", r, err)
 	}
-	if reply.Errors.Count > 0 {
-		return nil, fmt.Errorf("probe on replica %d: %d failed operations, first %q", r, reply.Errors.Count, reply.Errors.First)
-	}
-	return reply.Ops, nil
+	return reply.Ops, reply.Errors, nil
 }
 
 // latencies returns Lock call → Unlock return of the operations keep
