@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
+	"github.com/raftlock/raftlock/bench/internal/charts"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
 	"github.com/raftlock/raftlock/bench/internal/hog"
 	"github.com/raftlock/raftlock/bench/internal/limits"
@@ -142,11 +143,20 @@ func run() (code int) {
 	doc.LoadEnd = report.LoadAvg()
 	doc.Metrics = report.MetricsJSON(b.metrics.Metrics())
 	doc.Problems = b.problems
+	doc.CDFs = b.cdfs
 	printReport(doc, b)
 	if err := report.WriteJSON(*out, doc); err != nil {
 		return fail("write %s: %v", *out, err)
 	}
 	logf("wrote %s (%s)", *out, doc.Elapsed)
+	_, xs, series := growthSeries(b)
+	files, err := charts.Write(strings.TrimSuffix(*out, ".json"), doc, charts.Growth{Locks: xs, Series: series})
+	if err != nil {
+		logf("charts: %v", err)
+	}
+	for _, f := range files {
+		logf("wrote %s", f)
+	}
 	return code
 }
 
@@ -216,27 +226,37 @@ func writeGrowth(w *os.File, b *bench) {
 	if !b.opts.has("scale") {
 		return
 	}
-	var labels []string
-	var xs []float64
+	labels, xs, series := growthSeries(b)
+	fmt.Fprintln(w, "\n### Cost growth (workload 9; exponent: log-log slope against the lock count, sessions ×10 with locks)")
+	fmt.Fprintln(w)
+	report.WriteGrowth(w, b.metrics.Metrics(), labels, xs, series)
+}
+
+// growthSeries returns the sizes of workload 9 (labels, lock counts) and
+// the quantities of the cost-growth table and chart; nothing if it did not
+// run.
+func growthSeries(b *bench) (labels []string, xs []float64, series []report.GrowthSeries) {
+	if !b.opts.has("scale") {
+		return nil, nil, nil
+	}
+	sizes := b.opts.Params.ScaleSizes
 	keys := func(suffix string) []string {
 		var out []string
-		for _, s := range b.opts.Params.ScaleSizes {
+		for _, s := range sizes {
 			out = append(out, workload.ScaleKey(s)+suffix)
 		}
 		return out
 	}
-	for _, s := range b.opts.Params.ScaleSizes {
+	for _, s := range sizes {
 		labels = append(labels, report.FormatNumber(float64(s.Sessions), 0)+" / "+report.FormatNumber(float64(s.Locks), 0))
 		xs = append(xs, float64(s.Locks))
 	}
-	fmt.Fprintln(w, "\n### Cost growth (workload 9; exponent: log-log slope against the lock count, sessions ×10 with locks)")
-	fmt.Fprintln(w)
-	report.WriteGrowth(w, b.metrics.Metrics(), labels, xs, []report.GrowthSeries{
+	return labels, xs, []report.GrowthSeries{
 		{Name: "RSS per node", Unit: "MiB", Digits: 1, Keys: keys("rss_mib_mean")},
 		{Name: "keepalive CPU per node", Unit: "s", Digits: 2, Keys: keys("cpu_s_per_node")},
 		{Name: "snapshot", Unit: "s", Digits: 2, Keys: keys("snapshot_s")},
 		{Name: "snapshot size", Unit: "MiB", Digits: 1, Keys: keys("snapshot_mib")},
 		{Name: "restart", Unit: "s", Digits: 2, Keys: keys("restart_s")},
 		{Name: "fill", Unit: "locks/s", Digits: 0, Keys: keys("acquire_locks_per_s")},
-	})
+	}
 }

@@ -22,6 +22,7 @@ type bench struct {
 	dir      string // work directory: data dirs of every cluster
 	metrics  report.Collector
 	problems []string
+	cdfs     map[string][]report.CDF // per system, every run's latency distributions
 }
 
 // step is one workload run on a running cluster.
@@ -151,6 +152,12 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 			continue
 		}
 		b.metrics.Add(sys, res.Samples)
+		if len(res.CDFs) > 0 {
+			if b.cdfs == nil {
+				b.cdfs = map[string][]report.CDF{}
+			}
+			b.cdfs[sys] = append(b.cdfs[sys], res.CDFs...)
+		}
 		logf("[%s %s] %s: %s", sys, label, s.name, summary(res.Samples))
 		for _, n := range res.Notes {
 			b.problem("%s %s %s: %s", sys, label, s.name, n)
