@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,11 @@ import (
 // cpu-<system>-r<index>-<n>.pprof. Profiling costs a few percent of CPU,
 // so figures from a profiled run are not reported.
 const EnvCPUProfile = "RAFTLOCK_BENCH_CPUPROFILE"
+
+// EnvTrace names a directory: like EnvCPUProfile, but an execution trace
+// (runtime/trace) of each window, trace-<system>-r<index>-<n>.out — where
+// a latency-bound loop waits (go tool trace -pprof=sched|net|sync).
+const EnvTrace = "RAFTLOCK_BENCH_TRACE"
 
 var profileSeq atomic.Int64
 
@@ -33,6 +39,7 @@ func (a *Agent) Profile(args ProfileArgs, _ *Empty) error {
 // runs on its own goroutine and never fails the workload: a profile that
 // cannot be written is reported on stderr.
 func (a *Agent) profileWindow(system string, startAt, stopAt int64) {
+	a.traceWindow(system, startAt, stopAt)
 	dir := os.Getenv(EnvCPUProfile)
 	if dir == "" {
 		return
@@ -55,5 +62,33 @@ func (a *Agent) profileWindow(system string, startAt, stopAt int64) {
 		case <-a.ctx.Done():
 		}
 		pprof.StopCPUProfile()
+	}()
+}
+
+// traceWindow traces this process from startAt to stopAt when EnvTrace is
+// set, like profileWindow.
+func (a *Agent) traceWindow(system string, startAt, stopAt int64) {
+	dir := os.Getenv(EnvTrace)
+	if dir == "" {
+		return
+	}
+	go func() {
+		mono.Sleep(startAt)
+		name := filepath.Join(dir, fmt.Sprintf("trace-%s-r%d-%d.out", system, a.index, profileSeq.Add(1)))
+		f, err := os.Create(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "trace:", err)
+			return
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "trace:", err)
+			return
+		}
+		select {
+		case <-time.After(time.Duration(stopAt - mono.Now())):
+		case <-a.ctx.Done():
+		}
+		trace.Stop()
 	}()
 }
