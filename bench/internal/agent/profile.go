@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -34,61 +35,39 @@ func (a *Agent) Profile(args ProfileArgs, _ *Empty) error {
 	return nil
 }
 
-// profileWindow profiles this process from startAt to stopAt (monotonic
-// instants) when EnvCPUProfile is set; it returns at once otherwise. It
-// runs on its own goroutine and never fails the workload: a profile that
-// cannot be written is reported on stderr.
+// profileWindow profiles (EnvCPUProfile) and traces (EnvTrace) this
+// process from startAt to stopAt (monotonic instants) when asked; it
+// returns at once. Each runs on its own goroutine and never fails the
+// workload: a file that cannot be written is reported on stderr.
 func (a *Agent) profileWindow(system string, startAt, stopAt int64) {
-	a.traceWindow(system, startAt, stopAt)
-	dir := os.Getenv(EnvCPUProfile)
-	if dir == "" {
-		return
-	}
-	go func() {
-		mono.Sleep(startAt)
-		name := filepath.Join(dir, fmt.Sprintf("cpu-%s-r%d-%d.pprof", system, a.index, profileSeq.Add(1)))
-		f, err := os.Create(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "cpu profile:", err)
-			return
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "cpu profile:", err)
-			return
-		}
-		select {
-		case <-time.After(time.Duration(stopAt - mono.Now())):
-		case <-a.ctx.Done():
-		}
-		pprof.StopCPUProfile()
-	}()
+	a.record(EnvCPUProfile, "cpu", "pprof", system, startAt, stopAt, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	a.record(EnvTrace, "trace", "out", system, startAt, stopAt, trace.Start, trace.Stop)
 }
 
-// traceWindow traces this process from startAt to stopAt when EnvTrace is
-// set, like profileWindow.
-func (a *Agent) traceWindow(system string, startAt, stopAt int64) {
-	dir := os.Getenv(EnvTrace)
+// record writes <kind>-<system>-r<index>-<n>.<ext> into the directory named
+// by the environment variable env (if set), from startAt to stopAt.
+func (a *Agent) record(env, kind, ext, system string, startAt, stopAt int64, start func(io.Writer) error, stop func()) {
+	dir := os.Getenv(env)
 	if dir == "" {
 		return
 	}
 	go func() {
 		mono.Sleep(startAt)
-		name := filepath.Join(dir, fmt.Sprintf("trace-%s-r%d-%d.out", system, a.index, profileSeq.Add(1)))
+		name := filepath.Join(dir, fmt.Sprintf("%s-%s-r%d-%d.%s", kind, system, a.index, profileSeq.Add(1), ext))
 		f, err := os.Create(name)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "trace:", err)
+			fmt.Fprintln(os.Stderr, kind+":", err)
 			return
 		}
 		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			fmt.Fprintln(os.Stderr, "trace:", err)
+		if err := start(f); err != nil {
+			fmt.Fprintln(os.Stderr, kind+":", err)
 			return
 		}
 		select {
 		case <-time.After(time.Duration(stopAt - mono.Now())):
 		case <-a.ctx.Done():
 		}
-		trace.Stop()
+		stop()
 	}()
 }

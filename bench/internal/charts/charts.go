@@ -4,6 +4,7 @@
 package charts
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -215,18 +216,8 @@ func medianCDF(cs []report.CDF, name string) (report.CDF, bool) {
 	if len(runs) == 0 {
 		return report.CDF{}, false
 	}
-	slices.SortFunc(runs, func(a, b report.CDF) int { return cmpFloat(a.MS[49], b.MS[49]) })
+	slices.SortFunc(runs, func(a, b report.CDF) int { return cmp.Compare(a.MS[49], b.MS[49]) })
 	return runs[len(runs)/2], true
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Growth describes the cost-growth chart: the lock counts of the sizes and,
