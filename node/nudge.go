@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -24,6 +25,15 @@ import (
 // the Noop joins under load) carries the leader's commit index, which
 // covers the index waited for: the leader had committed it before the
 // follower could learn of it.
+//
+// The leader also flushes on its own: when its log goes quiet (no entry
+// for flushDelay) after an entry that was not a Noop, it proposes one Noop,
+// so that followers apply what the last entries did within milliseconds
+// without anyone asking — a Subscription on a follower (an Election
+// observer, a lease watch) sees a release as promptly as with a short
+// tick. Under load the next batch carries the commit index anyway and no
+// flush is written; an idle cluster writes nothing (a Noop is never
+// followed by a flush).
 //
 // Nudges are best effort and coalesced: a follower has one nudge in flight
 // at a time (asking for the highest index wanted), and the leader one Noop
@@ -46,7 +56,16 @@ type nudger struct {
 	// so these stay true whoever leads later.
 	noops [4]uint64
 	next  int
+	// leader: flush of the commit index when the log goes quiet
+	entries uint64      // entries committed that were not Noops only
+	last    uint64      // the highest index of those
+	flush   *time.Timer // armed: a flush is due unless entries moves
+	flushed uint64      // entries when the timer was armed
 }
+
+// flushDelay is how long the leader's log must be quiet after an entry
+// before the leader flushes its commit index to the followers with a Noop.
+const flushDelay = 5 * time.Millisecond
 
 const kindCommitNudge byte = 6
 
@@ -127,6 +146,9 @@ func (u *nudger) askLoop() {
 func (u *nudger) nudged() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.h.ctx.Err() != nil {
+		return
+	}
 	if u.noop {
 		u.again = true // the Noop in flight may have left before the nudge came
 		return
@@ -151,11 +173,50 @@ func (u *nudger) proposeLoop() {
 	}
 }
 
+// committed notes a committed entry (at index) that was not Noops only,
+// and arms the flush.
+func (u *nudger) committed(index uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.entries++
+	u.last = max(u.last, index)
+	if u.flush == nil {
+		u.flushed = u.entries
+		u.flush = time.AfterFunc(flushDelay, u.flushIfQuiet)
+	}
+}
+
+// flushIfQuiet proposes the flush Noop if no entry came since the timer
+// was armed, and waits again otherwise.
+func (u *nudger) flushIfQuiet() {
+	u.mu.Lock()
+	if u.h.ctx.Err() != nil {
+		u.flush = nil
+		u.mu.Unlock()
+		return
+	}
+	if u.entries != u.flushed {
+		u.flushed = u.entries
+		u.flush.Reset(flushDelay)
+		u.mu.Unlock()
+		return
+	}
+	u.flush = nil
+	u.mu.Unlock()
+	u.nudged()
+}
+
 // committedNoops records that the entry at index, committed by this leader,
-// carries Noops only.
+// carries Noops only; a flush armed before it is not needed any more.
 func (u *nudger) committedNoops(index uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.flush != nil && index > u.last {
+		// This Noop's AppendEntries carried the commit index of every entry
+		// committed so far: no flush needed.
+		u.flush.Stop()
+		u.flush = nil
+	}
 	u.noops[u.next] = index
 	u.next = (u.next + 1) % len(u.noops)
 }

@@ -184,6 +184,8 @@ func (n *Node) commit(batch []*proposal) {
 	}
 	if onlyNoops(cmds) {
 		n.nudges.committedNoops(f.Index())
+	} else {
+		n.nudges.committed(f.Index()) // flush the commit index once the log goes quiet
 	}
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])
