@@ -36,8 +36,8 @@ import (
 // followed by a flush).
 //
 // Nudges are best effort and coalesced: a follower has one nudge in flight
-// at a time (asking for the highest index wanted), and the leader one Noop
-// (with at most one more behind it). A nudge that is lost, or refused by a
+// at a time (asking for the highest index wanted), and the leader's
+// proposer puts concurrent Noops in one entry. A nudge that is lost, or refused by a
 // leader of the previous release (unknown request kind), costs only time:
 // the tick still comes.
 //
@@ -49,8 +49,6 @@ type nudger struct {
 	mu     sync.Mutex
 	want   uint64 // follower: the highest index a waiter asked for
 	asking bool   // follower: a nudge RPC is in flight
-	noop   bool   // leader: a Noop is being proposed
-	again  bool   // leader: a nudge arrived while it was
 	// leader: the indexes of the last entries it committed that carry
 	// nothing but Noops (a ring; 0: none). A committed entry never changes,
 	// so these stay true whoever leads later.
@@ -73,9 +71,9 @@ const kindCommitNudge byte = 6
 type nudgerHost struct {
 	ctx       context.Context // ends when the node closes
 	wg        *sync.WaitGroup
-	committed func() uint64                                    // this replica's Raft commit index
-	call      func(ctx context.Context, req []byte) error      // one RPC to the leader
-	propose   func(ctx context.Context, cmd fsm.Command) error // on the leader
+	committed func() uint64                               // this replica's Raft commit index
+	call      func(ctx context.Context, req []byte) error // one RPC to the leader
+	submit    func(cmd fsm.Command)                       // on the leader: propose, not waiting
 }
 
 func (n *Node) nudgerHost() nudgerHost {
@@ -86,10 +84,10 @@ func (n *Node) nudgerHost() nudgerHost {
 			_, err := n.callLeader(ctx, req)
 			return err
 		},
-		propose: func(ctx context.Context, cmd fsm.Command) error {
-			ctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
-			defer cancel()
-			return n.proposeAsLeader(ctx, cmd).err
+		submit: func(cmd fsm.Command) {
+			if n.haltErr() == nil { // the batch's raft.Apply is bounded by AttemptTimeout
+				n.proposer.submit(newProposal(n.ctx, cmd))
+			}
 		},
 	}
 }
@@ -116,7 +114,7 @@ func (u *nudger) ask(index uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.want = max(u.want, index)
-	if u.asking {
+	if u.asking || u.h.ctx.Err() != nil {
 		return // the loop sends again once the nudge in flight returns
 	}
 	u.asking = true
@@ -142,34 +140,12 @@ func (u *nudger) askLoop() {
 	}
 }
 
-// nudged is the leader's side: propose a Noop (coalesced). It does not wait.
+// nudged is the leader's side: propose a Noop. It does not wait: the Noop
+// joins the proposer's next batch (concurrent Noops share one entry), whose
+// goroutine the proposer owns — nothing here outlives the node's close.
 func (u *nudger) nudged() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.h.ctx.Err() != nil {
-		return
-	}
-	if u.noop {
-		u.again = true // the Noop in flight may have left before the nudge came
-		return
-	}
-	u.noop = true
-	u.h.wg.Add(1)
-	go u.proposeLoop()
-}
-
-func (u *nudger) proposeLoop() {
-	defer u.h.wg.Done()
-	for {
-		u.h.propose(u.h.ctx, fsm.Noop{}) // best effort: a failure leaves the tick
-		u.mu.Lock()
-		if !u.again || u.h.ctx.Err() != nil {
-			u.noop, u.again = false, false
-			u.mu.Unlock()
-			return
-		}
-		u.again = false
-		u.mu.Unlock()
+	if u.h.ctx.Err() == nil {
+		u.h.submit(fsm.Noop{}) // best effort: a failure leaves the tick
 	}
 }
 
