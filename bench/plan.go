@@ -147,6 +147,9 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 			continue
 		}
 		res, err := s.run(ctx, cl)
+		for _, c := range cl.Crashed() {
+			b.problem("%s %s %s: %s", sys, label, s.name, c)
+		}
 		if err != nil {
 			b.problem("%s %s %s: %v", sys, label, s.name, err)
 			continue

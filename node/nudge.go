@@ -59,6 +59,7 @@ type nudger struct {
 	last    uint64      // the highest index of those
 	flush   *time.Timer // armed: a flush is due unless entries moves
 	flushed uint64      // entries when the timer was armed
+	gen     uint64      // the armed timer's generation (a stopped one's callback is void)
 }
 
 // flushDelay is how long the leader's log must be quiet after an entry
@@ -158,14 +159,21 @@ func (u *nudger) committed(index uint64) {
 	u.last = max(u.last, index)
 	if u.flush == nil {
 		u.flushed = u.entries
-		u.flush = time.AfterFunc(flushDelay, u.flushIfQuiet)
+		u.gen++
+		gen := u.gen
+		u.flush = time.AfterFunc(flushDelay, func() { u.flushIfQuiet(gen) })
 	}
 }
 
 // flushIfQuiet proposes the flush Noop if no entry came since the timer
-// was armed, and waits again otherwise.
-func (u *nudger) flushIfQuiet() {
+// was armed, and waits again otherwise. A callback of a timer that was
+// stopped or replaced meanwhile (gen) does nothing.
+func (u *nudger) flushIfQuiet(gen uint64) {
 	u.mu.Lock()
+	if u.flush == nil || u.gen != gen {
+		u.mu.Unlock()
+		return
+	}
 	if u.h.ctx.Err() != nil {
 		u.flush = nil
 		u.mu.Unlock()
@@ -187,6 +195,10 @@ func (u *nudger) flushIfQuiet() {
 func (u *nudger) committedNoops(index uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.committedNoopsLocked(index)
+}
+
+func (u *nudger) committedNoopsLocked(index uint64) {
 	if u.flush != nil && index > u.last {
 		// This Noop's AppendEntries carried the commit index of every entry
 		// committed so far: no flush needed.

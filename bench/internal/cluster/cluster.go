@@ -173,3 +173,16 @@ func (c *Cluster) Kill() {
 	}
 	wg.Wait()
 }
+
+// Crashed describes the replicas whose process ended without being killed
+// (a crash) since the last call, with the end of each one's log.
+func (c *Cluster) Crashed() []string {
+	var out []string
+	for i, n := range c.Nodes {
+		if !n.Alive() && !n.killed.Load() && !n.crashed {
+			n.crashed = true
+			out = append(out, fmt.Sprintf("replica %d exited on its own%s", i, n.logTail()))
+		}
+	}
+	return out
+}
