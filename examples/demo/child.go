@@ -100,11 +100,11 @@ func runChild(ctx context.Context, spec childSpec) error {
 	reg := prometheus.NewRegistry()
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.DataDir = spec.ID, spec.DataDir
-	cfg.BindAddr, cfg.GossipAddr, cfg.Join = spec.Bind, spec.Gossip, spec.Join
+	cfg.BindAddr, cfg.Gossip.Addr, cfg.Gossip.Join = spec.Bind, spec.Gossip, spec.Join
 	cfg.BootstrapExpect = 3
 	cfg.Timing = spec.Timing
-	cfg.GossipTiming = node.LANGossipTiming()
-	cfg.GossipTiming.RetryJoinInterval = time.Second
+	cfg.Gossip.Timing = node.LANGossipTiming()
+	cfg.Gossip.Timing.RetryJoinInterval = time.Second
 	cfg.ReapTimeout = 10 * time.Minute // the demo restarts its dead replicas itself
 	cfg.Logger, cfg.Registerer = log, reg
 
