@@ -154,8 +154,12 @@ type Config struct {
 	TrailingLogs uint64
 	// MaxBatch: commands gathered into one log entry (group commit).
 	MaxBatch int
-	// AttemptTimeout bounds one forwarded RPC to the leader; on timeout the
-	// call is retried (safely: commands are idempotent by owner id).
+	// AttemptTimeout bounds one attempt of a step the node retries: a
+	// forwarded RPC to the leader, the enqueue of a Raft Apply, a membership
+	// change, a probe or a join request. On timeout the step is tried again
+	// while the caller's ctx allows (safely: client commands are
+	// exactly-once by request number). Default 2s; at least
+	// Timing.HeartbeatTimeout.
 	AttemptTimeout time.Duration
 
 	// Logger receives the node's logs, Raft's included. Nil: discarded.
