@@ -164,24 +164,24 @@ func (c config) nodeConfig() (node.Config, error) {
 	nc.ID, nc.DataDir = c.ID, c.DataDir
 	nc.BindAddr, nc.AdvertiseAddr = c.Bind, c.Advertise
 	nc.AllowPlaintext = c.AllowPlaintext
-	nc.GossipAddr, nc.GossipAdvertiseAddr = c.Gossip, c.GossipAdvertise
+	nc.Gossip.Addr, nc.Gossip.AdvertiseAddr = c.Gossip, c.GossipAdvertise
 	for _, s := range strings.Split(c.Join, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			nc.Join = append(nc.Join, s)
+			nc.Gossip.Join = append(nc.Gossip.Join, s)
 		}
 	}
 	nc.BootstrapExpect = c.BootstrapExpect
 	nc.MaxVoters, nc.ReapTimeout = c.MaxVoters, c.ReapTimeout
-	nc.Recover, nc.AllowUnencryptedGossip = c.Recover, c.UnencryptedOK
+	nc.Recover, nc.Gossip.AllowUnencrypted = c.Recover, c.UnencryptedOK
 	if c.Timing == "test" {
-		nc.Timing, nc.GossipTiming = node.TestTiming(), node.TestGossipTiming()
+		nc.Timing, nc.Gossip.Timing = node.TestTiming(), node.TestGossipTiming()
 	}
 	if c.GossipKey != "" {
 		key, err := base64.StdEncoding.DecodeString(c.GossipKey)
 		if err != nil {
 			return nc, fmt.Errorf("gossip key: not base64: %w", err)
 		}
-		nc.GossipKey = key
+		nc.Gossip.Key = key
 	}
 	if c.TLSCA != "" {
 		t, err := loadTLS(c.TLSCA, c.TLSCert, c.TLSKey, c.TLSServerName)
