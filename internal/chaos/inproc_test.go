@@ -33,7 +33,7 @@ type simConfig struct {
 	Faults    bool // nemesis on
 	// LogStore is the nodes' log store (node.Config.LogStore; "": bolt).
 	LogStore node.LogStore
-	unfenced  bool // self-test: the register admits every write
+	unfenced bool // self-test: the register admits every write
 }
 
 func (c simConfig) String() string {
