@@ -12,7 +12,8 @@ import (
 const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
-	maxEntryVersion      = entryV2
+	entryV3         byte = 3 // adds Revoke (op 40)
+	maxEntryVersion      = entryV3
 )
 
 // Encoding of an entry (all integers varint-encoded as in encoding/binary):
@@ -42,6 +43,10 @@ const (
 //	                   MaxSessions, RequestWindow (uvarints)
 //	SetClusterVersion  Version uvarint
 //	InitCluster        ID string
+//
+// Version 3 adds (every other body is as in version 2):
+//
+//	Revoke             Lock string, Token uvarint, By string, Why string
 //
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
@@ -91,6 +96,8 @@ func commandVersion(c Command) byte {
 		}
 	case EndDelay, SetLimits, SetClusterVersion, InitCluster:
 		return entryV2
+	case Revoke:
+		return entryV3
 	}
 	return entryV1
 }
@@ -197,6 +204,8 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 			return dst, long("cluster id")
 		}
 		dst = appendString(dst, c.ID)
+	case Revoke:
+		return appendRevoke(dst, c)
 	default:
 		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
 	}

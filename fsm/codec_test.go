@@ -29,6 +29,8 @@ var sampleCommands = []Command{
 	SetLimits{},
 	SetClusterVersion{Version: 2},
 	InitCluster{ID: "cluster-7f3a"},
+	// Version 3.
+	Revoke{Lock: "invoice:842", Token: 17, By: "admin (bearer ops)", Why: "holder stuck"},
 }
 
 func TestEntryRoundTrip(t *testing.T) {

@@ -24,7 +24,8 @@ const (
 type Op uint8
 
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
-// version 2 (cluster version 2).
+// version 2 (cluster version 2); OpRevoke (40, revoke.go) needs entry
+// version 3 (cluster version 3).
 const (
 	OpOpenSession       Op = 1
 	OpCloseSession      Op = 2
@@ -43,6 +44,7 @@ var opNames = [...]string{
 	OpOpenSession: "OpenSession", OpCloseSession: "CloseSession", OpExpireSessions: "ExpireSessions",
 	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
 	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
+	OpRevoke: "Revoke",
 }
 
 func (o Op) String() string {
@@ -57,14 +59,15 @@ func (o Op) String() string {
 // SetClusterVersion, InitCluster) and must be refused from clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
-	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease:
+	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpRevoke:
 		return false
 	}
 	return true
 }
 
 // Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [Acquire], [Release] (client commands) and
+// [OpenSession], [CloseSession], [Acquire], [Release], [Revoke] (client
+// commands) and
 // [ExpireSessions], [Tick], [Noop], [EndDelay], [SetLimits],
 // [SetClusterVersion], [InitCluster] (proposed by the leader); the set is
 // closed.

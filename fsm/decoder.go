@@ -220,6 +220,8 @@ func (d *decoder) command() Command {
 		return SetClusterVersion{Version: d.uvarint()}
 	case op == OpInitCluster && v2:
 		return InitCluster{ID: d.string(MaxClusterIDLen)}
+	case op == OpRevoke && d.version >= entryV3:
+		return d.revokeBody()
 	}
 	d.off--
 	d.unsupported("command type %d in an entry of version %d", uint8(op), d.version)

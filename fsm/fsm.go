@@ -212,6 +212,8 @@ func (a *applier) exec(c Command) Result {
 		return a.setClusterVersion(c.Version)
 	case InitCluster:
 		return a.initCluster(c.ID)
+	case Revoke:
+		return a.revoke(c)
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

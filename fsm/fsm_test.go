@@ -398,7 +398,7 @@ func TestUnknownVersionHalts(t *testing.T) {
 	future, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{Noop{}, SetClusterVersion{Version: MaxClusterVersion + 1}}})
 	for name, data := range map[string][]byte{
 		"entry version 0":            {0, 0, 1, 7},
-		"entry version 3":            {3, 0, 1, 7},
+		"entry version 4":            {4, 0, 1, 7},
 		"unknown op in version 1":    {1, 0, 1, 99},
 		"version-2 op in a v1 entry": {1, 0, 1, byte(OpEndDelay), 0},
 		"future cluster version":     future,

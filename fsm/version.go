@@ -12,10 +12,11 @@ package fsm
 //	   leader's EndDelay (timed on its monotonic clock), entry time is
 //	   informational only, replicated quotas (SetLimits), the cluster id
 //	   (InitCluster), snapshots of version 2.
+//	3  Revoke (revoke.go), in entries of version 3.
 const (
 	// MaxClusterVersion is the highest cluster version this binary can
 	// apply. A SetClusterVersion beyond it halts the state machine.
-	MaxClusterVersion uint64 = 2
+	MaxClusterVersion uint64 = 3
 	// versionExactlyOnce is the cluster version from which request numbers,
 	// EndDelay and the other version 2 commands may be written.
 	versionExactlyOnce uint64 = 2
@@ -54,6 +55,9 @@ func NeedsVersion(c Command) uint64 {
 	}
 	if _, ok := c.(SetClusterVersion); ok {
 		return 1 // it is what raises the version
+	}
+	if commandVersion(c) >= entryV3 {
+		return versionRevoke
 	}
 	return versionExactlyOnce
 }
