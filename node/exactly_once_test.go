@@ -28,7 +28,7 @@ func waitClusterVersion(t *testing.T, c *cluster.Cluster, v uint64) {
 
 // readyCluster starts a cluster on a fresh memnet (3 nodes unless
 // opts.Nodes says otherwise) and waits for a leader, every node ready and
-// cluster version 2; it returns the leader's index.
+// the highest cluster version; it returns the leader's index.
 func readyCluster(t *testing.T, opts cluster.Options) (*cluster.Cluster, int) {
 	t.Helper()
 	if opts.Net == nil {
@@ -37,7 +37,7 @@ func readyCluster(t *testing.T, opts cluster.Options) (*cluster.Cluster, int) {
 	c := cluster.Start(t, opts)
 	c.WaitLeader(10 * time.Second)
 	c.WaitReady(10 * time.Second)
-	waitClusterVersion(t, c, 2)
+	waitClusterVersion(t, c, fsm.MaxClusterVersion)
 	return c, c.WaitLeader(time.Second)
 }
 

@@ -66,7 +66,7 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		}
 		// The "old" server is upgraded to this release.
 		oldMax.Store(0)
-		waitClusterVersion(t, c, 2)
+		waitClusterVersion(t, c, fsm.MaxClusterVersion)
 		c.Eventually(10*time.Second, func() (bool, string) {
 			return leader.Status().Limits == fsm.DefaultLimits(), "quotas not proposed"
 		})
@@ -101,7 +101,7 @@ func TestPeerInfo(t *testing.T) {
 		}
 		st := c.Nodes[f].Status()
 		if info.Legacy || info.NodeID != cluster.ID(f) || info.RaftID != st.RaftID || info.MaxVersion != fsm.MaxClusterVersion ||
-			info.ClusterVersion != 2 || info.State != "follower" || info.Term != st.Term || info.AppliedIndex == 0 || info.Halted != "" {
+			info.ClusterVersion != fsm.MaxClusterVersion || info.State != "follower" || info.Term != st.Term || info.AppliedIndex == 0 || info.Halted != "" {
 			t.Fatalf("peer info %+v (status %+v)", info, st)
 		}
 		// A server of the previous release answers with an error.
