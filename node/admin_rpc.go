@@ -18,6 +18,7 @@ import (
 //	  adminRestore   body = the backup (raw bytes)
 //	  adminTransfer  body = JSON transferMsg
 //	  adminRemove    body = JSON removeMsg
+//	  adminLeases    body = JSON leasesMsg (admin_reads.go)
 //	reply:   v, kindAdmin, JSON adminReply
 //
 // Bodies are bounded by the transport's message limit (16 MiB by default);
@@ -29,6 +30,7 @@ const (
 	adminRestore  byte = 1
 	adminTransfer byte = 2
 	adminRemove   byte = 3
+	adminLeases   byte = 4
 )
 
 // adminReply is the leader's answer. ErrKind carries the sentinel.
@@ -37,6 +39,7 @@ type adminReply struct {
 	Err       string              `json:"err,omitempty"`
 	Restored  *fsm.RestoreSummary `json:"restored,omitempty"`
 	NewLeader string              `json:"new_leader,omitempty"`
+	Left      map[string]int64    `json:"left_ms,omitempty"` // adminLeases: session id → ms
 }
 
 var adminKinds = []struct {
@@ -105,6 +108,12 @@ func (n *Node) handleAdmin(ctx context.Context, req []byte) ([]byte, error) {
 			return nil, err
 		}
 		reply = adminReplyOf(n.requestRemoval(m.NodeID))
+	case op == adminLeases:
+		r, err := n.leasesReply(body)
+		if err != nil {
+			return nil, err
+		}
+		reply = r
 	default:
 		return nil, fmt.Errorf("%w: unknown admin op %d", errWire, op)
 	}

@@ -308,3 +308,39 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 		}
 	})
 }
+
+func TestAdminPeersAndLeasesLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, li := readyCluster(t, cluster.Options{})
+		ctx := context.Background()
+		f := c.Follower(li)
+		s := openSession(t, ctx, c.Nodes[f], 10*time.Second)
+		left, err := c.Nodes[f].LeasesLeft(ctx, []fsm.SessionID{s, s + 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := left[s]; !ok || d <= 0 || d > 10*time.Second+c.Nodes[li].Timing().ElectionTimeout {
+			t.Fatalf("lease left %v (%v), want in (0, TTL]", d, ok)
+		}
+		if _, ok := left[s+1000]; ok || len(left) != 1 {
+			t.Fatalf("an unknown session has a lease: %v", left)
+		}
+		if _, err := c.Nodes[f].LeasesLeft(ctx, make([]fsm.SessionID, 2000)); !errors.Is(err, node.ErrInvalidArgument) {
+			t.Fatalf("too many sessions: %v", err)
+		}
+		c.Crash(3 - f - li)
+		peers := c.Nodes[f].Peers(ctx)
+		if len(peers) != 3 {
+			t.Fatalf("peers %+v", peers)
+		}
+		for _, p := range peers {
+			down := p.ID == c.ID(3-f-li)
+			if p.Reachable == down || (down && p.Err == "") || (!down && (p.AppliedIndex == 0 || p.Role != node.RoleVoter)) {
+				t.Fatalf("peer %+v (down: %v)", p, down)
+			}
+			if p.Leader != (p.ID == c.ID(li)) {
+				t.Fatalf("peer %+v: leader flag wrong", p)
+			}
+		}
+	})
+}
