@@ -90,6 +90,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if cfg.Bootstrap && len(cfg.Peers) == 0 {
+		// Development mode: a one-node cluster at the advertised address.
+		n.cfg.Peers = []Peer{{ID: cfg.ID, Addr: n.trans.Addr()}}
+	}
 	rc := n.raftConfig(hlog)
 	if cfg.Recover {
 		if err := n.recover(rc, hasState); err != nil {
