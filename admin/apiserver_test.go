@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"net/http"
@@ -17,7 +17,7 @@ type testLimits struct {
 // newAPI returns a Server on n with the test's limits, closed at the end.
 func newAPI(t *testing.T, n *node.Node, tl testLimits) *Server {
 	t.Helper()
-	api, err := New(Config{Node: n, TTL: time.Second, Limits: Limits{
+	api, err := New(Config{Node: n, TTL: time.Second, Auth: Auth{Unauthenticated: true}, Limits: Limits{
 		ReadHeaderTimeout: tl.readHeader, ReadTimeout: tl.read, WriteTimeout: tl.write, IdleTimeout: tl.idle,
 		MaxInFlightPerClient: tl.inFlightPerClient,
 	}})

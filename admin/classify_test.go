@@ -1,10 +1,11 @@
-package lockhttp
+package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -31,7 +32,7 @@ func TestClassify(t *testing.T) {
 		{errors.New("boom"), http.StatusInternalServerError, ErrKindInternal},
 	} {
 		code, body := classify(tc.err)
-		if code != tc.code || body.Error != tc.kind || body.Detail != tc.err.Error() {
+		if code != tc.code || body.Error != tc.kind || body.Detail != public(tc.err.Error()) || strings.Contains(body.Detail, "lockapi: ") || strings.Contains(body.Detail, "node: ") {
 			t.Errorf("%v: %d %+v, want %d %s", tc.err, code, body, tc.code, tc.kind)
 		}
 	}

@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"context"
@@ -13,20 +13,35 @@ import (
 )
 
 // AcquireRequest is the body of POST /v1/acquire. Wait false is TryLock.
-// TimeoutMS bounds the call (0: 30 s when waiting; a TryLock answers within a
-// few election timeouts anyway).
+// TimeoutMS bounds the call (0: 30 s when waiting; a TryLock answers within
+// a few election timeouts anyway).
+//
+// With TTLMS or Owner the acquisition gets a session of its own (TTL TTLMS,
+// default the server's; description Owner, default "http:<client>") and is
+// client-kept: the client must ask about it (GET /v1/lease or
+// /v1/lease/wait) at least once per TTL, or the server releases it. The
+// raftlock CLI acquires so. Without them the lease is in the server's
+// shared session and lives until released or lost.
 type AcquireRequest struct {
 	Lock      string `json:"lock"`
 	Wait      bool   `json:"wait"`
 	TimeoutMS int64  `json:"timeout_ms"`
+	TTLMS     int64  `json:"ttl_ms,omitempty"`
+	Owner     string `json:"owner,omitempty"`
 }
 
 // AcquireResponse is the answer of a successful POST /v1/acquire.
+// ValidForMS: the lease stays valid at least this long from when the
+// answer was sent (its session's validity; for a client-kept lease also
+// the time left to ask about it again). A client that counts it from when
+// it sent the request never overestimates it.
 type AcquireResponse struct {
 	Lock             string `json:"lock"`
 	Token            uint64 `json:"token"`
 	Handle           string `json:"handle"`
 	ValidUntilUnixMS int64  `json:"valid_until_unix_ms"`
+	ValidForMS       int64  `json:"valid_for_ms"`
+	TTLMS            int64  `json:"ttl_ms"`
 	Session          uint64 `json:"session"`
 }
 
@@ -35,13 +50,15 @@ type ReleaseRequest struct {
 	Handle string `json:"handle"`
 }
 
-// LeaseJSON is the answer of GET /v1/lease and /v1/lease/wait.
+// LeaseJSON is the answer of GET /v1/lease and /v1/lease/wait (ValidForMS
+// as in AcquireResponse; 0 once the lease ended).
 type LeaseJSON struct {
-	Valid  bool   `json:"valid"`
-	Error  string `json:"error,omitempty"` // why the lease ended
-	Lock   string `json:"lock"`
-	Token  uint64 `json:"token"`
-	Handle string `json:"handle"`
+	Valid      bool   `json:"valid"`
+	Error      string `json:"error,omitempty"` // why the lease ended
+	Lock       string `json:"lock"`
+	Token      uint64 `json:"token"`
+	Handle     string `json:"handle"`
+	ValidForMS int64  `json:"valid_for_ms"`
 }
 
 const (
@@ -56,12 +73,27 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := fsm.ValidateLockName(req.Lock); err != nil {
-		writeBad(w, "lock: "+err.Error())
+		writeBad(w, "lock: "+public(err.Error()))
 		return
 	}
 	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxWait {
 		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
 		return
+	}
+	ttl := time.Duration(req.TTLMS) * time.Millisecond
+	own := req.TTLMS != 0 || req.Owner != ""
+	if own {
+		if ttl == 0 {
+			ttl = s.sess.ttl
+		}
+		if min := lockapi.MinTTL(s.n); ttl < min || ttl > fsm.MaxTTL {
+			writeBad(w, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, min.Milliseconds(), fsm.MaxTTL.Milliseconds()))
+			return
+		}
+		if err := fsm.ValidateDescription(req.Owner); err != nil {
+			writeBad(w, "owner: "+public(err.Error()))
+			return
+		}
 	}
 	client := clientOf(r)
 	if err := s.quotas.begin(client); err != nil {
@@ -95,7 +127,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel = context.WithTimeout(ctx, lockapi.TryTimeout(s.n))
 		defer cancel()
 	}
-	sess, err := s.sess.Get(sctx)
+	sess, err := s.acquireSession(sctx, own, ttl, req.Owner, client)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -107,28 +139,56 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		lease, err = sess.TryLock(ctx, req.Lock)
 	}
 	if err != nil {
+		if own {
+			s.closeInBackground(sess)
+		}
 		writeErr(w, err)
 		return
 	}
 	if r.Context().Err() != nil {
 		// The client is gone: nobody will ever release this lease.
-		s.unlockInBackground(lease)
+		s.unlockInBackground(lease, own)
 		return
 	}
 	endCall(true)
 	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
-	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions)
+	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions, own, ttl)
+	_, validFor := s.handles.get(h)
 	writeJSON(w, http.StatusOK, AcquireResponse{
-		Lock: req.Lock, Token: uint64(lease.Token()), Handle: h,
-		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), Session: uint64(sess.ID()),
+		Lock: req.Lock, Token: lease.Token(), Handle: h,
+		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), ValidForMS: validFor.Milliseconds(), TTLMS: sess.TTL().Milliseconds(),
+		Session: uint64(sess.ID()),
 	})
 }
 
-func (s *Server) unlockInBackground(l *lockapi.Lease) {
+// acquireSession returns the session an acquisition goes into: the shared
+// one, or a new one of its own.
+func (s *Server) acquireSession(ctx context.Context, own bool, ttl time.Duration, owner, client string) (*lockapi.Session, error) {
+	if !own {
+		return s.sess.Get(ctx)
+	}
+	if owner == "" {
+		owner = "http:" + client
+	}
+	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
+}
+
+func (s *Server) unlockInBackground(l *lockapi.Lease, closeSession bool) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
 		defer cancel()
 		l.Unlock(ctx)
+		if closeSession {
+			l.Session().Close(ctx)
+		}
+	}()
+}
+
+func (s *Server) closeInBackground(sess *lockapi.Session) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+		defer cancel()
+		sess.Close(ctx)
 	}()
 }
 
@@ -137,7 +197,11 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	l := s.handles.get(req.Handle)
+	if req.Handle == "" {
+		writeBad(w, "handle: required (the handle an acquire answered)")
+		return
+	}
+	l, _ := s.handles.get(req.Handle)
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
 		return
@@ -146,8 +210,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		// The lease ended before the release: report it at once, and let the
 		// session still ask the cluster to release it (in case it holds it).
 		s.handles.remove(req.Handle)
-		s.unlockInBackground(l)
-		writeJSON(w, http.StatusConflict, ErrorJSON{Error: ErrKindNotHolder, Detail: lost.Error()})
+		s.unlockInBackground(l, false)
+		writeJSON(w, http.StatusConflict, ErrorJSON{Error: ErrKindNotHolder, Detail: public(lost.Error())})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
@@ -167,24 +231,31 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) leaseFor(w http.ResponseWriter, r *http.Request) (*lockapi.Lease, string) {
 	h := r.URL.Query().Get("handle")
-	l := s.handles.get(h)
+	if h == "" {
+		writeBad(w, "handle: required")
+		return nil, h
+	}
+	l, _ := s.handles.get(h)
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
 	}
 	return l, h
 }
 
-func leaseJSON(l *lockapi.Lease, h string) LeaseJSON {
-	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: uint64(l.Token()), Handle: h}
+// leaseJSON describes the lease of handle h (asking about it renews a
+// client-kept lease).
+func (s *Server) leaseJSON(l *lockapi.Lease, h string) LeaseJSON {
+	_, validFor := s.handles.get(h)
+	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: l.Token(), Handle: h, ValidForMS: validFor.Milliseconds()}
 	if err := l.Err(); err != nil {
-		out.Valid, out.Error = false, err.Error()
+		out.Valid, out.Error, out.ValidForMS = false, public(err.Error()), 0
 	}
 	return out
 }
 
 func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	if l, h := s.leaseFor(w, r); l != nil {
-		writeJSON(w, http.StatusOK, leaseJSON(l, h))
+		writeJSON(w, http.StatusOK, s.leaseJSON(l, h))
 	}
 }
 
@@ -213,72 +284,5 @@ func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	writeJSON(w, http.StatusOK, leaseJSON(l, h))
-}
-
-// syncIf runs a linearizable read barrier when the request asks for one
-// (?sync=1); it reports false after answering with the error.
-func (s *Server) syncIf(w http.ResponseWriter, r *http.Request) bool {
-	if v := r.URL.Query().Get("sync"); v == "" || v == "0" || v == "false" {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	if err := s.n.Sync(ctx); err != nil {
-		writeErr(w, err)
-		return false
-	}
-	return true
-}
-
-// listParam reads a positive integer query parameter at most max (absent:
-// def); it reports false after answering 400.
-func listParam(w http.ResponseWriter, r *http.Request, name string, def, max int) (int, bool) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, true
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > max {
-		writeBad(w, fmt.Sprintf("%s: want an integer in [1, %d]", name, max))
-		return 0, false
-	}
-	return n, true
-}
-
-func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := fsm.ValidateLockName(name); err != nil {
-		writeBad(w, "lock: "+err.Error())
-		return
-	}
-	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
-	if !ok || !s.syncIf(w, r) {
-		return
-	}
-	li, ok := s.n.Lock(name)
-	if !ok {
-		li = fsm.LockInfo{Name: name}
-	}
-	writeJSON(w, http.StatusOK, s.lockJSON(li, waiters, descriptions{}))
-}
-
-func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
-	if !ok {
-		return
-	}
-	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
-	if !ok || !s.syncIf(w, r) {
-		return
-	}
-	out := struct {
-		Locks []LockJSON `json:"locks"`
-	}{Locks: []LockJSON{}}
-	desc := descriptions{}
-	for _, li := range s.n.Locks(q.Get("prefix"), limit) {
-		out.Locks = append(out.Locks, s.lockJSON(li, waiters, desc))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, s.leaseJSON(l, h))
 }

@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"context"
@@ -183,7 +183,7 @@ func TestBodyLimits(t *testing.T) {
 			kind string
 		}{
 			{big, http.StatusRequestEntityTooLarge, ErrKindTooLarge},
-			{`{"lock":"x","wait":false,"owner":"me"}`, http.StatusBadRequest, ErrKindBadRequest},
+			{`{"lock":"x","wait":false,"holder":"me"}`, http.StatusBadRequest, ErrKindBadRequest},
 			{`{"lock":"x"} {"lock":"y"}`, http.StatusBadRequest, ErrKindBadRequest},
 			{``, http.StatusBadRequest, ErrKindBadRequest},
 		} {

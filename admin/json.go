@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"context"
@@ -7,44 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
-// HolderJSON describes a lock's holder.
-type HolderJSON struct {
-	Session          uint64 `json:"session"`
-	Description      string `json:"description"`
-	Token            uint64 `json:"token"`
-	AcquiredAtUnixMS int64  `json:"acquired_at_unix_ms"`
-}
-
-// WaiterJSON describes one entry of a lock's FIFO queue.
-type WaiterJSON struct {
-	Session          uint64 `json:"session"`
-	Description      string `json:"description,omitempty"`
-	EnqueuedAtUnixMS int64  `json:"enqueued_at_unix_ms"`
-}
-
-// LockJSON describes a lock (GET /v1/locks/{name}). Waiters lists the
-// first waiters of the queue (at most ?waiters=, see Limits.MaxListedWaiters);
-// WaiterCount is the length of the whole queue.
-type LockJSON struct {
-	Name             string       `json:"name"`
-	Held             bool         `json:"held"`
-	Holder           *HolderJSON  `json:"holder"`
-	Waiters          []WaiterJSON `json:"waiters"`
-	WaiterCount      int          `json:"waiter_count"`
-	DelayUntilUnixMS int64        `json:"delay_until_unix_ms,omitempty"`
-}
-
 // ErrorJSON is the body of every error answer.
 type ErrorJSON struct {
 	Error            string      `json:"error"`            // machine-readable kind
-	Detail           string      `json:"detail,omitempty"` // the Go error
+	Detail           string      `json:"detail,omitempty"` // for people
 	Holder           *HolderJSON `json:"holder,omitempty"` // "locked": who holds it
 	DelayUntilUnixMS int64       `json:"delay_until_unix_ms,omitempty"`
 }
@@ -64,56 +37,33 @@ const (
 	ErrKindClientQuota    = "client_quota" // 429: a per-client or server quota of Limits
 	ErrKindQuota          = "quota"        // 429: a cluster quota (fsm.Limits) refused the command
 	ErrKindInternal       = "internal"
+	ErrKindNotFound       = "not_found"          // 404: no such path, session or handle
+	ErrKindMethod         = "method_not_allowed" // 405 (the Allow header lists the methods)
+	ErrKindUnauthorized   = "unauthorized"       // 401: no or unknown credentials
+	ErrKindForbidden      = "forbidden"          // 403: the caller's role does not allow it
+	ErrKindNotReady       = "not_ready"          // 503: no leader known or not caught up: the local view is unknown
+	ErrKindNotHeld        = "not_held"           // 409: revoke: no such grant holds the lock
+	ErrKindRefused        = "refused"            // 409: the leader refused an admin operation
+	ErrKindBadSnapshot    = "bad_snapshot"       // 400: restore: not a backup this binary reads
+	ErrKindNotRemoved     = "not_removed"        // 504: remove-peer: still a server when the call ended
 )
 
-func holderJSON(h fsm.Holder) *HolderJSON {
-	if h.Session == 0 {
-		return nil
-	}
-	return &HolderJSON{Session: uint64(h.Session), Description: h.Description, Token: uint64(h.Token), AcquiredAtUnixMS: nsToMS(h.AcquiredAt)}
-}
+// internalPrefixes are the package prefixes of Go errors ("node: ..."):
+// answers do not show them (they name the library's internals, not what
+// the caller did).
+var internalPrefixes = []string{"node: ", "lockapi: ", "fsm: ", "transport: ", "admin: ", "fence: "}
 
-// descriptions caches session descriptions for one answer: a queue is
-// mostly a few sessions waiting many times, and each lookup takes the
-// FSM's read lock.
-type descriptions map[fsm.SessionID]string
-
-func (s *Server) describe(d descriptions, id fsm.SessionID) string {
-	desc, ok := d[id]
-	if !ok {
-		if si, found := s.n.Session(id); found {
-			desc = si.Description
-		}
-		d[id] = desc
+// public returns an error message without the internal package prefixes.
+func public(msg string) string {
+	for _, p := range internalPrefixes {
+		msg = strings.ReplaceAll(msg, p, "")
 	}
-	return desc
-}
-
-// lockJSON describes li with at most maxWaiters of its waiters: linear in
-// what it lists.
-func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJSON {
-	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: len(li.Waiters), DelayUntilUnixMS: nsToMS(li.DelayUntil)}
-	if li.Held {
-		out.Holder = holderJSON(li.Holder)
-	}
-	for _, w := range li.Waiters[:min(len(li.Waiters), maxWaiters)] {
-		out.Waiters = append(out.Waiters, WaiterJSON{
-			Session: uint64(w.Session), Description: s.describe(d, w.Session), EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
-		})
-	}
-	return out
-}
-
-func nsToMS(ns int64) int64 {
-	if ns == 0 {
-		return 0
-	}
-	return time.Unix(0, ns).UnixMilli()
+	return msg
 }
 
 // classify maps an error of lockapi or node to an HTTP status and a body.
 func classify(err error) (int, ErrorJSON) {
-	body := ErrorJSON{Detail: err.Error()}
+	body := ErrorJSON{Detail: public(err.Error())}
 	var locked *lockapi.LockedError
 	var quota *quotaError
 	switch {
@@ -126,6 +76,21 @@ func classify(err error) (int, ErrorJSON) {
 	case errors.As(err, &locked):
 		body.Error, body.Holder, body.DelayUntilUnixMS = ErrKindLocked, holderJSON(locked.Holder), nsToMS(locked.DelayUntil)
 		return http.StatusConflict, body
+	case errors.Is(err, node.ErrNotHeld):
+		body.Error = ErrKindNotHeld
+		return http.StatusConflict, body
+	case errors.Is(err, node.ErrNoSuchSession):
+		body.Error = ErrKindNotFound
+		return http.StatusNotFound, body
+	case errors.Is(err, node.ErrRefused):
+		body.Error = ErrKindRefused
+		return http.StatusConflict, body
+	case errors.Is(err, node.ErrPeerStays):
+		body.Error = ErrKindNotRemoved
+		return http.StatusGatewayTimeout, body
+	case errors.Is(err, fsm.ErrInvalidSnapshot):
+		body.Error = ErrKindBadSnapshot
+		return http.StatusBadRequest, body
 	case errors.Is(err, lockapi.ErrInvalidArgument), errors.Is(err, node.ErrInvalidArgument):
 		body.Error = ErrKindBadRequest
 		return http.StatusBadRequest, body
@@ -187,7 +152,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorJSON{Error: ErrKindTooLarge, Detail: fmt.Sprintf("body over %d bytes", tooLarge.Limit)})
 		return false
 	case err != nil:
-		writeBad(w, "body: "+err.Error())
+		writeBad(w, "body: "+public(err.Error()))
 		return false
 	}
 	return true

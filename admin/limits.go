@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"errors"
@@ -52,6 +52,10 @@ type Limits struct {
 	// largest ?waiters; default 1,000); waiter_count always says how many
 	// there are.
 	MaxListedWaiters int
+	// MaxSnapshotBytes bounds a backup restored through POST
+	// /v1/admin/snapshot (default 256 MiB; a held lock takes about 50
+	// bytes of a snapshot).
+	MaxSnapshotBytes int64
 }
 
 // DefaultLimits returns the defaults of every limit.
@@ -68,11 +72,12 @@ func DefaultLimits() Limits {
 		MaxAcquisitions:      8000,
 		MaxListedLocks:       1000,
 		MaxListedWaiters:     1000,
+		MaxSnapshotBytes:     256 << 20,
 	}
 }
 
 // errInvalidLimits: Limits.Validate found a negative limit.
-var errInvalidLimits = errors.New("lockhttp: invalid limits")
+var errInvalidLimits = errors.New("admin: invalid limits")
 
 // withDefaults fills the zero fields with their defaults.
 func (l Limits) withDefaults() Limits {
@@ -100,6 +105,9 @@ func (l Limits) withDefaults() Limits {
 	setInt(&l.MaxAcquisitions, d.MaxAcquisitions)
 	setInt(&l.MaxListedLocks, d.MaxListedLocks)
 	setInt(&l.MaxListedWaiters, d.MaxListedWaiters)
+	if l.MaxSnapshotBytes == 0 {
+		l.MaxSnapshotBytes = d.MaxSnapshotBytes
+	}
 	return l
 }
 
@@ -111,7 +119,7 @@ func (l Limits) Validate() error {
 		"MaxHeaderBytes": int64(l.MaxHeaderBytes), "MaxBodyBytes": l.MaxBodyBytes,
 		"MaxInFlightPerClient": int64(l.MaxInFlightPerClient), "MaxHeldPerClient": int64(l.MaxHeldPerClient),
 		"MaxAcquisitions": int64(l.MaxAcquisitions), "MaxListedLocks": int64(l.MaxListedLocks),
-		"MaxListedWaiters": int64(l.MaxListedWaiters),
+		"MaxListedWaiters": int64(l.MaxListedWaiters), "MaxSnapshotBytes": l.MaxSnapshotBytes,
 	} {
 		if v < 0 {
 			return fmt.Errorf("%w: %s is negative (%d)", errInvalidLimits, name, v)

@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ func newQuotas(lim Limits) *quotas {
 // quotaError is an acquire refused by a client quota (HTTP 429).
 type quotaError struct{ msg string }
 
-func (e *quotaError) Error() string { return "lockhttp: " + e.msg }
+func (e *quotaError) Error() string { return "admin: " + e.msg }
 
 // begin counts one acquire call of client, or refuses it.
 func (q *quotas) begin(client string) error {

@@ -1,76 +1,67 @@
-// Package lockhttp is the HTTP API of the example replica (examples/replica)
-// and of the demo's replica processes (examples/demo): one lockapi session per
-// process for HTTP clients, each acquisition its own lease behind an opaque
-// handle, read-only views of locks and of the node, Prometheus metrics and a
-// small self-updating HTML status page.
-//
-// Routes (JSON bodies):
-//
-//	POST /v1/acquire      {"lock":"x","wait":true,"timeout_ms":5000}
-//	POST /v1/release      {"handle":"..."}
-//	GET  /v1/lease        ?handle=
-//	GET  /v1/lease/wait   ?handle=&timeout_ms=
-//	GET  /v1/locks/{name} ?sync=1&waiters=
-//	GET  /v1/locks        ?prefix=&limit=&waiters=&sync=1
-//	GET  /v1/status
-//	GET  /metrics
-//	GET  /
-//
-// Limits (timeouts, body and header sizes, per-client quotas, listing
-// sizes) are in Limits; every call that cannot commit answers 503
-// no_quorum within its deadline (a TryLock within a few election timeouts,
-// including the opening of the HTTP session).
-//
-// It is example code, not part of the library: it holds no lock logic of
-// its own, only the mapping between HTTP and lockapi.
-package lockhttp
+package admin
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
-// Config configures a Server.
+// Config configures a Server. Node and Auth are required.
 type Config struct {
-	Node      *node.Node
-	TTL       time.Duration // session TTL; default lockapi.DefaultTTL
-	LockDelay time.Duration // session lock-delay; default 0
-	Owner     string        // session owner description; default "http@<node id>"
+	Node *node.Node
+	// Auth says who may do what (required: New refuses a zero Auth).
+	Auth Auth
+	// TTL and LockDelay of the server's shared HTTP session (acquisitions
+	// without ttl_ms); TTL default lockapi.DefaultTTL, at least
+	// lockapi.MinTTL(Node).
+	TTL       time.Duration
+	LockDelay time.Duration
+	Owner     string // the shared session's description; default "http@<node id>"
 	Metrics   *lockapi.Metrics
 	Gatherer  prometheus.Gatherer // served on /metrics; nil: no /metrics
 	Logger    *slog.Logger        // nil: the node's
 	Limits    Limits              // zero fields: DefaultLimits
 }
 
-// Server serves the HTTP API. Create it with New, mount Handler (or add
-// routes to Mux), and Close it before closing the node.
+// Server serves the admin API. Create it with New, mount it (Mount, or
+// Handler under a prefix with http.StripPrefix), and Close it before
+// closing the node. Safe for concurrent use.
 type Server struct {
 	n       *node.Node
 	log     *slog.Logger
+	auth    authenticator
 	mux     *http.ServeMux
+	roles   map[string]Role // route pattern → role needed ("" public)
 	sess    *SessionKeeper
 	handles *handles
 	limits  Limits
 	quotas  *quotas
+	peers   peerCache
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
 
-// New returns a Server. It opens the HTTP session in the background (and
-// again whenever it is lost); requests that need it wait for it.
+// errInvalidConfig: New refused its Config.
+var errInvalidConfig = errors.New("admin: invalid config")
+
+// New returns a Server. It opens the shared HTTP session in the background
+// (and again whenever it is lost); requests that need it wait for it.
 func New(cfg Config) (*Server, error) {
 	if cfg.Node == nil {
-		return nil, errors.New("lockhttp: nil node")
+		return nil, errors.Join(errInvalidConfig, errors.New("admin: nil node"))
+	}
+	auth, err := cfg.Auth.compile()
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
@@ -78,6 +69,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.TTL == 0 {
 		cfg.TTL = lockapi.DefaultTTL
+	}
+	if min := lockapi.MinTTL(cfg.Node); cfg.TTL < min {
+		return nil, errors.Join(errInvalidConfig, errors.New("admin: TTL "+cfg.TTL.String()+" below the node's minimum session TTL "+min.String()))
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = "http@" + cfg.Node.ID()
@@ -90,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, lockapi.WithMetrics(cfg.Metrics))
 	}
 	s := &Server{
-		n: cfg.Node, log: cfg.Logger, mux: http.NewServeMux(),
+		n: cfg.Node, log: cfg.Logger, auth: auth, mux: http.NewServeMux(), roles: map[string]Role{},
 		sess:    NewSessionKeeper(cfg.Node, cfg.TTL, cfg.LockDelay, opts...),
 		handles: newHandles(),
 		limits:  cfg.Limits,
@@ -98,43 +92,73 @@ func New(cfg Config) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mux.HandleFunc("POST /v1/acquire", s.acquire)
-	s.mux.HandleFunc("POST /v1/release", s.release)
-	s.mux.HandleFunc("GET /v1/lease", s.lease)
-	s.mux.HandleFunc("GET /v1/lease/wait", s.leaseWait)
-	s.mux.HandleFunc("GET /v1/locks/{name...}", s.lock)
-	s.mux.HandleFunc("GET /v1/locks", s.locks)
-	s.mux.HandleFunc("GET /v1/status", s.status)
-	if cfg.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}))
-	}
-	s.mux.HandleFunc("GET /{$}", s.page)
+	s.routes(cfg.Gatherer)
 	go s.background()
 	return s, nil
 }
 
-// Handler returns the API's handler. Serve it with an http.Server set up
-// by ConfigureHTTP (timeouts, header limit).
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the API's handler (the Server itself): routes, then
+// authentication, then the route's handler; JSON errors for unknown paths
+// (404) and methods (405). Serve it with an http.Server set up by
+// ConfigureHTTP (timeouts, header limit).
+func (s *Server) Handler() http.Handler { return s }
 
-// Mux returns the API's mux, for programs that add their own routes.
+// Mount registers the API on mux under prefix (like net/http/pprof's
+// /debug/pprof/): prefix "/raftlock" serves the status page at
+// /raftlock/ and the API at /raftlock/v1/…; "" or "/" mounts it at the
+// root.
+func (s *Server) Mount(mux *http.ServeMux, prefix string) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		mux.Handle("/", s)
+		return
+	}
+	mux.Handle(prefix+"/", http.StripPrefix(prefix, s))
+}
+
+// Mux returns the API's route mux, for programs that add routes of their
+// own (the demo). Routes added there need the admin role (unless Auth is
+// Unauthenticated).
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
-// Session returns the current HTTP session, opening one if there is none or
-// it was lost (bounded by ctx).
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r) // does not set r's path values
+	if pattern == "" {
+		s.noRoute(w, r, h)
+		return
+	}
+	role, known := s.roles[pattern]
+	if !known {
+		role = RoleAdmin
+	}
+	if role != "" {
+		p, ok := s.authenticate(w, r, role)
+		if !ok {
+			return
+		}
+		r = r.WithContext(withPrincipal(r.Context(), p))
+	}
+	s.mux.ServeHTTP(w, r) // routes again: it sets the path values
+}
+
+// Session returns the current shared HTTP session, opening one if there is
+// none or it was lost (bounded by ctx).
 func (s *Server) Session(ctx context.Context) (*lockapi.Session, error) { return s.sess.Get(ctx) }
 
-// Close closes the HTTP session (releasing what HTTP clients hold) and stops
-// the background work. Call it before closing the node.
+// Close releases what HTTP clients hold (closing the shared session and
+// the acquisitions' own sessions) and stops the background work. Call it
+// before closing the node.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	<-s.done
+	s.handles.closeOwn(ctx)
 	return s.sess.Close(ctx)
 }
 
-// background keeps an HTTP session open (so that /v1/status shows it and the
-// first acquisition does not pay for it) and forgets the handles of leases
-// that ended long ago.
+// background keeps the shared HTTP session open (so that /v1/status shows
+// it and the first acquisition does not pay for it) and forgets the
+// handles of leases that ended long ago.
 func (s *Server) background() {
 	defer close(s.done)
 	// Open the session once the node is ready: opened earlier, it would
@@ -158,7 +182,7 @@ func (s *Server) background() {
 			if s.ctx.Err() != nil {
 				return
 			}
-			s.log.Debug("lockhttp: cannot open the HTTP session yet", "err", err)
+			s.log.Debug("admin: cannot open the HTTP session yet", "err", err)
 			retry = time.After(s.sess.ttl / 3)
 		}
 	wait:

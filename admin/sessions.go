@@ -1,4 +1,4 @@
-package lockhttp
+package admin
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/raftlock/raftlock/node"
 )
 
-var errClosed = errors.New("lockhttp: server closed")
+var errClosed = errors.New("admin: server closed")
 
 // SessionKeeper holds one session and replaces it when it is lost (a lost
 // session is final: its leases ended with it, and a new one must be opened).
@@ -62,7 +62,7 @@ func (m *SessionKeeper) Get(ctx context.Context) (*lockapi.Session, error) {
 					// The open in progress could not commit in the time we had.
 					err = fmt.Errorf("%w: %w", lockapi.ErrNoQuorum, err)
 				}
-				return nil, fmt.Errorf("lockhttp: waiting for the HTTP session: %w", err)
+				return nil, fmt.Errorf("admin: waiting for the HTTP session: %w", err)
 			}
 		}
 		ch := make(chan struct{})
