@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -107,7 +107,7 @@ func TestAuthIsRequiredUnlessExplicitlyOff(t *testing.T) {
 func TestAuthByClientCertificate(t *testing.T) {
 	c := startCluster(t, 1)
 	api := newAuthAPI(t, c.Nodes[0], Auth{ClientCertRole: RoleRead})
-	ca, err := testcerts.NewCA("admin test CA")
+	ca, err := devcerts.NewCA("admin test CA")
 	if err != nil {
 		t.Fatal(err)
 	}

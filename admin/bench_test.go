@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -56,7 +56,7 @@ func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 // BenchmarkLockListing: GET /v1/locks/{name} of a lock with 5,000 and
 // 20,000 waiters (each its own session), listing them all.
 func BenchmarkLockListing(b *testing.B) {
-	c := cluster.Start(b, cluster.Options{Nodes: 1, Configure: func(_ int, cfg *node.Config) {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 1, Configure: func(_ int, cfg *node.Config) {
 		cfg.Limits.MaxWaitersPerLock = 50_000 // above the default quota of 10,000
 	}})
 	c.WaitReady(30 * time.Second)

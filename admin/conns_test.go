@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // serveLoopback serves api on a loopback port until the test ends.
@@ -44,7 +44,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // connection, are cut off by the server's read and idle timeouts (before:
 // only the header timeout, so both stayed open for ever).
 func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Nodes: 1})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
 	c.WaitReady(30 * time.Second)
 	api := newAPI(t, c.Nodes[0], testLimits{readHeader: 200 * time.Millisecond, read: 300 * time.Millisecond, idle: 300 * time.Millisecond})
 	addr := serveLoopback(t, api)
@@ -96,7 +96,7 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 // A long poll outlives the server's read and write timeouts: its wait is
 // added to them.
 func TestLongPollOutlivesServerTimeouts(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Nodes: 1})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
 	c.WaitReady(30 * time.Second)
 	api := newAPI(t, c.Nodes[0], testLimits{read: 200 * time.Millisecond, write: 200 * time.Millisecond})
 	addr := serveLoopback(t, api)

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -58,7 +58,7 @@ func (a answer) raw2() string { return string(a.raw) }
 // caller asks for the stale local view; /v1/status and /readyz are 503.
 func TestNodeInNoClusterAnswersUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 1, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 1, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 			// Joins a cluster that does not answer: in no cluster.
 			cfg.Bootstrap, cfg.Peers = false, append(cfg.Peers, node.Peer{ID: "ghost", Addr: "ghost:7400"})
 		}})

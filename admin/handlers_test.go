@@ -11,16 +11,16 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
 // startCluster starts an in-memory cluster of n nodes (inside a synctest
 // bubble) and waits until it is ready.
-func startCluster(t *testing.T, n int) *cluster.Cluster {
+func startCluster(t *testing.T, n int) *clustertest.Cluster {
 	t.Helper()
-	c := cluster.Start(t, cluster.Options{Nodes: n, Net: memnet.New()})
+	c := clustertest.Start(t, clustertest.Options{Nodes: n, Net: memnet.New()})
 	c.WaitLeader(10 * time.Second)
 	c.WaitReady(10 * time.Second)
 	return c
@@ -28,7 +28,7 @@ func startCluster(t *testing.T, n int) *cluster.Cluster {
 
 // startAPI starts a one-node cluster and a Server with the default limits
 // on it (closed at the end).
-func startAPI(t *testing.T) (*cluster.Cluster, *Server) {
+func startAPI(t *testing.T) (*clustertest.Cluster, *Server) {
 	t.Helper()
 	c := startCluster(t, 1)
 	api := newAPI(t, c.Nodes[0], testLimits{})

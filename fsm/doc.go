@@ -11,7 +11,7 @@
 // Sessions are identified by a counter kept in the state (never reused, never
 // the raw log index). Each session has a TTL, an optional lock-delay and a free
 // text description of its owner. The state machine never expires a session by
-// itself: the leader's lease manager decides that a session is overdue and
+// itself: the leader's session expiry decides that a session is overdue and
 // proposes [ExpireSessions].
 //
 // Locks are named. A lock has at most one holder, a FIFO queue of waiters and

@@ -81,7 +81,7 @@ type DelayInfo struct {
 	For time.Duration // its full length
 }
 
-// SessionTTL is what the leader's lease manager needs of a session.
+// SessionTTL is what the leader's session expiry needs of a session.
 type SessionTTL struct {
 	ID  SessionID
 	TTL time.Duration

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -17,8 +17,8 @@ import (
 // node (the common case for an embedded library: 2 of 3 replicas are
 // followers) unless the name says leader.
 
-func benchCluster(b *testing.B) (*cluster.Cluster, int) {
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
+func benchCluster(b *testing.B) (*clustertest.Cluster, int) {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
 	leader := c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
 	return c, leader

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // bookkeeping counts what the session remembers about acquisitions that are
@@ -24,7 +24,7 @@ func (s *Session) bookkeeping() int {
 // behind, in the session or in the cluster.
 func TestCancelledTryLocksLeaveNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		for _, i := range []int{c.WaitLeader(time.Second), c.Follower(c.WaitLeader(time.Second))} {
 			s := newSession(t, c, i)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -36,7 +36,7 @@ func TestCancelledTryLocksLeaveNothing(t *testing.T) {
 			}
 			synctest.Wait()
 			if n := s.bookkeeping(); n != 0 {
-				t.Errorf("session on %s remembers %d acquisitions after 5,000 cancelled TryLocks", cluster.ID(i), n)
+				t.Errorf("session on %s remembers %d acquisitions after 5,000 cancelled TryLocks", clustertest.ID(i), n)
 			}
 			if err := c.Nodes[i].Sync(context.Background()); err != nil {
 				t.Fatal(err)

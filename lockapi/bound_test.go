@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -18,7 +18,7 @@ import (
 // the partition heals.
 func TestLockReturnsWhenSessionIsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		m := c.Follower(c.WaitLeader(time.Second))
 		s := newSession(t, c, m)
 		held, err := s.Lock(context.Background(), "held")
@@ -71,7 +71,7 @@ func noPanic(t *testing.T, what string, f func() error) (err error) {
 // name or a nil option with ErrInvalidArgument — no panic, nothing sent.
 func TestEntryPointsValidateArguments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		n := c.Nodes[0]
 		s := newSession(t, c, 0)
@@ -136,7 +136,7 @@ func TestEntryPointsValidateArguments(t *testing.T) {
 // the job; on a closed node it returns ErrClosed.
 func TestSingletonOnClosedSessionOrNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		job := func(context.Context, *Lease) error {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -14,24 +14,24 @@ const testTTL = time.Second
 
 // startCluster starts a 3-node in-memory cluster on memnet (call inside a
 // synctest bubble) and waits until it is ready.
-func startCluster(t *testing.T, opts cluster.Options) *cluster.Cluster {
+func startCluster(t *testing.T, opts clustertest.Options) *clustertest.Cluster {
 	t.Helper()
 	if opts.Net == nil {
 		opts.Net = memnet.New()
 	}
-	c := cluster.Start(t, opts)
+	c := clustertest.Start(t, opts)
 	c.WaitLeader(10 * time.Second)
 	c.WaitReady(10 * time.Second)
 	return c
 }
 
-func newSession(t *testing.T, c *cluster.Cluster, i int, opts ...SessionOption) *Session {
+func newSession(t *testing.T, c *clustertest.Cluster, i int, opts ...SessionOption) *Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := NewSession(ctx, c.Nodes[i], append([]SessionOption{WithTTL(testTTL), WithOwner(cluster.ID(i) + "/worker")}, opts...)...)
+	s, err := NewSession(ctx, c.Nodes[i], append([]SessionOption{WithTTL(testTTL), WithOwner(clustertest.ID(i) + "/worker")}, opts...)...)
 	if err != nil {
-		t.Fatalf("session on %s: %v", cluster.ID(i), err)
+		t.Fatalf("session on %s: %v", clustertest.ID(i), err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

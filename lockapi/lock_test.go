@@ -9,14 +9,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // Contenders on three replicas are granted in queue order; a waiter whose
 // context ends is dequeued and never granted.
 func TestFIFOAcrossReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		holder := newSession(t, c, 0)
 		first, err := holder.Lock(ctx, "q")
@@ -77,7 +77,7 @@ func TestFIFOAcrossReplicas(t *testing.T) {
 // its context ends.
 func TestWaiterOfLostSessionFailsPromptly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		holder := newSession(t, c, 0)
 		if _, err := holder.Lock(ctx, "x"); err != nil {
@@ -110,7 +110,7 @@ func TestWaiterOfLostSessionFailsPromptly(t *testing.T) {
 
 func TestTryLockReportsHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		a := newSession(t, c, 0)
 		b := newSession(t, c, 2)
@@ -135,7 +135,7 @@ func TestTryLockReportsHolder(t *testing.T) {
 
 func TestBadArguments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		n := c.Nodes[0]
 		for name, opts := range map[string][]SessionOption{
@@ -181,7 +181,7 @@ func TestBadArguments(t *testing.T) {
 // Close releases what the session holds and waits for, at once.
 func TestCloseReleasesEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		a := newSession(t, c, 0)
 		b := newSession(t, c, 1)

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // On the minority side held leases end by their local deadline, TryLock
@@ -16,7 +16,7 @@ import (
 // minority's lease ended; after healing, locking works again.
 func TestQuorumLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		leader := c.WaitLeader(time.Second)
 		m := c.Follower(leader)

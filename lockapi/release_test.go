@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // An Unlock that cannot commit in time (its replica is cut off) is retried
@@ -18,7 +18,7 @@ import (
 // the lock is released without anyone calling Unlock again.
 func TestFailedUnlockIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		m := c.Follower(c.WaitLeader(time.Second))
 		metrics, err := NewMetrics(nil)
@@ -77,7 +77,7 @@ func metricValue(c prometheus.Metric) float64 {
 // never run again on any replica).
 func TestSingletonDoesNotQueueBehindItsOwnGrant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		m := c.Follower(c.WaitLeader(time.Second))
@@ -118,7 +118,7 @@ func TestSingletonDoesNotQueueBehindItsOwnGrant(t *testing.T) {
 // RunSingleton returns nil only once the finished job's lock is released.
 func TestSingletonReturnsOnlyOnceReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		m := c.Follower(c.WaitLeader(time.Second))
 		s := newSession(t, c, m, WithTTL(3*time.Second))

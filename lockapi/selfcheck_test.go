@@ -11,7 +11,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
@@ -21,7 +21,7 @@ import (
 // the fence — in memory and in SQLite. A's lease ended before B was granted.
 func TestSelfCheckPausedHolderIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		a := newSession(t, c, 0)
 		b := newSession(t, c, 1)

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -22,7 +22,7 @@ type run struct {
 // and a leader kill; successive runners hold strictly increasing tokens.
 func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var mu sync.Mutex
@@ -114,7 +114,7 @@ func TestSingletonOneRunnerThroughFaults(t *testing.T) {
 // The election view follows the singleton from any replica.
 func TestElectionObserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		e, err := NewElection(c.Nodes[2], "leader")

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // injectAcquire commits an Acquire for s with an owner id s never made —
 // what a delayed duplicate of an acquisition s gave up on looks like.
-func injectAcquire(t *testing.T, c *cluster.Cluster, s *Session, name string, wait bool) fsm.Result {
+func injectAcquire(t *testing.T, c *clustertest.Cluster, s *Session, name string, wait bool) fsm.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -25,7 +25,7 @@ func injectAcquire(t *testing.T, c *cluster.Cluster, s *Session, name string, wa
 
 // settle lets the cluster's goroutines run and then reads through a
 // linearizable barrier on node i.
-func settle(t *testing.T, c *cluster.Cluster, i int) {
+func settle(t *testing.T, c *clustertest.Cluster, i int) {
 	t.Helper()
 	time.Sleep(100 * time.Millisecond)
 	synctest.Wait()
@@ -39,22 +39,22 @@ func settle(t *testing.T, c *cluster.Cluster, i int) {
 // entry under an unknown owner. Nobody is left with ErrLocked.
 func TestUnknownGrantIsReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		for i := range 3 {
 			s := newSession(t, c, i)
 			other := newSession(t, c, (i+1)%3)
-			name := "ghost:" + cluster.ID(i)
+			name := "ghost:" + clustertest.ID(i)
 			if r := injectAcquire(t, c, s, name, false); r.Status != fsm.StatusGranted {
 				t.Fatalf("injected acquire: %v", r.Status)
 			}
 			settle(t, c, i)
 			if h, ok := c.Nodes[i].Holder(name); ok {
-				t.Fatalf("session on %s: unknown grant still held: %+v", cluster.ID(i), h)
+				t.Fatalf("session on %s: unknown grant still held: %+v", clustertest.ID(i), h)
 			}
 			l, err := other.TryLock(ctx, name)
 			if err != nil {
-				t.Fatalf("session on %s: another session's TryLock: %v", cluster.ID(i), err)
+				t.Fatalf("session on %s: another session's TryLock: %v", clustertest.ID(i), err)
 			}
 
 			// A queue entry under an unknown owner: dequeued, and never
@@ -64,13 +64,13 @@ func TestUnknownGrantIsReleased(t *testing.T) {
 			}
 			settle(t, c, i)
 			if li, _ := c.Nodes[i].Lock(name); len(li.Waiters) != 0 {
-				t.Fatalf("session on %s: unknown queue entry still queued: %+v", cluster.ID(i), li.Waiters)
+				t.Fatalf("session on %s: unknown queue entry still queued: %+v", clustertest.ID(i), li.Waiters)
 			}
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := other.TryLock(ctx, name); err != nil {
-				t.Fatalf("session on %s: TryLock after the unlock: %v", cluster.ID(i), err)
+				t.Fatalf("session on %s: TryLock after the unlock: %v", clustertest.ID(i), err)
 			}
 		}
 	})
@@ -80,7 +80,7 @@ func TestUnknownGrantIsReleased(t *testing.T) {
 // snapshot) is found by the resync scan of the session's locks.
 func TestResyncReleasesUnknownGrant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, cluster.Options{})
+		c := startCluster(t, clustertest.Options{})
 		s := newSession(t, c, 1)
 		held, err := s.Lock(context.Background(), "mine")
 		if err != nil {

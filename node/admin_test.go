@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
 func TestAdminRevoke(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Follower(li)
 		holderNode, waiterNode, admin := c.Nodes[f], c.Nodes[li], c.Nodes[3-f-li]
@@ -68,7 +68,7 @@ func TestAdminRevoke(t *testing.T) {
 
 func TestAdminEndSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(li)]
 		s := openSession(t, ctx, f, time.Minute)
@@ -100,7 +100,7 @@ func TestAdminEndSession(t *testing.T) {
 // under new ids holding their locks, and expire.
 func TestAdminBackupRestore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f1 := c.Nodes[c.Follower(li)]
 		f2 := c.Nodes[3-li-c.Follower(li)]
@@ -173,7 +173,7 @@ func TestAdminBackupRestore(t *testing.T) {
 
 func TestAdminTransferLeadership(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		f := c.Follower(li)
@@ -197,7 +197,7 @@ func TestAdminTransferLeadership(t *testing.T) {
 
 func TestAdminRemovePeer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{Nodes: 3, Configure: func(i int, cfg *node.Config) {
+		c, li := readyCluster(t, clustertest.Options{Nodes: 3, Configure: func(i int, cfg *node.Config) {
 			cfg.ReapTimeout = time.Hour // only the operator removes it
 		}})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -239,7 +239,7 @@ func TestAdminRemovePeer(t *testing.T) {
 // (the restore reads the running counter between two entries).
 func TestAdminRestoreUnderLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(li)]
 		var backup bytes.Buffer
@@ -311,7 +311,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 
 func TestAdminPeersAndLeasesLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Follower(li)
 		s := openSession(t, ctx, c.Nodes[f], 10*time.Second)

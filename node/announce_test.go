@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -20,7 +20,7 @@ import (
 // subscription.
 func TestGrantAnnouncedToFollower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
 		leader := c.WaitLeader(10 * time.Second)
 		c.WaitReady(10 * time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -24,7 +24,7 @@ import (
 // turns). Reports p50/p99 latency.
 func BenchmarkPropose(b *testing.B) {
 	regs := make([]*prometheus.Registry, 3)
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
 		Configure: func(i int, cfg *node.Config) {
 			regs[i] = prometheus.NewRegistry()
 			cfg.Registerer = regs[i]

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -33,7 +33,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 	for _, size := range []int{3, 5} {
 		t.Run(map[int]string{3: "3 nodes", 5: "5 nodes"}[size], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := cluster.Start(t, cluster.Options{Nodes: size, Net: memnet.New()})
+				c := clustertest.Start(t, clustertest.Options{Nodes: size, Net: memnet.New()})
 				leader := c.WaitLeader(10 * time.Second)
 				c.WaitReady(10 * time.Second)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -43,16 +43,16 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 				for i, n := range c.Nodes {
 					s := openSession(t, ctx, n, time.Minute)
 					o := newOwner()
-					r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + cluster.ID(i), Owner: o})
+					r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + clustertest.ID(i), Owner: o})
 					if err != nil || r.Status != fsm.StatusGranted {
-						t.Fatalf("acquire via %s (leader %s): %v %+v", n.ID(), cluster.ID(leader), err, r)
+						t.Fatalf("acquire via %s (leader %s): %v %+v", n.ID(), clustertest.ID(leader), err, r)
 					}
 					if r.Token <= last {
 						t.Fatalf("token %d after %d", r.Token, last)
 					}
 					last = r.Token
 					// Read-your-writes: the node that proposed already shows it.
-					h, ok := n.Holder("l" + cluster.ID(i))
+					h, ok := n.Holder("l" + clustertest.ID(i))
 					if !ok || h.Owner != o || h.Token != r.Token {
 						t.Fatalf("%s does not show its own grant: %+v %v", n.ID(), h, ok)
 					}
@@ -66,7 +66,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 
 func TestApplyRefusesBadCommands(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 1, Net: memnet.New()})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 1, Net: memnet.New()})
 		c.WaitLeader(5 * time.Second)
 		ctx := context.Background()
 		for _, cmd := range []fsm.Command{nil, fsm.Tick{}, fsm.ExpireSessions{Sessions: []fsm.SessionID{1}},

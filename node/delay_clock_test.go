@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
 // skewedCluster starts 3 nodes whose leader wall clocks (Config.WallClock,
 // the stamps of log entries) are time.Now() plus offsets[i].
-func skewedCluster(t *testing.T) (*cluster.Cluster, []*atomic.Int64) {
+func skewedCluster(t *testing.T) (*clustertest.Cluster, []*atomic.Int64) {
 	offsets := make([]*atomic.Int64, 3)
 	for i := range offsets {
 		offsets[i] = new(atomic.Int64)
 	}
-	c, _ := readyCluster(t, cluster.Options{Configure: func(i int, cfg *node.Config) {
+	c, _ := readyCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) {
 		off := offsets[i]
 		cfg.WallClock = func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
 	}})

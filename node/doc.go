@@ -65,8 +65,8 @@
 //     (join.go); disaster recovery (recover.go); refusals a node learns of
 //     (refusals.go).
 //   - Gossip (gossip*.go, member.go): memberlist, the member table, the
-//     metadata each node publishes, the views the planners read;
-//     gossip_transport.go runs memberlist over any net.Listener.
+//     metadata each node publishes, the views the planners read; the
+//     memberlist transports are in internal/gossipnet.
 //   - Storage (storage.go, storage_faults.go): raft-boltdb/v2 and file
 //     snapshots under DataDir, or memory; fault injection for tests.
 //   - Metrics (metrics.go): raftlock_node_*.

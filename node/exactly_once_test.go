@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
 // waitClusterVersion waits until every running node has applied cluster
 // version v.
-func waitClusterVersion(t *testing.T, c *cluster.Cluster, v uint64) {
+func waitClusterVersion(t *testing.T, c *clustertest.Cluster, v uint64) {
 	t.Helper()
 	c.Eventually(10*time.Second, func() (bool, string) {
 		for _, n := range c.Nodes {
@@ -29,12 +29,12 @@ func waitClusterVersion(t *testing.T, c *cluster.Cluster, v uint64) {
 // readyCluster starts a cluster on a fresh memnet (3 nodes unless
 // opts.Nodes says otherwise) and waits for a leader, every node ready and
 // the highest cluster version; it returns the leader's index.
-func readyCluster(t *testing.T, opts cluster.Options) (*cluster.Cluster, int) {
+func readyCluster(t *testing.T, opts clustertest.Options) (*clustertest.Cluster, int) {
 	t.Helper()
 	if opts.Net == nil {
 		opts.Net = memnet.New()
 	}
-	c := cluster.Start(t, opts)
+	c := clustertest.Start(t, opts)
 	c.WaitLeader(10 * time.Second)
 	c.WaitReady(10 * time.Second)
 	waitClusterVersion(t, c, fsm.MaxClusterVersion)
@@ -79,7 +79,7 @@ func redeliver(t *testing.T, leader *node.Node, cmd fsm.Command) fsm.Result {
 // client released its grant creates no holder (the ghost holder).
 func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, leader := readyCluster(t, cluster.Options{})
+		c, leader := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(leader)]
 		s := openSession(t, ctx, f, time.Minute)
@@ -105,7 +105,7 @@ func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T)
 // is not queued again.
 func TestForwardedWaitDeliveredAgainAfterWithdrawIsNotRequeued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, leader := readyCluster(t, cluster.Options{})
+		c, leader := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(leader)]
 		holder := openSession(t, ctx, f, time.Minute)

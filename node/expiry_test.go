@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -55,7 +55,7 @@ func (k *keeper) halt() []error {
 
 func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
 		leader := c.WaitLeader(10 * time.Second)
 		c.WaitReady(10 * time.Second)
 		f := c.Nodes[c.Follower(leader)]
@@ -96,7 +96,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 // and its lock goes to the next waiter with a higher token.
 func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
 		leader := c.WaitLeader(10 * time.Second)
 		c.WaitReady(10 * time.Second)
 		ctx := context.Background()
@@ -170,7 +170,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 
 func TestLockDelayAfterExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
 		c.WaitLeader(10 * time.Second)
 		c.WaitReady(10 * time.Second)
 		ctx := context.Background()

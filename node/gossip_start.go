@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/raftlock/raftlock/internal/gossipnet"
 )
 
 // Starting the gossip layer (memberlist with this node's delegates and
@@ -58,14 +59,14 @@ func (n *Node) startMembership(ctx context.Context) error {
 		mc.AdvertisePort, _ = strconv.Atoi(port)
 	}
 	if cfg.GossipListener != nil {
-		mc.Transport = newStreamTransport(cfg.GossipListener, cfg.GossipDialer, t)
+		mc.Transport = gossipnet.NewStream(cfg.GossipListener, cfg.GossipDialer, t.ProbeTimeout, t.TCPTimeout)
 	} else {
 		host, port, _ := net.SplitHostPort(cfg.GossipAddr)
 		if host == "" {
 			host = "0.0.0.0"
 		}
 		p, _ := strconv.Atoi(port)
-		nt, err := newNetTransport(host, p, mc.Logger)
+		nt, err := gossipnet.NewNet(host, p, mc.Logger)
 		if err != nil {
 			m.cancel()
 			return fmt.Errorf("node: gossip: listen on %s: %w", cfg.GossipAddr, err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -18,7 +18,7 @@ import (
 // taking no snapshot — and stops serving with a clear error.
 func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		s := openSession(t, ctx, c.Nodes[li], time.Minute)
 		for _, n := range c.Nodes {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/internal/memnet"
-	"github.com/raftlock/raftlock/internal/testcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -36,7 +36,7 @@ func startFake(t *testing.T, id, raftAddr string, seed string) *memberlist.Membe
 	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = id, "127.0.0.1", 0, "127.0.0.1"
 	mc.Delegate = fakeMember{meta: meta}
 	mc.Logger = log.New(io.Discard, "", 0)
-	lt := cluster.LoopbackGossipTiming()
+	lt := clustertest.LoopbackGossipTiming()
 	mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval, mc.PushPullInterval = lt.ProbeInterval, lt.ProbeTimeout, lt.GossipInterval, lt.PushPullInterval
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -66,11 +66,11 @@ func allowUnencryptedGossip(cfg *node.Config) {
 // the member's Raft address over mutual TLS and its certificate names the
 // member id.
 func TestHostileGossipStrangersNeverMembers(t *testing.T) {
-	ca, err := testcerts.NewCA("raftlock-test")
+	ca, err := devcerts.NewCA("raftlock-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) {
 		tc, err := ca.MutualTLS(cfg.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -107,9 +107,10 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The cluster still works.
-	if tok := tryGrant(c.Nodes[0], "after-strangers", 10*time.Second); tok == 0 {
-		t.Fatal("no grant")
+	// The cluster still works (a generous bound: this test runs on real
+	// time, with TLS, on a shared machine).
+	if _, err := grant(c.Nodes[0], "after-strangers", 30*time.Second); err != nil {
+		t.Fatalf("no grant after the strangers: %v", err)
 	}
 }
 
@@ -117,7 +118,7 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 // non-voter) to a mutual-TLS cluster.
 func TestTLSMemberWithItsCertificateAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ca, err := testcerts.NewCA("raftlock-test")
+		ca, err := devcerts.NewCA("raftlock-test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,11 +131,11 @@ func TestTLSMemberWithItsCertificateAdded(t *testing.T) {
 			tc.ServerName = "raftlock" // memnet hosts are not in the certificate
 			cfg.TLS, cfg.GossipKey = tc, key
 		}
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { tlsFor(cfg) }})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { tlsFor(cfg) }})
 		l := c.WaitLeader(20 * time.Second)
 		four := c.Add(func(cfg *node.Config) { cfg.BootstrapExpect = 0; tlsFor(cfg) })
 		c.Eventually(30*time.Second, func() (bool, string) {
-			return roleOf(c.Nodes[l], cluster.ID(four)) == node.RoleNonvoter, "n4 not added: " + servers5(c.Nodes[l])
+			return roleOf(c.Nodes[l], clustertest.ID(four)) == node.RoleNonvoter, "n4 not added: " + servers5(c.Nodes[l])
 		})
 	})
 }

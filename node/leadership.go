@@ -4,7 +4,7 @@ import "context"
 
 // Leadership: the leader's duties run while this node leads.
 
-// watchLeadership runs the lease manager for as long as this node leads.
+// watchLeadership runs the leader's duties (session expiry, membership) for as long as this node leads.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	var stop func()

@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
 // gossipCluster starts n gossip nodes on a memnet network (inside the
 // caller's synctest bubble) and waits for one leader.
-func gossipCluster(t *testing.T, n int, configure func(i int, c *node.Config)) *cluster.Cluster {
+func gossipCluster(t *testing.T, n int, configure func(i int, c *node.Config)) *clustertest.Cluster {
 	t.Helper()
-	c := cluster.Start(t, cluster.Options{Nodes: n, Net: memnet.New(), Gossip: true, Configure: configure})
+	c := clustertest.Start(t, clustertest.Options{Nodes: n, Net: memnet.New(), Gossip: true, Configure: configure})
 	c.WaitLeader(20 * time.Second)
 	c.WaitReady(20 * time.Second)
 	return c
@@ -38,7 +38,7 @@ func servers(n *node.Node) map[string]node.Role {
 }
 
 // waitServers waits until every running node's configuration is want.
-func waitServers(t *testing.T, c *cluster.Cluster, timeout time.Duration, want map[string]node.Role) {
+func waitServers(t *testing.T, c *clustertest.Cluster, timeout time.Duration, want map[string]node.Role) {
 	t.Helper()
 	c.Eventually(timeout, func() (bool, string) {
 		for _, n := range c.Nodes {
@@ -56,7 +56,7 @@ func waitServers(t *testing.T, c *cluster.Cluster, timeout time.Duration, want m
 
 // waitShape waits until every running node's configuration has exactly
 // the servers ids, voters of them voters (the planner keeps odd counts).
-func waitShape(t *testing.T, c *cluster.Cluster, timeout time.Duration, ids []string, voters int) {
+func waitShape(t *testing.T, c *clustertest.Cluster, timeout time.Duration, ids []string, voters int) {
 	t.Helper()
 	c.Eventually(timeout, func() (bool, string) {
 		for _, n := range c.Nodes {
@@ -158,7 +158,7 @@ func TestGossipBootstrapExpect(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for i, n := range c.Nodes {
-			lockVia(t, ctx, n, "l"+cluster.ID(i))
+			lockVia(t, ctx, n, "l"+clustertest.ID(i))
 		}
 		c.Eventually(10*time.Second, func() (bool, string) {
 			for _, n := range c.Nodes {
@@ -231,8 +231,8 @@ func TestGossipGrowLeaveAndPromote(t *testing.T) {
 
 		for _, id := range []string{"n4", "n5"} {
 			i := c.Add(nil)
-			if cluster.ID(i) != id {
-				t.Fatalf("added %s, want %s", cluster.ID(i), id)
+			if clustertest.ID(i) != id {
+				t.Fatalf("added %s, want %s", clustertest.ID(i), id)
 			}
 		}
 		waitServers(t, c, 20*time.Second, voters("n1", "n2", "n3", "n4", "n5"))
@@ -283,17 +283,17 @@ func TestGossipGrowLeaveAndPromote(t *testing.T) {
 		}
 		c.Leave(quitter)
 		want = voters("n1", "n2", "n3", "n4", "n5", "n6")
-		delete(want, cluster.ID(quitter))
+		delete(want, clustertest.ID(quitter))
 		waitServers(t, c, 20*time.Second, want)
 		c.Eventually(10*time.Second, func() (bool, string) {
-			st := memberState(c.Nodes[leader], cluster.ID(quitter))
+			st := memberState(c.Nodes[leader], clustertest.ID(quitter))
 			return st == node.MemberLeft, "leader sees the quitter as " + string(st)
 		})
 
 		// The leader leaves: leadership moves, the configuration shrinks
 		// (four servers: three voters and a non-voter).
 		c.Leave(leader)
-		delete(want, cluster.ID(leader))
+		delete(want, clustertest.ID(leader))
 		waitShape(t, c, 20*time.Second, sortedKeys(want), 3)
 		newLeader := c.WaitLeader(10 * time.Second)
 		if newLeader == leader {
@@ -311,7 +311,7 @@ func TestGossipReapFailedMember(t *testing.T) {
 		c := gossipCluster(t, 3, func(i int, cfg *node.Config) { cfg.ReapTimeout = reap })
 		leader := c.WaitLeader(10 * time.Second)
 		victim := c.Follower(leader)
-		vid := cluster.ID(victim)
+		vid := clustertest.ID(victim)
 		c.Crash(victim)
 		crashed := time.Now()
 
@@ -362,8 +362,8 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 		}
 		c.Eventually(20*time.Second, func() (bool, string) {
 			for _, i := range cut {
-				if st := memberState(c.Nodes[leader], cluster.ID(i)); st != node.MemberDead {
-					return false, cluster.ID(i) + " is " + string(st)
+				if st := memberState(c.Nodes[leader], clustertest.ID(i)); st != node.MemberDead {
+					return false, clustertest.ID(i) + " is " + string(st)
 				}
 			}
 			return true, ""
@@ -388,8 +388,8 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 		c.Heal()
 		c.Eventually(20*time.Second, func() (bool, string) {
 			for i := range c.Nodes {
-				if st := memberState(c.Nodes[leader], cluster.ID(i)); st != node.MemberAlive {
-					return false, cluster.ID(i) + " is " + string(st)
+				if st := memberState(c.Nodes[leader], clustertest.ID(i)); st != node.MemberAlive {
+					return false, clustertest.ID(i) + " is " + string(st)
 				}
 			}
 			return true, ""
@@ -397,7 +397,7 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 		one := cut[0]
 		c.Isolate(one)
 		without := voters("n1", "n2", "n3", "n4", "n5")
-		delete(without, cluster.ID(one))
+		delete(without, clustertest.ID(one))
 		c.Eventually(20*time.Second, func() (bool, string) {
 			got := servers(c.Nodes[leader])
 			v := 0
@@ -406,7 +406,7 @@ func TestGossipReapNeverBelowQuorum(t *testing.T) {
 					v++
 				}
 			}
-			_, still := got[cluster.ID(one)]
+			_, still := got[clustertest.ID(one)]
 			return len(got) == 4 && v == 3 && !still, "configuration " + fmtRoles(got) // four servers: three voters
 		})
 		c.Heal()
@@ -438,7 +438,7 @@ func TestGossipConflictsRefused(t *testing.T) {
 
 		_, err := c.TryAdd(func(cfg *node.Config) {
 			cfg.ID = "n2"
-			cfg.Join = []string{cluster.GossipAddr(0)}
+			cfg.Join = []string{clustertest.GossipAddr(0)}
 		})
 		if !errors.Is(err, node.ErrDuplicateID) {
 			t.Fatalf("start with a duplicate id: %v", err)
@@ -467,7 +467,7 @@ func TestGossipConflictsRefused(t *testing.T) {
 		x, err := c.TryAdd(func(cfg *node.Config) {
 			cfg.ID = "x"
 			cfg.AdvertiseAddr = c.Nodes[1].Addr()
-			cfg.Join = []string{cluster.GossipAddr(0)}
+			cfg.Join = []string{clustertest.GossipAddr(0)}
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -509,7 +509,7 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 		for _, bad := range [][]byte{bytes.Repeat([]byte{8}, 32), bytes.Repeat([]byte{7}, 16), nil} {
 			n, err := c.TryAdd(func(cfg *node.Config) {
 				cfg.GossipKey = bad
-				cfg.Join = []string{cluster.GossipAddr(0), cluster.GossipAddr(1)}
+				cfg.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(1)}
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -542,7 +542,7 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 func TestGossipRestartRejoins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := map[string]logCounter{}
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true, Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true, Configure: func(i int, cfg *node.Config) {
 			logs[cfg.ID] = newLogCounter()
 			cfg.Logger = slog.New(logs[cfg.ID])
 		}})
@@ -632,7 +632,7 @@ func TestGossipBootstrapEdgeCases(t *testing.T) {
 	t.Run("more than expected", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			logs := map[string]logCounter{}
-			c := cluster.Start(t, cluster.Options{Nodes: 5, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
+			c := clustertest.Start(t, clustertest.Options{Nodes: 5, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
 				cfg.BootstrapExpect = 3
 				logs[cfg.ID] = newLogCounter()
 				cfg.Logger = slog.New(logs[cfg.ID])
@@ -658,7 +658,7 @@ func TestGossipBootstrapEdgeCases(t *testing.T) {
 	t.Run("mismatched expect", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			logs := map[string]logCounter{}
-			c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
+			c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) {
 				if i == 2 {
 					cfg.BootstrapExpect = 2
 				}
@@ -726,14 +726,14 @@ func TestGossipConfigValidate(t *testing.T) {
 // serves locks from every node, and a decommission (Leave) shrinks it.
 func TestGossipLoopback(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, 16)
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
 	c.WaitLeader(30 * time.Second)
 	waitServers(t, c, 30*time.Second, voters("n1", "n2", "n3"))
 	c.WaitReady(30 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i, n := range c.Nodes {
-		lockVia(t, ctx, n, "l"+cluster.ID(i))
+		lockVia(t, ctx, n, "l"+clustertest.ID(i))
 		if !strings.HasPrefix(n.GossipAddr(), "127.0.0.1:") {
 			t.Fatalf("%s gossips at %q", n.ID(), n.GossipAddr())
 		}
@@ -742,6 +742,6 @@ func TestGossipLoopback(t *testing.T) {
 	f := c.Follower(leader)
 	c.Leave(f)
 	rest := voters("n1", "n2", "n3")
-	delete(rest, cluster.ID(f))
+	delete(rest, clustertest.ID(f))
 	waitServers(t, c, 30*time.Second, rest)
 }

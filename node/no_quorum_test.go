@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -19,7 +19,7 @@ import (
 // this node and can never commit).
 func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		n := c.Nodes[li]
 		bg := context.Background()
 		s := openSession(t, bg, n, time.Minute)
@@ -77,7 +77,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 // a panic in a node goroutine.
 func TestNilContextIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, _ := readyCluster(t, cluster.Options{Nodes: 1})
+		c, _ := readyCluster(t, clustertest.Options{Nodes: 1})
 		n := c.Nodes[0]
 		var nilCtx context.Context
 		calls := map[string]func() error{

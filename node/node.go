@@ -14,7 +14,7 @@ import (
 )
 
 // Node is one replica: a Raft member with the lock state machine, its
-// transport, the leader's lease manager, forwarding of proposals to the
+// transport, the leader's session expiry, forwarding of proposals to the
 // leader and the local event fan-out. Create it with Start and stop it with
 // Close. All methods are safe for concurrent use.
 type Node struct {

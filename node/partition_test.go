@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -23,7 +23,7 @@ func TestMinorityPartition(t *testing.T) {
 	}{{"leader isolated", true}, {"follower isolated", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New()})
+				c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
 				leader := c.WaitLeader(10 * time.Second)
 				c.WaitReady(10 * time.Second)
 				ctx := context.Background()
@@ -92,7 +92,7 @@ func TestMinorityPartition(t *testing.T) {
 // is higher than every token before.
 func TestRestartWholeClusterFromDisk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Durable: true, Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Durable: true, Configure: func(i int, cfg *node.Config) {
 			cfg.SnapshotThreshold = 8 // snapshots and log replay both happen
 			cfg.TrailingLogs = 4
 			cfg.SnapshotInterval = 100 * time.Millisecond

@@ -125,7 +125,7 @@ func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
 }
 
 // proposeAsLeader proposes through this node's group commit without
-// forwarding or retrying (the lease manager's own commands).
+// forwarding or retrying (the session expiry's own commands).
 func (n *Node) proposeAsLeader(ctx context.Context, cmd fsm.Command) outcome {
 	if err := n.haltErr(); err != nil {
 		return outcome{err: err}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestConfiguredQuotasAreEnforced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := fsm.Limits{MaxLockNameLen: 16, MaxWaitersPerLock: 1, MaxLocksPerSession: 2, MaxSessions: 3, RequestWindow: 8}
-		c, li := readyCluster(t, cluster.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
+		c, li := readyCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
 		c.Eventually(10*time.Second, func() (bool, string) {
 			for _, n := range c.Nodes {
 				if n.Status().Limits != lim {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -34,7 +34,7 @@ func stallOn(n *node.Node, o fsm.OwnerID) (stalled <-chan uint64, release func()
 // entry somebody had already observed.
 func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, li := readyCluster(t, cluster.Options{})
+		c, li := readyCluster(t, clustertest.Options{})
 		ctx := context.Background()
 		leader, third := c.Nodes[li], c.Nodes[c.Follower(li)]
 		s := openSession(t, ctx, leader, time.Minute)

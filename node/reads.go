@@ -45,6 +45,10 @@ func (n *Node) Digest() (uint64, [32]byte) { return n.fsm.Digest() }
 
 // Subscribe returns a subscription to the events the local FSM applies that
 // match f, with a buffer of buf events (at least 1). Close it when done.
+// Only events applied after Subscribe returns are delivered: to see every
+// entry of a node's log (the formation entries included), subscribe right
+// after Start returns — before Start, nothing is applied; after the node is
+// ready, the first entries are already applied.
 func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 	set := 0
 	for _, b := range []bool{f.All, !f.Owner.IsZero(), f.Session != 0, f.Lock != ""} {

@@ -19,7 +19,7 @@ import (
 // commit, and looks again. Only the leader's reconciler changes the
 // configuration. (hashicorp/raft v1.7.3 does not report the configuration's
 // index through GetConfiguration, so changes are made with prevIndex 0; the
-// single writer makes the check moot.)
+// single writer makes the check moot: see membership.Execute.)
 
 // Reconciler tuning.
 const (
@@ -259,25 +259,9 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 // apply makes one configuration change and waits until it is committed (or
 // fails: leadership lost, shutdown).
 func (r *reconciler) apply(a membership.Action) error {
-	id, addr, to := raft.ServerID(a.RaftID), raft.ServerAddress(a.Addr), r.n.cfg.AttemptTimeout
-	var f raft.IndexFuture
-	switch a.Kind {
-	case membership.AddNonvoter:
-		f = r.n.raft.AddNonvoter(id, addr, 0, to)
-	case membership.Promote:
-		f = r.n.raft.AddVoter(id, addr, 0, to)
-	case membership.UpdateAddr:
-		if a.Voter {
-			f = r.n.raft.AddVoter(id, addr, 0, to)
-		} else {
-			f = r.n.raft.AddNonvoter(id, addr, 0, to)
-		}
-	case membership.Demote:
-		f = r.n.raft.DemoteVoter(id, 0, to)
-	case membership.RemoveLeaving, membership.Replace, membership.Reap:
-		f = r.n.raft.RemoveServer(id, 0, to)
-	default:
-		return fmt.Errorf("node: unknown membership action %q", a.Kind)
+	f, err := membership.Execute(r.n.raft, a, r.n.cfg.AttemptTimeout)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
 	}
 	if err := f.Error(); err != nil {
 		r.n.metrics.memberChanges.WithLabelValues(string(a.Kind), "error").Inc()

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -21,7 +21,7 @@ import (
 // not recover again.
 func TestRecoverFromMajorityLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
 		c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -68,7 +68,7 @@ func TestRecoverFromMajorityLoss(t *testing.T) {
 				t.Fatal(err)
 			}
 			if h, ok := c.Nodes[i].Holder("kept"); !ok || h.Token != g.Token || c.Nodes[i].Status().ClusterID != cid {
-				t.Fatalf("%s after joining the recovered cluster: %+v %v, cluster %q (want %q)", cluster.ID(i), h, ok, c.Nodes[i].Status().ClusterID, cid)
+				t.Fatalf("%s after joining the recovered cluster: %+v %v, cluster %q (want %q)", clustertest.ID(i), h, ok, c.Nodes[i].Status().ClusterID, cid)
 			}
 		}
 		// Recover is still set: a restart does not shrink the cluster again.

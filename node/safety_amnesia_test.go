@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestSafetyWipedVoterDoesNotVote(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New()
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: net, Durable: true})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: net, Durable: true})
 		l := c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
 		b := (l + 1) % 3

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"sync/atomic"
@@ -10,7 +11,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -23,17 +24,30 @@ import (
 // tryGrant tries to take lock name through n within d, on a fresh session;
 // it reports the token, or 0 if nothing was granted in time.
 func tryGrant(n *node.Node, name string, d time.Duration) fsm.Token {
+	tok, _ := grant(n, name, d)
+	return tok
+}
+
+// grant opens a session through n and acquires name in it within d: the
+// token, or why there is none.
+func grant(n *node.Node, name string, d time.Duration) (fsm.Token, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
-	if err != nil || r.Status != fsm.StatusOK {
-		return 0
+	if err != nil {
+		return 0, err
+	}
+	if r.Status != fsm.StatusOK {
+		return 0, fmt.Errorf("open session: %v", r.Status)
 	}
 	g, err := n.Apply(ctx, fsm.Acquire{Session: r.Session, Lock: name, Owner: newOwner()})
-	if err != nil || g.Status != fsm.StatusGranted {
-		return 0
+	if err != nil {
+		return 0, err
 	}
-	return g.Token
+	if g.Status != fsm.StatusGranted {
+		return 0, fmt.Errorf("acquire: %v", g.Status)
+	}
+	return g.Token, nil
 }
 
 // Issue 13 #1. Five nodes with BootstrapExpect 3: n1, n2 and n3 start;
@@ -79,29 +93,29 @@ func formationRace(t *testing.T, cut time.Duration) {
 		hosts := func(ids ...int) []string {
 			var out []string
 			for _, i := range ids {
-				out = append(out, cluster.ID(i), cluster.GossipHost(i))
+				out = append(out, clustertest.ID(i), clustertest.GossipHost(i))
 			}
 			return out
 		}
 		var deaf atomic.Bool
 		deaf.Store(true)
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: net, Gossip: true, Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: net, Gossip: true, Configure: func(i int, cfg *node.Config) {
 			if i != 1 {
 				return
 			}
-			ln, err := net.Host(cluster.GossipHost(1)).Listen(cluster.GossipAddr(1))
+			ln, err := net.Host(clustertest.GossipHost(1)).Listen(clustertest.GossipAddr(1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.GossipListener = deafListener{Listener: ln, on: &deaf, deaf: []string{cluster.GossipHost(0), cluster.GossipHost(2)}}
-			cfg.GossipDialer = net.Host(cluster.GossipHost(1)).Dial
+			cfg.GossipListener = deafListener{Listener: ln, on: &deaf, deaf: []string{clustertest.GossipHost(0), clustertest.GossipHost(2)}}
+			cfg.GossipDialer = net.Host(clustertest.GossipHost(1)).Dial
 		}})
 		time.Sleep(cut)
 		net.Partition(hosts(0, 2), hosts(1, 3, 4))
 		deaf.Store(false)
 		time.Sleep(3 * time.Second) // n2's promise expires; it sees n1 and n3 fail
 		for range 2 {
-			c.Add(func(cfg *node.Config) { cfg.Join = []string{cluster.GossipAddr(1)} })
+			c.Add(func(cfg *node.Config) { cfg.Join = []string{clustertest.GossipAddr(1)} })
 		}
 		time.Sleep(5 * time.Second)
 		grantedA := tryGrant(c.Nodes[0], "x", 3*time.Second)

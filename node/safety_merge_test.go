@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -13,22 +13,22 @@ import (
 // twoClusters starts cluster A = {n1,n2,n3} and, cut off from it while it
 // forms, cluster B = {n4,n5,n6} on the same network; then the cut heals
 // (their gossip has not met: each knows only its own seeds).
-func twoClusters(t *testing.T) (*cluster.Cluster, *memnet.Network) {
+func twoClusters(t *testing.T) (*clustertest.Cluster, *memnet.Network) {
 	net := memnet.New()
 	hosts := func(ids ...int) []string {
 		var out []string
 		for _, i := range ids {
-			out = append(out, cluster.ID(i), cluster.GossipHost(i))
+			out = append(out, clustertest.ID(i), clustertest.GossipHost(i))
 		}
 		return out
 	}
 	net.Partition(hosts(0, 1, 2), hosts(3, 4, 5))
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Net: net, Gossip: true})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: net, Gossip: true})
 	c.WaitLeader(20 * time.Second)
 	for i := 3; i < 6; i++ {
 		c.Add(func(cfg *node.Config) {
 			cfg.BootstrapExpect = 3
-			cfg.Join = []string{cluster.GossipAddr(3 + (i-3+1)%3)}
+			cfg.Join = []string{clustertest.GossipAddr(3 + (i-3+1)%3)}
 		})
 	}
 	c.Eventually(30*time.Second, func() (bool, string) {
@@ -69,7 +69,7 @@ func TestSafetyClustersDoNotMerge(t *testing.T) {
 		c, _ := twoClusters(t)
 		bridge := c.Add(func(cfg *node.Config) {
 			cfg.BootstrapExpect = 0
-			cfg.Join = []string{cluster.GossipAddr(0), cluster.GossipAddr(3)}
+			cfg.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(3)}
 		})
 		deadline := time.Now().Add(40 * time.Second)
 		for time.Now().Before(deadline) {
@@ -83,11 +83,11 @@ func TestSafetyClustersDoNotMerge(t *testing.T) {
 		in := 0
 		for _, i := range []int{0, 3} {
 			for _, s := range c.Nodes[i].Status().Servers {
-				if s.ID == cluster.ID(bridge) {
+				if s.ID == clustertest.ID(bridge) {
 					in++
 				}
 			}
-			if tok := tryGrant(c.Nodes[i], "still-"+cluster.ID(i), 10*time.Second); tok == 0 {
+			if tok := tryGrant(c.Nodes[i], "still-"+clustertest.ID(i), 10*time.Second); tok == 0 {
 				t.Fatalf("cluster of %s stopped granting", c.Nodes[i].ID())
 			}
 		}

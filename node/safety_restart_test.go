@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -19,7 +19,7 @@ import (
 // back.
 func TestSafetyGracefulRestartDuringOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
 		l := c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
 		crashed, restarted := (l+1)%3, (l+2)%3
@@ -27,8 +27,8 @@ func TestSafetyGracefulRestartDuringOutage(t *testing.T) {
 		c.Stop(restarted)
 		c.Restart(restarted)
 		for _, i := range []int{l, restarted} {
-			if tok := tryGrant(c.Nodes[i], "x"+cluster.ID(i), 20*time.Second); tok == 0 {
-				t.Fatalf("no grant through %s with two of three replicas up: %s", cluster.ID(i), servers5(c.Nodes[i]))
+			if tok := tryGrant(c.Nodes[i], "x"+clustertest.ID(i), 20*time.Second); tok == 0 {
+				t.Fatalf("no grant through %s with two of three replicas up: %s", clustertest.ID(i), servers5(c.Nodes[i]))
 			}
 		}
 	})
@@ -42,7 +42,7 @@ func TestSafetyGracefulRestartDuringOutage(t *testing.T) {
 // any order.
 func TestSafetyStopAllStartAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Durable: true})
 		c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -65,15 +65,15 @@ func TestSafetyStopAllStartAll(t *testing.T) {
 				err := c.Nodes[i].WaitReady(rctx)
 				cancel()
 				if err != nil {
-					t.Fatalf("round %d: %s not ready after the restart: %v (%s)", round, cluster.ID(i), err, servers5(c.Nodes[i]))
+					t.Fatalf("round %d: %s not ready after the restart: %v (%s)", round, clustertest.ID(i), err, servers5(c.Nodes[i]))
 				}
 				if err := c.Nodes[i].Sync(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if h, ok := c.Nodes[i].Holder("kept"); !ok || h.Token != g.Token {
-					t.Fatalf("round %d: %s lost the lock table: %+v %v", round, cluster.ID(i), h, ok)
+					t.Fatalf("round %d: %s lost the lock table: %+v %v", round, clustertest.ID(i), h, ok)
 				}
-				tok := tryGrant(c.Nodes[i], "new-"+cluster.ID(i)+string(rune('a'+round)), 20*time.Second)
+				tok := tryGrant(c.Nodes[i], "new-"+clustertest.ID(i)+string(rune('a'+round)), 20*time.Second)
 				if tok <= last {
 					t.Fatalf("round %d: token %d after %d", round, tok, last)
 				}

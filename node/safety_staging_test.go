@@ -6,9 +6,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/internal/memnet"
-	"github.com/raftlock/raftlock/internal/testcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -41,10 +41,10 @@ func voterCount(n *node.Node) int {
 func TestSafetyUnreachableMemberNeverVoter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		key := bytes.Repeat([]byte{5}, 16)
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
 		l := c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
-		ca, err := testcerts.NewCA("raftlock-test")
+		ca, err := devcerts.NewCA("raftlock-test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestSafetyUnreachableMemberNeverVoter(t *testing.T) {
 			cfg.TLS = tc
 		})
 		time.Sleep(30 * time.Second) // well past any stabilization time
-		if r := roleOf(c.Nodes[l], cluster.ID(tlsNode)); r == node.RoleVoter {
+		if r := roleOf(c.Nodes[l], clustertest.ID(tlsNode)); r == node.RoleVoter {
 			t.Fatalf("the unreachable TLS member was made a voter: %s", servers5(c.Nodes[l]))
 		}
 		c.Crash((l + 1) % 3)
@@ -72,7 +72,7 @@ func TestSafetyUnreachableMemberNeverVoter(t *testing.T) {
 // larger quorum); a fifth makes five.
 func TestSafetyVoterCountStaysOdd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Gossip: true})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true})
 		l := c.WaitLeader(20 * time.Second)
 		c.Add(func(cfg *node.Config) { cfg.BootstrapExpect = 0 })
 		time.Sleep(30 * time.Second)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -16,20 +16,20 @@ import (
 // comes from another CA cannot take part (it never learns a leader and its
 // callers get ErrNoQuorum), while the two good nodes form a quorum.
 func TestMutualTLSCluster(t *testing.T) {
-	ca, err := testcerts.NewCA("raftlock-test")
+	ca, err := devcerts.NewCA("raftlock-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogue, err := testcerts.NewCA("rogue")
+	rogue, err := devcerts.NewCA("rogue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 3, Durable: true, Configure: func(i int, cfg *node.Config) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Durable: true, Configure: func(i int, cfg *node.Config) {
 		issuer := ca
 		if i == 2 {
 			issuer = rogue
 		}
-		tc, err := issuer.MutualTLS(cluster.ID(i))
+		tc, err := issuer.MutualTLS(clustertest.ID(i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -27,7 +27,7 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		old := 2
 		var oldMax atomic.Uint64
 		oldMax.Store(1)
-		c := cluster.Start(t, cluster.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 			if i == old {
 				node.WithMaxClusterVersion(cfg, oldMax.Load)
 			}
@@ -92,7 +92,7 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 func TestPeerInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New()
-		c, li := readyCluster(t, cluster.Options{Net: net})
+		c, li := readyCluster(t, clustertest.Options{Net: net})
 		ctx := context.Background()
 		f := c.Follower(li)
 		info, err := node.AskPeerInfo(ctx, c.Nodes[li], c.Nodes[f].Addr())
@@ -100,7 +100,7 @@ func TestPeerInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := c.Nodes[f].Status()
-		if info.Legacy || info.NodeID != cluster.ID(f) || info.RaftID != st.RaftID || info.MaxVersion != fsm.MaxClusterVersion ||
+		if info.Legacy || info.NodeID != clustertest.ID(f) || info.RaftID != st.RaftID || info.MaxVersion != fsm.MaxClusterVersion ||
 			info.ClusterVersion != fsm.MaxClusterVersion || info.State != "follower" || info.Term != st.Term || info.AppliedIndex == 0 || info.Halted != "" {
 			t.Fatalf("peer info %+v (status %+v)", info, st)
 		}

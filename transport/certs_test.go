@@ -4,15 +4,15 @@ import (
 	"crypto/tls"
 	"testing"
 
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 )
 
 // testCA is a throw-away certificate authority.
-type testCA struct{ *testcerts.CA }
+type testCA struct{ *devcerts.CA }
 
 func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
-	ca, err := testcerts.NewCA(name)
+	ca, err := devcerts.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}

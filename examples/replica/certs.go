@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 )
 
 // certs writes a throw-away CA and one certificate per replica (valid for a
@@ -30,7 +30,7 @@ func certs(args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	ca, err := testcerts.NewCA("raftlock example CA")
+	ca, err := devcerts.NewCA("raftlock example CA")
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,6 @@ func (c *checker) checkConfigs() {
 	clusterID := map[string]string{} // node → the id it reported first
 	anyID := ""
 	even := map[string]*evenRun{}
-	lastLive := map[string]int64{} // node → its last live sample (it stopped being sampled when it went down)
 	cs := sortedConfigs(c.h.Configs)
 	// Voter counts are judged on the leader's view where samples say who
 	// led (a follower cut off keeps a stale configuration); otherwise on
@@ -122,8 +121,14 @@ func (c *checker) checkConfigs() {
 				once("ids/"+s.ClusterID, CheckClusterIdentity, "two cluster ids in one cluster: %s and %s (on %s)", anyID, s.ClusterID, s.Node)
 			}
 		}
-		if s.Source == "live" && s.At > lastLive[s.Node] {
-			lastLive[s.Node] = s.At
+		if e.OddVoters && s.Source != "live" {
+			// The harness reads a node's data dir when the node stops (and
+			// once more after the run): its view ends there. Live samples
+			// are taken on change only, so neither the node's last live
+			// sample (maybe long before it stopped) nor its next one (after
+			// a restart, maybe long after) marks the end.
+			c.endEven(s.Node, even[s.Node], min(s.At, c.h.End), once)
+			delete(even, s.Node)
 		}
 		if e.OddVoters && s.Source == "live" && leaderViews && !s.Leader {
 			c.endEven(s.Node, even[s.Node], s.At, once) // no longer its leader's view
@@ -142,14 +147,7 @@ func (c *checker) checkConfigs() {
 		}
 	}
 	for n, run := range even {
-		// A node's view ends with its last live sample: a node that left
-		// or crashed keeps its last configuration, which is not the
-		// cluster's any more.
-		end := c.h.End
-		if last, ok := lastLive[n]; ok && last < end {
-			end = last
-		}
-		c.endEven(n, run, end, once)
+		c.endEven(n, run, c.h.End, once) // still held when the workload stopped
 	}
 }
 

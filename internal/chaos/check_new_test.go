@@ -101,6 +101,48 @@ func TestCheckUnreachableAndEvenVoters(t *testing.T) {
 	}
 }
 
+// A node's view of the configuration ends when the node stops — the
+// harness reads its data dir then (samples from "log"/"snapshot") — not at
+// its next live sample after a restart, nor at its last live sample (live
+// configurations are sampled on change only: the last one may be long
+// before the node stopped). Membership seed 6: a decommissioned leader's
+// last view (four voters, 150 ms before it was removed) was judged until
+// the harness started it again 28 s later.
+func TestCheckEvenVotersEndWhenTheNodeStops(t *testing.T) {
+	four := []ConfigServer{srv("n1", true), srv("n2", true), srv("n3", true), srv("n4", true), srv("n5", false)}
+	three := []ConfigServer{srv("n2", true), srv("n3", true), srv("n4", true), srv("n5", false)}
+	for _, tc := range []struct {
+		name    string
+		configs []ConfigSample
+		even    bool
+	}{
+		{"stopped 100 ms after, restarted 900 ms after", []ConfigSample{
+			{Node: "n1", At: 10 * ms, Source: "live", Leader: true, Servers: four},
+			{Node: "n1", At: 100 * ms, Source: "log", Index: 9, Servers: four},
+			{Node: "n1", At: 900 * ms, Source: "live", Servers: three},
+		}, false},
+		{"held 800 ms, then stopped for good", []ConfigSample{
+			{Node: "n1", At: 10 * ms, Source: "live", Leader: true, Servers: four},
+			{Node: "n1", At: 800 * ms, Source: "snapshot", Index: 9, Servers: four},
+		}, true},
+		{"held until the end", []ConfigSample{
+			{Node: "n1", At: 10 * ms, Source: "live", Leader: true, Servers: four},
+		}, true},
+	} {
+		b := clean()
+		b.h.Expect = Expect{OddVoters: true, StableFor: 500 * ms}
+		b.h.Configs = tc.configs
+		r := checked(t, b)
+		flagged := false
+		for _, v := range r.Violations {
+			flagged = flagged || v.Check == CheckOddVoters
+		}
+		if flagged != tc.even {
+			t.Errorf("%s: odd-voters flagged %v, want %v (%+v)", tc.name, flagged, tc.even, r.Violations)
+		}
+	}
+}
+
 func TestCheckGhostHolders(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -3,7 +3,7 @@ package chaos
 import (
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -21,7 +21,7 @@ func init() {
 		shape: func(cfg *simConfig) {
 			cfg.Nodes, cfg.Clients = 3, 4
 		},
-		options: func(s *sim, o *cluster.Options) { o.Gossip = true },
+		options: func(s *sim, o *clustertest.Options) { o.Gossip = true },
 		nemesis: clustersNemesis,
 		second:  func(cfg simConfig) simConfig { return cfg },
 	})

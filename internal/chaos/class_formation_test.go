@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -25,7 +25,7 @@ func init() {
 		shape: func(cfg *simConfig) {
 			cfg.Nodes, cfg.Clients = 5, 6 // 2N−1 with N = 3
 		},
-		options: func(s *sim, o *cluster.Options) {
+		options: func(s *sim, o *clustertest.Options) {
 			o.Gossip = true
 			o.BootstrapExpect = (s.cfg.Nodes + 1) / 2
 			var seeds []string

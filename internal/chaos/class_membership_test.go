@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -26,7 +26,13 @@ func init() {
 		shape: func(cfg *simConfig) {
 			cfg.Nodes, cfg.Spare, cfg.Clients = 3, 4, 6
 		},
-		options: func(s *sim, o *cluster.Options) {
+		options: func(s *sim, o *clustertest.Options) {
+			// The record of who departed must outlive the nemesis: the
+			// heal at the end (healAll) and the checks after it ask gone;
+			// dropped with the nemesis, decommissioned members were
+			// started again on their data dirs (seed 20), which the
+			// product rules out (node.Leave).
+			s.t.Cleanup(func() { memberships.Delete(s) })
 			o.Gossip = true
 			o.Nodes = s.cfg.Nodes + s.cfg.Spare
 			o.BootstrapExpect = s.cfg.Nodes
@@ -54,11 +60,11 @@ func init() {
 }
 
 // gossipAddrOf is node i's gossip address under o (before the cluster runs).
-func gossipAddrOf(o *cluster.Options, i int) string {
+func gossipAddrOf(o *clustertest.Options, i int) string {
 	if o.Subnet == 0 {
-		return cluster.GossipAddr(i)
+		return clustertest.GossipAddr(i)
 	}
-	return cluster.GossipAddrIn(o.Subnet, i)
+	return clustertest.GossipAddrIn(o.Subnet, i)
 }
 
 // membershipState tracks which spares were used and which nodes left.
@@ -70,7 +76,7 @@ type membershipState struct {
 	started  map[int]bool // spares started
 }
 
-var memberships sync.Map // *sim → *membershipState
+var memberships sync.Map // *sim → *membershipState, for the sim's whole run
 
 func membershipOf(s *sim) *membershipState {
 	v, _ := memberships.LoadOrStore(s, &membershipState{initial: s.cfg.Nodes, next: s.cfg.Nodes, departed: map[int]bool{}, started: map[int]bool{}})
@@ -102,6 +108,22 @@ func (m *membershipState) depart(i int) {
 	m.mu.Unlock()
 }
 
+// launchSpare starts spare i for the first time, joining through the
+// members running now — as an operator points a new node at the current
+// members: the seeds configured at the start (the founders) may all have
+// been decommissioned by then (seed 10), and a node whose seeds are all
+// gone finds no cluster (Config.Join).
+func (s *sim) launchSpare(i int) {
+	var seeds []string
+	for _, j := range s.live(i) {
+		seeds = append(seeds, s.c.GossipAddr(j))
+	}
+	if len(seeds) > 0 {
+		s.c.Reconfigure(i, func(c *node.Config) { c.Join = seeds })
+	}
+	s.launch(i)
+}
+
 // live returns the running members that did not leave, excluding excl.
 func (s *sim) live(excl ...int) []int {
 	m := membershipOf(s)
@@ -115,7 +137,6 @@ func (s *sim) live(excl ...int) []int {
 }
 
 func membershipNemesis(s *sim) {
-	defer memberships.Delete(s)
 	stabilize := 3 * time.Second
 	for s.sleepUntilEnd(s.gap()) {
 		switch k := s.rng.IntN(100); {
@@ -172,7 +193,7 @@ func (s *sim) crashOneCloseAnother() {
 	defer done()
 	s.crash(x)
 	time.Sleep(time.Duration(s.rng.Int64N(int64(s.cfg.TTL))))
-	s.stopNode(y, cluster.Graceful)
+	s.stopNode(y, clustertest.Graceful)
 	time.Sleep(time.Duration(s.rng.Int64N(int64(s.cfg.TTL))))
 	s.launch(y)
 	s.probeAny("one voter crashed, another restarted gracefully", []int{y, o[2]}, probeBound)
@@ -196,7 +217,7 @@ func (s *sim) unreachableJoiner(stabilize time.Duration) {
 	defer done()
 	from := now()
 	s.c.IsolateRaft(u)
-	s.launch(u)
+	s.launchSpare(u)
 	time.Sleep(stabilize + time.Duration(s.rng.Int64N(int64(stabilize))))
 	s.crash(o[0])
 	s.probeAny("an unreachable member joined, then one voter crashed", o[1:], probeBound)
@@ -223,7 +244,7 @@ func (s *sim) evenVoters(stabilize time.Duration) {
 	}
 	done := s.fault("fourth-member", s.c.ID(f))
 	defer done()
-	s.launch(f)
+	s.launchSpare(f)
 	time.Sleep(stabilize + time.Duration(s.rng.Int64N(int64(stabilize))))
 	s.crash(f)
 	s.crash(o[0])
@@ -238,7 +259,7 @@ func (s *sim) growShrink(stabilize time.Duration) {
 	var added []int
 	for range 2 {
 		if i, ok := m.spare(s); ok {
-			s.launch(i)
+			s.launchSpare(i)
 			added = append(added, i)
 		}
 	}
@@ -251,7 +272,7 @@ func (s *sim) growShrink(stabilize time.Duration) {
 	s.probeAny("two members joined", s.live(), probeBound)
 	live := s.live()
 	for _, k := range s.rng.Perm(len(live))[:2] {
-		s.stopNode(live[k], cluster.Decommission)
+		s.stopNode(live[k], clustertest.Decommission)
 		m.depart(live[k])
 		s.probeAny("a member was decommissioned", s.live(), probeBound)
 	}
@@ -271,9 +292,9 @@ func (s *sim) replaceVoter(stabilize time.Duration) {
 	}
 	done := s.fault("replace-voter", s.c.ID(x)+" by "+s.c.ID(y))
 	defer done()
-	s.stopNode(x, cluster.Decommission)
+	s.stopNode(x, clustertest.Decommission)
 	m.depart(x)
-	s.launch(y)
+	s.launchSpare(y)
 	time.Sleep(stabilize)
 	s.probeAny("a voter was replaced", s.live(), probeBound)
 }

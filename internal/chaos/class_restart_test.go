@@ -3,7 +3,7 @@ package chaos
 import (
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // The restart class (issue 13 #6): the ordinary ways a deploy restarts a
@@ -15,7 +15,7 @@ import (
 func init() {
 	register(&faultClass{
 		name: "restart",
-		options: func(s *sim, o *cluster.Options) {
+		options: func(s *sim, o *clustertest.Options) {
 			o.Gossip = true
 		},
 		nemesis: restartNemesis,
@@ -27,9 +27,9 @@ func restartNemesis(s *sim) {
 	for s.sleepUntilEnd(s.gap()) {
 		switch k := s.rng.IntN(100); {
 		case k < 20:
-			s.rollingRestart(cluster.Graceful)
+			s.rollingRestart(clustertest.Graceful)
 		case k < 35:
-			s.rollingRestart(cluster.Crashed)
+			s.rollingRestart(clustertest.Crashed)
 		case k < 70:
 			s.stopAllStartAll(false)
 		case k < 90:
@@ -41,16 +41,16 @@ func restartNemesis(s *sim) {
 }
 
 // stopMode picks a graceful stop or a kill.
-func (s *sim) stopMode() cluster.StopMode {
+func (s *sim) stopMode() clustertest.StopMode {
 	if s.rng.IntN(2) == 0 {
-		return cluster.Graceful
+		return clustertest.Graceful
 	}
-	return cluster.Crashed
+	return clustertest.Crashed
 }
 
 // rollingRestart restarts every node in turn, one at a time; the cluster
 // must serve while each one is down and after it is back.
-func (s *sim) rollingRestart(mode cluster.StopMode) {
+func (s *sim) rollingRestart(mode clustertest.StopMode) {
 	order := s.rng.Perm(s.c.Size())
 	done := s.fault("rolling-restart-"+mode.String(), s.ids(order))
 	defer done()

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // faultClass is one kind of fault the nemesis injects, with the cluster
@@ -16,7 +16,7 @@ type faultClass struct {
 	// shape adjusts the run for its seed (nodes, spares, lock-delay…).
 	shape func(cfg *simConfig)
 	// options adjusts the cluster (gossip, deferred nodes, configs).
-	options func(s *sim, o *cluster.Options)
+	options func(s *sim, o *clustertest.Options)
 	// start brings the cluster up; nil: all nodes, then wait for a leader.
 	start func(s *sim)
 	// expect is the model of a correct cluster (members, unreachable
@@ -35,7 +35,7 @@ var classes = map[string]*faultClass{}
 
 func register(c *faultClass) {
 	if c.options == nil {
-		c.options = func(*sim, *cluster.Options) {}
+		c.options = func(*sim, *clustertest.Options) {}
 	}
 	if c.expect == nil {
 		c.expect = func(s *sim) Expect { return Expect{Members: s.members()} }

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -16,7 +16,7 @@ import (
 
 // stopNode stops node i (mode: close, kill or leave), takes it from the
 // workers and reads its data dir into the history.
-func (s *sim) stopNode(i int, mode cluster.StopMode) error {
+func (s *sim) stopNode(i int, mode clustertest.StopMode) error {
 	n := s.c.Nodes[i]
 	if n == nil {
 		return nil
@@ -45,7 +45,7 @@ func (s *sim) launch(i int) error {
 	return nil
 }
 
-func (s *sim) crash(i int)   { s.stopNode(i, cluster.Crashed) }
+func (s *sim) crash(i int)   { s.stopNode(i, clustertest.Crashed) }
 func (s *sim) restart(i int) { s.launch(i) }
 
 // wipe stops node i abruptly and deletes its data dir (amnesia).

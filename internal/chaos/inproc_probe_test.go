@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
@@ -191,7 +191,7 @@ func (s *sim) captureEndState() {
 // replayed events must be the ones the replicas emitted live.
 func (s *sim) crossCheckDisk() {
 	for i := range s.c.Size() {
-		s.stopNode(i, cluster.Crashed)
+		s.stopNode(i, clustertest.Crashed)
 	}
 	if len(s.h.Digests) == 0 {
 		return

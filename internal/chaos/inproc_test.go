@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
@@ -46,7 +46,7 @@ type sim struct {
 	class *faultClass
 	rng   *rand.Rand // the nemesis' (test goroutine only)
 	net   *memnet.Network
-	c     *cluster.Cluster
+	c     *clustertest.Cluster
 	reg   *Register
 	col   *collector
 	smp   *sampler
@@ -209,7 +209,7 @@ func simulate(t *testing.T, cfg simConfig) []*History {
 // startCluster starts this sim's cluster as its class says (by default:
 // all nodes, then waits for a leader) and publishes the nodes.
 func (s *sim) startCluster() {
-	opts := cluster.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true}
+	opts := clustertest.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true}
 	if s.h.Cluster == "b" {
 		opts.Prefix, opts.Subnet = "b", 1
 	}
@@ -233,7 +233,18 @@ func (s *sim) startCluster() {
 			configure(i, c)
 		}
 	}
-	s.c = cluster.Start(s.t, opts)
+	// Events are observed from each node's start: the entries that form
+	// the cluster (cluster version, cluster id) are applied before the
+	// nodes are ready, and the disk cross-check replays them whenever the
+	// whole log is still on disk.
+	started := opts.Started
+	opts.Started = func(i int, n *node.Node) {
+		s.col.watch(n.ID(), n)
+		if started != nil {
+			started(i, n)
+		}
+	}
+	s.c = clustertest.Start(s.t, opts)
 	if s.class.start != nil {
 		s.class.start(s)
 	} else {
@@ -265,15 +276,9 @@ func (s *sim) startWorkload() {
 	}
 }
 
-// up publishes node i to the workers and starts observing its events.
-func (s *sim) up(i int) {
-	n := s.c.Nodes[i]
-	if s.nodes[i].Load() == n {
-		return
-	}
-	s.col.watch(s.c.ID(i), n)
-	s.nodes[i].Store(n)
-}
+// up publishes node i to the workers (its events are observed from its
+// start: Options.Started in startCluster).
+func (s *sim) up(i int) { s.nodes[i].Store(s.c.Nodes[i]) }
 
 // finish ends the run: resume probes, the end state, the lock probes, the
 // workers' sessions closed, convergence and the disk cross-check.

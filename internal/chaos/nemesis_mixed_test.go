@@ -91,7 +91,9 @@ func (s *sim) mixedStep(k int) {
 		done := s.fault("crash-restart", s.c.ID(i))
 		s.crash(i)
 		time.Sleep(hold)
-		s.restart(i)
+		if !s.gone(i) { // a node its class keeps down (decommissioned, a spare not yet used) stays down
+			s.restart(i)
+		}
 		done()
 	case k < 90:
 		s.pause(ttl + ttl/2 + time.Duration(r.Int64N(int64(2*ttl))))

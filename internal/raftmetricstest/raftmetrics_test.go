@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -21,7 +21,7 @@ func TestEnableRaftMetrics(t *testing.T) {
 	if err := node.EnableRaftMetrics(prometheus.NewRegistry()); err != nil {
 		t.Fatalf("second call: %v", err)
 	}
-	c := cluster.Start(t, cluster.Options{Nodes: 1})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
 	c.WaitReady(30 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

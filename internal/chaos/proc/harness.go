@@ -338,7 +338,6 @@ func (x *Harness) startReplicas(ctx context.Context) error {
 		r.args = []string{
 			"-id", r.id, "-data-dir", r.dataDir,
 			"-bind", fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 0)),
-			"-allow-plaintext", // the namespaces' 10.213.x addresses are not loopback
 			"-gossip", fmt.Sprintf("%s:%d", x.net.Host(i), x.net.Port(i, 1)),
 			"-join", strings.Join(join, ","),
 			"-bootstrap-expect", fmt.Sprint(n),

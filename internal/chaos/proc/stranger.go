@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/raftlock/raftlock/internal/testcerts"
+	"github.com/raftlock/raftlock/internal/devcerts"
 )
 
 // The stranger class (issue 20 #1): the replicas run with mutual TLS on the
@@ -38,7 +38,7 @@ func strangerArgs(dir string, i int) ([]string, error) {
 
 // writeCerts writes a throw-away CA and one certificate per replica.
 func writeCerts(dir string, n int) error {
-	ca, err := testcerts.NewCA("raftlock-chaos")
+	ca, err := devcerts.NewCA("raftlock-chaos")
 	if err != nil {
 		return err
 	}

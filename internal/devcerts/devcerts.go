@@ -1,6 +1,8 @@
-// Package testcerts makes throw-away certificate authorities and mutual-TLS
-// configurations for tests and demos.
-package testcerts
+// Package devcerts makes throw-away certificate authorities and mutual-TLS
+// configurations: for tests, demos, and the `replica certs` command of
+// examples/replica (development certificates, valid for a day — never for
+// production, which brings its own CA).
+package devcerts
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package node
+package gossipnet
 
 import (
 	"context"
@@ -17,21 +17,17 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// streamTransport is a memberlist Transport over one net.Listener and a
-// dialer (Config.GossipListener, GossipDialer): streams are connections, and
-// so is every packet (a one-shot connection, sent in the background and
-// dropped on failure, like a datagram). It lets gossip run on an in-memory
-// test network, inside testing/synctest.
-//
-// Each connection starts with one byte: 's' (a stream follows) or 'p'
-// (a packet: the sender's address length (2 bytes) and address, then the
-// payload up to EOF).
-type streamTransport struct {
-	ln      net.Listener
-	dial    func(ctx context.Context, addr string) (net.Conn, error)
-	timing  GossipTiming
-	packets chan *memberlist.Packet
-	streams chan net.Conn
+// Stream is a memberlist.Transport over one net.Listener and a dialer:
+// streams are connections, and so is every packet (see the package doc for
+// the framing). Its methods are safe for concurrent use, as memberlist
+// requires.
+type Stream struct {
+	ln            net.Listener
+	dial          func(ctx context.Context, addr string) (net.Conn, error)
+	packetTimeout time.Duration
+	readTimeout   time.Duration
+	packets       chan *memberlist.Packet
+	streams       chan net.Conn
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -42,14 +38,21 @@ type streamTransport struct {
 	self   string // advertised address (set by FinalAdvertiseAddr)
 }
 
-const maxGossipPacket = 1 << 20
+// MaxPacket is the largest packet payload a Stream accepts; the rest of a
+// longer one is dropped.
+const MaxPacket = 1 << 20
 
-func newStreamTransport(ln net.Listener, dial func(context.Context, string) (net.Conn, error), t GossipTiming) *streamTransport {
+// NewStream returns a transport that accepts on ln and dials with dial (nil:
+// TCP). packetTimeout bounds the dial and write of one packet (memberlist's
+// probe timeout is a good value: a later packet is useless), readTimeout how
+// long an accepted connection may take to say what it is. The transport owns
+// ln: Shutdown closes it.
+func NewStream(ln net.Listener, dial func(ctx context.Context, addr string) (net.Conn, error), packetTimeout, readTimeout time.Duration) *Stream {
 	if dial == nil {
 		var d net.Dialer
 		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 	}
-	st := &streamTransport{ln: ln, dial: dial, timing: t, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn)}
+	st := &Stream{ln: ln, dial: dial, packetTimeout: packetTimeout, readTimeout: readTimeout, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn)}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	st.wg.Add(1)
 	go st.accept()
@@ -57,7 +60,7 @@ func newStreamTransport(ln net.Listener, dial func(context.Context, string) (net
 }
 
 // FinalAdvertiseAddr implements memberlist.Transport.
-func (t *streamTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+func (t *Stream) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
 	if ip == "" {
 		host, p, err := net.SplitHostPort(t.ln.Addr().String())
 		if err != nil {
@@ -80,7 +83,7 @@ func (t *streamTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, 
 
 // WriteTo implements memberlist.Transport: the packet is sent in the
 // background.
-func (t *streamTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+func (t *Stream) WriteTo(b []byte, addr string) (time.Time, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -95,24 +98,24 @@ func (t *streamTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 	msg = append(append(msg, self...), b...)
 	go func() {
 		defer t.wg.Done()
-		ctx, cancel := context.WithTimeout(t.ctx, t.timing.ProbeTimeout)
+		ctx, cancel := context.WithTimeout(t.ctx, t.packetTimeout)
 		defer cancel()
 		c, err := t.dial(ctx, addr)
 		if err != nil {
 			return
 		}
 		defer c.Close()
-		c.SetWriteDeadline(time.Now().Add(t.timing.ProbeTimeout))
+		c.SetWriteDeadline(time.Now().Add(t.packetTimeout))
 		c.Write(msg)
 	}()
 	return time.Now(), nil
 }
 
 // PacketCh implements memberlist.Transport.
-func (t *streamTransport) PacketCh() <-chan *memberlist.Packet { return t.packets }
+func (t *Stream) PacketCh() <-chan *memberlist.Packet { return t.packets }
 
 // DialTimeout implements memberlist.Transport.
-func (t *streamTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+func (t *Stream) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, timeout)
 	defer cancel()
 	c, err := t.dial(ctx, addr)
@@ -129,11 +132,11 @@ func (t *streamTransport) DialTimeout(addr string, timeout time.Duration) (net.C
 }
 
 // StreamCh implements memberlist.Transport.
-func (t *streamTransport) StreamCh() <-chan net.Conn { return t.streams }
+func (t *Stream) StreamCh() <-chan net.Conn { return t.streams }
 
 // Shutdown implements memberlist.Transport: it returns once every goroutine
 // of the transport has ended. Idempotent.
-func (t *streamTransport) Shutdown() error {
+func (t *Stream) Shutdown() error {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
@@ -143,7 +146,7 @@ func (t *streamTransport) Shutdown() error {
 	return nil
 }
 
-func (t *streamTransport) accept() {
+func (t *Stream) accept() {
 	defer t.wg.Done()
 	for {
 		c, err := t.ln.Accept()
@@ -162,9 +165,9 @@ func (t *streamTransport) accept() {
 	}
 }
 
-func (t *streamTransport) serve(c net.Conn) {
+func (t *Stream) serve(c net.Conn) {
 	defer t.wg.Done()
-	c.SetReadDeadline(time.Now().Add(t.timing.TCPTimeout))
+	c.SetReadDeadline(time.Now().Add(t.readTimeout))
 	var kind [1]byte
 	if _, err := io.ReadFull(c, kind[:]); err != nil {
 		c.Close()
@@ -188,7 +191,7 @@ func (t *streamTransport) serve(c net.Conn) {
 		if _, err := io.ReadFull(c, from); err != nil {
 			return
 		}
-		buf, err := io.ReadAll(io.LimitReader(c, maxGossipPacket))
+		buf, err := io.ReadAll(io.LimitReader(c, MaxPacket))
 		if err != nil || len(buf) == 0 {
 			return
 		}
@@ -206,18 +209,18 @@ func (t *streamTransport) serve(c net.Conn) {
 	}
 }
 
-// netTransport is memberlist's UDP/TCP transport whose dials end when it
-// shuts down, so that closing a node never waits out a dial to an
-// unreachable seed or member.
-type netTransport struct {
+// Net is memberlist's UDP/TCP transport whose dials end when it shuts down,
+// so that closing a node never waits out a dial to an unreachable seed or
+// member. Safe for concurrent use.
+type Net struct {
 	*memberlist.NetTransport
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-// newNetTransport binds UDP and TCP on host:port (port 0: the same free port
-// for both, retried like memberlist does).
-func newNetTransport(host string, port int, logger *log.Logger) (*netTransport, error) {
+// NewNet binds UDP and TCP on host:port (port 0: the same free port for
+// both, retried like memberlist does).
+func NewNet(host string, port int, logger *log.Logger) (*Net, error) {
 	nc := &memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: logger}
 	attempts := 1
 	if port == 0 {
@@ -227,7 +230,7 @@ func newNetTransport(host string, port int, logger *log.Logger) (*netTransport, 
 	for range attempts {
 		var nt *memberlist.NetTransport
 		if nt, err = memberlist.NewNetTransport(nc); err == nil {
-			t := &netTransport{NetTransport: nt}
+			t := &Net{NetTransport: nt}
 			t.ctx, t.cancel = context.WithCancel(context.Background())
 			return t, nil
 		}
@@ -239,18 +242,18 @@ func newNetTransport(host string, port int, logger *log.Logger) (*netTransport, 
 }
 
 // DialTimeout implements memberlist.Transport.
-func (t *netTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+func (t *Net) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
 }
 
 // DialAddressTimeout implements memberlist.NodeAwareTransport.
-func (t *netTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+func (t *Net) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	return d.DialContext(t.ctx, "tcp", a.Addr)
 }
 
 // Shutdown implements memberlist.Transport.
-func (t *netTransport) Shutdown() error {
+func (t *Net) Shutdown() error {
 	t.cancel()
 	return t.NetTransport.Shutdown()
 }

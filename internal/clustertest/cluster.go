@@ -1,4 +1,4 @@
-// Package cluster runs in-process raftlock clusters for tests: N nodes over
+// Package clustertest runs in-process raftlock clusters for tests: N nodes over
 // an in-memory network (inside testing/synctest, on fake time) or over
 // loopback TCP, with in-memory or bolt storage, formed from static peers or
 // through gossip, and fault injection (partitions, isolation, crash and
@@ -6,7 +6,7 @@
 //
 // Several clusters may share one memnet network: give each its own
 // Options.Prefix (node ids and hosts) and Options.Subnet (gossip addresses).
-package cluster
+package clustertest
 
 import (
 	"context"
@@ -55,6 +55,13 @@ type Options struct {
 	// Deferred lists nodes that Start configures but does not start; start
 	// them with Launch.
 	Deferred []int
+	// Started, if set, is called with node i as soon as node.Start returned
+	// it — at every start (Start, Launch, Add) and before the cluster
+	// publishes it in Nodes — e.g. to subscribe to its events before it can
+	// apply the first entry of a new cluster. (An entry can still be applied
+	// during node.Start itself, while a gossip join attempt waits: the
+	// nodes started before it see that one.)
+	Started func(i int, n *node.Node)
 }
 
 // GossipAddr is node i's gossip address on a memnet network (default subnet).
@@ -290,6 +297,9 @@ func (c *Cluster) tryStart(i int, ln net.Listener) (*node.Node, error) {
 	}
 	if c.opts.Gossip && c.opts.Net == nil {
 		c.cfgs[i].GossipAddr = n.GossipAddr() // a restart binds the same port
+	}
+	if c.opts.Started != nil {
+		c.opts.Started(i, n)
 	}
 	return n, nil
 }

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/cluster"
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
-// Benchmarks of the leader's lease manager at scale (issue 20 #2, #3), on a
+// Benchmarks of the leader's session expiry at scale (issue 20 #2, #3), on a
 // 3-node cluster over memnet (real time) with in-memory storage and LAN
 // timings; quotas off (they would refuse these sizes). Bounded: one run per
 // size.
@@ -58,8 +58,8 @@ func applyMany(b *testing.B, n *node.Node, count int, cmd func(i int) fsm.Comman
 	return out
 }
 
-func bigCluster(b *testing.B) *cluster.Cluster {
-	c := cluster.Start(b, cluster.Options{Nodes: 3, Net: memnet.New(), Timing: node.LANTiming(), Configure: func(i int, cfg *node.Config) {
+func bigCluster(b *testing.B) *clustertest.Cluster {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Net: memnet.New(), Timing: node.LANTiming(), Configure: func(i int, cfg *node.Config) {
 		noQuotas(cfg)
 	}})
 	c.WaitLeader(30 * time.Second)
