@@ -1,8 +1,8 @@
 package admin
 
 import (
-	"log/slog"
 	"bytes"
+	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
