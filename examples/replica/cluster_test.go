@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/examples/internal/ports"
 	"github.com/raftlock/raftlock/examples/internal/procstop"
 )
@@ -164,8 +164,8 @@ func (a api) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func (a api) status() (lockhttp.StatusJSON, error) {
-	var st lockhttp.StatusJSON
+func (a api) status() (admin.StatusJSON, error) {
+	var st admin.StatusJSON
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.base+"/v1/status", nil)
@@ -333,14 +333,14 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// Acquire (TryLock), then the same lock from another replica: 409 with the holder.
-	var a1 lockhttp.AcquireResponse
+	var a1 admin.AcquireResponse
 	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": false}, &a1); code != 200 || a1.Token == 0 || a1.Handle == "" || a1.Lock != "x" {
 		t.Fatalf("acquire: HTTP %d %+v", code, a1)
 	}
 	if a1.ValidUntilUnixMS < time.Now().UnixMilli() {
 		t.Errorf("valid_until %d in the past", a1.ValidUntilUnixMS)
 	}
-	var e lockhttp.ErrorJSON
+	var e admin.ErrorJSON
 	if code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x"}, &e); code != 409 || e.Error != "locked" || e.Holder == nil || e.Holder.Token != a1.Token || e.Holder.Description != "http@r1" {
 		t.Errorf("TryLock of a held lock: HTTP %d %+v", code, e)
 	}
@@ -356,7 +356,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// The timed-out wait is withdrawn (in the background): nothing stays queued.
-	var lj lockhttp.LockJSON
+	var lj admin.LockJSON
 	waitUntil(t, 10*time.Second, "the timed-out waiter to be withdrawn", func() bool {
 		r1.do("GET", "/v1/locks/x?sync=1", nil, &lj)
 		return len(lj.Waiters) == 0
@@ -365,11 +365,11 @@ func TestReplicaCluster(t *testing.T) {
 	// A waiter queues behind the holder; the lock view shows both, from any replica.
 	type result struct {
 		code int
-		resp lockhttp.AcquireResponse
+		resp admin.AcquireResponse
 	}
 	waited := make(chan result, 1)
 	go func() {
-		var r lockhttp.AcquireResponse
+		var r admin.AcquireResponse
 		code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": true, "timeout_ms": 20000}, &r)
 		waited <- result{code, r}
 	}()
@@ -380,7 +380,7 @@ func TestReplicaCluster(t *testing.T) {
 	if !lj.Held || lj.Holder == nil || lj.Holder.Token != a1.Token || lj.Waiters[0].Description != "http@r2" {
 		t.Errorf("lock view: %+v", lj)
 	}
-	var ls struct{ Locks []lockhttp.LockJSON }
+	var ls struct{ Locks []admin.LockJSON }
 	if code := r1.do("GET", "/v1/locks?prefix=x&limit=10", nil, &ls); code != 200 || len(ls.Locks) != 1 || ls.Locks[0].Name != "x" {
 		t.Errorf("lock list: HTTP %d %+v", code, ls)
 	}
@@ -389,7 +389,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// Lease: valid; a long poll that times out says so.
-	var lease lockhttp.LeaseJSON
+	var lease admin.LeaseJSON
 	if code := r1.do("GET", "/v1/lease?handle="+a1.Handle, nil, &lease); code != 200 || !lease.Valid || lease.Token != a1.Token {
 		t.Errorf("lease: HTTP %d %+v", code, lease)
 	}
@@ -428,7 +428,7 @@ func TestReplicaCluster(t *testing.T) {
 	// A lease on r3; then r2 and r3 are paused past the TTL: r1 has no
 	// quorum (503), r3's lease is lost. Once resumed, releasing it says
 	// not_holder and the cluster recovers.
-	var a3 lockhttp.AcquireResponse
+	var a3 admin.AcquireResponse
 	if code := r3.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 5000}, &a3); code != 200 {
 		t.Fatalf("acquire on r3: HTTP %d", code)
 	}
@@ -451,7 +451,7 @@ func TestReplicaCluster(t *testing.T) {
 		t.Errorf("release of a lost lease: HTTP %d %+v", code, e)
 	}
 	waitUntil(t, 30*time.Second, "the cluster to recover", func() bool { return healthy(apis) })
-	var a4 lockhttp.AcquireResponse
+	var a4 admin.AcquireResponse
 	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 10000}, &a4); code != 200 || a4.Token <= w.resp.Token {
 		t.Errorf("acquire after recovery: HTTP %d %+v", code, a4)
 	}
