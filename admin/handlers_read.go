@@ -21,6 +21,10 @@ type HolderJSON struct {
 	AcquiredAtUnixMS int64  `json:"acquired_at_unix_ms"`
 	TTLMS            int64  `json:"ttl_ms,omitempty"`
 	LeaseLeftMS      *int64 `json:"lease_left_ms,omitempty"`
+
+	// Cluster version 3: a semaphore grant's permits, the grant's value.
+	Permits int    `json:"permits,omitempty"`
+	Value   string `json:"value,omitempty"`
 }
 
 // WaiterJSON describes one entry of a lock's FIFO queue: its place
@@ -30,6 +34,10 @@ type WaiterJSON struct {
 	Session          uint64 `json:"session"`
 	Description      string `json:"description,omitempty"`
 	EnqueuedAtUnixMS int64  `json:"enqueued_at_unix_ms"`
+
+	// Cluster version 3: waits for a read grant, or for permits.
+	Shared  bool `json:"shared,omitempty"`
+	Permits int  `json:"permits,omitempty"`
 }
 
 // LockJSON describes a lock (GET /v1/locks/{name}). Waiters lists the
@@ -44,6 +52,12 @@ type LockJSON struct {
 	WaiterCount      int          `json:"waiter_count"`
 	DelayUntilUnixMS int64        `json:"delay_until_unix_ms,omitempty"`
 	Stale            bool         `json:"stale,omitempty"`
+
+	// Cluster version 3: the readers of a lock, or a semaphore's holders
+	// (in grant order), and a semaphore's limit and permits held.
+	Shared []HolderJSON `json:"shared,omitempty"`
+	Limit  int          `json:"limit,omitempty"`
+	Used   int          `json:"used,omitempty"`
 }
 
 // SessionJSON describes one session of the cluster (GET /v1/sessions).
@@ -61,7 +75,8 @@ func holderJSON(h fsm.Holder) *HolderJSON {
 	if h.Session == 0 {
 		return nil
 	}
-	return &HolderJSON{Session: uint64(h.Session), Description: h.Description, Token: h.Token, AcquiredAtUnixMS: nsToMS(h.AcquiredAt)}
+	return &HolderJSON{Session: uint64(h.Session), Description: h.Description, Token: h.Token, AcquiredAtUnixMS: nsToMS(h.AcquiredAt),
+		Permits: h.Permits, Value: h.Value}
 }
 
 // descriptions caches session descriptions for one answer: a queue is
@@ -88,9 +103,14 @@ func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJ
 			out.Holder.TTLMS = s.describe(d, li.Holder.Session).TTL.Milliseconds()
 		}
 	}
+	out.Limit, out.Used = li.Limit, li.Used
+	for _, h := range li.Shared[:min(len(li.Shared), maxWaiters)] {
+		out.Shared = append(out.Shared, *holderJSON(h))
+	}
 	for i, w := range li.Waiters[:min(len(li.Waiters), maxWaiters)] {
 		out.Waiters = append(out.Waiters, WaiterJSON{
 			Position: i + 1, Session: uint64(w.Session), Description: s.describe(d, w.Session).Description, EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
+			Shared: w.Shared, Permits: w.Permits,
 		})
 	}
 	return out

@@ -93,6 +93,11 @@ type FSMJSON struct {
 	Waiters     int    `json:"waiters"`
 	Delayed     int    `json:"delayed"`
 	LastToken   uint64 `json:"last_token"`
+
+	// Cluster version 3: read grants, semaphores in use, permits held.
+	Readers     int `json:"readers"`
+	Semaphores  int `json:"semaphores"`
+	PermitsHeld int `json:"permits_held"`
 }
 
 // Status returns what GET /v1/status answers (peers: as last probed, if
@@ -109,6 +114,7 @@ func (s *Server) Status(peers []node.PeerStatus) StatusJSON {
 		FSM: FSMJSON{
 			Index: st.FSM.Index, ClockUnixMS: nsToMS(st.FSM.Clock), Sessions: st.FSM.Sessions, Locks: st.FSM.Locks,
 			Held: st.FSM.Held, Waiters: st.FSM.Waiters, Delayed: st.FSM.Delayed, LastToken: st.FSM.LastToken,
+			Readers: st.FSM.Readers, Semaphores: st.FSM.Semaphores, PermitsHeld: st.FSM.PermitsHeld,
 		},
 		Session:    s.sess.Info(),
 		Leases:     s.handles.count(),

@@ -11,7 +11,7 @@ import (
 
 // Workload names for -workloads, in the order they run on a cluster.
 // failover kills the leader, so it runs last; memory uses its own cluster.
-var allWorkloads = []string{"uncontended", "distinct", "contended", "keepalive", "failover", "memory"}
+var allWorkloads = []string{"uncontended", "distinct", "contended", "semaphore", "rwlock", "keepalive", "failover", "memory"}
 
 // options is the whole configuration of a benchmark run.
 type options struct {
@@ -57,6 +57,10 @@ func defaults(quick bool) options {
 			MemorySessions:    100,
 			MemoryLocks:       100_000,
 			HoldConcurrency:   64,
+			SemaphoreWorkers:  16,
+			SemaphoreLimit:    4,
+			RWReaders:         16,
+			RWWriters:         2,
 		},
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},

@@ -27,6 +27,7 @@ type bench struct {
 type step struct {
 	name string
 	run  func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error)
+	only []string // the systems that have what it needs (nil: every system)
 }
 
 // roundSteps are the workloads that share one cluster in round r, in order.
@@ -38,30 +39,40 @@ func (b *bench) roundSteps(r int) []step {
 			name := map[bool]string{false: "uncontended (follower)", true: "uncontended (leader)"}[onLeader]
 			steps = append(steps, step{name, func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 				return workload.Uncontended(ctx, cl, p, onLeader)
-			}})
+			}, nil})
 		}
 	}
 	if b.opts.has("distinct") {
 		for _, n := range p.DistinctWorkers {
 			steps = append(steps, step{fmt.Sprintf("distinct(%d)", n), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 				return workload.Distinct(ctx, cl, p, n)
-			}})
+			}, nil})
 		}
 	}
 	if b.opts.has("contended") {
 		steps = append(steps, step{"contended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Contended(ctx, cl, p)
-		}})
+		}, nil})
+	}
+	if b.opts.has("semaphore") { // etcd has no counting semaphore
+		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Semaphore(ctx, cl, p)
+		}, []string{"raftlock"}})
+	}
+	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
+		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.RWLock(ctx, cl, p)
+		}, nil})
 	}
 	if b.opts.has("keepalive") && r < b.opts.KeepaliveRuns {
 		steps = append(steps, step{"keepalive", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Keepalive(ctx, cl, p)
-		}})
+		}, nil})
 	}
 	if b.opts.has("failover") {
 		steps = append(steps, step{"failover", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Failover(ctx, cl, p)
-		}})
+		}, nil})
 	}
 	return steps
 }
@@ -84,7 +95,7 @@ func (b *bench) run(ctx context.Context) {
 		p := b.opts.Params
 		mem := []step{{"memory", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Memory(ctx, cl, p)
-		}}}
+		}, nil}}
 		for r := range b.opts.MemoryRuns {
 			for _, sys := range order(b.opts.Systems, r) {
 				b.onCluster(ctx, sys, fmt.Sprintf("memory run %d/%d", r+1, b.opts.MemoryRuns), mem)
@@ -117,6 +128,9 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return
+		}
+		if s.only != nil && !slices.Contains(s.only, sys) {
+			continue
 		}
 		res, err := s.run(ctx, cl)
 		if err != nil {

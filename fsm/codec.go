@@ -12,7 +12,7 @@ import (
 const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
-	entryV3         byte = 3 // adds Revoke (op 40)
+	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
 	maxEntryVersion      = entryV3
 )
 
@@ -44,7 +44,19 @@ const (
 //	SetClusterVersion  Version uvarint
 //	InitCluster        ID string
 //
-// Version 3 adds (every other body is as in version 2):
+// Version 3 extends the Acquire body and adds two commands:
+//
+//	Acquire      Session, Lock, Owner, flags (bit 0 Wait, 1 Shared, 2 a Value
+//	             follows, 3 Limit and Permits follow), Seq, AckBelow,
+//	             [Limit uvarint, Permits uvarint], [Value string]
+//	SetValue     Session uvarint, Lock string, Owner [16]byte, Value string,
+//	             Seq uvarint, AckBelow uvarint
+//	RaiseTokens  (empty)
+//
+// Flag bits 2 and 3 are set exactly when the fields are not zero (a
+// canonical encoding); versions 1 and 2 know only bit 0.
+//
+// and Revoke (revoke.go):
 //
 //	Revoke             Lock string, Token uvarint, By string, Why string
 //
@@ -83,6 +95,9 @@ func EntryVersion(e Entry) byte {
 func commandVersion(c Command) byte {
 	switch c := c.(type) {
 	case Acquire:
+		if c.primitive() {
+			return entryV3
+		}
 		if c.Seq != 0 || c.AckBelow != 0 {
 			return entryV2
 		}
@@ -96,7 +111,7 @@ func commandVersion(c Command) byte {
 		}
 	case EndDelay, SetLimits, SetClusterVersion, InitCluster:
 		return entryV2
-	case Revoke:
+	case SetValue, RaiseTokens, Revoke:
 		return entryV3
 	}
 	return entryV1
@@ -151,20 +166,7 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 			dst = binary.AppendUvarint(dst, uint64(s))
 		}
 	case Acquire:
-		if len(c.Lock) > MaxLockNameLen {
-			return dst, long("lock name")
-		}
-		dst = binary.AppendUvarint(dst, uint64(c.Session))
-		dst = appendString(dst, c.Lock)
-		dst = append(dst, c.Owner[:]...)
-		var flags byte
-		if c.Wait {
-			flags |= 1
-		}
-		dst = append(dst, flags)
-		if v >= entryV2 {
-			dst = appendRequest(dst, c.Seq, c.AckBelow)
-		}
+		return appendAcquire(dst, c, v)
 	case Release:
 		if len(c.Lock) > MaxLockNameLen {
 			return dst, long("lock name")
@@ -206,8 +208,63 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 		dst = appendString(dst, c.ID)
 	case Revoke:
 		return appendRevoke(dst, c)
+	case SetValue:
+		if len(c.Lock) > MaxLockNameLen || len(c.Value) > MaxValueLen {
+			return dst, long("lock name or value")
+		}
+		dst = binary.AppendUvarint(dst, uint64(c.Session))
+		dst = appendString(dst, c.Lock)
+		dst = append(dst, c.Owner[:]...)
+		dst = appendString(dst, c.Value)
+		dst = appendRequest(dst, c.Seq, c.AckBelow)
+	case RaiseTokens:
 	default:
 		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
+	}
+	return dst, nil
+}
+
+// Acquire flags.
+const (
+	acquireWait    = 1
+	acquireShared  = 2 // entry version 3
+	acquireValue   = 4 // entry version 3
+	acquirePermits = 8 // entry version 3
+)
+
+func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
+	switch {
+	case len(c.Lock) > MaxLockNameLen || len(c.Value) > MaxValueLen:
+		return dst, fmt.Errorf("%w: lock name or value too long", ErrInvalidEntry)
+	case c.Limit < 0 || c.Limit > maxQuota || c.Permits < 0 || c.Permits > maxQuota:
+		return dst, fmt.Errorf("%w: semaphore limit or permits out of range", ErrInvalidEntry)
+	}
+	dst = binary.AppendUvarint(dst, uint64(c.Session))
+	dst = appendString(dst, c.Lock)
+	dst = append(dst, c.Owner[:]...)
+	var flags byte
+	if c.Wait {
+		flags |= acquireWait
+	}
+	if c.Shared {
+		flags |= acquireShared
+	}
+	if c.Value != "" {
+		flags |= acquireValue
+	}
+	if c.Limit != 0 || c.Permits != 0 {
+		flags |= acquirePermits
+	}
+	dst = append(dst, flags)
+	if v >= entryV2 {
+		dst = appendRequest(dst, c.Seq, c.AckBelow)
+	}
+	if flags&acquirePermits != 0 {
+		dst = binary.AppendUvarint(dst, uint64(c.Limit))
+		dst = binary.AppendUvarint(dst, uint64(c.Permits))
+	}
+	if flags&acquireValue != 0 {
+		dst = appendString(dst, c.Value)
 	}
 	return dst, nil
 }

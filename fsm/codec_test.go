@@ -30,7 +30,14 @@ var sampleCommands = []Command{
 	SetClusterVersion{Version: 2},
 	InitCluster{ID: "cluster-7f3a"},
 	// Version 3.
+	Acquire{Session: 3, Lock: "rw", Owner: owner(4), Wait: true, Shared: true, Seq: 12, AckBelow: 12},
+	Acquire{Session: 3, Lock: "pool", Owner: owner(5), Limit: 4, Permits: 2, Value: "worker-7"},
+	Acquire{Session: 3, Lock: "leader", Owner: owner(6), Value: "a:7400"},
+	SetValue{Session: 3, Lock: "leader", Owner: owner(6), Value: "a:7401", Seq: 13, AckBelow: 12},
+	SetValue{Session: 3, Lock: "leader", Owner: owner(6)},
+	RaiseTokens{},
 	Revoke{Lock: "invoice:842", Token: 17, By: "admin (bearer ops)", Why: "holder stuck"},
+	SetClusterVersion{Version: 3},
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -104,45 +111,51 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte{1, 0, 1, 200})
 	f.Add([]byte{})
+	f.Add([]byte{3, 0, 1, byte(OpAcquire), 1, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x0e, 0, 0, 2, 1, 1, 'v'})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h := fuzzFixture(t)
-		e, err := DecodeEntry(data)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidEntry) {
-				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
-			}
-			before := h.digest()
-			if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
-				t.Fatal("apply accepted what decode refused")
-			}
-			if h.digest() != before {
-				t.Fatal("a rejected entry changed the state")
-			}
-			if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
-				t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
-			}
-			return
-		}
-		b, err := EncodeEntry(e)
-		if err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		e2, err := DecodeEntry(b)
-		if err != nil || !reflect.DeepEqual(e, e2) {
-			t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
-		}
-		h.index++
-		if e.unsupported() != nil { // decodable, but not applicable by this binary
-			if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
-				t.Fatalf("apply of an unsupported entry: %+v", resp)
-			}
-			return
-		}
-		if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
-			t.Fatalf("apply: %+v", resp)
-		}
-		checkInvariants(t, h.f)
+		fuzzApply(t, fuzzFixture(t), data)   // the commands of every version, at cluster version 1
+		fuzzApply(t, fuzzFixtureV3(t), data) // and at version 3, with the primitives in use
 	})
+}
+
+// fuzzApply checks what FuzzDecodeEntry promises on one state.
+func fuzzApply(t *testing.T, h *harness, data []byte) {
+	e, err := DecodeEntry(data)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidEntry) {
+			t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
+		}
+		before := h.digest()
+		if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
+			t.Fatal("apply accepted what decode refused")
+		}
+		if h.digest() != before {
+			t.Fatal("a rejected entry changed the state")
+		}
+		if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
+			t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
+		}
+		return
+	}
+	b, err := EncodeEntry(e)
+	if err != nil {
+		t.Fatalf("re-encode: %v", err)
+	}
+	e2, err := DecodeEntry(b)
+	if err != nil || !reflect.DeepEqual(e, e2) {
+		t.Fatalf("round trip: %v\n%+v\n%+v", err, e, e2)
+	}
+	h.index++
+	if e.unsupported() != nil { // decodable, but not applicable by this binary
+		if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
+			t.Fatalf("apply of an unsupported entry: %+v", resp)
+		}
+		return
+	}
+	if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
+		t.Fatalf("apply: %+v", resp)
+	}
+	checkInvariants(t, h.f)
 }
 
 // fuzzFixture is a state with sessions 1..3, a held lock with waiters and a
@@ -165,7 +178,7 @@ func fuzzFixture(t tb) *harness {
 // checkInvariants checks what must hold in every reachable state.
 func checkInvariants(t tb, f *FSM) {
 	t.Helper()
-	held, waiters := 0, 0
+	held, waiters, readers, semHolders, permits, semaphores := 0, 0, 0, 0, 0, 0
 	for _, li := range f.Locks("", 0) {
 		seen := map[OwnerID]bool{}
 		if li.Held {
@@ -174,8 +187,30 @@ func checkInvariants(t tb, f *FSM) {
 				t.Fatalf("lock %q: bad holder %+v", li.Name, li.Holder)
 			}
 			seen[li.Holder.Owner] = true
-		} else if !li.Delayed {
+		} else if !li.Delayed && len(li.Shared) == 0 {
 			t.Fatalf("lock %q: neither held nor delayed but present (%d waiters)", li.Name, len(li.Waiters))
+		}
+		used := 0
+		for i, g := range li.Shared {
+			if _, ok := f.Session(g.Session); !ok || g.Token == 0 || seen[g.Owner] || (i > 0 && g.Token <= li.Shared[i-1].Token) ||
+				li.Held || li.Delayed || (li.Limit > 0) != (g.Permits > 0) {
+				t.Fatalf("lock %q: bad shared grant %+v", li.Name, g)
+			}
+			seen[g.Owner] = true
+			used += g.Permits
+		}
+		if li.Limit > 0 {
+			semaphores++
+			semHolders += len(li.Shared)
+			permits += used
+		} else {
+			readers += len(li.Shared)
+		}
+		if used != li.Used || (li.Limit > 0 && used > li.Limit) {
+			t.Fatalf("lock %q: %d permits held of %d, counted %d", li.Name, li.Used, li.Limit, used)
+		}
+		if l := f.st.locks[li.Name]; l.waiters.len() > 0 && l.admits(l.waiters.first()) {
+			t.Fatalf("lock %q: the head of the queue could be granted: %+v", li.Name, li)
 		}
 		for _, w := range li.Waiters {
 			waiters++
@@ -185,8 +220,10 @@ func checkInvariants(t tb, f *FSM) {
 			seen[w.Owner] = true
 		}
 	}
-	if st := f.Stats(); st.Held != held || st.Waiters != waiters {
-		t.Fatalf("stats %+v, counted held %d waiters %d", st, held, waiters)
+	if st := f.Stats(); st.Held != held || st.Waiters != waiters || st.Readers != readers || st.SemaphoreHolders != semHolders ||
+		st.PermitsHeld != permits || st.Semaphores != semaphores {
+		t.Fatalf("stats %+v, counted held %d waiters %d readers %d semaphore holders %d permits %d semaphores %d",
+			st, held, waiters, readers, semHolders, permits, semaphores)
 	}
 	// Every session's index lists exactly the acquisitions it holds or waits
 	// for.
@@ -200,6 +237,9 @@ func checkInvariants(t tb, f *FSM) {
 	for name, l := range f.st.locks {
 		if l.held {
 			add(l.holder.session, acqKey{name, l.holder.owner})
+		}
+		for o, g := range l.shared {
+			add(g.session, acqKey{name, o})
 		}
 		for w := range l.waiters.all() {
 			add(w.session, acqKey{name, w.owner})
@@ -239,6 +279,8 @@ var sampleResults = []Result{
 	{Status: StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
 	{Status: StatusStale, Session: 4},
 	{Status: StatusQuota, Quota: QuotaWaiters, Reason: "10000 waiters on lock \"x\" (limit 10000)"},
+	{Status: StatusConflict, Session: 3, Count: 4, Reason: "semaphore \"pool\" has a limit of 4, not 5"},
+	{Status: StatusLocked, Session: 3, Count: 1},
 }
 
 func TestResultRoundTrip(t *testing.T) {

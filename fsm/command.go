@@ -24,8 +24,8 @@ const (
 type Op uint8
 
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
-// version 2 (cluster version 2); OpRevoke (40, revoke.go) needs entry
-// version 3 (cluster version 3).
+// version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
+// entry version 3 (cluster version 3).
 const (
 	OpOpenSession       Op = 1
 	OpCloseSession      Op = 2
@@ -38,13 +38,15 @@ const (
 	OpSetLimits         Op = 9
 	OpSetClusterVersion Op = 10
 	OpInitCluster       Op = 11
+	OpSetValue          Op = 12
+	OpRaiseTokens       Op = 13
 )
 
 var opNames = [...]string{
 	OpOpenSession: "OpenSession", OpCloseSession: "CloseSession", OpExpireSessions: "ExpireSessions",
 	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
 	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
-	OpRevoke: "Revoke",
+	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
 }
 
 func (o Op) String() string {
@@ -56,21 +58,21 @@ func (o Op) String() string {
 
 // LeaderOnly reports whether commands of this type are proposed by the
 // leader itself (ExpireSessions, Tick, Noop, EndDelay, SetLimits,
-// SetClusterVersion, InitCluster) and must be refused from clients.
+// SetClusterVersion, InitCluster, RaiseTokens) and must be refused from
+// clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
-	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpRevoke:
+	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke:
 		return false
 	}
 	return true
 }
 
 // Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [Acquire], [Release], [Revoke] (client
-// commands) and
-// [ExpireSessions], [Tick], [Noop], [EndDelay], [SetLimits],
-// [SetClusterVersion], [InitCluster] (proposed by the leader); the set is
-// closed.
+// [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
+// (client commands) and [ExpireSessions], [Tick], [Noop], [EndDelay],
+// [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens] (proposed
+// by the leader); the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op
@@ -80,7 +82,7 @@ type Command interface {
 }
 
 // Request numbers (exactly-once client commands, Raft client sessions as in
-// Ongaro's thesis §6.3). CloseSession, Acquire and Release carry the
+// Ongaro's thesis §6.3). CloseSession, Acquire, Release and SetValue carry the
 // session's request sequence number Seq and the client's acknowledgement
 // AckBelow: every request of the session with a lower Seq is finished from
 // the client's point of view (answered, failed for good, or given up), so
@@ -131,11 +133,21 @@ type CloseSession struct {
 // is also exactly-once: a duplicate of an executed request returns the
 // original result even if the acquisition has since been released or
 // withdrawn, so a released or withdrawn acquisition is never granted again.
+//
+// From cluster version 3 (see primitives.go) an Acquire can also ask for a
+// shared (read) grant of the lock (Shared), for Permits of a counting
+// semaphore of Limit permits (Limit > 0), and attach a Value to its grant.
+// Every grant of any kind takes the next token. A name in use as another
+// kind, or as a semaphore of another limit → StatusConflict.
 type Acquire struct {
 	Session  SessionID
 	Lock     string
 	Owner    OwnerID
 	Wait     bool
+	Shared   bool   // cluster version 3: a read grant (many readers or one exclusive holder)
+	Limit    int    // cluster version 3: > 0: Lock is a counting semaphore of Limit permits
+	Permits  int    // cluster version 3, with Limit: the permits asked for, 1..Limit
+	Value    string // cluster version 3: the grant's value (at most MaxValueLen bytes)
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished
 }
@@ -188,16 +200,24 @@ func (c CloseSession) Validate() error {
 
 // Validate implements Command.
 func (c Acquire) Validate() error {
-	if err := validateSession(c.Session); err != nil {
+	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
-	if err := ValidateLockName(c.Lock); err != nil {
-		return err
-	}
-	if err := validateOwner(c.Owner); err != nil {
+	if err := c.validateKind(); err != nil {
 		return err
 	}
 	return validateRequest(c.Seq, c.AckBelow)
+}
+
+// validateAcquisitionOf checks what names an acquisition of a session.
+func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
+	if err := validateSession(s); err != nil {
+		return err
+	}
+	if err := ValidateLockName(lock); err != nil {
+		return err
+	}
+	return validateOwner(o)
 }
 
 // Validate implements Command.
@@ -230,6 +250,8 @@ func requestOf(c Command) (request, bool) {
 	case Release:
 		r = request{c.Session, c.Seq, c.AckBelow}
 	case CloseSession:
+		r = request{c.Session, c.Seq, c.AckBelow}
+	case SetValue:
 		r = request{c.Session, c.Seq, c.AckBelow}
 	}
 	return r, r.seq != 0

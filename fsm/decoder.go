@@ -145,6 +145,34 @@ func (d *decoder) unsupported(format string, args ...any) {
 	}
 }
 
+func (d *decoder) acquire() Acquire {
+	c := Acquire{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner()}
+	flags := d.byte()
+	known := byte(acquireWait)
+	if d.version >= entryV3 {
+		known |= acquireShared | acquireValue | acquirePermits
+	}
+	if flags&^known != 0 {
+		d.fail("unknown acquire flags %#x", flags)
+	}
+	c.Wait, c.Shared = flags&acquireWait != 0, flags&acquireShared != 0
+	if d.version >= entryV2 {
+		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
+	}
+	if flags&acquirePermits != 0 {
+		c.Limit, c.Permits = d.limit(), d.limit()
+		if d.err == nil && c.Limit == 0 && c.Permits == 0 {
+			d.fail("permits flag without a limit or permits")
+		}
+	}
+	if flags&acquireValue != 0 {
+		if c.Value = d.string(MaxValueLen); d.err == nil && c.Value == "" {
+			d.fail("value flag with an empty value")
+		}
+	}
+	return c
+}
+
 func (d *decoder) command() Command {
 	op := Op(d.byte())
 	if d.err != nil {
@@ -175,18 +203,7 @@ func (d *decoder) command() Command {
 		}
 		return c
 	case op == OpAcquire:
-		c := Acquire{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner()}
-		switch flags := d.byte(); flags {
-		case 0:
-		case 1:
-			c.Wait = true
-		default:
-			d.fail("unknown acquire flags %#x", flags)
-		}
-		if v2 {
-			c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
-		}
-		return c
+		return d.acquire()
 	case op == OpRelease:
 		var c Release
 		if v2 {
@@ -222,6 +239,12 @@ func (d *decoder) command() Command {
 		return InitCluster{ID: d.string(MaxClusterIDLen)}
 	case op == OpRevoke && d.version >= entryV3:
 		return d.revokeBody()
+	case op == OpSetValue && d.version >= entryV3:
+		c := SetValue{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner(), Value: d.string(MaxValueLen)}
+		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
+		return c
+	case op == OpRaiseTokens && d.version >= entryV3:
+		return RaiseTokens{}
 	}
 	d.off--
 	d.unsupported("command type %d in an entry of version %d", uint8(op), d.version)

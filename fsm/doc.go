@@ -62,6 +62,15 @@
 // with a binary that knows the version replays the log and continues.
 // Whatever state the state machine can reach, it can snapshot and restore.
 //
+// # Read-write locks, semaphores, values (cluster version 3)
+//
+// A lock also has shared (read) grants — many readers or one exclusive
+// holder — and a name can instead be a counting semaphore of a fixed
+// number of permits; grants carry values; one FIFO queue per name serves
+// every kind without starving writers or large requests; and every leader
+// raises the grant counter to its clock in microseconds so that tokens
+// survive a rebuilt or restored cluster. See command_prims.go.
+//
 // # Entries, results and events
 //
 // A log entry ([Entry]) carries one or more commands (group commit); they are

@@ -36,4 +36,7 @@ var (
 	// ErrQuota: a replicated quota refused the command (see Limits). Nothing
 	// changed.
 	ErrQuota = errors.New("fsm: quota exceeded")
+	// ErrConflict: the name is in use as another kind (lock or semaphore)
+	// or as a semaphore of another limit. Nothing changed.
+	ErrConflict = errors.New("fsm: name in use as another kind or limit")
 )

@@ -15,6 +15,7 @@ const (
 	EventReleased                            // Lock, Session, Owner, Token, Reason; DelayUntil (and from cluster version 2 DelayFor, DelayToken) if lock-delay began
 	EventDequeued                            // Lock, Session, Owner, Reason
 	EventClusterChanged                      // the cluster id or the cluster version changed (read them from the FSM)
+	EventValueSet                            // Lock, Session, Owner, Token, Value (and Shared, Permits): SetValue replaced a grant's value
 )
 
 func (k EventKind) String() string {
@@ -35,6 +36,8 @@ func (k EventKind) String() string {
 		return "dequeued"
 	case EventClusterChanged:
 		return "cluster-changed"
+	case EventValueSet:
+		return "value-set"
 	}
 	return "unknown"
 }
@@ -84,6 +87,13 @@ type Event struct {
 	// hand-off by a release, an expiry or the end of a lock-delay) rather
 	// than to the Acquire of the same command.
 	FromQueue bool
+	// Shared (a read grant of a lock), Permits (a grant of a semaphore's
+	// permits) and Value (the grant's value) describe the acquisition of
+	// EventGranted, EventQueued (Shared, Permits), EventReleased (Shared,
+	// Permits) and EventValueSet. Cluster version 3.
+	Shared  bool
+	Permits int
+	Value   string
 }
 
 // Observer receives what the state machine does. Both methods are called on

@@ -180,6 +180,11 @@ func (a *applier) apply(c Command) Result {
 	if err := c.Validate(); err != nil {
 		return Result{Status: StatusInvalid, Reason: err.Error()}
 	}
+	if need := NeedsVersion(c); need >= versionPrimitives && need > a.st.version {
+		// The node never proposes it; refused here too, so that no state
+		// a lower snapshot version cannot carry is ever reached.
+		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("%s needs cluster version %d (the cluster is at %d)", c.Op(), need, a.st.version)}
+	}
 	if r, ok := requestOf(c); ok {
 		return a.once(c, r)
 	}
@@ -214,6 +219,10 @@ func (a *applier) exec(c Command) Result {
 		return a.initCluster(c.ID)
 	case Revoke:
 		return a.revoke(c)
+	case SetValue:
+		return a.setValue(c)
+	case RaiseTokens:
+		return a.raiseTokens()
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

@@ -401,6 +401,7 @@ func TestUnknownVersionHalts(t *testing.T) {
 		"entry version 4":            {4, 0, 1, 7},
 		"unknown op in version 1":    {1, 0, 1, 99},
 		"version-2 op in a v1 entry": {1, 0, 1, byte(OpEndDelay), 0},
+		"version-3 op in a v2 entry": {2, 0, 1, byte(OpRaiseTokens)},
 		"future cluster version":     future,
 	} {
 		t.Run(name, func(t *testing.T) {

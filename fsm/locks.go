@@ -13,16 +13,19 @@ func (a *applier) acquire(c Acquire) Result {
 	if lim := st.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
 		return quotaResult(QuotaLockName, "lock name of %d bytes (limit %d)", len(c.Lock), lim)
 	}
+	req := waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index,
+		shared: c.Shared, permits: c.Permits, value: c.Value}
 	l := st.mutLock(c.Lock)
 	if l == nil {
 		if r, refused := a.sessionQuota(s); refused {
 			return r
 		}
-		st.lockSeq++
-		l = &lock{gen: st.gen, seq: st.lockSeq}
-		st.locks[c.Lock] = l
+		l = st.newLock(c.Lock, c.Limit)
 		st.involve(c.Session, c.Owner, c.Lock)
-		return a.grant(c.Lock, l, c.Session, c.Owner)
+		return a.grant(c.Lock, l, req)
+	}
+	if r, conflict := l.conflict(c); conflict {
+		return r
 	}
 	if !a.v2() {
 		a.settle(c.Lock, l)
@@ -30,28 +33,28 @@ func (a *applier) acquire(c Acquire) Result {
 
 	// Idempotency: a new request for an existing acquisition reports its
 	// current status.
-	if l.held && l.holder.owner == c.Owner {
-		if l.holder.session != c.Session {
+	if h, ok := l.grantOf(c.Owner); ok {
+		if h.session != c.Session || !l.sameKind(h, c) {
 			return invalidOwner(c)
 		}
-		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
+		return Result{Status: StatusGranted, Session: c.Session, Token: h.token}
 	}
 	if i := l.waiters.find(c.Owner); i >= 0 {
-		if l.waiters.at(i).session != c.Session {
+		if w := l.waiters.at(i); w.session != c.Session || w.shared != c.Shared || w.permits != c.Permits {
 			return invalidOwner(c)
 		}
 		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.position(c.Owner)}
 	}
 
 	switch {
-	case !l.held && !l.delayed:
-		// Free: a free lock has no waiters (a release or a delay's end
-		// hands it to the first).
+	case l.waiters.len() == 0 && l.admits(req):
+		// Nobody waits and it fits (a free lock has no waiters: a release
+		// or a delay's end hands it to the first).
 		if r, refused := a.sessionQuota(s); refused {
 			return r
 		}
 		st.involve(c.Session, c.Owner, c.Lock)
-		return a.grant(c.Lock, l, c.Session, c.Owner)
+		return a.grant(c.Lock, l, req)
 	case c.Wait:
 		if lim := st.limits.MaxWaitersPerLock; lim > 0 && l.waiters.len() >= lim {
 			return quotaResult(QuotaWaiters, "%d waiters on lock %q (limit %d)", l.waiters.len(), c.Lock, lim)
@@ -59,15 +62,18 @@ func (a *applier) acquire(c Acquire) Result {
 		if r, refused := a.sessionQuota(s); refused {
 			return r
 		}
-		l.waiters.push(waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index})
+		l.waiters.push(req)
 		st.waiters++
 		st.involve(c.Session, c.Owner, c.Lock)
-		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner})
+		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner, Shared: c.Shared, Permits: c.Permits})
 		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
 		r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.delayUntil}
-		if l.held {
+		switch {
+		case l.held:
 			r.Holder = a.describe(l.holder)
+		case l.limit > 0:
+			r.Count = l.limit - l.used // permits free
 		}
 		return r
 	}
@@ -91,25 +97,23 @@ func (a *applier) release(c Release) Result {
 		return Result{Status: StatusNoSession}
 	}
 	l := st.locks[c.Lock]
-	switch {
-	case l == nil:
+	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
+	if l == nil {
 		return Result{Status: StatusNotHolder}
-	case l.held && l.holder.owner == c.Owner:
-		if c.Session != 0 && l.holder.session != c.Session {
+	}
+	if h, ok := l.grantOf(c.Owner); ok {
+		if !mine(h.session) {
 			return Result{Status: StatusNotHolder}
 		}
 		l = st.mutLock(c.Lock)
-		h := l.holder
-		l.held, l.holder = false, holder{}
-		st.held--
+		a.endGrant(c.Lock, l, h, ReasonOwner)
 		st.uninvolve(h.session, h.owner, c.Lock)
-		a.emit(Event{Kind: EventReleased, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token, Reason: ReasonOwner})
 		a.promote(c.Lock, l)
 		st.dropIfIdle(c.Lock, l)
 		return Result{Status: StatusOK}
 	}
 	i := l.waiters.find(c.Owner)
-	if i < 0 || (c.Session != 0 && l.waiters.at(i).session != c.Session) {
+	if i < 0 || !mine(l.waiters.at(i).session) {
 		return Result{Status: StatusNotHolder}
 	}
 	l = st.mutLock(c.Lock) // a private copy has other slots: find again
@@ -117,35 +121,64 @@ func (a *applier) release(c Release) Result {
 	st.waiters--
 	st.uninvolve(w.session, w.owner, c.Lock)
 	a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
+	a.promote(c.Lock, l) // the waiter may have stopped those behind it
 	st.dropIfIdle(c.Lock, l)
 	return Result{Status: StatusOK}
 }
 
-// promote grants a free lock to the first waiter whose session is alive.
+// endGrant takes the grant h (exclusive or shared) away from the lock and
+// reports it released; the caller promotes the waiters.
+func (a *applier) endGrant(name string, l *lock, h holder, reason Reason) {
+	shared := !l.held || l.holder.owner != h.owner
+	if shared {
+		a.st.removeShared(l, h)
+	} else {
+		l.held, l.holder = false, holder{}
+		a.st.held--
+	}
+	a.emit(Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason,
+		Shared: shared && l.limit == 0, Permits: h.permits})
+}
+
+// promote grants the lock to the waiters at the head of its queue, in FIFO
+// order, while it admits them (one exclusive waiter, or the readers up to
+// the next writer, or the semaphore requests that fit). Waiters of ended
+// sessions are dropped on the way.
 func (a *applier) promote(name string, l *lock) {
 	for l.waiters.len() > 0 {
-		w := l.waiters.popFront()
-		a.st.waiters--
+		w := l.waiters.first()
 		if a.st.sessions[w.session] == nil {
 			// Unreachable while sessions drop their waits when they end;
 			// kept so that a corrupt queue can never grant to the dead.
+			l.waiters.popFront()
+			a.st.waiters--
 			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: ReasonSessionExpired})
 			continue
 		}
-		a.grant(name, l, w.session, w.owner)
+		if !l.admits(w) {
+			return
+		}
+		l.waiters.popFront()
+		a.st.waiters--
+		a.grant(name, l, w)
 		a.events[len(a.events)-1].FromQueue = true
-		return
 	}
 }
 
-func (a *applier) grant(name string, l *lock, s SessionID, owner OwnerID) Result {
+// grant gives the lock to the acquisition w: the exclusive holder, or a
+// shared grant (a reader, a semaphore's permits), with the next token.
+func (a *applier) grant(name string, l *lock, w waiter) Result {
 	a.st.tokenSeq++
 	t := Token(a.st.tokenSeq)
-	l.held = true
-	a.st.held++
-	l.holder = holder{session: s, owner: owner, token: t, acquiredAt: a.now, acquiredIdx: a.index}
-	a.emit(Event{Kind: EventGranted, Lock: name, Session: s, Owner: owner, Token: t})
-	return Result{Status: StatusGranted, Session: s, Token: t}
+	h := holder{session: w.session, owner: w.owner, token: t, acquiredAt: a.now, acquiredIdx: a.index, permits: w.permits, value: w.value}
+	if w.shared || l.limit > 0 {
+		a.st.addShared(l, h)
+	} else {
+		l.held, l.holder = true, h
+		a.st.held++
+	}
+	a.emit(Event{Kind: EventGranted, Lock: name, Session: w.session, Owner: w.owner, Token: t, Shared: w.shared, Permits: w.permits, Value: w.value})
+	return Result{Status: StatusGranted, Session: w.session, Token: t}
 }
 
 func (a *applier) describe(h holder) Holder {
@@ -153,7 +186,8 @@ func (a *applier) describe(h holder) Holder {
 }
 
 func (st *state) describe(h holder) Holder {
-	d := Holder{Session: h.session, Owner: h.owner, Token: h.token, AcquiredAt: h.acquiredAt, AcquiredIdx: h.acquiredIdx}
+	d := Holder{Session: h.session, Owner: h.owner, Token: h.token, AcquiredAt: h.acquiredAt, AcquiredIdx: h.acquiredIdx,
+		Permits: h.permits, Value: h.value}
 	if s := st.sessions[h.session]; s != nil {
 		d.Description = s.description
 	}

@@ -57,8 +57,11 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			c.acked = max(c.acked, ack)
 			return c.last, ack
 		}
+		value := func(rt *rapid.T) string {
+			return rapid.SampledFrom([]string{"", "", "v1", "v2"}).Draw(rt, "value")
+		}
 		command := func(rt *rapid.T) Command {
-			switch rapid.IntRange(0, 13).Draw(rt, "kind") {
+			switch rapid.IntRange(0, 18).Draw(rt, "kind") {
 			case 0:
 				d := rapid.SampledFrom([]time.Duration{0, time.Second, 2 * time.Second}).Draw(rt, "delay")
 				return OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
@@ -75,6 +78,12 @@ func TestStateMachineAgainstModel(t *testing.T) {
 					Owner: owner(owners.Draw(rt, "owner")), Wait: rapid.Bool().Draw(rt, "wait"), Seq: seq, AckBelow: ack}
 			case 6, 7:
 				c := Release{Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner"))}
+				if live := liveAcquisitions(h.f); len(live) > 0 && rapid.Bool().Draw(rt, "an existing one") {
+					a := rapid.SampledFrom(live).Draw(rt, "acquisition") // a waiter leaving, a grant ending
+					c = Release{Session: a.Session, Lock: a.Lock, Owner: a.Owner}
+					c.Seq, c.AckBelow = request(rt, c.Session)
+					return c
+				}
 				if rapid.Bool().Draw(rt, "with session") {
 					c.Session = session(rt)
 					c.Seq, c.AckBelow = request(rt, c.Session)
@@ -111,6 +120,30 @@ func TestStateMachineAgainstModel(t *testing.T) {
 					return InitCluster{ID: rapid.SampledFrom([]string{"c1", "c2"}).Draw(rt, "id")}
 				}
 				return SetClusterVersion{Version: rapid.Uint64Range(1, MaxClusterVersion).Draw(rt, "version")}
+			case 13, 14: // a read grant, maybe with a value
+				s := session(rt)
+				seq, ack := request(rt, s)
+				return Acquire{Session: s, Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner")),
+					Wait: rapid.Bool().Draw(rt, "wait"), Shared: true, Value: value(rt), Seq: seq, AckBelow: ack}
+			case 15, 16: // permits of a semaphore (sometimes of another limit)
+				s := session(rt)
+				seq, ack := request(rt, s)
+				limit := rapid.SampledFrom([]int{3, 3, 3, 2}).Draw(rt, "limit")
+				return Acquire{Session: s, Lock: rapid.SampledFrom([]string{"s", "s", "a"}).Draw(rt, "semaphore"), Owner: owner(owners.Draw(rt, "owner")),
+					Wait: rapid.Bool().Draw(rt, "wait"), Limit: limit, Permits: rapid.IntRange(1, limit).Draw(rt, "permits"), Value: value(rt), Seq: seq, AckBelow: ack}
+			case 17:
+				s := session(rt)
+				seq, ack := request(rt, s)
+				return SetValue{Session: s, Lock: rapid.SampledFrom(append(lockNames, "s")).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner")),
+					Value: value(rt), Seq: seq, AckBelow: ack}
+			case 18:
+				if rapid.Bool().Draw(rt, "raise") {
+					return RaiseTokens{}
+				}
+				s := session(rt) // an exclusive acquisition with a value
+				seq, ack := request(rt, s)
+				return Acquire{Session: s, Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner")),
+					Wait: rapid.Bool().Draw(rt, "wait"), Value: value(rt), Seq: seq, AckBelow: ack}
 			default:
 				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid
 			}
@@ -150,12 +183,28 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			}
 		}
 
-		if rapid.Bool().Draw(rt, "start at version 2") {
-			applyEntry(rt, []Command{SetClusterVersion{Version: 2}})
+		if v := rapid.Uint64Range(1, MaxClusterVersion).Draw(rt, "start at version"); v > 1 {
+			applyEntry(rt, []Command{SetClusterVersion{Version: v}})
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"single": func(rt *rapid.T) { applyEntry(rt, []Command{command(rt)}) },
 			"batch":  func(rt *rapid.T) { applyEntry(rt, rapid.SliceOfN(rapid.Custom(command), 2, 6).Draw(rt, "batch")) },
+			"pile-up": func(rt *rapid.T) { // contention on one name: queues of mixed kinds
+				name := rapid.SampledFrom([]string{"a", "s"}).Draw(rt, "name")
+				var cmds []Command
+				for range rapid.IntRange(2, 5).Draw(rt, "contenders") {
+					s := session(rt)
+					seq, ack := request(rt, s)
+					c := Acquire{Session: s, Lock: name, Owner: owner(owners.Draw(rt, "owner")), Wait: true, Seq: seq, AckBelow: ack}
+					if name == "s" {
+						c.Limit, c.Permits = 3, rapid.IntRange(1, 3).Draw(rt, "permits")
+					} else {
+						c.Shared = rapid.Bool().Draw(rt, "shared")
+					}
+					cmds = append(cmds, c)
+				}
+				applyEntry(rt, cmds)
+			},
 			"advance": func(rt *rapid.T) {
 				h.advance(time.Duration(rapid.IntRange(-1000, 3000).Draw(rt, "ms")) * time.Millisecond)
 			},
@@ -188,6 +237,23 @@ func TestStateMachineAgainstModel(t *testing.T) {
 	})
 }
 
+// liveAcquisitions lists every grant and waiter of f, in name order.
+func liveAcquisitions(f *FSM) []Event {
+	var out []Event
+	for _, li := range f.Locks("", 0) {
+		if li.Held {
+			out = append(out, Event{Lock: li.Name, Session: li.Holder.Session, Owner: li.Holder.Owner})
+		}
+		for _, g := range li.Shared {
+			out = append(out, Event{Lock: li.Name, Session: g.Session, Owner: g.Owner})
+		}
+		for _, w := range li.Waiters {
+			out = append(out, Event{Lock: li.Name, Session: w.Session, Owner: w.Owner})
+		}
+	}
+	return out
+}
+
 // checkAgainstModel compares the whole lock table and checks the invariants:
 // at most one holder per lock, FIFO order as the model, every holder and
 // waiter belongs to a live session.
@@ -202,12 +268,13 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 			rt.Fatalf("lock %q not in the model", li.Name)
 		}
 		if li.Held != (ml.holder != nil) || li.Delayed != ml.delayed || li.DelayUntil != ml.until ||
-			int64(li.DelayFor) != ml.delayFor || li.DelayToken != ml.delayToken {
+			int64(li.DelayFor) != ml.delayFor || li.DelayToken != ml.delayToken || li.Limit != ml.limit || li.Used != ml.used() {
 			rt.Fatalf("lock %q: %+v, model %+v", li.Name, li, ml)
 		}
 		seen := map[OwnerID]bool{}
 		if li.Held {
-			if li.Holder.Owner != ml.holder.owner || li.Holder.Token != ml.holder.token || li.Holder.Session != ml.holder.session {
+			if li.Holder.Owner != ml.holder.owner || li.Holder.Token != ml.holder.token || li.Holder.Session != ml.holder.session ||
+				li.Holder.Value != ml.holder.value {
 				rt.Fatalf("lock %q: holder %+v, model %+v", li.Name, li.Holder, *ml.holder)
 			}
 			if _, ok := f.Session(li.Holder.Session); !ok {
@@ -215,11 +282,25 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 			}
 			seen[li.Holder.Owner] = true
 		}
+		if len(li.Shared) != len(ml.shared) {
+			rt.Fatalf("lock %q: %d shared grants, model %d", li.Name, len(li.Shared), len(ml.shared))
+		}
+		for i, g := range li.Shared {
+			mg := ml.shared[i]
+			if g.Owner != mg.owner || g.Session != mg.session || g.Token != mg.token || g.Permits != mg.permits || g.Value != mg.value ||
+				g.Shared != (ml.limit == 0) {
+				rt.Fatalf("lock %q: shared grant %d is %+v, model %+v", li.Name, i, g, mg)
+			}
+			if _, ok := f.Session(g.Session); !ok || seen[g.Owner] {
+				rt.Fatalf("lock %q: bad shared grant %+v", li.Name, g)
+			}
+			seen[g.Owner] = true
+		}
 		if len(li.Waiters) != len(ml.queue) {
 			rt.Fatalf("lock %q: %d waiters, model %d", li.Name, len(li.Waiters), len(ml.queue))
 		}
 		for i, w := range li.Waiters {
-			if w.Owner != ml.queue[i].owner || w.Session != ml.queue[i].session {
+			if mw := ml.queue[i]; w.Owner != mw.owner || w.Session != mw.session || w.Shared != mw.shared || w.Permits != mw.permits || w.Value != mw.value {
 				rt.Fatalf("lock %q: waiter %d is %+v, model %+v", li.Name, i, w, ml.queue[i])
 			}
 			if _, ok := f.Session(w.Session); !ok {

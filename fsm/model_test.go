@@ -34,10 +34,15 @@ type mowner struct {
 	session SessionID
 	owner   OwnerID
 	token   Token
+	shared  bool
+	permits int
+	value   string
 }
 
 type mlock struct {
 	holder     *mowner
+	shared     []mowner // read grants or semaphore grants, in grant order
+	limit      int      // > 0: a semaphore
 	queue      []mowner
 	delayed    bool
 	until      int64
@@ -70,22 +75,25 @@ func (m *model) lock(name string) *mlock {
 
 func (m *model) gc() {
 	for name, l := range m.locks {
-		if l.holder == nil && len(l.queue) == 0 && !l.delayed {
+		if l.holder == nil && len(l.shared) == 0 && len(l.queue) == 0 && !l.delayed {
 			delete(m.locks, name)
 		}
 	}
 }
 
+// promote grants the head of the queue while the lock admits it.
 func (m *model) promote(l *mlock) {
 	for len(l.queue) > 0 {
 		w := l.queue[0]
-		l.queue = l.queue[1:]
-		if _, live := m.sessions[w.session]; live {
-			m.token++
-			w.token = m.token
-			l.holder = &w
+		if _, live := m.sessions[w.session]; !live {
+			l.queue = l.queue[1:]
+			continue
+		}
+		if !l.admits(w) {
 			return
 		}
+		l.queue = l.queue[1:]
+		m.grant(l, w)
 	}
 }
 
@@ -95,6 +103,11 @@ func (m *model) acquisitions(s SessionID) int {
 	for _, l := range m.locks {
 		if l.holder != nil && l.holder.session == s {
 			n++
+		}
+		for _, w := range l.shared {
+			if w.session == s {
+				n++
+			}
 		}
 		for _, w := range l.queue {
 			if w.session == s {
@@ -108,6 +121,9 @@ func (m *model) acquisitions(s SessionID) int {
 func (m *model) apply(c Command) Result {
 	defer m.gc()
 	if err := c.Validate(); err != nil {
+		return Result{Status: StatusInvalid}
+	}
+	if need := NeedsVersion(c); need >= 3 && need > m.version {
 		return Result{Status: StatusInvalid}
 	}
 	r, ok := requestOf(c)
@@ -216,6 +232,13 @@ func (m *model) exec(c Command) Result {
 		}
 		m.clusterID = c.ID
 		return Result{Status: StatusOK}
+	case SetValue:
+		return m.setValue(c)
+	case RaiseTokens:
+		if f := m.now / 1000; f > 0 && Token(f) > m.token {
+			m.token = Token(f)
+		}
+		return Result{Status: StatusOK, Token: m.token}
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
 }
@@ -240,31 +263,43 @@ func (m *model) acquire(c Acquire) Result {
 		return Result{Status: StatusQuota, Quota: QuotaLockName}
 	}
 	full := m.limits.MaxLocksPerSession > 0 && m.acquisitions(c.Session) >= m.limits.MaxLocksPerSession
+	if l := m.locks[c.Lock]; l != nil && l.limit != c.Limit {
+		return Result{Status: StatusConflict, Session: c.Session, Count: l.limit}
+	}
 	l := m.lock(c.Lock)
+	l.limit = c.Limit
 	if m.version < 2 {
 		m.settle(l)
 	}
+	exclusive := !c.Shared && c.Limit == 0
 	if l.holder != nil && l.holder.owner == c.Owner {
-		if l.holder.session != c.Session {
+		if l.holder.session != c.Session || !exclusive {
 			return Result{Status: StatusInvalid}
 		}
 		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
 	}
+	for _, g := range l.shared {
+		if g.owner == c.Owner {
+			if g.session != c.Session || exclusive || g.permits != c.Permits {
+				return Result{Status: StatusInvalid}
+			}
+			return Result{Status: StatusGranted, Session: c.Session, Token: g.token}
+		}
+	}
 	for i, w := range l.queue {
 		if w.owner == c.Owner {
-			if w.session != c.Session {
+			if w.session != c.Session || w.shared != c.Shared || w.permits != c.Permits {
 				return Result{Status: StatusInvalid}
 			}
 			return Result{Status: StatusQueued, Session: c.Session, Position: i + 1}
 		}
 	}
-	if l.holder == nil && !l.delayed {
+	req := mowner{session: c.Session, owner: c.Owner, shared: c.Shared, permits: c.Permits, value: c.Value}
+	if len(l.queue) == 0 && l.admits(req) {
 		if full {
 			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
 		}
-		m.token++
-		l.holder = &mowner{c.Session, c.Owner, m.token}
-		return Result{Status: StatusGranted, Session: c.Session, Token: m.token}
+		return Result{Status: StatusGranted, Session: c.Session, Token: m.grant(l, req)}
 	}
 	if c.Wait {
 		switch {
@@ -273,12 +308,14 @@ func (m *model) acquire(c Acquire) Result {
 		case full:
 			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
 		}
-		l.queue = append(l.queue, mowner{session: c.Session, owner: c.Owner})
+		l.queue = append(l.queue, req)
 		return Result{Status: StatusQueued, Session: c.Session, Position: len(l.queue)}
 	}
 	r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.until}
 	if l.holder != nil {
 		r.Holder = Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
+	} else if l.limit > 0 {
+		r.Count = l.limit - l.used()
 	}
 	return r
 }
@@ -292,10 +329,16 @@ func (m *model) release(c Release) Result {
 		return Result{Status: StatusNotHolder}
 	}
 	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
+	defer m.promote(l)
 	if l.holder != nil && l.holder.owner == c.Owner && mine(l.holder.session) {
 		l.holder = nil
-		m.promote(l)
 		return Result{Status: StatusOK}
+	}
+	for i, g := range l.shared {
+		if g.owner == c.Owner && mine(g.session) {
+			l.shared = slices.Delete(l.shared, i, i+1)
+			return Result{Status: StatusOK}
+		}
 	}
 	for i, w := range l.queue {
 		if w.owner == c.Owner && mine(w.session) {
@@ -313,7 +356,9 @@ func (m *model) end(s SessionID, expired bool) {
 	for _, name := range slices.Sorted(maps.Keys(m.locks)) {
 		l := m.locks[name]
 		l.queue = slices.DeleteFunc(l.queue, func(w mowner) bool { return w.session == s })
+		l.shared = slices.DeleteFunc(l.shared, func(w mowner) bool { return w.session == s })
 		if l.holder == nil || l.holder.session != s {
+			m.promote(l)
 			continue
 		}
 		h := l.holder

@@ -17,6 +17,11 @@ type Stats struct {
 	Waiters   int // queue entries over all locks
 	Delayed   int // locks in lock-delay
 	LastToken Token
+	// Cluster version 3 (see command_prims.go).
+	Readers          int // read grants of locks
+	Semaphores       int // semaphores in use (held or waited for)
+	SemaphoreHolders int // grants of semaphores
+	PermitsHeld      int // permits held over all semaphores
 }
 
 // Stats returns counters of the current state.
@@ -27,6 +32,8 @@ func (f *FSM) Stats() Stats {
 	return Stats{
 		Index: st.index, Clock: st.clock, Sessions: len(st.sessions), Locks: len(st.locks),
 		Held: st.held, Waiters: st.waiters, Delayed: len(st.delayed), LastToken: Token(st.tokenSeq),
+		Readers: st.counts.readers, Semaphores: st.counts.semaphores, SemaphoreHolders: st.counts.semHolders,
+		PermitsHeld: st.counts.permits,
 	}
 }
 
@@ -107,14 +114,23 @@ func (f *FSM) Locks(prefix string, limit int) []LockInfo {
 
 func (st *state) lockInfo(name string, l *lock) LockInfo {
 	li := LockInfo{Name: name, Held: l.held, Delayed: l.delayed, DelayUntil: l.delayUntil,
-		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken}
+		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken, Limit: l.limit, Used: l.used}
 	if l.held {
 		li.Holder = st.describe(l.holder)
+	}
+	if len(l.shared) > 0 {
+		li.Shared = make([]Holder, 0, len(l.shared))
+		for _, h := range l.sharedByToken(nil) {
+			d := st.describe(h)
+			d.Shared = l.limit == 0
+			li.Shared = append(li.Shared, d)
+		}
 	}
 	if l.waiters.len() > 0 {
 		li.Waiters = make([]Waiter, 0, l.waiters.len())
 		for w := range l.waiters.all() {
-			li.Waiters = append(li.Waiters, Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx})
+			li.Waiters = append(li.Waiters, Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx,
+				Shared: w.shared, Permits: w.permits, Value: w.value})
 		}
 	}
 	return li
@@ -122,7 +138,7 @@ func (st *state) lockInfo(name string, l *lock) LockInfo {
 
 // OwnerState is where one acquisition stands.
 type OwnerState struct {
-	Held     bool  // the owner holds the lock
+	Held     bool  // the owner holds a grant of the lock (exclusive or shared)
 	Token    Token // its fencing token, when Held
 	Position int   // its 1-based place in the queue, when waiting; 0 otherwise
 }
@@ -133,14 +149,13 @@ func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l := f.st.locks[name]
-	switch {
-	case l == nil:
+	if l == nil {
 		return OwnerState{}
-	case l.held && l.holder.owner == owner:
-		return OwnerState{Held: true, Token: l.holder.token}
-	default:
-		return OwnerState{Position: l.waiters.position(owner)}
 	}
+	if h, ok := l.grantOf(owner); ok {
+		return OwnerState{Held: true, Token: h.token}
+	}
+	return OwnerState{Position: l.waiters.position(owner)}
 }
 
 // Session returns a live session, and false if it does not exist.

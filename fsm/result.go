@@ -28,7 +28,11 @@ const (
 	// StatusQuota: a replicated quota refused the command (Result.Quota says
 	// which, Result.Reason the figures); nothing changed.
 	StatusQuota
-	maxStatus = StatusQuota
+	// StatusConflict (cluster version 3): the name is in use as another
+	// kind (a lock asked for as a semaphore, or the reverse) or as a
+	// semaphore of another limit (Result.Count is its limit, Reason says).
+	StatusConflict
+	maxStatus = StatusConflict
 )
 
 func (s Status) String() string {
@@ -51,6 +55,8 @@ func (s Status) String() string {
 		return "stale"
 	case StatusQuota:
 		return "quota"
+	case StatusConflict:
+		return "conflict"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
@@ -62,23 +68,27 @@ type Result struct {
 	Session    SessionID // OpenSession: the new id
 	Token      Token     // Granted: the fencing token
 	Position   int       // Queued: 1-based place in the FIFO queue
-	Holder     Holder    // Locked: the current holder (zero while in lock-delay without one)
+	Holder     Holder    // Locked: the current exclusive holder (zero while in lock-delay without one, or held shared)
 	DelayUntil int64     // Locked: end of the lock-delay, if that is why
-	Count      int       // ExpireSessions: sessions expired; Tick, EndDelay: delays ended
+	Count      int       // ExpireSessions: sessions expired; Tick, EndDelay: delays ended; Locked (semaphore): permits free; Conflict: the limit in force
 	Reason     string    // Invalid, Quota: what is wrong
 	Quota      Quota     // Quota: which quota refused the command
 }
 
 // Err maps the status to a sentinel error: nil for OK, Granted and Queued;
-// ErrLocked, ErrNotHolder, ErrNoSession, ErrInvalidCommand, ErrStale or
-// ErrQuota otherwise.
+// ErrLocked, ErrNotHolder, ErrNoSession, ErrInvalidCommand, ErrStale,
+// ErrQuota or ErrConflict otherwise.
 func (r Result) Err() error {
 	switch r.Status {
 	case StatusOK, StatusGranted, StatusQueued:
 		return nil
 	case StatusLocked:
-		if r.Holder.Session == 0 {
+		switch {
+		case r.Holder.Session != 0:
+		case r.DelayUntil != 0:
 			return fmt.Errorf("%w: in lock-delay", ErrLocked)
+		default:
+			return fmt.Errorf("%w: held shared, or not enough permits free (%d)", ErrLocked, r.Count)
 		}
 		return fmt.Errorf("%w by session %d (%q) with token %d", ErrLocked, r.Holder.Session, r.Holder.Description, r.Holder.Token)
 	case StatusNotHolder:
@@ -91,6 +101,8 @@ func (r Result) Err() error {
 		return ErrStale
 	case StatusQuota:
 		return fmt.Errorf("%w: %s: %s", ErrQuota, r.Quota, r.Reason)
+	case StatusConflict:
+		return fmt.Errorf("%w: %s", ErrConflict, r.Reason)
 	}
 	return fmt.Errorf("%w: unknown status %d", ErrInvalidCommand, r.Status)
 }

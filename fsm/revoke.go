@@ -40,7 +40,7 @@ const OpRevoke Op = 40
 
 // versionRevoke is the cluster version from which Revoke may be written
 // and applied.
-const versionRevoke uint64 = 3
+const versionRevoke = versionPrimitives
 
 // ReasonRevoked: an operator revoked the grant (Revoke).
 const ReasonRevoked Reason = 40

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// v3 returns a harness at cluster version 3.
-func v3(t *testing.T) *harness {
+// atV3 returns a harness at cluster version 3.
+func atV3(t *testing.T) *harness {
 	t.Helper()
 	h := newHarness(t)
 	wantStatus(t, "set version", h.do(SetClusterVersion{Version: 3}), StatusOK)
@@ -16,7 +16,7 @@ func v3(t *testing.T) *harness {
 }
 
 func TestRevokeHandsTheLockToTheNextWaiterWithAHigherToken(t *testing.T) {
-	h := v3(t)
+	h := atV3(t)
 	a := h.open(10*time.Second, 0, "holder")
 	b := h.open(10*time.Second, 0, "waiter")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
@@ -52,7 +52,7 @@ func TestRevokeHandsTheLockToTheNextWaiterWithAHigherToken(t *testing.T) {
 }
 
 func TestRevokeIsCompareAndRevoke(t *testing.T) {
-	h := v3(t)
+	h := atV3(t)
 	a := h.open(10*time.Second, 0, "a")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
 	before := h.content()
@@ -73,7 +73,7 @@ func TestRevokeIsCompareAndRevoke(t *testing.T) {
 }
 
 func TestRevokeKeepsTheHoldersLockDelay(t *testing.T) {
-	h := v3(t)
+	h := atV3(t)
 	a := h.open(10*time.Second, 2*time.Second, "delayed")
 	b := h.open(10*time.Second, 0, "waiter")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})

@@ -40,11 +40,12 @@ func (a *applier) expireSessions(ids []SessionID) Result {
 	return Result{Status: StatusOK, Count: n}
 }
 
-// endSession removes a session: its waits are dropped and the locks it holds
-// are released — into lock-delay if the session expired and asked for one,
-// otherwise to their next waiter. Locks are visited in name order, and a
-// lock's waiters of the session in FIFO order, so that every replica grants
-// the same tokens in the same order. It costs O(k log k) in the session's k
+// endSession removes a session: its waits are dropped and the grants it
+// holds are released — an exclusive one into lock-delay if the session
+// expired and asked for one, otherwise to the next waiters. Locks are
+// visited in name order, a lock's waiters of the session in FIFO order and
+// its shared grants in token order, so that every replica grants the same
+// tokens in the same order. It costs O(k log k) in the session's k
 // acquisitions (plus the grants it makes), whatever the length of the
 // queues they are in.
 func (a *applier) endSession(s *session, reason Reason) {
@@ -62,12 +63,17 @@ func (a *applier) endSession(s *session, reason Reason) {
 			st.waiters--
 			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
 		})
+		if len(l.shared) > 0 {
+			for _, h := range l.sharedByToken(byLock[name]) {
+				a.endGrant(name, l, h, reason)
+			}
+		}
 		if l.held && l.holder.session == s.id {
 			h := l.holder
-			l.held, l.holder = false, holder{}
-			st.held--
-			ev := Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason}
 			if reason == ReasonSessionExpired && s.lockDelay > 0 {
+				l.held, l.holder = false, holder{}
+				st.held--
+				ev := Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason}
 				ev.DelayUntil = a.startDelay(name, l, s, h)
 				if a.v2() {
 					ev.DelayFor = durationOf(s.lockDelay)
@@ -75,10 +81,10 @@ func (a *applier) endSession(s *session, reason Reason) {
 				}
 				a.emit(ev)
 			} else {
-				a.emit(ev)
-				a.promote(name, l)
+				a.endGrant(name, l, h, reason)
 			}
 		}
+		a.promote(name, l)
 		st.dropIfIdle(name, l)
 	}
 	delete(st.sessions, s.id)

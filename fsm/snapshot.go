@@ -27,10 +27,25 @@ import (
 //	  waiters: n, n × waiter                continuation, until #waiters read
 //	CRC-32C of everything before it, 4 bytes big-endian
 //
-// A record carries at most waitersPerRecord waiters (or resultsPerRecord
+// A record carries at most itemsPerRecord waiters (or resultsPerRecord
 // results; a result is at most ~1.4 KB): whatever state the FSM can reach,
 // every record stays far below the record limit, so every snapshot written
 // can be restored.
+//
+// Version 3, written from cluster version 3, is version 2 with the
+// primitives (command_prims.go): a lock record is
+//
+//	lock:    name, flags (1 held, 2 delayed, 4 semaphore), [holder],
+//	         [delayUntil, delayFor, delayToken], [limit],
+//	         #shared, n, n × holder, #waiters, n, n × waiter
+//	shared:  n, n × holder        continuation, until #shared read
+//	waiters: n, n × waiter        continuation, until #waiters read
+//	holder:  session, owner [16], token, acquiredAt, acquiredIdx, permits, value
+//	waiter:  session, owner [16], enqueuedAt, enqueuedIx, shared byte, permits, value
+//
+// (the shared grants in token order; a waiters chunk follows the shared
+// grants in the record their last chunk is in). With values of at most
+// MaxValueLen bytes a record of itemsPerRecord items stays below 10 MB.
 //
 // Version 1, written while the cluster version is 1 so that replicas of the
 // previous release can install it (they read only this format):
@@ -49,12 +64,14 @@ const (
 	snapshotMagic     = "RLKS"
 	snapshotV1        = byte(1)
 	snapshotV2        = byte(2)
-	maxSnapshotRecord = 16 << 20 // version 2
+	snapshotV3        = byte(3)
+	maxSnapshotRecord = 16 << 20 // versions 2 and 3
 	maxV1Record       = 1 << 30  // version 1: bounded by what the state can hold
-	waitersPerRecord  = 8192
+	itemsPerRecord    = 8192     // waiters, or shared grants (version 3)
 	resultsPerRecord  = 1024
 	flagHeld          = 1
 	flagDelayed       = 2
+	flagSemaphore     = 4 // version 3
 )
 
 // Snapshot implements raft.FSM. It is cheap: it shares the current objects

@@ -75,10 +75,10 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	switch v {
 	case snapshotV1:
 		sr.maxRec = maxV1Record
-	case snapshotV2:
+	case snapshotV2, snapshotV3:
 		sr.maxRec = maxSnapshotRecord
 	default:
-		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, ErrUnsupportedVersion, v, snapshotV2)
+		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, ErrUnsupportedVersion, v, snapshotV3)
 	}
 	st, nSessions, nLocks, err := decodeMeta(sr, v)
 	if err != nil {
@@ -138,6 +138,8 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks uint64, er
 		return nil, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, ErrUnsupportedVersion, st.version, MaxClusterVersion)
 	case st.version < 1:
 		return nil, 0, 0, snapErr("meta: cluster version 0")
+	case (v >= snapshotV3) != (st.version >= versionPrimitives):
+		return nil, 0, 0, snapErr("meta: cluster version %d in a snapshot of version %d", st.version, v)
 	case st.clusterID != "" && ValidateClusterID(st.clusterID) != nil:
 		return nil, 0, 0, snapErr("meta: bad cluster id")
 	}
@@ -228,7 +230,7 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	l := &lock{}
 	if flags&flagHeld != 0 {
 		l.held = true
-		l.holder = holder{session: d.session(), owner: d.owner(), token: Token(d.uvarint()), acquiredAt: d.varint(), acquiredIdx: d.uvarint()}
+		l.holder = d.holder(v)
 	}
 	if flags&flagDelayed != 0 {
 		l.delayed, l.delayUntil = true, d.varint()
@@ -236,30 +238,41 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 			l.delayFor, l.delayToken = d.varint(), Token(d.uvarint())
 		}
 	}
-	total64 := d.uvarint()
-	if total64 > maxQuota {
-		d.fail("%d waiters", total64)
-	}
-	total := int(total64)
-	if v < snapshotV2 {
-		if err := decodeWaiters(&d, &l.waiters, total, 19); err != nil {
+	if v >= snapshotV3 {
+		if flags&flagSemaphore != 0 {
+			l.limit = d.limit()
+		}
+		err := d.list(sr, 22, func(d *decoder) {
+			h := d.holder(v)
+			if _, dup := l.shared[h.owner]; dup && d.err == nil {
+				d.fail("shared grant of owner %s twice", h.owner)
+			}
+			if l.shared == nil {
+				l.shared = make(map[OwnerID]holder)
+			}
+			l.shared[h.owner] = h
+			l.used += h.permits
+		})
+		if err != nil {
 			return err
 		}
-	} else {
-		for first := true; first || l.waiters.len() < total; first = false {
-			if !first {
-				if d, err = sr.record(); err != nil {
-					return err
-				}
-			}
-			n := d.count(waitersPerRecord, 19)
-			if d.err == nil && ((n == 0) != (l.waiters.len() == total) || l.waiters.len()+n > total) {
-				d.fail("waiters chunk of %d", n)
-			}
-			if err := decodeWaiters(&d, &l.waiters, n, 19); err != nil {
-				return err
-			}
+	}
+	if v < snapshotV2 {
+		total := d.uvarint()
+		if total > maxQuota {
+			d.fail("%d waiters", total)
 		}
+		if n := int(total); n > (len(d.b)-d.off)/19 {
+			d.fail("%d waiters in %d bytes", n, len(d.b)-d.off)
+		}
+		for i := 0; i < int(total) && d.err == nil; i++ {
+			l.waiters.push(d.waiter(v))
+		}
+	} else if err := d.list(sr, 19, func(d *decoder) { l.waiters.push(d.waiter(v)) }); err != nil {
+		return err
+	}
+	if err := d.end(); err != nil {
+		return err
 	}
 	if err := st.checkLock(name, flags, l, v); err != nil {
 		return err
@@ -274,79 +287,74 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	if l.delayed {
 		st.delayed[name] = l.delayUntil
 	}
+	if l.limit > 0 {
+		st.counts.semaphores++
+	}
+	for _, h := range l.shared {
+		if l.limit > 0 {
+			st.counts.semHolders++
+			st.counts.permits += h.permits
+		} else {
+			st.counts.readers++
+		}
+	}
 	return nil
 }
 
-func decodeWaiters(d *decoder, q *queue, n, minSize int) error {
-	if n > (len(d.b)-d.off)/minSize {
-		d.fail("%d waiters in %d bytes", n, len(d.b)-d.off)
+// list reads a list written by listWriter: the total and chunks of items,
+// the first in d's record, each further one in the next record (d then
+// reads that record). Each item takes at least minSize bytes.
+func (d *decoder) list(sr *snapReader, minSize int, item func(*decoder)) error {
+	total64 := d.uvarint()
+	if total64 > maxQuota {
+		d.fail("list of %d", total64)
 	}
-	for i := 0; i < n && d.err == nil; i++ {
-		w := waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()}
-		if d.err == nil && w.owner.IsZero() {
-			d.fail("zero owner")
-		}
-		q.push(w)
-	}
-	return d.end()
-}
-
-// checkLock validates a decoded lock and records its acquisitions in their
-// sessions.
-func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
-	switch {
-	case flags&^(flagHeld|flagDelayed) != 0:
-		return fmt.Errorf("unknown lock flags %#x", flags)
-	case st.locks[name] != nil:
-		return fmt.Errorf("lock %q listed twice", name)
-	case v < snapshotV2 && l.delayed && l.delayUntil == 0:
-		return fmt.Errorf("lock %q: zero delay end", name)
-	case l.delayFor < 0 || l.delayFor > int64(MaxLockDelay) || uint64(l.delayToken) > st.tokenSeq:
-		return fmt.Errorf("lock %q: bad delay", name)
-	case !l.held && !l.delayed:
-		return fmt.Errorf("lock %q: neither held nor delayed", name)
-	case l.held && l.delayed:
-		return fmt.Errorf("lock %q: both held and delayed", name)
-	}
-	if err := ValidateLockName(name); err != nil {
-		return err
-	}
-	var owners map[OwnerID]struct{} // duplicates are only possible with waiters
-	if l.waiters.len() > 0 {
-		owners = make(map[OwnerID]struct{}, l.waiters.len()+1)
-	}
-	check := func(s SessionID, o OwnerID) error {
-		sess := st.sessions[s]
-		if sess == nil {
-			return fmt.Errorf("lock %q: unknown session %d", name, s)
-		}
-		if o.IsZero() {
-			return fmt.Errorf("lock %q: zero owner", name)
-		}
-		if owners != nil {
-			if _, dup := owners[o]; dup {
-				return fmt.Errorf("lock %q: duplicate owner %s", name, o)
+	total, read := int(total64), 0
+	for first := true; d.err == nil && (first || read < total); first = false {
+		if !first {
+			if err := d.end(); err != nil {
+				return err
 			}
-			owners[o] = struct{}{}
+			next, err := sr.record()
+			if err != nil {
+				return err
+			}
+			*d = next
 		}
-		if sess.acqs == nil {
-			sess.acqs = make(map[acqKey]struct{})
+		n := d.count(itemsPerRecord, minSize)
+		if d.err == nil && ((n == 0) != (read == total) || read+n > total) {
+			d.fail("chunk of %d", n)
 		}
-		sess.acqs[acqKey{name, o}] = struct{}{}
-		return nil
+		for i := 0; i < n && d.err == nil; i++ {
+			item(d)
+		}
+		read += n
 	}
-	if l.held {
-		if l.holder.token == 0 || uint64(l.holder.token) > st.tokenSeq {
-			return fmt.Errorf("lock %q: token %d beyond the counter %d", name, l.holder.token, st.tokenSeq)
-		}
-		if err := check(l.holder.session, l.holder.owner); err != nil {
-			return err
-		}
+	return d.err
+}
+
+func (d *decoder) holder(v byte) holder {
+	h := holder{session: d.session(), owner: d.owner(), token: Token(d.uvarint()), acquiredAt: d.varint(), acquiredIdx: d.uvarint()}
+	if v >= snapshotV3 {
+		h.permits, h.value = d.limit(), d.string(MaxValueLen)
 	}
-	for w := range l.waiters.all() {
-		if err := check(w.session, w.owner); err != nil {
-			return err
+	return h
+}
+
+func (d *decoder) waiter(v byte) waiter {
+	w := waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()}
+	if v >= snapshotV3 {
+		switch b := d.byte(); b {
+		case 0:
+		case 1:
+			w.shared = true
+		default:
+			d.fail("waiter flags %#x", b)
 		}
+		w.permits, w.value = d.limit(), d.string(MaxValueLen)
 	}
-	return nil
+	if d.err == nil && w.owner.IsZero() {
+		d.fail("zero owner")
+	}
+	return w
 }

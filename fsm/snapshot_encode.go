@@ -33,9 +33,13 @@ func (w *snapWriter) put() {
 	w.rec = w.rec[:0]
 }
 
-// snapshotVersion is the format st is written in: version 2 from cluster
-// version 2, and whenever the state holds something version 1 cannot carry.
+// snapshotVersion is the format st is written in: version 3 from cluster
+// version 3; version 2 from cluster version 2, and whenever the state holds
+// something version 1 cannot carry.
 func (st *state) snapshotVersion() byte {
+	if st.version >= versionPrimitives {
+		return snapshotV3 // the version-3 commands need it (and need the cluster version)
+	}
 	if st.version >= versionExactlyOnce || st.clusterID != "" || st.limits != (Limits{}) {
 		return snapshotV2
 	}
@@ -52,8 +56,10 @@ func (st *state) snapshotVersion() byte {
 	return snapshotV1
 }
 
-func (st *state) encode(out io.Writer) error {
-	v := st.snapshotVersion()
+func (st *state) encode(out io.Writer) error { return st.encodeAs(out, st.snapshotVersion()) }
+
+// encodeAs writes st in snapshot version v (which must be able to carry it).
+func (st *state) encodeAs(out io.Writer, v byte) error {
 	w := &snapWriter{bw: bufio.NewWriterSize(out, 256<<10)}
 	w.write([]byte{snapshotMagic[0], snapshotMagic[1], snapshotMagic[2], snapshotMagic[3], v})
 
@@ -135,13 +141,12 @@ func (l *lock) encode(w *snapWriter, name string, v byte) {
 	if l.delayed {
 		flags |= flagDelayed
 	}
+	if l.limit > 0 {
+		flags |= flagSemaphore
+	}
 	rec = append(rec, flags)
 	if l.held {
-		rec = binary.AppendUvarint(rec, uint64(l.holder.session))
-		rec = append(rec, l.holder.owner[:]...)
-		rec = binary.AppendUvarint(rec, uint64(l.holder.token))
-		rec = binary.AppendVarint(rec, l.holder.acquiredAt)
-		rec = binary.AppendUvarint(rec, l.holder.acquiredIdx)
+		rec = appendHolder(rec, l.holder, v)
 	}
 	if l.delayed {
 		rec = binary.AppendVarint(rec, l.delayUntil)
@@ -150,28 +155,86 @@ func (l *lock) encode(w *snapWriter, name string, v byte) {
 			rec = binary.AppendUvarint(rec, uint64(l.delayToken))
 		}
 	}
-	w.rec = binary.AppendUvarint(rec, uint64(l.waiters.len()))
-	perRecord := waitersPerRecord
-	if v < snapshotV2 {
-		perRecord = l.waiters.len() // version 1: all in the lock record
-	}
-	n, left := 0, l.waiters.len()
-	chunk := min(left, perRecord)
-	if v >= snapshotV2 {
-		w.rec = binary.AppendUvarint(w.rec, uint64(chunk))
-	}
-	for wt := range l.waiters.all() {
-		if n == chunk { // next continuation record
-			w.put()
-			left -= n
-			n, chunk = 0, min(left, perRecord)
-			w.rec = binary.AppendUvarint(w.rec, uint64(chunk))
+	w.rec = rec
+	if v >= snapshotV3 {
+		if l.limit > 0 {
+			w.rec = binary.AppendUvarint(w.rec, uint64(l.limit))
 		}
-		w.rec = binary.AppendUvarint(w.rec, uint64(wt.session))
-		w.rec = append(w.rec, wt.owner[:]...)
-		w.rec = binary.AppendVarint(w.rec, wt.enqueuedAt)
-		w.rec = binary.AppendUvarint(w.rec, wt.enqueuedIx)
-		n++
+		shared := l.sharedByToken(nil)
+		list := w.list(len(shared))
+		for _, h := range shared {
+			list.next()
+			w.rec = appendHolder(w.rec, h, v)
+		}
+	}
+	if v < snapshotV2 { // version 1: all waiters in the lock record
+		w.rec = binary.AppendUvarint(w.rec, uint64(l.waiters.len()))
+		for wt := range l.waiters.all() {
+			w.rec = appendWaiter(w.rec, wt, v)
+		}
+	} else {
+		list := w.list(l.waiters.len())
+		for wt := range l.waiters.all() {
+			list.next()
+			w.rec = appendWaiter(w.rec, wt, v)
+		}
 	}
 	w.put()
+}
+
+// listWriter writes a list of items in chunks of at most itemsPerRecord:
+// the total and the first chunk (its count, its items) in the current
+// record, each further chunk (count, items) in a record of its own. The
+// record goes on after the list.
+type listWriter struct {
+	w              *snapWriter
+	left, chunk, n int
+}
+
+func (w *snapWriter) list(total int) *listWriter {
+	l := &listWriter{w: w, left: total, chunk: min(total, itemsPerRecord)}
+	w.rec = binary.AppendUvarint(w.rec, uint64(total))
+	w.rec = binary.AppendUvarint(w.rec, uint64(l.chunk))
+	return l
+}
+
+// next is called before each item is appended.
+func (l *listWriter) next() {
+	if l.n == l.chunk {
+		l.w.put()
+		l.left -= l.n
+		l.n, l.chunk = 0, min(l.left, itemsPerRecord)
+		l.w.rec = binary.AppendUvarint(l.w.rec, uint64(l.chunk))
+	}
+	l.n++
+}
+
+func appendHolder(rec []byte, h holder, v byte) []byte {
+	rec = binary.AppendUvarint(rec, uint64(h.session))
+	rec = append(rec, h.owner[:]...)
+	rec = binary.AppendUvarint(rec, uint64(h.token))
+	rec = binary.AppendVarint(rec, h.acquiredAt)
+	rec = binary.AppendUvarint(rec, h.acquiredIdx)
+	if v >= snapshotV3 {
+		rec = binary.AppendUvarint(rec, uint64(h.permits))
+		rec = appendString(rec, h.value)
+	}
+	return rec
+}
+
+func appendWaiter(rec []byte, wt waiter, v byte) []byte {
+	rec = binary.AppendUvarint(rec, uint64(wt.session))
+	rec = append(rec, wt.owner[:]...)
+	rec = binary.AppendVarint(rec, wt.enqueuedAt)
+	rec = binary.AppendUvarint(rec, wt.enqueuedIx)
+	if v >= snapshotV3 {
+		var shared byte
+		if wt.shared {
+			shared = 1
+		}
+		rec = append(rec, shared)
+		rec = binary.AppendUvarint(rec, uint64(wt.permits))
+		rec = appendString(rec, wt.value)
+	}
+	return rec
 }

@@ -71,7 +71,7 @@ func TestSnapshotRoundTripOfLargeStates(t *testing.T) {
 			owners++
 			n := rapid.IntRange(0, 3).Draw(rt, "waiters")
 			if rapid.IntRange(0, 5).Draw(rt, "long queue") == 0 {
-				n = rapid.SampledFrom([]int{waitersPerRecord - 1, waitersPerRecord, waitersPerRecord + 1, 2*waitersPerRecord + 3}).Draw(rt, "long")
+				n = rapid.SampledFrom([]int{itemsPerRecord - 1, itemsPerRecord, itemsPerRecord + 1, 2*itemsPerRecord + 3}).Draw(rt, "long")
 			}
 			var batch []Command
 			for range n {

@@ -25,6 +25,7 @@ type state struct {
 	delayed    map[string]int64 // locks in lock-delay → delayUntil
 	waiters    int              // total queue entries, for Stats
 	held       int              // locks with a holder, for Stats
+	counts     sharedCounts     // shared grants and semaphores, for Stats (shared.go)
 }
 
 type session struct {
@@ -51,10 +52,17 @@ type acqKey struct {
 }
 
 type lock struct {
-	gen     uint64
-	seq     uint64 // creation order: snapshots list locks by it
-	held    bool
-	holder  holder
+	gen    uint64
+	seq    uint64 // creation order: snapshots list locks by it
+	held   bool   // an exclusive holder
+	holder holder
+	// shared holds the shared grants by owner (cluster version 3): the
+	// readers of a lock, or the holders of a semaphore's permits. Never
+	// iterated where the order matters without sorting by token.
+	shared map[OwnerID]holder
+	limit  int // > 0: a counting semaphore of limit permits
+	used   int // a semaphore's permits held
+	// waiters is the FIFO queue of every kind of acquisition.
 	waiters queue
 	// Lock-delay. delayUntil is the leader time at which it ends: at
 	// cluster version 1 that decides (Tick); from version 2 it is
@@ -72,13 +80,19 @@ type holder struct {
 	token       Token
 	acquiredAt  int64
 	acquiredIdx uint64
+	permits     int // semaphore grants
+	value       string
 }
 
+// waiter is a queued acquisition; it is also what a grant is made from.
 type waiter struct {
 	session    SessionID
 	owner      OwnerID
 	enqueuedAt int64
 	enqueuedIx uint64
+	shared     bool // a read grant of a lock
+	permits    int  // permits of a semaphore
+	value      string
 }
 
 func newState() *state {
@@ -109,6 +123,7 @@ func (st *state) mutLock(name string) *lock {
 		c := *l
 		c.gen = st.gen
 		c.waiters = l.waiters.clone()
+		c.shared = maps.Clone(l.shared)
 		l = &c
 		st.locks[name] = l
 	}
@@ -159,9 +174,13 @@ func (s *session) lockNames() []string {
 	return slices.Compact(names)
 }
 
-// dropIfIdle forgets a lock that has no holder, no waiters and no delay.
+// dropIfIdle forgets a lock (or semaphore) that has no holder, no
+// waiters and no delay.
 func (st *state) dropIfIdle(name string, l *lock) {
-	if !l.held && l.waiters.len() == 0 && !l.delayed {
+	if !l.held && len(l.shared) == 0 && l.waiters.len() == 0 && !l.delayed {
+		if l.limit > 0 {
+			st.counts.semaphores--
+		}
 		delete(st.locks, name)
 	}
 }

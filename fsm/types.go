@@ -29,7 +29,8 @@ func (o OwnerID) String() string { return hex.EncodeToString(o[:]) }
 // IsZero reports whether o is the zero (invalid) owner id.
 func (o OwnerID) IsZero() bool { return o == OwnerID{} }
 
-// Holder describes the current holder of a lock.
+// Holder describes one grant: the exclusive holder of a lock, one of its
+// readers (Shared), or a holder of a semaphore's permits (Permits > 0).
 type Holder struct {
 	Session     SessionID
 	Owner       OwnerID
@@ -37,6 +38,9 @@ type Holder struct {
 	AcquiredAt  int64  // leader time of the grant, Unix nanoseconds
 	AcquiredIdx uint64 // log index of the grant
 	Description string // the holder session's owner description
+	Shared      bool   // a read grant of a lock (cluster version 3)
+	Permits     int    // a semaphore's permits held by the grant; 0 for locks
+	Value       string // the value attached to the grant (Acquire.Value, SetValue)
 }
 
 // Waiter describes one entry of a lock's FIFO wait queue.
@@ -45,6 +49,9 @@ type Waiter struct {
 	Owner      OwnerID
 	EnqueuedAt int64  // leader time of the enqueue, Unix nanoseconds
 	EnqueuedIx uint64 // log index of the enqueue
+	Shared     bool   // waits for a read grant
+	Permits    int    // waits for this many of a semaphore's permits; 0 for locks
+	Value      string // the value the grant will carry
 }
 
 // SessionInfo describes a live session.
@@ -58,12 +65,19 @@ type SessionInfo struct {
 	Locks       int    // number of locks it holds or waits for (counting each owner)
 }
 
-// LockInfo describes one lock: its holder (if any), its waiters in FIFO order
-// and its lock-delay.
+// LockInfo describes one lock or semaphore: its exclusive holder (if any),
+// its shared grants, its waiters in FIFO order and its lock-delay.
 type LockInfo struct {
-	Name    string
-	Held    bool
-	Holder  Holder
+	Name   string
+	Held   bool   // an exclusive holder (never for a semaphore)
+	Holder Holder // the exclusive holder, when Held
+	// Shared are the shared grants in grant (token) order: the readers of
+	// a lock, or the holders of a semaphore's permits.
+	Shared []Holder
+	// Limit is a semaphore's number of permits (0: a lock); Used the
+	// permits its holders hold.
+	Limit   int
+	Used    int
 	Waiters []Waiter
 	// Delayed is set while the lock is in lock-delay. DelayUntil is the
 	// leader time at which the delay ends (at cluster version 1 that

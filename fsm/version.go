@@ -12,7 +12,15 @@ package fsm
 //	   leader's EndDelay (timed on its monotonic clock), entry time is
 //	   informational only, replicated quotas (SetLimits), the cluster id
 //	   (InitCluster), snapshots of version 2.
-//	3  Revoke (revoke.go), in entries of version 3.
+//	3  the primitives (command_prims.go): shared (read) grants, counting
+//	   semaphores and values on Acquire (entry version 3), SetValue,
+//	   RaiseTokens, StatusConflict, snapshots of version 3; Revoke
+//	   (revoke.go).
+//
+// A command of a version above the one in force is refused by the node
+// (NeedsVersion) and, should one reach the log, by the state machine too
+// (StatusInvalid, nothing changes) — so that no state a lower snapshot
+// version cannot carry is ever reached.
 const (
 	// MaxClusterVersion is the highest cluster version this binary can
 	// apply. A SetClusterVersion beyond it halts the state machine.
@@ -20,6 +28,9 @@ const (
 	// versionExactlyOnce is the cluster version from which request numbers,
 	// EndDelay and the other version 2 commands may be written.
 	versionExactlyOnce uint64 = 2
+	// versionPrimitives is the cluster version from which the commands of
+	// version 3 may be written and applied.
+	versionPrimitives uint64 = 3
 )
 
 // Downgrade returns c as a cluster of the given version carries it: below
@@ -27,7 +38,8 @@ const (
 // dropped — exactly-once is off while the cluster version is 1 (a rolling
 // upgrade) and commands are applied as the previous release applied them.
 // Commands that have no such form (EndDelay, SetLimits, SetClusterVersion,
-// InitCluster) are returned unchanged: encoding them needs entry version 2.
+// InitCluster, and every command of version 3) are returned unchanged:
+// they need their own version (NeedsVersion).
 func Downgrade(c Command, clusterVersion uint64) Command {
 	if clusterVersion >= versionExactlyOnce {
 		return c
@@ -48,16 +60,16 @@ func Downgrade(c Command, clusterVersion uint64) Command {
 
 // NeedsVersion returns the lowest cluster version at which c may be
 // proposed (1 for the commands of the previous release without request
-// numbers).
+// numbers): the cluster version of the entry version c needs.
 func NeedsVersion(c Command) uint64 {
-	if c == nil || commandVersion(c) < entryV2 {
-		return 1
-	}
-	if _, ok := c.(SetClusterVersion); ok {
+	if _, ok := c.(SetClusterVersion); ok || c == nil {
 		return 1 // it is what raises the version
 	}
-	if commandVersion(c) >= entryV3 {
-		return versionRevoke
+	switch commandVersion(c) {
+	case entryV1:
+		return 1
+	case entryV2:
+		return versionExactlyOnce
 	}
-	return versionExactlyOnce
+	return versionPrimitives
 }

@@ -3,6 +3,7 @@ package lockapi
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -16,17 +17,22 @@ type Leader struct {
 	Description string        // the leading session's owner description
 	Token       fsm.Token     // the leader's fencing token
 	Since       time.Time     // when it was granted (leader clock)
+	Value       string        // the value the leader attached (Campaign, Proclaim)
 }
 
 // Valid reports whether somebody leads.
 func (l Leader) Valid() bool { return l.Session != 0 }
 
-// Election is a read-only view of a lock used for leader election (see
-// RunSingleton): who leads now, and every change, from any replica. It is
-// safe for concurrent use.
+// Election is a view of a lock used for leader election (see
+// RunSingleton): who leads now, and every change, from any replica — and,
+// through Campaign, a candidacy of its own, with Proclaim and Resign (as
+// etcd's concurrency.Election). It is safe for concurrent use.
 type Election struct {
 	n    *node.Node
 	name string
+
+	mu    sync.Mutex
+	lease *Lease // this Election's own candidacy, once Campaign won
 }
 
 // NewElection returns the view of the election held on lock name. A nil
@@ -49,7 +55,14 @@ func (e *Election) Leader() Leader {
 	if !ok {
 		return Leader{Name: e.name}
 	}
-	return Leader{Name: e.name, Session: h.Session, Description: h.Description, Token: h.Token, Since: time.Unix(0, h.AcquiredAt)}
+	return leaderOf(e.name, h)
+}
+
+func leaderOf(name string, h fsm.Holder) Leader {
+	if h.Session == 0 {
+		return Leader{Name: name}
+	}
+	return Leader{Name: name, Session: h.Session, Description: h.Description, Token: h.Token, Since: time.Unix(0, h.AcquiredAt), Value: h.Value}
 }
 
 // LeaderSync is Leader after a linearizable read barrier: it reflects every
@@ -63,44 +76,4 @@ func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
 		return Leader{}, fmt.Errorf("lockapi: election %q: %w", e.name, err)
 	}
 	return e.Leader(), nil
-}
-
-// Observe returns a channel that receives the current leader at once and
-// then every change (a new token, or nobody leading), as this replica
-// applies it. A slow receiver only misses intermediate values, never the
-// latest. The channel is closed when ctx ends. A nil ctx is refused with
-// ErrInvalidArgument.
-func (e *Election) Observe(ctx context.Context) (<-chan Leader, error) {
-	if ctx == nil {
-		return nil, invalid("nil context")
-	}
-	sub, err := e.n.Subscribe(node.EventFilter{Lock: e.name}, 16)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan Leader)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		cur := e.Leader()
-		pending := true
-		for {
-			var send chan Leader
-			if pending {
-				send = out
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case send <- cur:
-				pending = false
-			case <-sub.C:
-			case <-sub.Resync:
-			}
-			if l := e.Leader(); l.Token != cur.Token {
-				cur, pending = l, true
-			}
-		}
-	}()
-	return out, nil
 }

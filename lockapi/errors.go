@@ -50,13 +50,18 @@ var (
 // ErrLocked.
 type LockedError struct {
 	Lock       string
-	Holder     fsm.Holder // zero while the lock is in lock-delay without a holder
+	Holder     fsm.Holder // zero while the lock is in lock-delay without a holder, or held by readers
 	DelayUntil int64      // end of the lock-delay (Unix nanoseconds, leader time), if any
+	Free       int        // a semaphore: the permits free (too few, or others wait first)
 }
 
 func (e *LockedError) Error() string {
-	if e.Holder.Session == 0 {
+	switch {
+	case e.Holder.Session != 0:
+	case e.DelayUntil != 0:
 		return fmt.Sprintf("lockapi: lock %q is in lock-delay", e.Lock)
+	default:
+		return fmt.Sprintf("lockapi: %q is held shared, or has too few permits free (%d) or others waiting", e.Lock, e.Free)
 	}
 	return fmt.Sprintf("lockapi: lock %q is held by %q (session %d, token %d)", e.Lock, e.Holder.Description, e.Holder.Session, e.Holder.Token)
 }

@@ -27,12 +27,16 @@ type Lease struct {
 	acquired time.Time
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	shared   bool // a read grant (RLock)
+	permits  int  // a semaphore's permits (Acquire)
 
 	mu        sync.Mutex
 	err       error // why the lease ended; nil while held
 	unlocking bool
 	unlocked  bool
 	unlockErr error
+
+	value string // the grant's value (WithValue, SetValue); guarded by mu
 }
 
 func newLease(s *Session, name string, owner fsm.OwnerID, tok fsm.Token, index uint64) *Lease {

@@ -20,6 +20,8 @@ type pending struct {
 	queued  bool   // guarded by the session's mu
 	index   uint64 // log index of the Acquire, once queued; guarded by mu
 	s       *Session
+
+	want fsm.Acquire // the kind asked for: Shared, Limit, Permits, Value (prims.go)
 }
 
 // grant is a grant seen by the event loop: the token and its log index.
@@ -66,16 +68,18 @@ func (p *pending) queuedAt() uint64 {
 //
 // The returned Lease carries the fencing token; pass Lease.Context to the
 // work, and Lease.Token to the protected resource.
-func (s *Session) Lock(ctx context.Context, name string) (*Lease, error) {
-	return s.acquire(ctx, name, true)
+//
+// Options (WithValue) attach a value to the grant.
+func (s *Session) Lock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	return s.acquireKind(ctx, acquisition(name, true, opts))
 }
 
 // TryLock acquires the named lock if it is free and returns at once
 // otherwise, with a *LockedError (wrapping ErrLocked) that names the holder.
 // Without a quorum it returns an error wrapping ErrNoQuorum promptly — within
 // a few election timeouts — even if ctx has no deadline.
-func (s *Session) TryLock(ctx context.Context, name string) (*Lease, error) {
-	return s.acquire(ctx, name, false)
+func (s *Session) TryLock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	return s.acquireKind(ctx, acquisition(name, false, opts))
 }
 
 // TryTimeout returns how long TryLock (and every call of this package that
@@ -98,15 +102,19 @@ func newOwnerID() fsm.OwnerID {
 	return o
 }
 
-func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, error) {
+// acquireKind acquires what want asks for (its Lock, Wait and the kind of
+// grant: exclusive, Shared, or Permits of a semaphore of Limit, with a
+// Value); Session, Owner and the request numbers are filled in here.
+func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, error) {
+	name, wait := want.Lock, want.Wait
 	if err := s.checkCall(ctx); err != nil {
 		return nil, err
 	}
-	if err := fsm.ValidateLockName(name); err != nil {
-		return nil, invalid("lock name: %v", err)
+	if err := validateAcquisition(want); err != nil {
+		return nil, err
 	}
 	s.checkDeadline()
-	p := &pending{name: name, owner: newOwnerID(), granted: make(chan grant, 1), failed: make(chan error, 1), s: s}
+	p := &pending{name: name, owner: newOwnerID(), want: want, granted: make(chan grant, 1), failed: make(chan error, 1), s: s}
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
@@ -128,7 +136,8 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 	}
 	// Propose, not Apply: the result is all Lock needs; waiting until this
 	// replica has applied it too would cost a round of replication.
-	r, index, err := s.propose(pctx, fsm.Acquire{Session: s.id, Lock: name, Owner: p.owner, Wait: wait})
+	want.Session, want.Owner = s.id, p.owner
+	r, index, err := s.propose(pctx, want)
 	if err != nil {
 		if errors.Is(err, node.ErrNotProposed) {
 			s.forget(p) // it never left this node: it can never commit
@@ -142,7 +151,10 @@ func (s *Session) acquire(ctx context.Context, name string, wait bool) (*Lease, 
 		return s.newLease(p, r.Token, index, start)
 	case fsm.StatusLocked:
 		s.forget(p)
-		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil}
+		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil, Free: r.Count}
+	case fsm.StatusConflict:
+		s.forget(p)
+		return nil, &ConflictError{Name: name, Limit: r.Count, Reason: r.Reason}
 	case fsm.StatusNoSession:
 		s.forget(p)
 		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
@@ -190,6 +202,7 @@ func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.T
 		return nil, fmt.Errorf("lockapi: lock %q: %w", p.name, err)
 	}
 	l := newLease(s, p.name, p.owner, tok, index)
+	l.shared, l.permits, l.value = p.want.Shared, p.want.Permits, p.want.Value
 	s.leases[p.owner] = l
 	delete(s.pending, p.owner)
 	s.mu.Unlock()

@@ -35,6 +35,9 @@ func withRequest(cmd fsm.Command, id fsm.SessionID, seq, ackBelow uint64) fsm.Co
 	case fsm.CloseSession:
 		c.Seq, c.AckBelow = seq, ackBelow
 		return c
+	case fsm.SetValue:
+		c.Session, c.Seq, c.AckBelow = id, seq, ackBelow
+		return c
 	}
 	return cmd
 }

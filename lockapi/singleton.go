@@ -41,7 +41,12 @@ type Job func(ctx context.Context, lease *Lease) error
 // Successive runs across the cluster hold strictly increasing fencing
 // tokens, so a resource fenced with them never accepts a write from a runner
 // that was replaced.
-func RunSingleton(ctx context.Context, s *Session, name string, job Job) error {
+//
+// The lock is released only after the job's context has ended and the job
+// has returned (never while it may still run, unlike client-go's
+// ReleaseOnCancel, kubernetes/client-go#728). WithCallbacks adds
+// client-go-style callbacks (started leading, stopped leading, new leader).
+func RunSingleton(ctx context.Context, s *Session, name string, job Job, opts ...SingletonOption) error {
 	switch {
 	case ctx == nil:
 		return invalid("nil context")
@@ -51,12 +56,21 @@ func RunSingleton(ctx context.Context, s *Session, name string, job Job) error {
 	if err := fsm.ValidateLockName(name); err != nil {
 		return invalid("singleton lock name: %v", err)
 	}
+	var cfg singletonConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	// runCtx ends with ctx or when s is closed.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.closing, func() { cancel(ErrSessionClosed) })
 	defer stop()
-	r := &singleton{s: s, cur: s, name: name, job: job, ctx: ctx, run: runCtx}
+	stopObserving, err := cfg.observe(runCtx, s, name)
+	if err != nil {
+		return err
+	}
+	defer stopObserving()
+	r := &singleton{s: s, cur: s, name: name, job: job, ctx: ctx, run: runCtx, cfg: cfg}
 	defer r.closeReplacement()
 	return r.loop()
 }
@@ -69,6 +83,7 @@ type singleton struct {
 	job  Job
 	ctx  context.Context // the caller's
 	run  context.Context // ends with ctx or when s is closed
+	cfg  singletonConfig // callbacks (singleton_callbacks.go)
 }
 
 func (r *singleton) loop() error {
@@ -101,7 +116,9 @@ func (r *singleton) loop() error {
 			}
 			continue
 		}
+		r.cfg.started(lease)
 		err = runJob(r.run, lease, r.job)
+		r.cfg.stopped(lease, err)
 		r.release(lease)
 		switch {
 		case r.stopped() != nil:

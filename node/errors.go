@@ -31,6 +31,14 @@ var (
 	// binary that knows the version.
 	ErrHalted = errors.New("node: state machine halted")
 
+	// ErrDecommissioned: Start was given a data dir whose node left its
+	// cluster for good (Leave removed it from the Raft configuration).
+	// Nothing was started. To bring the node back, start it with an empty
+	// data dir: it joins as a new member (a new incarnation of its id). Only
+	// Recover (disaster recovery, when this data dir is the last copy of
+	// the cluster's state) starts on it anyway.
+	ErrDecommissioned = errors.New("node: the data dir left its cluster")
+
 	// errNotLeader: this node is not the leader (internal, retried).
 	errNotLeader = errors.New("node: not the leader")
 	// errNoLeader: no leader is known (internal, retried).

@@ -100,6 +100,16 @@ func (k *knownPeers) save(now time.Time) {
 	}
 }
 
+// flush writes the known peers if they changed since the last save, however
+// recent (the node stops: a restart must find what it saw last).
+func (k *knownPeers) flush() {
+	k.load()
+	k.mu.Lock()
+	k.saved = time.Time{}
+	k.mu.Unlock()
+	k.save(time.Now())
+}
+
 // lostServers returns the remembered gossip addresses of the servers of the
 // Raft configuration that gossip does not show alive (or suspect).
 func (m *gossip) lostServers() []string {

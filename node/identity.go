@@ -47,6 +47,10 @@ var (
 	keyIncarnation = []byte("raftlock/incarnation")
 	keyRaftID      = []byte("raftlock/raft_id")
 	keyClusterID   = []byte("raftlock/cluster_id")
+	// keyLeft marks a data dir whose node was removed by Leave: the time
+	// (RFC 3339, UTC) and the cluster id. Start refuses such a data dir
+	// (ErrDecommissioned) unless Recover is set.
+	keyLeft = []byte("raftlock/left")
 )
 
 // raftIDSep separates the node id from the incarnation in a Raft id. Node

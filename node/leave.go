@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/transport"
 )
 
 // ErrNotRemoved: Leave stopped the node, but the leader had not removed it
@@ -26,8 +27,10 @@ type leaveMsg struct {
 // that remain healthy keep a quorum, as for reaping — waits until it is
 // removed or ctx ends, and then stops like Close. It returns nil once the
 // node was removed and stopped, or an error wrapping ErrNotRemoved. A
-// leader first hands leadership over. A node that left must not be started
-// again on the same data dir; start a new one (it joins as a new member).
+// leader first hands leadership over. Once removed, the data dir is marked:
+// a later Start on it fails with ErrDecommissioned (like a removed etcd
+// member); start the node with an empty data dir instead (it joins as a new
+// member).
 func (n *Node) Leave(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -36,6 +39,9 @@ func (n *Node) Leave(ctx context.Context) error {
 		return ErrClosed
 	}
 	removed := n.decommission(ctx)
+	if removed {
+		n.markLeft()
+	}
 	cctx := ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -98,6 +104,37 @@ func (n *Node) decommission(ctx context.Context) bool {
 	}
 }
 
+// markLeft records in the stable store that this data dir's node left its
+// cluster (keyLeft). A failure is logged: the node is removed either way,
+// and a restart on the data dir then finds itself outside its
+// configuration and idle instead of refused.
+func (n *Node) markLeft() {
+	v := time.Now().UTC().Format(time.RFC3339) + " " + n.ident().ClusterID
+	if err := n.store.stable.Set(keyLeft, []byte(v)); err != nil {
+		n.log.Error("could not mark the data dir as decommissioned: do not start this node on it again", "err", err)
+	}
+}
+
+// checkLeft refuses a data dir marked by Leave (ErrDecommissioned), unless
+// Recover is set: then the mark is cleared.
+func (n *Node) checkLeft() error {
+	v, err := n.store.stable.Get(keyLeft)
+	if err != nil && err.Error() != "not found" { // raft-boltdb's and the memory store's "not found"
+		return fmt.Errorf("node: read %s: %w", keyLeft, err)
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	if n.cfg.Recover {
+		n.log.Warn("recovering from a data dir that had left its cluster", "left", string(v))
+		if err := n.store.stable.Set(keyLeft, nil); err != nil {
+			return fmt.Errorf("node: recover: clear the decommission mark: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w (Leave removed it at %s): start with an empty data dir to join as a new member", ErrDecommissioned, v)
+}
+
 // askLeave sends opLeave to the leader.
 func (n *Node) askLeave(ctx context.Context, rid string) {
 	addr, _ := n.raft.LeaderWithID()
@@ -112,12 +149,33 @@ func (n *Node) askLeave(ctx context.Context, rid string) {
 	}
 }
 
-// handleLeave serves opLeave on the leader.
-func (n *Node) handleLeave(m leaveMsg) joinReply {
+// handleLeave serves opLeave on the leader: only a node's own request
+// decommissions it (callerIs).
+func (n *Node) handleLeave(ctx context.Context, m leaveMsg) joinReply {
+	if err := n.callerIs(ctx, nodeOf(raft.ServerID(m.RaftID))); err != nil {
+		n.log.Warn("refusing a request to decommission another node", "raft_id", m.RaftID, "err", err)
+		return joinReply{Reason: "refused: " + err.Error()}
+	}
 	if n.raft.State() != raft.Leader {
 		addr, _ := n.raft.LeaderWithID()
 		return joinReply{Leader: string(addr), Reason: "not the leader"}
 	}
 	n.reconciler.requestLeave(m.RaftID)
 	return joinReply{OK: true}
+}
+
+// callerIs checks that the RPC in ctx comes from node id: its hello names
+// it and, with TLS, so does its verified certificate (the proof; a hello is
+// only a claim).
+func (n *Node) callerIs(ctx context.Context, id string) error {
+	p, ok := transport.PeerFromContext(ctx)
+	switch {
+	case !ok:
+		return errors.New("the caller is unknown")
+	case p.Identity.NodeID != id:
+		return fmt.Errorf("node %q may not speak for %q", p.Identity.NodeID, id)
+	case n.cfg.TLS != nil && (len(p.Certificates) == 0 || !certNames(p.Certificates[0], id)):
+		return fmt.Errorf("the caller's certificate does not name %q", id)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -68,3 +69,11 @@ func describe(c prometheus.Collector) <-chan *prometheus.Desc {
 
 // WithDefaults is Config.withDefaults, for the external tests.
 func WithDefaults(c Config) Config { return c.withDefaults() }
+
+// AskLeave sends, from n, the decommission request of raftID to addr (as
+// Leave does for the node's own Raft id): the leader's answer.
+func AskLeave(ctx context.Context, n *Node, addr, raftID string) (ok bool, reason string, err error) {
+	var r joinReply
+	err = n.callMembership(ctx, addr, opLeave, leaveMsg{RaftID: raftID}, &r)
+	return r.OK, r.Reason, err
+}

@@ -98,7 +98,7 @@ func newMetrics(n *Node) *metrics {
 	}))
 	gauge("sessions", "Live sessions.", func() float64 { return float64(n.fsm.Stats().Sessions) })
 	gauge("locks_held", "Locks with a holder.", func() float64 { return float64(n.fsm.Stats().Held) })
-	gauge("waiters", "Queued acquisitions over all locks.", func() float64 { return float64(n.fsm.Stats().Waiters) })
+	gauge("waiters", "Queued acquisitions over all locks and semaphores.", func() float64 { return float64(n.fsm.Stats().Waiters) })
 	gauge("last_token", "Last fencing token granted.", func() float64 { return float64(n.fsm.Stats().LastToken) })
 	for _, st := range []MemberState{MemberAlive, MemberSuspect, MemberDead, MemberLeft} {
 		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "members",
@@ -136,6 +136,7 @@ func (m *metrics) initFSM(n *Node) {
 		func() float64 { return float64(n.fsm.ClusterVersion()) })
 	gauge("max_cluster_version", "The highest cluster version this binary supports.",
 		func() float64 { return float64(n.maxVersion()) })
+	m.initPrims(n) // wp-prims (metrics_prims.go)
 }
 
 // countQuota counts a result refused by a quota.

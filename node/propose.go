@@ -65,6 +65,9 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err := ctx.Err(); err != nil {
 		return fsm.Result{}, 0, fmt.Errorf("%w: %w", ErrNotProposed, err)
 	}
+	if err := n.versionGate(ctx, cmd); err != nil { // version_gate.go
+		return fsm.Result{}, 0, err
+	}
 	var out outcome
 	err := n.retry(ctx, true, func(ctx context.Context) error {
 		out = n.route(ctx, cmd)

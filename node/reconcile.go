@@ -143,10 +143,17 @@ func (r *reconciler) members(now time.Time) map[string]membership.Member {
 		}
 	}
 	r.mu.Lock()
-	for rid := range r.leaving {
-		if m, ok := out[nodeOf(raft.ServerID(rid))]; ok && m.RaftID == rid {
+	for rid, since := range r.leaving {
+		id := nodeOf(raft.ServerID(rid))
+		switch m, ok := out[id]; {
+		case ok && m.RaftID == rid:
 			m.Leaving = true
-			out[m.NodeID] = m
+			out[id] = m
+		case !ok:
+			// The node asked itself (its RPC is the proof) and is in no
+			// other source: a founder of a static cluster never sent a
+			// join request, and gossip may not show it (yet).
+			out[id] = membership.Member{NodeID: id, RaftID: rid, State: membership.Alive, Since: since, Leaving: true}
 		}
 	}
 	r.mu.Unlock()

@@ -98,7 +98,7 @@ func (n *Node) handleMembership(ctx context.Context, req []byte) ([]byte, error)
 		if err := decodeJSON(body, &m); err != nil {
 			return nil, err
 		}
-		reply = n.handleLeave(m)
+		reply = n.handleLeave(ctx, m)
 	case opJoin:
 		var m joinMsg
 		if err := decodeJSON(body, &m); err != nil {

@@ -71,6 +71,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: read raft state: %w", err)
 	}
+	if err := n.checkLeft(); err != nil {
+		return nil, err
+	}
 	if n.id, err = loadIdentity(n.store.stable, cfg.ID, hasState); err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ func (n *Node) shutdown() error {
 			n.members.leave()
 		}
 		n.members.stop()
+		if !n.crash.Load() {
+			n.members.known.flush() // a restart finds what gossip showed last (Kill is a crash: what was saved)
+		}
 	}
 	n.cancel()
 	close(n.closed)

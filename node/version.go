@@ -41,8 +41,11 @@ func (n *Node) maxVersion() uint64 {
 // raiseClusterVersion (leader, after its takeover) raises the cluster
 // version as far as every server (this one included) supports, asking again
 // every versionCheckInterval until the version is the highest this binary
-// knows; it returns then, or when ctx ends.
-func (n *Node) raiseClusterVersion(ctx context.Context) {
+// knows; it returns then, or when ctx ends. It runs duties at once and
+// after every raise, so that what the version in force allows does not
+// wait for a version some server does not support yet.
+func (n *Node) raiseClusterVersion(ctx context.Context, duties func()) {
+	duties()
 	for {
 		cur := n.fsm.ClusterVersion()
 		if cur >= fsm.MaxClusterVersion {
@@ -56,6 +59,7 @@ func (n *Node) raiseClusterVersion(ctx context.Context) {
 			out := n.proposeAsLeader(ctx, fsm.SetClusterVersion{Version: target})
 			if out.err == nil && out.res.Status == fsm.StatusOK {
 				n.log.Info("cluster version raised", "from", cur, "to", target, "index", out.index)
+				duties()
 				continue
 			}
 			n.log.Warn("raising the cluster version failed; will retry", "to", target, "err", out.err, "status", out.res.Status)
@@ -105,10 +109,17 @@ func (n *Node) syncLimits(ctx context.Context) {
 	}
 }
 
-// clusterDuties runs the leader's version and quota upkeep after its
-// takeover, until ctx ends.
+// clusterDuties runs the leader's version, cluster id, quota and token
+// upkeep after its takeover, until ctx ends: the cluster id and the quotas
+// from cluster version 2, the token floor (once per leadership, see
+// raiseTokens) from version 3.
 func (n *Node) clusterDuties(ctx context.Context) {
-	n.raiseClusterVersion(ctx)
-	n.initCluster(ctx)
-	n.syncLimits(ctx)
+	raised := false
+	n.raiseClusterVersion(ctx, func() {
+		if !raised { // first: the grants before it may carry low tokens
+			raised = n.raiseTokens(ctx)
+		}
+		n.initCluster(ctx)
+		n.syncLimits(ctx)
+	})
 }

@@ -12,7 +12,8 @@ import "context"
 // address of the connection (not necessarily the peer's advertise
 // address). req is owned by the handler. A non-nil error reaches the caller
 // as an error wrapping ErrRemote with err.Error() as text; a panic is
-// recovered and reported to the caller the same way.
+// recovered and reported to the caller the same way. PeerFromContext(ctx)
+// says who dialed the connection the request came on.
 type Handler interface {
 	HandleRPC(ctx context.Context, from string, req []byte) ([]byte, error)
 }
@@ -23,4 +24,21 @@ type HandlerFunc func(ctx context.Context, from string, req []byte) ([]byte, err
 // HandleRPC calls f(ctx, from, req).
 func (f HandlerFunc) HandleRPC(ctx context.Context, from string, req []byte) ([]byte, error) {
 	return f(ctx, from, req)
+}
+
+// peerKey is the context key of the caller's Peer.
+type peerKey struct{}
+
+func withPeer(ctx context.Context, p Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// PeerFromContext returns, inside a Handler, the peer that dialed the
+// connection the request came on: its Identity as its hello stated it
+// (accepted by Config.CheckPeer; zero for a legacy version-1 peer) and, with
+// TLS, its verified certificate chain, leaf first. Only the certificate is
+// proof: an Identity is what the peer claims. ok is false outside a Handler.
+func PeerFromContext(ctx context.Context) (p Peer, ok bool) {
+	p, ok = ctx.Value(peerKey{}).(Peer)
+	return p, ok
 }

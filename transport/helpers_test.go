@@ -3,11 +3,12 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"github.com/hashicorp/raft"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"

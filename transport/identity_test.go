@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -288,5 +289,42 @@ func TestIdentityTooLong(t *testing.T) {
 	cli := identityTransport(t, Identity{NodeID: strings.Repeat("n", 256)}, nil, nil)
 	if _, err := cli.Call(ctxTimeout(t), srv.Addr(), nil); err == nil || !strings.Contains(err.Error(), "identity NodeID is 256 bytes") {
 		t.Fatalf("call with a 256-byte NodeID: %v", err)
+	}
+}
+
+// A handler learns who dialed: the hello identity and, with TLS, the
+// verified chain of the dialer's certificate.
+func TestPeerFromContext(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	srvCert, cliCert := ca.leaf(t, "srv"), ca.leaf(t, "cli")
+	got := make(chan Peer, 1)
+	h := HandlerFunc(func(ctx context.Context, _ string, req []byte) ([]byte, error) {
+		p, ok := PeerFromContext(ctx)
+		if !ok {
+			return nil, errors.New("no peer in the handler's context")
+		}
+		got <- p
+		return req, nil
+	})
+	mk := func(id Identity, cert tls.Certificate) *Transport {
+		cfg := testConfig(nil)
+		cfg.Identity = func() Identity { return id }
+		cfg.TLS = NewMutualTLSConfig(cert, ca.Pool, "")
+		return startTransport(t, cfg, h)
+	}
+	srv := mk(Identity{NodeID: "srv"}, srvCert)
+	cli := mk(Identity{NodeID: "cli", Incarnation: "i7"}, cliCert)
+	if _, err := cli.Call(ctxTimeout(t), srv.Addr(), []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	p := <-got
+	if p.Identity != (Identity{NodeID: "cli", Incarnation: "i7"}) {
+		t.Fatalf("handler saw identity %+v, want the dialer's", p.Identity)
+	}
+	if len(p.Certificates) == 0 || !bytes.Equal(p.Certificates[0].Raw, cliCert.Certificate[0]) {
+		t.Fatalf("handler saw %d certificates, want the dialer's leaf first", len(p.Certificates))
+	}
+	if _, ok := PeerFromContext(context.Background()); ok {
+		t.Fatal("PeerFromContext outside a handler reported a peer")
 	}
 }

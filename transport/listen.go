@@ -112,11 +112,14 @@ func (t *Transport) handshake(raw net.Conn) {
 		t.reject(raw, readFailure(err), err)
 		return
 	}
+	peer := Peer{Certificates: verifiedChain(conn)}
 	if version == versionHello {
-		if reason, farewell, err := t.serverHello(conn, raw.RemoteAddr().String(), proto); err != nil {
+		id, reason, farewell, err := t.serverHello(conn, raw.RemoteAddr().String(), proto)
+		if err != nil {
 			t.rejectWith(raw, conn, reason, err, farewell)
 			return
 		}
+		peer.Identity = id
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		t.reject(raw, rejectRead, err)
@@ -129,7 +132,7 @@ func (t *Transport) handshake(raw net.Conn) {
 	case protoRPC:
 		t.setKind(raw, connRPC)
 		t.metrics.accepted.WithLabelValues("rpc").Inc()
-		t.serveConn(raw, conn)
+		t.serveConn(raw, conn, peer)
 	}
 }
 
@@ -148,22 +151,23 @@ func (t *Transport) acceptLegacy() bool {
 
 // serverHello runs the listener's side of the hello (hello.go): read the
 // dialer's hello, vet it, answer with this node's hello or a refusal, and
-// wait for the dialer's verdict. On failure it returns the metric reason
-// and, for a refusal, the message to send before closing.
-func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (string, []byte, error) {
+// wait for the dialer's verdict. It returns the dialer's identity; on
+// failure the metric reason and, for a refusal, the message to send before
+// closing.
+func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (Identity, string, []byte, error) {
 	typ, body, err := readMsg(conn)
 	if err != nil {
 		if errors.Is(err, ErrProtocol) {
-			return rejectHello, nil, err
+			return Identity{}, rejectHello, nil, err
 		}
-		return readFailure(err), nil, err
+		return Identity{}, readFailure(err), nil, err
 	}
 	if typ != msgHello {
-		return rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
 	}
 	peer, err := decodeHello(body)
 	if err != nil {
-		return rejectHello, nil, err
+		return Identity{}, rejectHello, nil, err
 	}
 	own, err := t.ownHello(proto)
 	if err == nil {
@@ -174,25 +178,25 @@ func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (strin
 	if err != nil {
 		reason := truncate(err.Error(), maxReasonLen)
 		t.refuse(remote, true, false, peer.id, reason)
-		return rejectIdentity, encodeRefuse(reason), fmt.Errorf("refused peer %q: %w", peer.id.NodeID, err)
+		return Identity{}, rejectIdentity, encodeRefuse(reason), fmt.Errorf("refused peer %q: %w", peer.id.NodeID, err)
 	}
 	if _, err := conn.Write(encodeHello(own)); err != nil {
-		return readFailure(err), nil, err
+		return Identity{}, readFailure(err), nil, err
 	}
 	typ, body, err = readMsg(conn)
 	switch {
 	case err != nil && errors.Is(err, ErrProtocol):
-		return rejectHello, nil, err
+		return Identity{}, rejectHello, nil, err
 	case err != nil:
-		return readFailure(err), nil, err
+		return Identity{}, readFailure(err), nil, err
 	case typ == msgRefuse:
 		reason := printable(body)
 		t.refuse(remote, true, true, peer.id, reason)
-		return rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", ErrRefused, reason)
+		return Identity{}, rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", ErrRefused, reason)
 	case typ != msgAccept:
-		return rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
 	}
-	return "", nil, nil
+	return peer.id, "", nil, nil
 }
 
 // ownHello is the hello this node sends on a connection of proto.

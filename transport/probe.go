@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 )
@@ -38,11 +37,5 @@ func (t *Transport) Probe(ctx context.Context, addr string) (Peer, error) {
 		s.raw.Close()
 		t.untrack(s.raw)
 	}()
-	p := Peer{Identity: s.peer.id}
-	if tc, ok := s.conn.(*tls.Conn); ok {
-		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
-			p.Certificates = st.VerifiedChains[0]
-		}
-	}
-	return p, nil
+	return Peer{Identity: s.peer.id, Certificates: verifiedChain(s.conn)}, nil
 }

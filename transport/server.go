@@ -27,6 +27,7 @@ const (
 type serverConn struct {
 	*muxConn
 	from   string
+	peer   Peer // who dialed (PeerFromContext)
 	sem    chan struct{}
 	budget int           // request bytes the running handlers may hold
 	freed  chan struct{} // signalled when a handler releases its bytes
@@ -38,12 +39,13 @@ type serverConn struct {
 
 // serveConn serves RPC frames on an accepted connection until it fails.
 // It runs on the connection's handshake goroutine.
-func (t *Transport) serveConn(raw, conn net.Conn) {
-	ctx, cancel := context.WithCancel(t.ctx)
+func (t *Transport) serveConn(raw, conn net.Conn, peer Peer) {
+	ctx, cancel := context.WithCancel(withPeer(t.ctx, peer))
 	defer cancel()
 	s := &serverConn{
 		muxConn:  newMuxConn(t, raw, conn, false, t.cfg.KeepaliveInterval),
 		from:     raw.RemoteAddr().String(),
+		peer:     peer,
 		sem:      make(chan struct{}, maxInflightPerConn),
 		budget:   inflightBytesFactor * t.cfg.MaxMessageSize,
 		freed:    make(chan struct{}, 1),

@@ -72,3 +72,14 @@ func clientTLS(c *tls.Config, addr string) *tls.Config {
 	}
 	return cl
 }
+
+// verifiedChain returns the peer's verified certificate chain (leaf first)
+// of a TLS connection after its handshake; nil without TLS.
+func verifiedChain(c net.Conn) []*x509.Certificate {
+	if tc, ok := c.(*tls.Conn); ok {
+		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+			return st.VerifiedChains[0]
+		}
+	}
+	return nil
+}

@@ -122,6 +122,21 @@ func freePorts(t *testing.T, n int) []string {
 	return addrs
 }
 
+// testAdminToken is the replicas' admin bearer token in the tests.
+const testAdminToken = "test-admin-token"
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	rt    http.RoundTripper
+	token string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}
+
 // api is a small JSON client of one replica.
 type api struct {
 	t    *testing.T
@@ -247,6 +262,7 @@ func startTLSCluster(t *testing.T, dir, certs string, hc *http.Client) (procs []
 			"id": id, "data-dir": filepath.Join(dir, id), "bind": raftAddr(i), "gossip": gossipAddr(i), "join": join,
 			"bootstrap-expect": "3", "http": httpAddr(i), "tls-ca": cert(id, "ca"), "tls-cert": cert(id, "cert"),
 			"tls-key": cert(id, "key"), "tls-server-name": "raftlock", "gossip-key": gossipKey, "ttl": "3s", "log-level": "info",
+			"admin-token": testAdminToken,
 		}
 		var args []string
 		env := map[string]string{}
@@ -306,7 +322,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: bearer{tr, testAdminToken}}
 	var procs []*replicaProc
 	var apis []api
 	var gossip []string
@@ -322,6 +338,16 @@ func TestReplicaCluster(t *testing.T) {
 		t.Logf("a port was taken meanwhile by another program; starting again on other ports")
 	}
 	r1, r2, r3 := apis[0], apis[1], apis[2]
+
+	// Without the token: 401 (JSON), except the liveness probe.
+	anon := api{t: t, base: r1.base, hc: &http.Client{Transport: tr}}
+	var e admin.ErrorJSON
+	if code := anon.do("GET", "/v1/status", nil, &e); code != 401 || e.Error != "unauthorized" {
+		t.Errorf("status without a token: HTTP %d %+v", code, e)
+	}
+	if code, _ := anon.get("/healthz"); code != 200 {
+		t.Errorf("/healthz without a token: HTTP %d", code)
+	}
 
 	// Status.
 	st, err := r3.status()
@@ -340,7 +366,6 @@ func TestReplicaCluster(t *testing.T) {
 	if a1.ValidUntilUnixMS < time.Now().UnixMilli() {
 		t.Errorf("valid_until %d in the past", a1.ValidUntilUnixMS)
 	}
-	var e admin.ErrorJSON
 	if code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x"}, &e); code != 409 || e.Error != "locked" || e.Holder == nil || e.Holder.Token != a1.Token || e.Holder.Description != "http@r1" {
 		t.Errorf("TryLock of a held lock: HTTP %d %+v", code, e)
 	}
@@ -421,7 +446,7 @@ func TestReplicaCluster(t *testing.T) {
 		}
 	}
 	code, body = r3.get("/")
-	if code != 200 || !strings.Contains(body, "<title>raftlock replica</title>") || !strings.Contains(body, `getJSON("/v1/status")`) || strings.Contains(body, "http://") && strings.Contains(body, "<script src=") {
+	if code != 200 || !strings.Contains(body, "<title>raftlock</title>") || !strings.Contains(body, `getJSON("v1/status?probe=1"`) || strings.Contains(body, "http://") && strings.Contains(body, "<script src=") {
 		t.Errorf("status page: HTTP %d\n%s", code, body)
 	}
 
@@ -500,7 +525,7 @@ func TestReplicaFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	p = startReplica(t, "busy", []string{"-id", "x", "-data-dir", t.TempDir(), "-http", ports[0]}, nil)
+	p = startReplica(t, "busy", []string{"-id", "x", "-data-dir", t.TempDir(), "-http", ports[0], "-http-no-auth"}, nil)
 	<-p.done
 	if ee, ok := p.err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(p.logText(), "address already in use") {
 		t.Errorf("busy HTTP port: exit %v, log %q", p.err, p.logText())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestFlagDefaultsAgreeWithTheLibrary(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('0'+i))) }
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // Usage errors exit 2 (errUsage) before anything starts: a negative
 // -bootstrap-expect, a TTL below the cluster timing's minimum, an HTTP API

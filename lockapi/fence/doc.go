@@ -68,14 +68,36 @@
 //
 // # Lifetime
 //
-// A persistent fence outlives the lock cluster that issued its tokens. If
-// that cluster is rebuilt from empty data directories, its tokens restart
-// from 1 and the fence refuses every write of the resources it already
-// knows: that is the fence protecting the data from holders it cannot tell
-// apart. Keep the cluster's data (or restore it from a backup), or, only
-// when no holder of the old cluster can still write, drop the fence's
-// entries (for SQL: delete the table's rows) before the new cluster's
-// holders write.
+// A persistent fence outlives the lock cluster that issued its tokens.
+// From cluster version 3 every new leader raises the grant counter to at
+// least its wall-clock time in microseconds (fsm.RaiseTokens; the stamp is
+// in the log, so every replica agrees). A cluster rebuilt from empty data
+// directories, restored from an older backup or recovered from a lost
+// quorum therefore grants tokens above every token the old cluster issued,
+// and the fence keeps accepting writes, without operator action — as long
+// as the old cluster granted on average fewer than one token per
+// microsecond (a million a second) since its own last raise, and the new
+// leader's clock is not behind the moment the old cluster's last token was
+// granted. The first grants of a rebuilt cluster, made before its first
+// leader's raise is committed (while the cluster version rises to 3), can
+// still carry low tokens: the fence refuses them (safe: refused, never
+// admitted). Outside that bound (a cluster of an older release, a clock set
+// back), drop the fence's entries — only when no holder of the old cluster
+// can still write (for SQL: delete the table's rows) — before the new
+// cluster's holders write.
+//
+// # Readers and semaphores
+//
+// Every grant of a name — a read-write lock's readers and writers, a
+// semaphore's holders — takes the next token. A writer's token is above
+// every earlier grant's, so fence writes with it as with a mutex. A
+// reader's token is above the token of every writer granted before it:
+// a read is consistent if the highest token the fence admitted is below
+// the reader's (Memory.Highest, or a SQL read of the fence row); never
+// record a reader's token with Do/Exec (concurrent readers would refuse
+// each other). A semaphore's grants are concurrent by design: their tokens
+// tell the grants apart, but one resource's fence would let only the
+// newest holder write.
 package fence
 
 import (

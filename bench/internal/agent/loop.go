@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/mono"
 )
 
@@ -49,7 +51,7 @@ func (a *Agent) work(k int, w WorkerSpec, args LoopArgs) LoopReply {
 		if w.Fresh {
 			name = fmt.Sprintf("%s/%d", w.Name, n)
 		}
-		op, err := a.lockUnlock(k, name, w.Timeout)
+		op, err := a.lockUnlock(k, name, w)
 		if err != nil {
 			out.Errors.add(err)
 			time.Sleep(errorPause)
@@ -60,14 +62,14 @@ func (a *Agent) work(k int, w WorkerSpec, args LoopArgs) LoopReply {
 	return out
 }
 
-// lockUnlock makes one Lock+Unlock with pool session k, replacing the
-// session first if it was lost.
-func (a *Agent) lockUnlock(k int, name string, timeout time.Duration) (Op, error) {
+// lockUnlock makes one Lock+Unlock (of w's mode) with pool session k,
+// replacing the session first if it was lost.
+func (a *Agent) lockUnlock(k int, name string, w WorkerSpec) (Op, error) {
 	s, err := a.session(k)
 	if err != nil {
 		return Op{}, err
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, timeout)
+	ctx, cancel := context.WithTimeout(a.ctx, w.Timeout)
 	defer cancel()
 	select {
 	case <-s.Done():
@@ -78,7 +80,7 @@ func (a *Agent) lockUnlock(k int, name string, timeout time.Duration) (Op, error
 	default:
 	}
 	op := Op{Worker: int32(k), LockStart: mono.Now()}
-	l, err := s.Lock(ctx, name)
+	l, err := take(ctx, s, name, w)
 	op.Granted = mono.Now()
 	if err != nil {
 		return Op{}, fmt.Errorf("lock: %w", err)
@@ -91,3 +93,26 @@ func (a *Agent) lockUnlock(k int, name string, timeout time.Duration) (Op, error
 	}
 	return op, nil
 }
+
+// take acquires what the worker's mode asks for.
+func take(ctx context.Context, s lockservice.Session, name string, w WorkerSpec) (lockservice.Lease, error) {
+	switch w.Mode {
+	case "":
+		return s.Lock(ctx, name)
+	case ModeSemaphore:
+		if sem, ok := s.(lockservice.SemaphoreSession); ok {
+			return sem.Acquire(ctx, name, w.Limit, w.Permits)
+		}
+	case ModeRead, ModeWrite:
+		if rw, ok := s.(lockservice.RWSession); ok {
+			if w.Mode == ModeRead {
+				return rw.RLock(ctx, name)
+			}
+			return rw.WLock(ctx, name)
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupported, w.Mode)
+}
+
+// ErrUnsupported: the system under test has no such primitive.
+var ErrUnsupported = errors.New("not supported by this system")

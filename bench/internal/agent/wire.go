@@ -62,7 +62,19 @@ type WorkerSpec struct {
 	Fresh bool
 	// Timeout bounds each Lock and each Unlock.
 	Timeout time.Duration
+	// Mode is what the worker takes: "" a lock, ModeRead a read grant,
+	// ModeWrite the write grant of a read-write lock, ModeSemaphore
+	// Permits of a semaphore of Limit permits.
+	Mode           string
+	Limit, Permits int
 }
+
+// Worker modes (WorkerSpec.Mode).
+const (
+	ModeRead      = "read"
+	ModeWrite     = "write"
+	ModeSemaphore = "semaphore"
+)
 
 // Op is one completed Lock+Unlock, as CLOCK_MONOTONIC ns.
 type Op struct {

@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -175,3 +176,57 @@ func (s *session) Close(context.Context) error { return s.s.Close() }
 type lease struct{ m *concurrency.Mutex }
 
 func (l lease) Unlock(ctx context.Context) error { return l.m.Unlock(ctx) }
+
+// etcd has no counting semaphore (no SemaphoreSession). Its closest
+// read-write lock is the experimental recipe (client/v3/experimental/
+// recipes RWMutex): RLock and Lock take no context, so a call that ctx
+// gives up on keeps waiting in its goroutine until it is granted or the
+// session ends; its key is released with the session.
+
+// RLock implements lockservice.RWSession with recipe.RWMutex.
+func (s *session) RLock(ctx context.Context, name string) (lockservice.Lease, error) {
+	return s.rw(ctx, name, true)
+}
+
+// WLock implements lockservice.RWSession with recipe.RWMutex.
+func (s *session) WLock(ctx context.Context, name string) (lockservice.Lease, error) {
+	return s.rw(ctx, name, false)
+}
+
+func (s *session) rw(ctx context.Context, name string, read bool) (lockservice.Lease, error) {
+	m := recipe.NewRWMutex(s.s, keyPrefix+"rw/"+name)
+	done := make(chan error, 1)
+	go func() {
+		if read {
+			done <- m.RLock()
+		} else {
+			done <- m.Lock()
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+		return rwLease{m, read}, nil
+	case <-ctx.Done():
+		go func() { // release it if it is granted after all
+			if <-done == nil {
+				m.Unlock()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+type rwLease struct {
+	m    *recipe.RWMutex
+	read bool
+}
+
+func (l rwLease) Unlock(context.Context) error {
+	if l.read {
+		return l.m.RUnlock()
+	}
+	return l.m.Unlock()
+}

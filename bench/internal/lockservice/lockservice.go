@@ -73,3 +73,19 @@ type Lease interface {
 	// Unlock releases the lock.
 	Unlock(ctx context.Context) error
 }
+
+// SemaphoreSession is a Session of a system with counting semaphores
+// (optional: a system without them does not run the semaphore workload).
+type SemaphoreSession interface {
+	// Acquire blocks until n permits of the named semaphore of limit
+	// permits are granted (FIFO) or ctx ends.
+	Acquire(ctx context.Context, name string, limit, n int) (Lease, error)
+}
+
+// RWSession is a Session of a system with read-write locks (optional).
+type RWSession interface {
+	// RLock blocks until a read grant of the named lock is granted or ctx
+	// ends; WLock likewise for the write grant.
+	RLock(ctx context.Context, name string) (Lease, error)
+	WLock(ctx context.Context, name string) (Lease, error)
+}

@@ -82,3 +82,26 @@ func (s session) Lock(ctx context.Context, name string) (lockservice.Lease, erro
 func (s session) Done() <-chan struct{} { return s.s.Done() }
 
 func (s session) Close(ctx context.Context) error { return s.s.Close(ctx) }
+
+// Acquire implements lockservice.SemaphoreSession.
+func (s session) Acquire(ctx context.Context, name string, limit, n int) (lockservice.Lease, error) {
+	l, err := s.s.Acquire(ctx, lockapi.Semaphore{Name: name, Limit: limit}, n)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// RLock implements lockservice.RWSession.
+func (s session) RLock(ctx context.Context, name string) (lockservice.Lease, error) {
+	l, err := s.s.RLock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// WLock implements lockservice.RWSession: the writer is the lock itself.
+func (s session) WLock(ctx context.Context, name string) (lockservice.Lease, error) {
+	return s.Lock(ctx, name)
+}

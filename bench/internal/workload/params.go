@@ -33,4 +33,9 @@ type Params struct {
 	MemoryLocks    int `json:"memory_locks"`
 
 	HoldConcurrency int `json:"hold_concurrency"` // concurrent acquisitions per replica process when filling locks
+
+	SemaphoreWorkers int `json:"semaphore_workers"` // workload 7
+	SemaphoreLimit   int `json:"semaphore_limit"`
+	RWReaders        int `json:"rw_readers"` // workload 8
+	RWWriters        int `json:"rw_writers"`
 }

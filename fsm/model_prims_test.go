@@ -1,0 +1,59 @@
+package fsm
+
+// The model's primitives: read grants, semaphores, values (see
+// command_prims.go), as plainly as possible.
+
+// admits reports whether the lock can grant w now, queue order aside.
+func (l *mlock) admits(w mowner) bool {
+	switch {
+	case l.holder != nil || l.delayed:
+		return false
+	case l.limit > 0:
+		return l.used()+w.permits <= l.limit
+	case w.shared:
+		return true
+	}
+	return len(l.shared) == 0
+}
+
+// used counts the permits held, by scanning.
+func (l *mlock) used() int {
+	n := 0
+	for _, g := range l.shared {
+		n += g.permits
+	}
+	return n
+}
+
+// grant gives l to w with the next token.
+func (m *model) grant(l *mlock, w mowner) Token {
+	m.token++
+	w.token = m.token
+	if w.shared || l.limit > 0 {
+		l.shared = append(l.shared, w)
+	} else {
+		l.holder = &w
+	}
+	return m.token
+}
+
+func (m *model) setValue(c SetValue) Result {
+	if _, ok := m.sessions[c.Session]; !ok {
+		return Result{Status: StatusNoSession}
+	}
+	l := m.locks[c.Lock]
+	if l == nil {
+		return Result{Status: StatusNotHolder}
+	}
+	if h := l.holder; h != nil && h.owner == c.Owner && h.session == c.Session {
+		h.value = c.Value
+		return Result{Status: StatusOK, Session: c.Session, Token: h.token}
+	}
+	for i, g := range l.shared {
+		if g.owner == c.Owner && g.session == c.Session {
+			l.shared[i].value = c.Value
+			return Result{Status: StatusOK, Session: c.Session, Token: g.token}
+		}
+	}
+	return Result{Status: StatusNotHolder}
+}

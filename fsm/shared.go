@@ -1,0 +1,163 @@
+package fsm
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Shared grants, semaphores and values (see command_prims.go for the
+// rules).
+
+// sharedCounts are counters of the shared grants, kept as they change so
+// that Stats is O(1).
+type sharedCounts struct {
+	readers    int // read grants of locks
+	semHolders int // grants of semaphores
+	permits    int // permits held over all semaphores
+	semaphores int // semaphores in use
+}
+
+// newLock adds the entry of a lock (limit 0) or a semaphore that is not in
+// use yet.
+func (st *state) newLock(name string, limit int) *lock {
+	st.lockSeq++
+	l := &lock{gen: st.gen, seq: st.lockSeq, limit: limit}
+	st.locks[name] = l
+	if limit > 0 {
+		st.counts.semaphores++
+	}
+	return l
+}
+
+// conflict refuses an acquisition of another kind than the name in use: a
+// lock asked for as a semaphore, a semaphore as a lock, or a semaphore
+// with another limit. Result.Count is the limit in force (0: a lock).
+func (l *lock) conflict(c Acquire) (Result, bool) {
+	var reason string
+	switch {
+	case l.limit == c.Limit:
+		return Result{}, false
+	case l.limit == 0:
+		reason = fmt.Sprintf("%q is a lock, not a semaphore", c.Lock)
+	case c.Limit == 0:
+		reason = fmt.Sprintf("%q is a semaphore of %d permits, not a lock", c.Lock, l.limit)
+	default:
+		reason = fmt.Sprintf("semaphore %q has a limit of %d, not %d", c.Lock, l.limit, c.Limit)
+	}
+	return Result{Status: StatusConflict, Session: c.Session, Count: l.limit, Reason: reason}, true
+}
+
+// grantOf returns the grant (exclusive or shared) of owner, if it holds one.
+func (l *lock) grantOf(owner OwnerID) (holder, bool) {
+	if l.held && l.holder.owner == owner {
+		return l.holder, true
+	}
+	h, ok := l.shared[owner]
+	return h, ok
+}
+
+// sameKind reports whether the grant h is of the kind c asks for (a retry
+// of the acquisition that made it).
+func (l *lock) sameKind(h holder, c Acquire) bool {
+	exclusive := l.held && l.holder.owner == h.owner
+	return exclusive == (!c.Shared && c.Limit == 0) && h.permits == c.Permits
+}
+
+// admits reports whether the lock can grant the acquisition w now (queue
+// order aside).
+func (l *lock) admits(w waiter) bool {
+	switch {
+	case l.held || l.delayed:
+		return false
+	case l.limit > 0:
+		return l.used+w.permits <= l.limit
+	case w.shared:
+		return true
+	}
+	return len(l.shared) == 0
+}
+
+func (st *state) addShared(l *lock, h holder) {
+	if l.shared == nil {
+		l.shared = make(map[OwnerID]holder)
+	}
+	l.shared[h.owner] = h
+	if l.limit > 0 {
+		l.used += h.permits
+		st.counts.semHolders++
+		st.counts.permits += h.permits
+	} else {
+		st.counts.readers++
+	}
+}
+
+func (st *state) removeShared(l *lock, h holder) {
+	delete(l.shared, h.owner)
+	if len(l.shared) == 0 {
+		l.shared = nil
+	}
+	if l.limit > 0 {
+		l.used -= h.permits
+		st.counts.semHolders--
+		st.counts.permits -= h.permits
+	} else {
+		st.counts.readers--
+	}
+}
+
+// sharedByToken returns the shared grants in grant order (or those of the
+// given owners only, when owners is not nil).
+func (l *lock) sharedByToken(owners []OwnerID) []holder {
+	var out []holder
+	if owners == nil {
+		out = make([]holder, 0, len(l.shared))
+		for _, h := range l.shared {
+			out = append(out, h)
+		}
+	} else {
+		for _, o := range owners {
+			if h, ok := l.shared[o]; ok {
+				out = append(out, h)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b holder) int { return cmp.Compare(a.token, b.token) })
+	return out
+}
+
+// setValue replaces the value of a grant (SetValue).
+func (a *applier) setValue(c SetValue) Result {
+	st := a.st
+	if st.sessions[c.Session] == nil {
+		return Result{Status: StatusNoSession}
+	}
+	l := st.locks[c.Lock]
+	if l == nil {
+		return Result{Status: StatusNotHolder}
+	}
+	h, ok := l.grantOf(c.Owner)
+	if !ok || h.session != c.Session {
+		return Result{Status: StatusNotHolder}
+	}
+	l = st.mutLock(c.Lock)
+	h.value = c.Value
+	exclusive := l.held && l.holder.owner == c.Owner
+	if exclusive {
+		l.holder = h
+	} else {
+		l.shared[c.Owner] = h
+	}
+	a.emit(Event{Kind: EventValueSet, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token,
+		Shared: !exclusive && l.limit == 0, Permits: h.permits, Value: h.value})
+	return Result{Status: StatusOK, Session: c.Session, Token: h.token}
+}
+
+// raiseTokens raises the grant counter to the entry's time in
+// microseconds (RaiseTokens).
+func (a *applier) raiseTokens() Result {
+	if floor := a.now / 1000; floor > 0 && uint64(floor) > a.st.tokenSeq {
+		a.st.tokenSeq = uint64(floor)
+	}
+	return Result{Status: StatusOK, Token: Token(a.st.tokenSeq)}
+}

@@ -1,0 +1,42 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Known peers are saved at most every knownPeersSave while the node runs,
+// and whatever changed since is written when it stops (flush): a member
+// restarted a second after it first saw the cluster still finds it.
+func TestKnownPeersSavedAndFlushed(t *testing.T) {
+	store := raft.NewInmemStore()
+	reload := func() map[string]string {
+		k := &knownPeers{stable: store}
+		k.load()
+		return k.addrs
+	}
+	k := &knownPeers{stable: store}
+	t0 := time.Unix(1000, 0)
+	k.seen("n2", "10.0.0.2:7946")
+	k.save(t0)
+	if got := reload(); got["n2"] != "10.0.0.2:7946" {
+		t.Fatalf("after the first save: %v", got)
+	}
+	k.seen("n3", "10.0.0.3:7946")
+	k.save(t0.Add(time.Second)) // too soon: not written
+	if got := reload(); got["n3"] != "" {
+		t.Fatalf("saved again within %v: %v", knownPeersSave, got)
+	}
+	k.flush()
+	if got := reload(); got["n3"] != "10.0.0.3:7946" || got["n2"] != "10.0.0.2:7946" {
+		t.Fatalf("after flush: %v, want n2 and n3", got)
+	}
+
+	// Bad entries in the store are dropped at load; the rest is kept.
+	store.Set(keyKnownPeers, []byte(`{"n4":"10.0.0.4:7946","bad id!":"10.0.0.5:7946","n6":"not an address"}`))
+	if got := reload(); len(got) != 1 || got["n4"] != "10.0.0.4:7946" {
+		t.Fatalf("loaded %v, want only n4", got)
+	}
+}
