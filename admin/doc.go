@@ -36,6 +36,7 @@
 // RoleLock (and read):
 //
 //	POST /v1/acquire              {"lock":"x","wait":true,"timeout_ms":5000,"ttl_ms":10000,"owner":"job 7"}
+//	                              a semaphore: {"lock":"pool","limit":4,"permits":1,...}
 //	POST /v1/release              {"handle":"..."}
 //	GET  /v1/lease                ?handle=           (renews a client-kept lease)
 //	GET  /v1/lease/wait           ?handle=&timeout_ms=

@@ -28,6 +28,11 @@ type AcquireRequest struct {
 	TimeoutMS int64  `json:"timeout_ms"`
 	TTLMS     int64  `json:"ttl_ms,omitempty"`
 	Owner     string `json:"owner,omitempty"`
+
+	// A semaphore (cluster version 3): Limit > 0 asks for Permits
+	// (default 1) of the counting semaphore Lock of that limit.
+	Limit   int `json:"limit,omitempty"`
+	Permits int `json:"permits,omitempty"`
 }
 
 // AcquireResponse is the answer of a successful POST /v1/acquire.
@@ -79,6 +84,15 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxWait {
 		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
 		return
+	}
+	if req.Limit != 0 || req.Permits != 0 {
+		if req.Permits == 0 {
+			req.Permits = 1
+		}
+		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
+			writeBad(w, public(err.Error()))
+			return
+		}
 	}
 	ttl := time.Duration(req.TTLMS) * time.Millisecond
 	own := req.TTLMS != 0 || req.Owner != ""
@@ -133,9 +147,15 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var lease *lockapi.Lease
-	if req.Wait {
+	sem := lockapi.Semaphore{Name: req.Lock, Limit: req.Limit}
+	switch {
+	case req.Limit > 0 && req.Wait:
+		lease, err = sess.Acquire(ctx, sem, req.Permits)
+	case req.Limit > 0:
+		lease, err = sess.TryAcquire(ctx, sem, req.Permits)
+	case req.Wait:
 		lease, err = sess.Lock(ctx, req.Lock)
-	} else {
+	default:
 		lease, err = sess.TryLock(ctx, req.Lock)
 	}
 	if err != nil {

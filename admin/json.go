@@ -46,6 +46,7 @@ const (
 	ErrKindRefused        = "refused"            // 409: the leader refused an admin operation
 	ErrKindBadSnapshot    = "bad_snapshot"       // 400: restore: not a backup this binary reads
 	ErrKindNotRemoved     = "not_removed"        // 504: remove-peer: still a server when the call ended
+	ErrKindConflict       = "conflict"           // 409: the name is in use as another kind or semaphore limit
 )
 
 // internalPrefixes are the package prefixes of Go errors ("node: ..."):
@@ -75,6 +76,9 @@ func classify(err error) (int, ErrorJSON) {
 		return http.StatusTooManyRequests, body
 	case errors.As(err, &locked):
 		body.Error, body.Holder, body.DelayUntilUnixMS = ErrKindLocked, holderJSON(locked.Holder), nsToMS(locked.DelayUntil)
+		return http.StatusConflict, body
+	case errors.Is(err, lockapi.ErrConflict):
+		body.Error = ErrKindConflict
 		return http.StatusConflict, body
 	case errors.Is(err, node.ErrNotHeld):
 		body.Error = ErrKindNotHeld

@@ -55,3 +55,37 @@ func TestStatusShowsSemaphoresAndReaders(t *testing.T) {
 		cancel()
 	})
 }
+
+// POST /v1/acquire with a limit takes permits of a semaphore: two of a
+// limit of 2 are granted, a third TryLock is 409 locked, another limit for
+// the same name 409 conflict, more permits than the limit 400.
+func TestAcquireSemaphorePermits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, api := startAPI(t)
+		for c.Nodes[0].Status().ClusterVersion < fsm.MaxClusterVersion {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for i, tc := range []struct {
+			body string
+			code int
+			kind string
+		}{
+			{`{"lock":"pool","limit":2}`, 200, ""},
+			{`{"lock":"pool","limit":2,"permits":1}`, 200, ""},
+			{`{"lock":"pool","limit":2}`, 409, ErrKindLocked},
+			{`{"lock":"pool","limit":3}`, 409, ErrKindConflict},
+			{`{"lock":"pool","limit":2,"permits":3}`, 400, ErrKindBadRequest},
+			{`{"lock":"pool","permits":1}`, 400, ErrKindBadRequest},
+		} {
+			a := serve(api, "192.0.2.1:1", "POST", "/v1/acquire", tc.body)
+			if a.code != tc.code || a.body.Error != tc.kind {
+				t.Errorf("%d: %s: HTTP %d %+v, want %d %q", i, tc.body, a.code, a.body, tc.code, tc.kind)
+			}
+		}
+		var pool LockJSON
+		json.Unmarshal(serve(api, "192.0.2.1:1", "GET", "/v1/locks/pool", "").raw, &pool)
+		if pool.Limit != 2 || pool.Used != 2 || len(pool.Shared) != 2 || pool.Shared[0].Token == pool.Shared[1].Token {
+			t.Errorf("semaphore: %+v", pool)
+		}
+	})
+}
