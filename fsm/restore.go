@@ -88,6 +88,10 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 		if l.held {
 			l.holder.session += SessionID(offset)
 		}
+		for o, h := range l.shared { // readers, a semaphore's permits
+			h.session += SessionID(offset)
+			l.shared[o] = h
+		}
 		for i := range l.waiters.items {
 			if !l.waiters.items[i].owner.IsZero() {
 				l.waiters.items[i].session += SessionID(offset)

@@ -153,3 +153,27 @@ func FuzzPrepareRestore(f *testing.F) {
 		checkInvariants(t, g)
 	})
 }
+
+// The shared grants of a backup (semaphore permits, readers) move with
+// their sessions: before, the restore of a backup holding a semaphore's
+// permit failed with "lock "pool": unknown session N".
+func TestPrepareRestoreMovesSharedGrants(t *testing.T) {
+	old := atV3(t)
+	a := old.open(10*time.Second, 0, "worker")
+	wantStatus(t, "permit", old.do(Acquire{Session: a, Lock: "pool", Owner: owner(1), Limit: 2, Permits: 1}), StatusGranted)
+	wantStatus(t, "read", old.do(Acquire{Session: a, Lock: "doc", Owner: owner(2), Shared: true}), StatusGranted)
+	backup := old.snapshot()
+
+	cur := atV3(t)
+	for range 3 {
+		cur.open(10*time.Second, 0, "live")
+	}
+	f, sum, _ := restoreInto(t, cur, backup)
+	moved := a + sum.SessionOffset
+	for _, name := range []string{"pool", "doc"} {
+		li, ok := f.Lock(name)
+		if !ok || len(li.Shared) != 1 || li.Shared[0].Session != moved {
+			t.Errorf("%s after the restore: %+v, want one shared grant of session %d", name, li, moved)
+		}
+	}
+}
