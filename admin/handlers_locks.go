@@ -236,7 +236,17 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
 	defer cancel()
-	err := l.Unlock(ctx)
+	var err error
+	if s.handles.own(req.Handle) {
+		// A client-kept lease is its session's only grant: closing the
+		// session releases it in one command. (An Unlock ends the lease,
+		// which starts that close anyway, and the two raced: the release
+		// failed with "session closed" while the lock stayed held until
+		// the close committed.)
+		err = l.Session().Close(ctx)
+	} else {
+		err = l.Unlock(ctx)
+	}
 	switch {
 	case err == nil:
 		s.handles.remove(req.Handle)

@@ -109,6 +109,14 @@ func (h *handles) get(id string) (l *lockapi.Lease, validFor time.Duration) {
 	return e.lease, validFor
 }
 
+// own reports whether handle id is a client-kept lease (its own session).
+func (h *handles) own(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.m[id]
+	return e != nil && e.own
+}
+
 func (h *handles) remove(id string) {
 	h.mu.Lock()
 	delete(h.m, id)

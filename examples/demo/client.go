@@ -15,7 +15,7 @@ import (
 	"github.com/raftlock/raftlock/admin"
 )
 
-// client talks to one replica's HTTP API (lockhttp plus /demo/*).
+// client talks to one replica's HTTP API (package admin plus /demo/*).
 type client struct {
 	id   string
 	base string

@@ -14,7 +14,7 @@ import (
 )
 
 // The replica's demo control endpoints (next to the replica HTTP API that
-// lockhttp serves). The parent process drives the story through them.
+// package admin serves). The parent process drives the story through them.
 
 func (c *child) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	var req struct {

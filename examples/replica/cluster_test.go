@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/examples/internal/ports"
-	"github.com/raftlock/raftlock/examples/internal/procstop"
+	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/procstop"
 )
 
 // replicaProc is one replica process: the test binary re-executed as the
