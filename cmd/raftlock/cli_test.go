@@ -63,13 +63,13 @@ func TestCLI(t *testing.T) {
 
 	t.Run("status", func(t *testing.T) {
 		out, errOut, code := cli(follower, "status")
-		for _, want := range []string{"leader", leader.id, "fault tolerance", "3 of 3 voters up", "ready"} {
+		for _, want := range []string{"leader", leader.ID, "fault tolerance", "3 of 3 voters up", "ready"} {
 			if code != 0 || !strings.Contains(out, want) {
 				t.Errorf("status: exit %d, lacks %q:\n%s%s", code, want, out, errOut)
 			}
 		}
 		st, err := statusOf(follower)
-		if err != nil || st.ID != follower.id || st.LeaderID != leader.id || !st.Health.Ready {
+		if err != nil || st.ID != follower.ID || st.LeaderID != leader.ID || !st.Health.Ready {
 			t.Errorf("status -o json: %+v %v", st, err)
 		}
 	})
@@ -81,8 +81,8 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("members: exit %d\n%s", code, out)
 		}
 		for _, r := range reps {
-			if !strings.Contains(out, r.id) {
-				t.Errorf("members lacks %s:\n%s", r.id, out)
+			if !strings.Contains(out, r.ID) {
+				t.Errorf("members lacks %s:\n%s", r.ID, out)
 			}
 		}
 		out, _, _ = cli(leader, "-o", "json", "members")
@@ -181,16 +181,16 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("leader transfer", func(t *testing.T) {
-		out, errOut, code := cli(follower, "-o", "json", "leader", "transfer", follower.id)
+		out, errOut, code := cli(follower, "-o", "json", "leader", "transfer", follower.ID)
 		var tr struct {
 			LeaderID string `json:"leader_id"`
 		}
-		if code != 0 || json.Unmarshal([]byte(out), &tr) != nil || tr.LeaderID != follower.id {
+		if code != 0 || json.Unmarshal([]byte(out), &tr) != nil || tr.LeaderID != follower.ID {
 			t.Fatalf("leader transfer: exit %d %s%s", code, out, errOut)
 		}
 		waitFor(t, 20*time.Second, "every replica to see the new leader", func() bool {
 			for _, r := range reps {
-				if st, err := statusOf(r); err != nil || st.LeaderID != follower.id || !st.Ready {
+				if st, err := statusOf(r); err != nil || st.LeaderID != follower.ID || !st.Ready {
 					return false
 				}
 			}
@@ -200,7 +200,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("peer remove refuses a live peer", func(t *testing.T) {
-		if _, errOut, code := cli(leader, "peer", "remove", follower.id); code != exitError || !strings.Contains(errOut, "refused") {
+		if _, errOut, code := cli(leader, "peer", "remove", follower.ID); code != exitError || !strings.Contains(errOut, "refused") {
 			t.Errorf("peer remove of a live peer: exit %d %s", code, errOut)
 		}
 	})
@@ -215,7 +215,7 @@ func TestCLI(t *testing.T) {
 		var o, e syncBuffer
 		code := run(context.Background(), []string{"status"}, func(k string) string {
 			if k == "RAFTLOCK_ADDR" {
-				return "http://" + leader.http
+				return "http://" + leader.HTTP
 			}
 			return ""
 		}, &o, &e)
@@ -251,7 +251,7 @@ func testLeaseLoss(t *testing.T, leader, follower *replica, dir, exe string) {
 	waiter := background(leader, "lock", "-ttl", "3s", "-wait", "60s", "lost", "--", exe, "hold", g)
 	waitFor(t, 20*time.Second, "the waiter in the queue", func() bool { return lockOf(t, leader, "lost").WaiterCount == 1 })
 
-	follower.freeze(t)
+	follower.Freeze(t)
 	frozen := time.Now()
 	code, errOut := holder.wait(t, 30*time.Second)
 	t.Logf("holder: exit %d: %s", code, errOut)
@@ -264,7 +264,7 @@ func testLeaseLoss(t *testing.T, leader, follower *replica, dir, exe string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	l := lockOf(t, leader, "lost")
-	follower.signal(syscall.SIGCONT)
+	follower.Signal(syscall.SIGCONT)
 	os.WriteFile(g+".stop", nil, 0o644)
 	if c, e := waiter.wait(t, 30*time.Second); c != 0 {
 		t.Errorf("waiter: exit %d %s", c, e)
