@@ -213,6 +213,35 @@ func Start(t testing.TB, n int, extra ...string) []*Replica {
 	return reps
 }
 
+// Leader returns the replica the others follow (fails the test if they do
+// not agree).
+func Leader(t testing.TB, reps []*Replica) *Replica {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	var leader *Replica
+	WaitFor(t, 30*time.Second, "an agreed leader", func() bool {
+		id := ""
+		for _, r := range reps {
+			if r.Exited() {
+				continue
+			}
+			st, err := status(hc, r)
+			if err != nil || st.LeaderID == "" || (id != "" && st.LeaderID != id) {
+				return false
+			}
+			id = st.LeaderID
+		}
+		for _, r := range reps {
+			if r.ID == id {
+				leader = r
+			}
+		}
+		return leader != nil
+	})
+	return leader
+}
+
 type statusJSON struct {
 	Ready    bool       `json:"ready"`
 	LeaderID string     `json:"leader_id"`
