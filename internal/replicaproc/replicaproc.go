@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -163,10 +164,24 @@ func (s *syncBuffer) String() string {
 // same leader and n servers.
 func Start(t testing.TB, n int, extra ...string) []*Replica {
 	t.Helper()
+	return StartHost(t, "127.0.0.1", n, extra...)
+}
+
+// StartHost is Start with every address given to the replicas (-bind,
+// -gossip, -join, and for a name -advertise) as host:port: a name (such
+// as localhost) tests the path of DNS names. The HTTP addresses stay
+// loopback IPs.
+func StartHost(t testing.TB, host string, n int, extra ...string) []*Replica {
+	t.Helper()
 	exe := Build(t)
 	addrs, err := ports.Free(3 * n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range addrs {
+		if i%3 != 2 {
+			addrs[i] = strings.Replace(addrs[i], "127.0.0.1:", host+":", 1)
+		}
 	}
 	var gossip []string
 	for i := range n {
@@ -178,6 +193,9 @@ func Start(t testing.TB, n int, extra ...string) []*Replica {
 		r := &Replica{ID: id, HTTP: addrs[3*i+2], done: make(chan struct{}), log: &syncBuffer{}}
 		args := append([]string{"-id", id, "-data-dir", filepath.Join(t.TempDir(), id), "-bind", addrs[3*i], "-gossip", gossip[i],
 			"-join", strings.Join(gossip, ","), "-bootstrap-expect", fmt.Sprint(n), "-http", r.HTTP, "-timing", "test"}, extra...)
+		if net.ParseIP(host) == nil {
+			args = append(args, "-advertise", addrs[3*i]) // peers dial the name
+		}
 		r.cmd = exec.Command(exe, args...)
 		r.cmd.Env = append(os.Environ(), "RAFTLOCK_ADMIN_TOKEN="+Token)
 		r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
