@@ -16,6 +16,7 @@ const (
 	EventDequeued                            // Lock, Session, Owner, Reason
 	EventClusterChanged                      // the cluster id or the cluster version changed (read them from the FSM)
 	EventValueSet                            // Lock, Session, Owner, Token, Value (and Shared, Permits): SetValue replaced a grant's value
+	EventTokensRaised                        // Token: RaiseTokens raised the grant counter to Token (the next grant takes Token+1); only when it rose
 )
 
 func (k EventKind) String() string {
@@ -38,6 +39,8 @@ func (k EventKind) String() string {
 		return "cluster-changed"
 	case EventValueSet:
 		return "value-set"
+	case EventTokensRaised:
+		return "tokens-raised"
 	}
 	return "unknown"
 }

@@ -158,6 +158,7 @@ func (a *applier) setValue(c SetValue) Result {
 func (a *applier) raiseTokens() Result {
 	if floor := a.now / 1000; floor > 0 && uint64(floor) > a.st.tokenSeq {
 		a.st.tokenSeq = uint64(floor)
+		a.emit(Event{Kind: EventTokensRaised, Token: Token(floor)})
 	}
 	return Result{Status: StatusOK, Token: Token(a.st.tokenSeq)}
 }

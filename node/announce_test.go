@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,10 +15,13 @@ import (
 )
 
 // A hand-off to a waiter on a follower is announced by the leader: a
-// subscription with EarlyGrants receives the grant before the follower has
-// applied it (the follower learns the commit only with raft's next
-// AppendEntries), and the applied event still follows, for every
-// subscription.
+// subscription with EarlyGrants receives the grant, usually before the
+// follower has applied it (the follower learns the commit only with raft's
+// next AppendEntries), and the applied event still follows, for every
+// subscription. "Before" is a race the announcement normally wins, not a
+// guarantee (raft's AppendEntries can carry the commit first: about 1 in
+// 300 runs here), so the test runs a few hand-offs and requires every
+// announcement to be right and at least one to be early.
 func TestGrantAnnouncedToFollower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
@@ -26,61 +30,84 @@ func TestGrantAnnouncedToFollower(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
-
-		holder, waiter := newOwner(), newOwner()
 		sl, sf := openSession(t, ctx, l, time.Minute), openSession(t, ctx, f, time.Minute)
-		first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: "l", Owner: holder})
-		if err != nil || first.Status != fsm.StatusGranted {
-			t.Fatalf("holder: %v %+v", err, first)
-		}
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: "l", Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
-			t.Fatalf("waiter: %v %+v", err, r)
-		}
 		if _, err := f.Subscribe(node.EventFilter{Lock: "l", EarlyGrants: true}, 1); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("EarlyGrants with a Lock filter: %v", err)
 		}
-		early, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true}, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer early.Close()
-		applied, err := f.Subscribe(node.EventFilter{Session: sf}, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer applied.Close()
-		if err := f.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-
-		if r, err := l.Apply(ctx, fsm.Release{Lock: "l", Owner: holder}); err != nil || r.Status != fsm.StatusOK {
-			t.Fatalf("release: %v %+v", err, r)
-		}
-		var e fsm.Event
-		select {
-		case e = <-early.C:
-		case <-ctx.Done():
-			t.Fatal("no grant announced")
-		}
-		if e.Kind != fsm.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != "l" || e.Token <= first.Token {
-			t.Fatalf("announced %+v, want the waiter's grant with a token above %d", e, first.Token)
-		}
-		if got := f.AppliedIndex(); got >= e.Index {
-			t.Fatalf("the follower had already applied index %d (grant at %d): the announcement was not early", got, e.Index)
-		}
-		// The applied event follows, on both subscriptions, with the same grant.
-		for _, sub := range []*node.Subscription{applied, early} {
-			select {
-			case a := <-sub.C:
-				if a.Kind != fsm.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
-					t.Fatalf("applied %+v, announced %+v", a, e)
-				}
-				if f.AppliedIndex() < e.Index {
-					t.Fatal("applied event before the follower applied the entry")
-				}
-			case <-ctx.Done():
-				t.Fatal("the applied grant never came")
+		early := 0
+		for round := 0; round < 5; round++ {
+			if announcedEarly(t, ctx, l, f, sl, sf, fmt.Sprintf("l%d", round)) {
+				early++
 			}
 		}
+		if early == 0 {
+			t.Fatal("in 5 hand-offs, the follower had always applied the grant before its announcement arrived")
+		}
 	})
+}
+
+// announcedEarly hands lock name over from a holder on l to a waiter on f,
+// checks the announcement and the applied event on f, and reports whether
+// the announcement came before f applied the grant.
+func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf fsm.SessionID, name string) bool {
+	t.Helper()
+	holder, waiter := newOwner(), newOwner()
+	first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: name, Owner: holder})
+	if err != nil || first.Status != fsm.StatusGranted {
+		t.Fatalf("holder: %v %+v", err, first)
+	}
+	if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: name, Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+		t.Fatalf("waiter: %v %+v", err, r)
+	}
+	early, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	applied, err := f.Subscribe(node.EventFilter{Session: sf}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer applied.Close()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if r, err := l.Apply(ctx, fsm.Release{Lock: name, Owner: holder}); err != nil || r.Status != fsm.StatusOK {
+		t.Fatalf("release: %v %+v", err, r)
+	}
+	var e fsm.Event
+	select {
+	case e = <-early.C:
+	case <-ctx.Done():
+		t.Fatal("no grant announced")
+	}
+	if e.Kind != fsm.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != name || e.Token <= first.Token {
+		t.Fatalf("announced %+v, want the waiter's grant with a token above %d", e, first.Token)
+	}
+	wasEarly := f.AppliedIndex() < e.Index
+	// The applied event follows, on both subscriptions (on the early one
+	// too when the announcement came first), with the same grant.
+	subs := []*node.Subscription{applied}
+	if wasEarly {
+		subs = append(subs, early)
+	}
+	for _, sub := range subs {
+		select {
+		case a := <-sub.C:
+			if a.Kind != fsm.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
+				t.Fatalf("applied %+v, announced %+v", a, e)
+			}
+			// Delivered from the FSM's apply: the local state already has
+			// the grant (the applied index itself advances just after the
+			// dispatch, so that a WaitApplied caller finds its events
+			// delivered).
+			if h, ok := f.Holder(name); !ok || h.Owner != waiter || h.Token != e.Token {
+				t.Fatalf("applied event, but the follower's state has holder %+v (held %v)", h, ok)
+			}
+		case <-ctx.Done():
+			t.Fatal("the applied grant never came")
+		}
+	}
+	return wasEarly
 }

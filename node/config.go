@@ -113,31 +113,9 @@ type Config struct {
 	// the same locks.
 	Recover bool
 
-	// Membership through gossip (hashicorp/memberlist) is on when GossipAddr
-	// (or GossipListener) is set. Every node then carries its id, Raft/RPC
-	// address and protocol version in its gossip metadata, and the Raft
-	// leader keeps the Raft configuration in line with the live members (see
-	// MaxVoters and ReapTimeout). With gossip, every member of the cluster
-	// must gossip: a configured server that gossip never sees is treated as
-	// failed. Gossip only decides membership: locks, leases and quorum stay
-	// with Raft, so a node whose gossip is cut keeps serving as long as Raft
-	// reaches it (until it is reaped). Two live members with one id, or with
-	// one Raft address, are refused (logged, counted in
-	// raftlock_node_membership_conflicts_total), never merged.
-
-	// GossipAddr is the bind address (UDP and TCP) of the gossip layer,
-	// "ip:port"; port 0 picks a free port, an empty host binds every
-	// interface.
-	GossipAddr string
-	// GossipAdvertiseAddr is the gossip address ("ip:port") other members
-	// reach; default: the bound address.
-	GossipAdvertiseAddr string
-	// Join lists seed gossip addresses ("host:port"). The node joins through
-	// them in the background, every GossipTiming.RetryJoinInterval: from
-	// Start until one of them answers, and again whenever it finds itself
-	// alone. (Between those, it tries to reconnect to a failed member each
-	// round, so that both sides of a healed partition merge again.)
-	Join []string
+	// Gossip configures membership through gossip (hashicorp/memberlist):
+	// on when Gossip.Addr (or Gossip.Listener) is set. See GossipConfig.
+	Gossip GossipConfig
 	// BootstrapExpect > 0 forms a new cluster through gossip: nodes without
 	// Raft state wait until that many nodes with the same BootstrapExpect are
 	// visible, agree on the same members and then each bootstraps with the
@@ -145,10 +123,6 @@ type Config struct {
 	// member that has, never bootstraps (it is added by the leader).
 	// Exclusive with Bootstrap; at most MaxVoters.
 	BootstrapExpect int
-	// GossipKey encrypts and authenticates gossip (AES-GCM with the
-	// memberlist keyring): 16, 24 or 32 bytes. Nodes with another key (or
-	// none) cannot join. Nil: gossip in clear text.
-	GossipKey []byte
 	// MaxVoters is the most voters the leader keeps (odd counts: 5 servers
 	// give 5 voters, 4 give 3). Members join as non-voters (they apply the
 	// log and serve their callers alike) and are promoted once they have
@@ -163,12 +137,6 @@ type Config struct {
 	// ServerStabilizationTime). A member that cannot be reached over Raft
 	// (a TLS mismatch, a one-way partition) is never promoted. Default 10s.
 	Stabilization time.Duration
-	// AllowUnencryptedGossip allows gossip without GossipKey while TLS is
-	// on. Off by default: with mutual TLS, membership trusts only members
-	// whose certificate names their id, but an unencrypted gossip port still
-	// lets anyone spread false member states; say explicitly if that is
-	// acceptable (a closed network).
-	AllowUnencryptedGossip bool
 	// ReapTimeout is how long a failed member stays in the Raft
 	// configuration before the leader removes it — never when that would
 	// leave fewer voters than a quorum of the configuration, or fewer
@@ -177,13 +145,6 @@ type Config struct {
 	// it again. A member that leaves gracefully is removed at once.
 	// 0 means 30s.
 	ReapTimeout time.Duration
-	// GossipTiming tunes failure detection; zero value: LANGossipTiming.
-	GossipTiming GossipTiming
-	// GossipListener and GossipDialer replace UDP/TCP for gossip (tests use
-	// an in-memory network): packets then travel as short connections. The
-	// listener's address must be "ip:port".
-	GossipListener net.Listener
-	GossipDialer   func(ctx context.Context, addr string) (net.Conn, error)
 
 	// Timing are the Raft timeouts; default LANTiming.
 	Timing Timing
@@ -195,8 +156,12 @@ type Config struct {
 	TrailingLogs uint64
 	// MaxBatch: commands gathered into one log entry (group commit).
 	MaxBatch int
-	// AttemptTimeout bounds one forwarded RPC to the leader; on timeout the
-	// call is retried (safely: commands are idempotent by owner id).
+	// AttemptTimeout bounds one attempt of a step the node retries: a
+	// forwarded RPC to the leader, the enqueue of a Raft Apply, a membership
+	// change, a probe or a join request. On timeout the step is tried again
+	// while the caller's ctx allows (safely: client commands are
+	// exactly-once by request number). Default 2s; at least
+	// Timing.HeartbeatTimeout.
 	AttemptTimeout time.Duration
 
 	// Logger receives the node's logs, Raft's included. Nil: discarded.
@@ -289,8 +254,8 @@ func (c Config) withDefaults() Config {
 	set(&c.MaxNonvoters, defaultMaxNonvoters)
 	set(&c.Stabilization, defaultStabilization)
 	set(&c.ReapTimeout, defaultReapTimeout)
-	if c.GossipTiming == (GossipTiming{}) {
-		c.GossipTiming = LANGossipTiming()
+	if c.Gossip.Timing == (GossipTiming{}) {
+		c.Gossip.Timing = LANGossipTiming()
 	}
 	if c.Limits == (fsm.Limits{}) {
 		c.Limits = fsm.DefaultLimits()
@@ -345,8 +310,8 @@ func (c *Config) validate() error {
 		return bad("MaxNonvoters %d < 0", c.MaxNonvoters)
 	case c.Stabilization < 0:
 		return bad("Stabilization %v < 0", c.Stabilization)
-	case c.TLS != nil && c.gossipOn() && len(c.GossipKey) == 0 && !c.AllowUnencryptedGossip:
-		return bad("TLS is on but gossip is not encrypted: set GossipKey (or AllowUnencryptedGossip on a closed network)")
+	case c.TLS != nil && c.gossipOn() && len(c.Gossip.Key) == 0 && !c.Gossip.AllowUnencrypted:
+		return bad("TLS is on but gossip is not encrypted: set Gossip.Key (or Gossip.AllowUnencrypted on a closed network)")
 	}
 	if err := c.validateGossip(); err != nil {
 		return bad("%s", err.Error())

@@ -67,13 +67,13 @@ func TestGossipTiming() GossipTiming {
 }
 
 // gossipOn reports whether the node runs the gossip layer.
-func (c *Config) gossipOn() bool { return c.GossipAddr != "" || c.GossipListener != nil }
+func (c *Config) gossipOn() bool { return c.Gossip.Addr != "" || c.Gossip.Listener != nil }
 
 func (c *Config) maxVoters() int { return c.MaxVoters }
 
 func (c *Config) reapTimeout() time.Duration { return c.ReapTimeout }
 
-func (c *Config) gossipTiming() GossipTiming { return c.GossipTiming }
+func (c *Config) gossipTiming() GossipTiming { return c.Gossip.Timing }
 
 // validateGossip checks the membership settings (messages without the
 // ErrInvalidConfig prefix).
@@ -93,30 +93,30 @@ func (c *Config) validateGossip() error {
 	case c.BootstrapExpect > c.maxVoters():
 		return fmt.Errorf("BootstrapExpect %d > MaxVoters %d", c.BootstrapExpect, c.maxVoters())
 	case !on && c.BootstrapExpect > 0:
-		return errors.New("BootstrapExpect needs GossipAddr")
-	case !on && len(c.Join) > 0:
-		return errors.New("Join needs GossipAddr")
-	case !on && len(c.GossipKey) > 0:
-		return errors.New("GossipKey needs GossipAddr")
-	case !on && c.GossipAdvertiseAddr != "":
-		return errors.New("GossipAdvertiseAddr needs GossipAddr")
-	case c.GossipAddr != "" && c.GossipListener != nil:
-		return errors.New("both GossipAddr and GossipListener set")
+		return errors.New("BootstrapExpect needs Gossip.Addr")
+	case !on && len(c.Gossip.Join) > 0:
+		return errors.New("Gossip.Join needs Gossip.Addr")
+	case !on && len(c.Gossip.Key) > 0:
+		return errors.New("Gossip.Key needs Gossip.Addr")
+	case !on && c.Gossip.AdvertiseAddr != "":
+		return errors.New("Gossip.AdvertiseAddr needs Gossip.Addr")
+	case c.Gossip.Addr != "" && c.Gossip.Listener != nil:
+		return errors.New("both Gossip.Addr and Gossip.Listener set")
 	}
-	if n := len(c.GossipKey); n != 0 && n != 16 && n != 24 && n != 32 {
-		return fmt.Errorf("GossipKey is %d bytes; want 16, 24 or 32", n)
+	if n := len(c.Gossip.Key); n != 0 && n != 16 && n != 24 && n != 32 {
+		return fmt.Errorf("Gossip.Key is %d bytes; want 16, 24 or 32", n)
 	}
-	if c.GossipAddr != "" {
-		if err := checkIPPort("GossipAddr", c.GossipAddr, true, true); err != nil {
+	if c.Gossip.Addr != "" {
+		if err := checkIPPort("Gossip.Addr", c.Gossip.Addr, true, true); err != nil {
 			return err
 		}
 	}
-	if c.GossipAdvertiseAddr != "" {
-		if err := checkIPPort("GossipAdvertiseAddr", c.GossipAdvertiseAddr, false, false); err != nil {
+	if c.Gossip.AdvertiseAddr != "" {
+		if err := checkIPPort("Gossip.AdvertiseAddr", c.Gossip.AdvertiseAddr, false, false); err != nil {
 			return err
 		}
 	}
-	for i, s := range c.Join {
+	for i, s := range c.Gossip.Join {
 		host, _, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
 			return fmt.Errorf("Join[%d] %q is not host:port", i, s)
@@ -128,11 +128,11 @@ func (c *Config) validateGossip() error {
 	t := c.gossipTiming()
 	switch {
 	case t.ProbeInterval <= 0 || t.GossipInterval <= 0 || t.PushPullInterval <= 0 || t.TCPTimeout <= 0 || t.RetryJoinInterval <= 0:
-		return fmt.Errorf("GossipTiming %+v: every interval and timeout must be > 0", t)
+		return fmt.Errorf("Gossip.Timing %+v: every interval and timeout must be > 0", t)
 	case t.ProbeTimeout <= 0 || t.ProbeTimeout >= t.ProbeInterval:
-		return fmt.Errorf("GossipTiming.ProbeTimeout %v outside (0, ProbeInterval %v)", t.ProbeTimeout, t.ProbeInterval)
+		return fmt.Errorf("Gossip.Timing.ProbeTimeout %v outside (0, ProbeInterval %v)", t.ProbeTimeout, t.ProbeInterval)
 	case t.SuspicionMult < 1:
-		return fmt.Errorf("GossipTiming.SuspicionMult %d < 1", t.SuspicionMult)
+		return fmt.Errorf("Gossip.Timing.SuspicionMult %d < 1", t.SuspicionMult)
 	}
 	return nil
 }

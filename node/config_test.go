@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		"LeaderLeaseTimeout":      func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"CommitTimeout":           func(c *node.Config) { c.Timing.CommitTimeout = 50 * time.Millisecond },
 		"MaxBatch":                func(c *node.Config) { c.MaxBatch = -1 },
-		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.GossipAddr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
+		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
 		"does not contain":        func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
 			c.Peers = []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "a", Addr: "127.0.0.1:2"}}

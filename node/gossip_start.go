@@ -50,18 +50,18 @@ func (n *Node) startMembership(ctx context.Context) error {
 	mc.DeadNodeReclaimTime = t.PushPullInterval // a failed member may come back at a new address
 	mc.Delegate, mc.Events, mc.Conflict, mc.Alive, mc.Ping = m, m, m, m, m
 	mc.Logger = log.New(memberlistLog{m.log.With("logger", "memberlist")}, "", 0)
-	if len(cfg.GossipKey) > 0 {
-		mc.SecretKey = slices.Clone(cfg.GossipKey)
+	if len(cfg.Gossip.Key) > 0 {
+		mc.SecretKey = slices.Clone(cfg.Gossip.Key)
 	}
-	if cfg.GossipAdvertiseAddr != "" {
-		host, port, _ := net.SplitHostPort(cfg.GossipAdvertiseAddr)
+	if cfg.Gossip.AdvertiseAddr != "" {
+		host, port, _ := net.SplitHostPort(cfg.Gossip.AdvertiseAddr)
 		mc.AdvertiseAddr = host
 		mc.AdvertisePort, _ = strconv.Atoi(port)
 	}
-	if cfg.GossipListener != nil {
-		mc.Transport = gossipnet.NewStream(cfg.GossipListener, cfg.GossipDialer, t.ProbeTimeout, t.TCPTimeout)
+	if cfg.Gossip.Listener != nil {
+		mc.Transport = gossipnet.NewStream(cfg.Gossip.Listener, cfg.Gossip.Dialer, t.ProbeTimeout, t.TCPTimeout)
 	} else {
-		host, port, _ := net.SplitHostPort(cfg.GossipAddr)
+		host, port, _ := net.SplitHostPort(cfg.Gossip.Addr)
 		if host == "" {
 			host = "0.0.0.0"
 		}
@@ -69,7 +69,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 		nt, err := gossipnet.NewNet(host, p, mc.Logger)
 		if err != nil {
 			m.cancel()
-			return fmt.Errorf("node: gossip: listen on %s: %w", cfg.GossipAddr, err)
+			return fmt.Errorf("node: gossip: listen on %s: %w", cfg.Gossip.Addr, err)
 		}
 		mc.Transport, mc.BindAddr, mc.BindPort = nt, host, nt.GetAutoBindPort()
 	}
@@ -81,7 +81,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 	}
 	m.ml = ml
 	m.addr = ml.LocalNode().Address()
-	for _, s := range cfg.Join {
+	for _, s := range cfg.Gossip.Join {
 		if s != m.addr {
 			m.seeds = append(m.seeds, s)
 		}
@@ -105,7 +105,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 	if err := m.fatalErr(); err != nil {
 		return err
 	}
-	m.log.Info("gossip started", "gossip_addr", m.addr, "seeds", m.seeds, "bootstrap_expect", cfg.BootstrapExpect, "encrypted", len(cfg.GossipKey) > 0)
+	m.log.Info("gossip started", "gossip_addr", m.addr, "seeds", m.seeds, "bootstrap_expect", cfg.BootstrapExpect, "encrypted", len(cfg.Gossip.Key) > 0)
 	return nil
 }
 

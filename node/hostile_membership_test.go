@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log"
-	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -49,14 +48,6 @@ func startFake(t *testing.T, id, raftAddr string, seed string) *memberlist.Membe
 	return ml
 }
 
-// allowUnencryptedGossip sets Config.AllowUnencryptedGossip where it exists
-// (so that this test also runs on the code from before that option).
-func allowUnencryptedGossip(cfg *node.Config) {
-	if f := reflect.ValueOf(cfg).Elem().FieldByName("AllowUnencryptedGossip"); f.IsValid() {
-		f.SetBool(true)
-	}
-}
-
 // Issue 20 #1. With mutual TLS on and gossip unencrypted, strangers on the
 // gossip port claimed membership: two bare memberlist instances with
 // made-up metadata became voters (the configuration was {evil1, evil2, n1,
@@ -76,7 +67,7 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.TLS = tc
-		allowUnencryptedGossip(cfg)
+		cfg.Gossip.AllowUnencrypted = true
 	}})
 	c.WaitLeader(30 * time.Second)
 	seed := c.Nodes[0].GossipAddr()
@@ -90,8 +81,8 @@ func TestHostileGossipStrangersNeverMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.TLS = tc
-		allowUnencryptedGossip(cfg)
-		cfg.Join = []string{seed}
+		cfg.Gossip.AllowUnencrypted = true
+		cfg.Gossip.Join = []string{seed}
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -129,7 +120,7 @@ func TestTLSMemberWithItsCertificateAdded(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.ServerName = "raftlock" // memnet hosts are not in the certificate
-			cfg.TLS, cfg.GossipKey = tc, key
+			cfg.TLS, cfg.Gossip.Key = tc, key
 		}
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { tlsFor(cfg) }})
 		l := c.WaitLeader(20 * time.Second)

@@ -438,7 +438,7 @@ func TestGossipConflictsRefused(t *testing.T) {
 
 		_, err := c.TryAdd(func(cfg *node.Config) {
 			cfg.ID = "n2"
-			cfg.Join = []string{clustertest.GossipAddr(0)}
+			cfg.Gossip.Join = []string{clustertest.GossipAddr(0)}
 		})
 		if !errors.Is(err, node.ErrDuplicateID) {
 			t.Fatalf("start with a duplicate id: %v", err)
@@ -467,7 +467,7 @@ func TestGossipConflictsRefused(t *testing.T) {
 		x, err := c.TryAdd(func(cfg *node.Config) {
 			cfg.ID = "x"
 			cfg.AdvertiseAddr = c.Nodes[1].Addr()
-			cfg.Join = []string{clustertest.GossipAddr(0)}
+			cfg.Gossip.Join = []string{clustertest.GossipAddr(0)}
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -503,13 +503,13 @@ func TestGossipConflictsRefused(t *testing.T) {
 func TestGossipWrongKeyRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		key := bytes.Repeat([]byte{7}, 32)
-		c := gossipCluster(t, 3, func(i int, cfg *node.Config) { cfg.GossipKey = key })
+		c := gossipCluster(t, 3, func(i int, cfg *node.Config) { cfg.Gossip.Key = key })
 		three := voters("n1", "n2", "n3")
 		waitServers(t, c, 10*time.Second, three)
 		for _, bad := range [][]byte{bytes.Repeat([]byte{8}, 32), bytes.Repeat([]byte{7}, 16), nil} {
 			n, err := c.TryAdd(func(cfg *node.Config) {
-				cfg.GossipKey = bad
-				cfg.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(1)}
+				cfg.Gossip.Key = bad
+				cfg.Gossip.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(1)}
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -682,7 +682,7 @@ func TestGossipBootstrapEdgeCases(t *testing.T) {
 func TestGossipConfigValidate(t *testing.T) {
 	base := func() node.Config {
 		c := node.DefaultConfig()
-		c.ID, c.InMemory, c.GossipAddr = "a", true, "127.0.0.1:0"
+		c.ID, c.InMemory, c.Gossip.Addr = "a", true, "127.0.0.1:0"
 		return c
 	}
 	if c := base(); c.Validate() != nil {
@@ -692,19 +692,19 @@ func TestGossipConfigValidate(t *testing.T) {
 		"Bootstrap and BootstrapExpect are exclusive": func(c *node.Config) {
 			c.BootstrapExpect, c.Bootstrap, c.Peers = 3, true, []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}}
 		},
-		"BootstrapExpect 6 > MaxVoters 5":                            func(c *node.Config) { c.BootstrapExpect = 6 },
-		"BootstrapExpect -1 < 0":                                     func(c *node.Config) { c.BootstrapExpect = -1 },
-		"BootstrapExpect needs GossipAddr":                           func(c *node.Config) { c.GossipAddr, c.BootstrapExpect = "", 3 },
-		"Join needs GossipAddr":                                      func(c *node.Config) { c.GossipAddr, c.Join = "", []string{"127.0.0.1:1"} },
-		"GossipKey needs GossipAddr":                                 func(c *node.Config) { c.GossipAddr, c.GossipKey = "", make([]byte, 16) },
-		"GossipKey is 15 bytes; want 16, 24 or 32":                   func(c *node.Config) { c.GossipKey = make([]byte, 15) },
-		"GossipAddr \"localhost:1\": host must be an IP address":     func(c *node.Config) { c.GossipAddr = "localhost:1" },
-		"GossipAdvertiseAddr \"10.0.0.1:0\": bad port":               func(c *node.Config) { c.GossipAdvertiseAddr = "10.0.0.1:0" },
-		"Join[0] \"nohost\" is not host:port":                        func(c *node.Config) { c.Join = []string{"nohost"} },
-		"MaxVoters -1 < 0":                                           func(c *node.Config) { c.MaxVoters = -1 },
-		"ReapTimeout -1s < 0":                                        func(c *node.Config) { c.ReapTimeout = -time.Second },
-		"GossipTiming.ProbeTimeout 1s outside (0, ProbeInterval 1s)": func(c *node.Config) { c.GossipTiming.ProbeTimeout = time.Second },
-		"GossipTiming.SuspicionMult 0 < 1":                           func(c *node.Config) { c.GossipTiming.SuspicionMult = 0 },
+		"BootstrapExpect 6 > MaxVoters 5":                             func(c *node.Config) { c.BootstrapExpect = 6 },
+		"BootstrapExpect -1 < 0":                                      func(c *node.Config) { c.BootstrapExpect = -1 },
+		"BootstrapExpect needs Gossip.Addr":                           func(c *node.Config) { c.Gossip.Addr, c.BootstrapExpect = "", 3 },
+		"Gossip.Join needs Gossip.Addr":                               func(c *node.Config) { c.Gossip.Addr, c.Gossip.Join = "", []string{"127.0.0.1:1"} },
+		"Gossip.Key needs Gossip.Addr":                                func(c *node.Config) { c.Gossip.Addr, c.Gossip.Key = "", make([]byte, 16) },
+		"Gossip.Key is 15 bytes; want 16, 24 or 32":                   func(c *node.Config) { c.Gossip.Key = make([]byte, 15) },
+		"Gossip.Addr \"localhost:1\": host must be an IP address":     func(c *node.Config) { c.Gossip.Addr = "localhost:1" },
+		"Gossip.AdvertiseAddr \"10.0.0.1:0\": bad port":               func(c *node.Config) { c.Gossip.AdvertiseAddr = "10.0.0.1:0" },
+		"Join[0] \"nohost\" is not host:port":                         func(c *node.Config) { c.Gossip.Join = []string{"nohost"} },
+		"MaxVoters -1 < 0":                                            func(c *node.Config) { c.MaxVoters = -1 },
+		"ReapTimeout -1s < 0":                                         func(c *node.Config) { c.ReapTimeout = -time.Second },
+		"Gossip.Timing.ProbeTimeout 1s outside (0, ProbeInterval 1s)": func(c *node.Config) { c.Gossip.Timing.ProbeTimeout = time.Second },
+		"Gossip.Timing.SuspicionMult 0 < 1":                           func(c *node.Config) { c.Gossip.Timing.SuspicionMult = 0 },
 	}
 	for want, mutate := range cases {
 		c := base()
@@ -716,9 +716,9 @@ func TestGossipConfigValidate(t *testing.T) {
 	}
 	// Zero values mean the defaults.
 	c := base()
-	c.MaxVoters, c.ReapTimeout, c.GossipTiming, c.BootstrapExpect = 0, 0, node.GossipTiming{}, 5
+	c.MaxVoters, c.ReapTimeout, c.Gossip.Timing, c.BootstrapExpect = 0, 0, node.GossipTiming{}, 5
 	if err := c.Validate(); err != nil {
-		t.Fatalf("zero MaxVoters, ReapTimeout, GossipTiming: %v", err)
+		t.Fatalf("zero MaxVoters, ReapTimeout, Gossip.Timing: %v", err)
 	}
 }
 
@@ -726,7 +726,7 @@ func TestGossipConfigValidate(t *testing.T) {
 // serves locks from every node, and a decommission (Leave) shrinks it.
 func TestGossipLoopback(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, 16)
-	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.Gossip.Key = key }})
 	c.WaitLeader(30 * time.Second)
 	waitServers(t, c, 30*time.Second, voters("n1", "n2", "n3"))
 	c.WaitReady(30 * time.Second)

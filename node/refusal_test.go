@@ -17,7 +17,7 @@ func TestForeignClusterRefusalVisible(t *testing.T) {
 		c, _ := twoClusters(t)
 		c.Add(func(cfg *node.Config) {
 			cfg.BootstrapExpect = 0
-			cfg.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(3)}
+			cfg.Gossip.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(3)}
 		})
 		c.Eventually(30*time.Second, func() (bool, string) {
 			for _, i := range []int{0, 3} {

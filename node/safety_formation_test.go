@@ -107,15 +107,15 @@ func formationRace(t *testing.T, cut time.Duration) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.GossipListener = deafListener{Listener: ln, on: &deaf, deaf: []string{clustertest.GossipHost(0), clustertest.GossipHost(2)}}
-			cfg.GossipDialer = net.Host(clustertest.GossipHost(1)).Dial
+			cfg.Gossip.Listener = deafListener{Listener: ln, on: &deaf, deaf: []string{clustertest.GossipHost(0), clustertest.GossipHost(2)}}
+			cfg.Gossip.Dialer = net.Host(clustertest.GossipHost(1)).Dial
 		}})
 		time.Sleep(cut)
 		net.Partition(hosts(0, 2), hosts(1, 3, 4))
 		deaf.Store(false)
 		time.Sleep(3 * time.Second) // n2's promise expires; it sees n1 and n3 fail
 		for range 2 {
-			c.Add(func(cfg *node.Config) { cfg.Join = []string{clustertest.GossipAddr(1)} })
+			c.Add(func(cfg *node.Config) { cfg.Gossip.Join = []string{clustertest.GossipAddr(1)} })
 		}
 		time.Sleep(5 * time.Second)
 		grantedA := tryGrant(c.Nodes[0], "x", 3*time.Second)

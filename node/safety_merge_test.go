@@ -28,7 +28,7 @@ func twoClusters(t *testing.T) (*clustertest.Cluster, *memnet.Network) {
 	for i := 3; i < 6; i++ {
 		c.Add(func(cfg *node.Config) {
 			cfg.BootstrapExpect = 3
-			cfg.Join = []string{clustertest.GossipAddr(3 + (i-3+1)%3)}
+			cfg.Gossip.Join = []string{clustertest.GossipAddr(3 + (i-3+1)%3)}
 		})
 	}
 	c.Eventually(30*time.Second, func() (bool, string) {
@@ -69,7 +69,7 @@ func TestSafetyClustersDoNotMerge(t *testing.T) {
 		c, _ := twoClusters(t)
 		bridge := c.Add(func(cfg *node.Config) {
 			cfg.BootstrapExpect = 0
-			cfg.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(3)}
+			cfg.Gossip.Join = []string{clustertest.GossipAddr(0), clustertest.GossipAddr(3)}
 		})
 		deadline := time.Now().Add(40 * time.Second)
 		for time.Now().Before(deadline) {

@@ -41,7 +41,7 @@ func voterCount(n *node.Node) int {
 func TestSafetyUnreachableMemberNeverVoter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		key := bytes.Repeat([]byte{5}, 16)
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.GossipKey = key }})
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Gossip: true, Configure: func(i int, cfg *node.Config) { cfg.Gossip.Key = key }})
 		l := c.WaitLeader(20 * time.Second)
 		c.WaitReady(20 * time.Second)
 		ca, err := devcerts.NewCA("raftlock-test")

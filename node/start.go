@@ -16,9 +16,9 @@ import (
 // Start opens the node's storage, starts its transport and Raft, and returns.
 // It does not wait for a leader: use Ready or WaitReady. With Bootstrap and
 // Peers, a node without Raft state bootstraps a new cluster (every node of
-// it may be given the same Peers). With GossipAddr, Start also starts the
-// gossip layer and makes a first attempt to join through Config.Join
-// (waited for at most 5 GossipTiming.ProbeIntervals and ctx; retried in the
+// it may be given the same Peers). With gossip (Config.Gossip), Start also starts the
+// gossip layer and makes a first attempt to join through Gossip.Join
+// (waited for at most 5 Gossip.Timing.ProbeIntervals and ctx; retried in the
 // background); it fails with ErrDuplicateID if that attempt finds another
 // live member with this node's ID while this node has no Raft state. ctx
 // only bounds Start itself.

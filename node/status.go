@@ -61,7 +61,7 @@ type Status struct {
 	// cluster, conflicts), newest first.
 	Refusals []Refusal
 
-	// With gossip (Config.GossipAddr) only:
+	// With gossip (Config.Gossip) only:
 	GossipAddr string   // this node's advertised gossip address
 	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
 	Members    []Member // gossip members and Raft servers, by ID, as this node sees them

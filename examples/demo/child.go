@@ -38,7 +38,7 @@ type childSpec struct {
 	Gossip      string
 	Join        []string
 	HTTP        string
-	DB          string
+	DB          store
 	Records     string // grant records (JSON lines), appended to
 	TTL         time.Duration
 	Timing      node.Timing
@@ -100,11 +100,11 @@ func runChild(ctx context.Context, spec childSpec) error {
 	reg := prometheus.NewRegistry()
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.DataDir = spec.ID, spec.DataDir
-	cfg.BindAddr, cfg.GossipAddr, cfg.Join = spec.Bind, spec.Gossip, spec.Join
+	cfg.BindAddr, cfg.Gossip.Addr, cfg.Gossip.Join = spec.Bind, spec.Gossip, spec.Join
 	cfg.BootstrapExpect = 3
 	cfg.Timing = spec.Timing
-	cfg.GossipTiming = node.LANGossipTiming()
-	cfg.GossipTiming.RetryJoinInterval = time.Second
+	cfg.Gossip.Timing = node.LANGossipTiming()
+	cfg.Gossip.Timing.RetryJoinInterval = time.Second
 	cfg.ReapTimeout = 10 * time.Minute // the demo restarts its dead replicas itself
 	cfg.Logger, cfg.Registerer = log, reg
 
@@ -125,7 +125,7 @@ func runChild(ctx context.Context, spec childSpec) error {
 		n.Close(closeCtx)
 	}()
 
-	db, err := openDB(spec.DB)
+	db, err := spec.DB.open()
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func runChild(ctx context.Context, spec childSpec) error {
 		return err
 	}
 	c := &child{
-		ctx: ctx, spec: spec, n: n, log: log, db: db, fence: &fence.SQL{DB: db}, rec: rec, metrics: m,
+		ctx: ctx, spec: spec, n: n, log: log, db: db, fence: spec.DB.fence(db), rec: rec, metrics: m,
 		wsess: admin.NewSessionKeeper(n, spec.TTL, 0, lockapi.WithOwner("worker@"+spec.ID), lockapi.WithMetrics(m), lockapi.WithLogger(log)),
 		stale: make(map[string]*staleJob),
 	}
@@ -234,12 +234,12 @@ func (r *records) close() { r.f.Close() }
 func (c *child) publish(ctx context.Context, doc string, tok fsm.Token, content string) error {
 	err := c.fence.Exec(ctx, doc, uint64(tok), func(tx *sql.Tx) error {
 		now := time.Now().UnixNano()
-		if _, err := tx.Exec(`INSERT INTO documents (id, content, token, replica, version) VALUES (?, ?, ?, ?, 1)
-ON CONFLICT (id) DO UPDATE SET content = excluded.content, token = excluded.token, replica = excluded.replica, version = documents.version + 1`,
+		if _, err := tx.Exec(c.spec.DB.q(`INSERT INTO documents (id, content, token, replica, version) VALUES (?, ?, ?, ?, 1)
+ON CONFLICT (id) DO UPDATE SET content = excluded.content, token = excluded.token, replica = excluded.replica, version = documents.version + 1`),
 			doc, content, int64(tok), c.spec.ID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO publications (doc, token, replica, at_ns) VALUES (?, ?, ?, ?)`, doc, int64(tok), c.spec.ID, now)
+		_, err := tx.Exec(c.spec.DB.q(`INSERT INTO publications (doc, token, replica, at_ns) VALUES (?, ?, ?, ?)`), doc, int64(tok), c.spec.ID, now)
 		return err
 	})
 	switch {
@@ -249,7 +249,7 @@ ON CONFLICT (id) DO UPDATE SET content = excluded.content, token = excluded.toke
 		c.stats.add(&c.stats.rejected)
 		c.metrics.FenceRejected()
 		highest, _ := c.fence.Highest(context.Background(), doc)
-		if _, e := c.db.Exec(`INSERT INTO rejections (doc, token, highest, replica, at_ns) VALUES (?, ?, ?, ?, ?)`,
+		if _, e := c.db.Exec(c.spec.DB.q(`INSERT INTO rejections (doc, token, highest, replica, at_ns) VALUES (?, ?, ?, ?, ?)`),
 			doc, int64(tok), int64(highest), c.spec.ID, time.Now().UnixNano()); e != nil {
 			c.log.Warn("recording a rejection", "err", e)
 		}

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -77,12 +78,46 @@ func (s *syncBuffer) String() string {
 // TestDemo runs the whole demo (short mode: every step, shorter phases) and
 // checks what it found, from its results file and its output.
 func TestDemo(t *testing.T) {
+	runDemo(t, "")
+}
+
+// TestDemoOnPostgres: the same story with -postgres, the shared database a
+// schema of the run's own in PostgreSQL (RAFTLOCK_TEST_POSTGRES; .ci/run
+// starts a server through lockapi/fence/fencetest/servers.sh), dropped at
+// the end.
+func TestDemoOnPostgres(t *testing.T) {
+	pg := os.Getenv("RAFTLOCK_TEST_POSTGRES")
+	if pg == "" {
+		msg := "RAFTLOCK_TEST_POSTGRES is not set: run `bash lockapi/fence/fencetest/servers.sh go test -run TestDemoOnPostgres ./examples/demo/` from the repository root"
+		if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	out := runDemo(t, pg)
+	if !strings.Contains(out, "shared database: PostgreSQL, schema raftlock_demo_") {
+		t.Errorf("the demo did not say it used PostgreSQL")
+	}
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var left int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name LIKE 'raftlock_demo_%'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("schemas of the demo left in PostgreSQL: %d (%v)", left, err)
+	}
+}
+
+// runDemo runs the whole demo (short mode) on SQLite or, with postgres, on
+// PostgreSQL, checks what it found, and returns its output.
+func runDemo(t *testing.T, postgres string) string {
 	var out syncBuffer
 	var ps pids
 	root := t.TempDir()
 	jsonPath := filepath.Join(root, "results.json")
 	start := time.Now()
-	err := run(context.Background(), options{short: true, jsonPath: jsonPath, timeout: 150 * time.Second, out: &out, tmpRoot: root, started: ps.add})
+	err := run(context.Background(), options{short: true, jsonPath: jsonPath, timeout: 150 * time.Second, out: &out, tmpRoot: root, started: ps.add, postgres: postgres})
 	t.Logf("demo output (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
 	ps.checkGone(t)
 	if left, _ := filepath.Glob(filepath.Join(root, "raftlock-demo-*")); len(left) > 0 {
@@ -160,6 +195,7 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(out.String(), "\x1b[") {
 		t.Error("colour codes in output that is not a terminal")
 	}
+	return out.String()
 }
 
 // TestDemoDeadline: when the overall deadline passes mid-story, the demo

@@ -9,7 +9,8 @@
 // temporary directory, removed afterwards). They find each other through
 // gossip and form a Raft cluster. Each replica embeds a raftlock node and runs
 // document workers that lock a document, render it and publish it into one
-// shared SQLite database through the SQL fence, plus a singleton job. Then:
+// shared SQLite database (with -postgres: a schema of its own in a
+// PostgreSQL database) through the SQL fence, plus a singleton job. Then:
 //
 //  1. the workers publish; the singleton runs on exactly one replica;
 //  2. a replica holding a document lock is frozen (SIGSTOP) past its lease;
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&opt.jsonPath, "json", "", "write the results as JSON to this file")
 	flag.BoolVar(&opt.keep, "keep", false, "keep the data directory (replica logs, database)")
 	flag.DurationVar(&opt.timeout, "timeout", 90*time.Second, "overall deadline")
+	flag.StringVar(&opt.postgres, "postgres", "", "write into this PostgreSQL database (postgres://user@host:port/db?sslmode=disable) instead of a SQLite file: the run makes a schema of its own there and drops it at the end")
 	flag.Parse()
 	opt.out = os.Stdout
 

@@ -28,6 +28,7 @@ type options struct {
 	exe      string        // the program to re-execute as a replica; default: this one
 	tmpRoot  string        // where the data directory is made; default: os.TempDir()
 	started  func(pid int) // tests: called with every replica process started
+	postgres string        // a PostgreSQL URL: the shared database is a schema there, not a SQLite file
 }
 
 // demo is the parent process: it starts the replicas and tells the story.
@@ -45,6 +46,7 @@ type demo struct {
 	hold    time.Duration // how long the cluster stays without a quorum after the lease ended
 	grants  []grantRecord // the parent's own grants (probes through the HTTP API)
 	hc      *http.Client
+	store   store // the shared database
 }
 
 const (
@@ -74,7 +76,7 @@ func run(ctx context.Context, opt options) (err error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
 	d := &demo{
-		opt: opt, dir: dir, clients: map[string]*client{}, hc: hc,
+		opt: opt, dir: dir, clients: map[string]*client{}, hc: hc, store: store{Path: filepath.Join(dir, "demo.db")},
 		n:      &narrator{w: opt.out, start: time.Now(), color: isTerminal(opt.out)},
 		res:    &results{Short: opt.short},
 		ttl:    3 * time.Second,
@@ -87,8 +89,16 @@ func run(ctx context.Context, opt options) (err error) {
 	defer func() {
 		if opt.keep {
 			fmt.Fprintf(opt.out, "\ndata, database and replica logs kept in %s\n", dir)
-		} else {
-			os.RemoveAll(dir)
+			if d.store.postgres() {
+				fmt.Fprintf(opt.out, "PostgreSQL schema %s kept\n", d.store.Schema)
+			}
+			return
+		}
+		os.RemoveAll(dir)
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.store.drop(dctx); err != nil {
+			fmt.Fprintf(opt.out, "dropping PostgreSQL schema %s: %v\n", d.store.Schema, err)
 		}
 	}()
 	defer d.stopAll() // runs first: no replica outlives the demo, even on panic
@@ -310,8 +320,15 @@ func (d *demo) setup(ctx context.Context) error {
 	n := d.n
 	fmt.Fprintln(d.opt.out, n.paint(ansiBold, "raftlock demo — three replicas, per-document locks, fencing, failover, quorum loss"))
 	n.note("data under %s (removed at the end)", d.dir)
-	dbPath := filepath.Join(d.dir, "demo.db")
-	if err := createDB(ctx, dbPath); err != nil {
+	if d.opt.postgres != "" {
+		st, err := newPostgresStore(ctx, d.opt.postgres)
+		if err != nil {
+			return err
+		}
+		d.store = st
+		n.note("shared database: PostgreSQL, schema %s (dropped at the end)", st.Schema)
+	}
+	if err := d.store.create(ctx); err != nil {
 		return err
 	}
 	var start time.Time
@@ -319,7 +336,7 @@ func (d *demo) setup(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		var err error
 		start = time.Now()
-		if st, err = d.startCluster(ctx, dbPath); err == nil {
+		if st, err = d.startCluster(ctx); err == nil {
 			break
 		}
 		// Another program may take a port between the choice and the bind.
@@ -342,7 +359,7 @@ func (d *demo) setup(ctx context.Context) error {
 
 // startCluster starts the three replica processes on free ports and waits
 // until they have formed a cluster.
-func (d *demo) startCluster(ctx context.Context, dbPath string) (admin.StatusJSON, error) {
+func (d *demo) startCluster(ctx context.Context) (admin.StatusJSON, error) {
 	n := d.n
 	addrs, err := ports.Free(9)
 	if err != nil {
@@ -352,7 +369,7 @@ func (d *demo) startCluster(ctx context.Context, dbPath string) (admin.StatusJSO
 		id := fmt.Sprintf("r%d", i+1)
 		spec := childSpec{
 			ID: id, DataDir: filepath.Join(d.dir, id), Bind: addrs[3*i], Gossip: addrs[3*i+1], HTTP: addrs[3*i+2],
-			DB: dbPath, Records: filepath.Join(d.dir, id+"-grants.jsonl"),
+			DB: d.store, Records: filepath.Join(d.dir, id+"-grants.jsonl"),
 			TTL: d.ttl, Timing: d.timing, Docs: 8, Workers: 2,
 		}
 		for j := range 3 {
@@ -414,7 +431,11 @@ func (d *demo) step1(ctx context.Context) error {
 			return err
 		}
 	}
-	n.say("every replica runs 2 workers: lock doc:N → render → publish into SQLite through the fence → unlock")
+	db := "SQLite"
+	if d.store.postgres() {
+		db = "PostgreSQL"
+	}
+	n.say("every replica runs 2 workers: lock doc:N → render → publish into %s through the fence → unlock", db)
 	n.say("singleton %q campaigns on every replica; it runs on %s (token %d), the others wait in its queue", singletonLock, leader.ID, tok)
 	if !sleepCtx(ctx, d.work) {
 		return ctx.Err()
@@ -453,8 +474,9 @@ func (d *demo) step2(ctx context.Context) error {
 		}
 	}
 	fc, tc := d.clients[frozen], d.clients[taker]
-	// SQLite has no server to time out the transaction of a frozen process:
-	// the frozen replica's other workers finish their documents first.
+	// Neither SQLite nor PostgreSQL times out the open transaction of a
+	// frozen process (it would hold the fence row's lock): the frozen
+	// replica's other workers finish their documents first.
 	if err := fc.workers(ctx, false); err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func (d *demo) collect(ctx context.Context) error {
 		fh.Close()
 	}
 	r.grants = append(r.grants, d.grants...)
-	db, err := openDB(filepath.Join(d.dir, "demo.db"))
+	db, err := d.store.open()
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (c dbCounts) byReplica() string {
 
 func (d *demo) dbCounts(ctx context.Context) (dbCounts, error) {
 	c := dbCounts{perReplica: map[string]int{}}
-	db, err := openDB(filepath.Join(d.dir, "demo.db"))
+	db, err := d.store.open()
 	if err != nil {
 		return c, err
 	}
@@ -432,12 +432,12 @@ func (d *demo) dbCounts(ctx context.Context) (dbCounts, error) {
 
 // document returns a document's published content.
 func (d *demo) document(ctx context.Context, id string) (string, error) {
-	db, err := openDB(filepath.Join(d.dir, "demo.db"))
+	db, err := d.store.open()
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
 	var content string
-	err = db.QueryRowContext(ctx, `SELECT content FROM documents WHERE id = ?`, id).Scan(&content)
+	err = db.QueryRowContext(ctx, d.store.q(`SELECT content FROM documents WHERE id = ?`), id).Scan(&content)
 	return content, err
 }

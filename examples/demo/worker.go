@@ -169,7 +169,7 @@ func (c *child) singletonJob(ctx context.Context, l *lockapi.Lease) error {
 		case <-t.C:
 		}
 		err := c.fence.Exec(ctx, l.Name(), uint64(l.Token()), func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO singleton_runs (token, replica, at_ns) VALUES (?, ?, ?)`, int64(l.Token()), c.spec.ID, time.Now().UnixNano())
+			_, err := tx.Exec(c.spec.DB.q(`INSERT INTO singleton_runs (token, replica, at_ns) VALUES (?, ?, ?)`), int64(l.Token()), c.spec.ID, time.Now().UnixNano())
 			return err
 		})
 		if errors.Is(err, fence.ErrStaleToken) {

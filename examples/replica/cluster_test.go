@@ -450,9 +450,13 @@ func TestReplicaCluster(t *testing.T) {
 		t.Errorf("status page: HTTP %d\n%s", code, body)
 	}
 
-	// A lease on r3; then r2 and r3 are paused past the TTL: r1 has no
-	// quorum (503), r3's lease is lost. Once resumed, releasing it says
-	// not_holder and the cluster recovers.
+	// A lease on r3; then r2 and r3 are paused: r1 has no quorum (503) and
+	// cannot renew its own session. r2 resumes first: r1 and r2 have a
+	// quorum while r3 is still paused, so r3's session expires and its
+	// lease is lost. (Resuming both at once would race r3's keepalive with
+	// the leader's expiry: a session renewed in time is rightly kept.) Once
+	// r3 resumes, releasing the lost lease says not_holder and the cluster
+	// recovers.
 	var a3 admin.AcquireResponse
 	if code := r3.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 5000}, &a3); code != 200 {
 		t.Fatalf("acquire on r3: HTTP %d", code)
@@ -468,6 +472,10 @@ func TestReplicaCluster(t *testing.T) {
 		return err == nil && st.Session.State == "lost"
 	})
 	procs[1].signal(syscall.SIGCONT)
+	waitUntil(t, 30*time.Second, "r3's session to expire while r3 is paused", func() bool {
+		var l admin.LockJSON
+		return r1.do("GET", "/v1/locks/y?sync=1", nil, &l) == 200 && !l.Held
+	})
 	procs[2].signal(syscall.SIGCONT)
 	if code := r3.do("GET", "/v1/lease/wait?handle="+a3.Handle+"&timeout_ms=10000", nil, &lease); code != 200 || lease.Valid || lease.Error == "" {
 		t.Errorf("lease after the pause: HTTP %d %+v", code, lease)

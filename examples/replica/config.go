@@ -233,23 +233,23 @@ func (c config) nodeConfig() (node.Config, error) {
 	nc.ID, nc.DataDir = c.ID, c.DataDir
 	nc.BindAddr, nc.AdvertiseAddr = c.Bind, c.Advertise
 	nc.AllowPlaintext = c.AllowPlaintext
-	nc.GossipAddr, nc.GossipAdvertiseAddr = c.Gossip, c.GossipAdvertise
+	nc.Gossip.Addr, nc.Gossip.AdvertiseAddr = c.Gossip, c.GossipAdvertise
 	for _, s := range strings.Split(c.Join, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			nc.Join = append(nc.Join, s)
+			nc.Gossip.Join = append(nc.Gossip.Join, s)
 		}
 	}
 	nc.BootstrapExpect = c.BootstrapExpect
 	nc.MaxVoters, nc.ReapTimeout = c.MaxVoters, c.ReapTimeout
-	nc.Recover, nc.AllowUnencryptedGossip = c.Recover, c.UnencryptedOK
+	nc.Recover, nc.Gossip.AllowUnencrypted = c.Recover, c.UnencryptedOK
 	if c.Timing == "test" {
-		nc.Timing, nc.GossipTiming = node.TestTiming(), node.TestGossipTiming()
+		nc.Timing, nc.Gossip.Timing = node.TestTiming(), node.TestGossipTiming()
 	}
 	var err error
-	if nc.GossipAddr, err = resolveHost(nc.GossipAddr); err != nil {
+	if nc.Gossip.Addr, err = resolveHost(nc.Gossip.Addr); err != nil {
 		return nc, fmt.Errorf("-gossip: %w", err)
 	}
-	if nc.GossipAdvertiseAddr, err = resolveHost(nc.GossipAdvertiseAddr); err != nil {
+	if nc.Gossip.AdvertiseAddr, err = resolveHost(nc.Gossip.AdvertiseAddr); err != nil {
 		return nc, fmt.Errorf("-gossip-advertise: %w", err)
 	}
 	if c.GossipKey != "" {
@@ -257,7 +257,7 @@ func (c config) nodeConfig() (node.Config, error) {
 		if err != nil {
 			return nc, fmt.Errorf("gossip key: not base64: %w", err)
 		}
-		nc.GossipKey = key
+		nc.Gossip.Key = key
 	}
 	if c.TLSCA != "" {
 		t, err := loadTLS(c.TLSCA, c.TLSCert, c.TLSKey, c.TLSServerName)

@@ -39,8 +39,8 @@ func TestConfigEnvAndFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nc.Join) != 2 || nc.Join[1] != "127.0.0.1:9201" || len(nc.GossipKey) != 32 || nc.BootstrapExpect != 5 ||
-		nc.AdvertiseAddr != "10.0.0.1:9000" || nc.GossipAdvertiseAddr != "10.0.0.1:9001" || nc.Timing != node.TestTiming() {
+	if len(nc.Gossip.Join) != 2 || nc.Gossip.Join[1] != "127.0.0.1:9201" || len(nc.Gossip.Key) != 32 || nc.BootstrapExpect != 5 ||
+		nc.AdvertiseAddr != "10.0.0.1:9000" || nc.Gossip.AdvertiseAddr != "10.0.0.1:9001" || nc.Timing != node.TestTiming() {
 		t.Errorf("node config: %+v", nc)
 	}
 	if nc.AllowPlaintext {

@@ -298,3 +298,30 @@ func TestCheckStaleValidity(t *testing.T) {
 		t.Fatalf("known issue: violations %+v, known %+v, porcupine %s", r.Violations, r.Known, r.Porcupine)
 	}
 }
+
+// A RaiseTokens makes the counter jump to a clock value (about 1.8e15 µs):
+// the completeness check follows the jumps (a walk of the log, not of the
+// token range — enumerating 1..LogTokens hung the package for its whole
+// 10-minute timeout once tokens were raised) and still finds a grant
+// missing after a jump, and a counter beyond the last grant.
+func TestCheckLogCompleteAcrossRaisedTokens(t *testing.T) {
+	const floor = 1_796_123_551_675_302
+	raised := func(next uint64) *hb {
+		b := newHB()
+		b.ev(LogEvent{Index: 1, Kind: EvGranted, Lock: "a", Token: 1, At: 10})
+		b.ev(LogEvent{Index: 2, Kind: EvReleased, Lock: "a", Token: 1, Reason: "owner", At: 20})
+		b.ev(LogEvent{Index: 3, Kind: EvRaised, Token: floor, At: 30})
+		b.ev(LogEvent{Index: 4, Kind: EvGranted, Lock: "a", Token: next, At: 40})
+		b.ev(LogEvent{Index: 5, Kind: EvReleased, Lock: "a", Token: next, Reason: "owner", At: 50})
+		return b
+	}
+	for _, v := range checked(t, raised(floor+1)).Violations {
+		if v.Check == CheckLogComplete {
+			t.Fatalf("a complete log across a raise reported incomplete: %+v", v)
+		}
+	}
+	requireViolation(t, checked(t, raised(floor+2)), CheckLogComplete) // grant floor+1 missing
+	b := raised(floor + 1)
+	b.h.LogTokens = floor + 3 // two grants counted, never in the log
+	requireViolation(t, checked(t, b), CheckLogComplete)
+}

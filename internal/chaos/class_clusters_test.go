@@ -50,7 +50,7 @@ func meet(x, y *sim, bridge bool) {
 	i := x.rng.IntN(x.c.Size())
 	var seeds []string
 	if bridge {
-		seeds = append(seeds, x.c.Config(i).Join...)
+		seeds = append(seeds, x.c.Config(i).Gossip.Join...)
 	}
 	for j := range y.c.Size() {
 		seeds = append(seeds, y.c.GossipAddr(j))
@@ -62,7 +62,7 @@ func meet(x, y *sim, bridge bool) {
 	done := x.fault(kind, x.c.ID(i)+" joins "+y.ids([]int{0, 1, 2}))
 	defer done()
 	x.stopNode(i, x.stopMode())
-	x.c.Reconfigure(i, func(c *node.Config) { c.Join = seeds })
+	x.c.Reconfigure(i, func(c *node.Config) { c.Gossip.Join = seeds })
 	x.launch(i)
 	time.Sleep(2*x.cfg.TTL + time.Duration(x.rng.Int64N(int64(2*x.cfg.TTL))))
 }

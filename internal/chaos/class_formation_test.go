@@ -33,7 +33,7 @@ func init() {
 				o.Deferred = append(o.Deferred, i)
 				seeds = append(seeds, gossipAddrOf(o, i))
 			}
-			o.Configure = func(i int, c *node.Config) { c.Join = seeds }
+			o.Configure = func(i int, c *node.Config) { c.Gossip.Join = seeds }
 		},
 		start:   formationStart,
 		nemesis: formationNemesis,

@@ -46,7 +46,7 @@ func init() {
 			o.Configure = func(i int, c *node.Config) {
 				c.ReapTimeout = 5 * time.Second
 				if i >= s.cfg.Nodes {
-					c.Join = seeds
+					c.Gossip.Join = seeds
 				}
 			}
 		},
@@ -119,7 +119,7 @@ func (s *sim) launchSpare(i int) {
 		seeds = append(seeds, s.c.GossipAddr(j))
 	}
 	if len(seeds) > 0 {
-		s.c.Reconfigure(i, func(c *node.Config) { c.Join = seeds })
+		s.c.Reconfigure(i, func(c *node.Config) { c.Gossip.Join = seeds })
 	}
 	s.launch(i)
 }

@@ -134,6 +134,7 @@ const (
 	EvOpened   = "session-opened"
 	EvQueued   = "queued"
 	EvDequeued = "dequeued"
+	EvRaised   = "tokens-raised" // RaiseTokens raised the counter to Token
 )
 
 // LogEvent is one event the replicated state machine emitted.
@@ -192,7 +193,8 @@ type History struct {
 	// Log is the committed log's events (merged over replicas, deduplicated).
 	Log []LogEvent `json:"log"`
 	// LogTokens is the state machine's grant counter at the end: the log
-	// must hold exactly the grants 1..LogTokens.
+	// must hold exactly the grants 1..LogTokens, but for the tokens a
+	// RaiseTokens skipped (EvRaised: the counter jumps to its Token).
 	LogTokens uint64 `json:"log_tokens"`
 	// Digests: every replica's state hash at one common applied index.
 	Digests []Digest `json:"digests"`

@@ -156,7 +156,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		if opts.Gossip {
 			cfg.BootstrapExpect = opts.BootstrapExpect
 			if opts.Net != nil && opts.Nodes > 1 {
-				cfg.Join = []string{c.GossipAddr((i + 1) % opts.Nodes)}
+				cfg.Gossip.Join = []string{c.GossipAddr((i + 1) % opts.Nodes)}
 			}
 		} else {
 			cfg.Bootstrap, cfg.Peers = true, peers
@@ -195,10 +195,10 @@ func (c *Cluster) baseConfig(i int, addr string) node.Config {
 	}
 	if c.opts.Gossip {
 		if c.opts.Net != nil {
-			cfg.GossipTiming = node.TestGossipTiming()
+			cfg.Gossip.Timing = node.TestGossipTiming()
 		} else {
-			cfg.GossipAddr = "127.0.0.1:0"
-			cfg.GossipTiming = LoopbackGossipTiming()
+			cfg.Gossip.Addr = "127.0.0.1:0"
+			cfg.Gossip.Timing = LoopbackGossipTiming()
 		}
 	}
 	return cfg
@@ -220,9 +220,9 @@ func (c *Cluster) Add(configure func(c *node.Config)) int {
 		for j, n := range c.Nodes {
 			if n != nil {
 				if c.opts.Net != nil {
-					cfg.Join = []string{c.GossipAddr(j)}
+					cfg.Gossip.Join = []string{c.GossipAddr(j)}
 				} else {
-					cfg.Join = []string{n.GossipAddr()}
+					cfg.Gossip.Join = []string{n.GossipAddr()}
 				}
 				break
 			}
@@ -275,17 +275,17 @@ func (c *Cluster) tryStart(i int, ln net.Listener) (*node.Node, error) {
 	cfg := c.cfgs[i]
 	cfg.Listener = ln
 	var gln net.Listener
-	if c.opts.Gossip && c.opts.Net != nil && cfg.GossipAddr == "" && cfg.GossipListener == nil {
+	if c.opts.Gossip && c.opts.Net != nil && cfg.Gossip.Addr == "" && cfg.Gossip.Listener == nil {
 		var err error
 		if gln, err = c.opts.Net.Host(c.GossipHost(i)).Listen(c.GossipAddr(i)); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("gossip listen: %w", err)
 		}
-		cfg.GossipListener, cfg.GossipDialer = gln, c.opts.Net.Host(c.GossipHost(i)).Dial
+		cfg.Gossip.Listener, cfg.Gossip.Dialer = gln, c.opts.Net.Host(c.GossipHost(i)).Dial
 	}
-	if c.opts.Gossip && c.opts.Net == nil && i > 0 && len(cfg.Join) == 0 && c.Nodes[0] != nil {
-		cfg.Join = []string{c.Nodes[0].GossipAddr()}
-		c.cfgs[i].Join = cfg.Join
+	if c.opts.Gossip && c.opts.Net == nil && i > 0 && len(cfg.Gossip.Join) == 0 && c.Nodes[0] != nil {
+		cfg.Gossip.Join = []string{c.Nodes[0].GossipAddr()}
+		c.cfgs[i].Gossip.Join = cfg.Gossip.Join
 	}
 	n, err := node.Start(context.Background(), cfg)
 	if err != nil {
@@ -296,7 +296,7 @@ func (c *Cluster) tryStart(i int, ln net.Listener) (*node.Node, error) {
 		return nil, err
 	}
 	if c.opts.Gossip && c.opts.Net == nil {
-		c.cfgs[i].GossipAddr = n.GossipAddr() // a restart binds the same port
+		c.cfgs[i].Gossip.Addr = n.GossipAddr() // a restart binds the same port
 	}
 	if c.opts.Started != nil {
 		c.opts.Started(i, n)

@@ -171,7 +171,7 @@ func (c *Cluster) Close() {
 		// function has returned, so let them end now.
 		var wait time.Duration
 		for _, cfg := range c.cfgs {
-			wait = max(wait, 2*cfg.GossipTiming.TCPTimeout)
+			wait = max(wait, 2*cfg.Gossip.Timing.TCPTimeout)
 		}
 		time.Sleep(wait)
 	}

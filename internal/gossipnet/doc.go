@@ -11,7 +11,7 @@
 // # Stream
 //
 // [Stream] carries gossip over any net.Listener and dialer — node's
-// Config.GossipListener and GossipDialer, which tests point at an in-memory
+// Config.Gossip.Listener and Gossip.Dialer, which tests point at an in-memory
 // network (internal/memnet) so that gossip runs inside testing/synctest.
 // Streams are connections; so is every packet: a one-shot connection, sent
 // in the background and dropped on failure, like a datagram.

@@ -16,7 +16,8 @@ var raceFlag string
 // MariaDB, Redis and Azurite (Azure Blob Storage's emulator) servers, and
 // the fencedsql example on PostgreSQL. They
 // live in nested modules (lockapi/fence/fencetest, examples/fencedsql), so
-// that their database clients stay out of raftlock's go.mod; this test runs
+// that their MySQL and Redis clients stay out of raftlock's go.mod (pgx is
+// there for the demo's -postgres); this test runs
 // them with `go test` when the servers' addresses are set, as servers.sh
 // does, and fails if any of their tests failed or skipped.
 func TestStoreFencesOnServers(t *testing.T) {
