@@ -130,6 +130,11 @@ func compileMarkdown(t *testing.T, path string) string {
 	os.Mkdir(frag, 0o755)
 	os.WriteFile(filepath.Join(frag, "preamble.go"), []byte(preamble), 0o644)
 	pkgs := []string{"./" + frag}
+	type fragment struct {
+		line int
+		code string
+	}
+	var frags []fragment
 	for i, code := range codes {
 		if strings.HasPrefix(strings.TrimSpace(code), "package ") {
 			d := filepath.Join(dir, fmt.Sprintf("file%d", i))
@@ -138,8 +143,15 @@ func compileMarkdown(t *testing.T, path string) string {
 			pkgs = append(pkgs, "./"+d)
 			continue
 		}
-		name := fmt.Sprintf("line%d.go", lines[i])
-		os.WriteFile(filepath.Join(frag, name), []byte(fragmentFile(code, i)), 0o644)
+		if !importBlock.MatchString(code) && len(frags) > 0 {
+			frags[len(frags)-1].code += "\n" + code // a continuation of the fragment above
+			continue
+		}
+		frags = append(frags, fragment{lines[i], code})
+	}
+	for i, f := range frags {
+		name := fmt.Sprintf("line%d.go", f.line)
+		os.WriteFile(filepath.Join(frag, name), []byte(fragmentFile(f.code, i)), 0o644)
 	}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
