@@ -99,7 +99,7 @@ type Replica struct {
 	HTTP string // host:port of its admin API
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *syncBuffer
+	log  *Buffer
 }
 
 // Signal sends sig to the process unless it has exited.
@@ -142,18 +142,22 @@ func (r *Replica) Exited() bool {
 // Log returns what the process wrote so far.
 func (r *Replica) Log() string { return r.log.String() }
 
-type syncBuffer struct {
+// Buffer is a bytes.Buffer safe for concurrent writers and readers (a
+// process's output read while it runs).
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written so far.
+func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -190,7 +194,7 @@ func StartHost(t testing.TB, host string, n int, extra ...string) []*Replica {
 	var reps []*Replica
 	for i := range n {
 		id := fmt.Sprintf("r%d", i+1)
-		r := &Replica{ID: id, HTTP: addrs[3*i+2], done: make(chan struct{}), log: &syncBuffer{}}
+		r := &Replica{ID: id, HTTP: addrs[3*i+2], done: make(chan struct{}), log: &Buffer{}}
 		args := append([]string{"-id", id, "-data-dir", filepath.Join(t.TempDir(), id), "-bind", addrs[3*i], "-gossip", gossip[i],
 			"-join", strings.Join(gossip, ","), "-bootstrap-expect", fmt.Sprint(n), "-http", r.HTTP, "-timing", "test"}, extra...)
 		if net.ParseIP(host) == nil {
