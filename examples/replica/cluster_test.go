@@ -440,7 +440,7 @@ func TestReplicaCluster(t *testing.T) {
 
 	// Metrics and the status page.
 	code, body := r2.get("/metrics")
-	for _, m := range []string{"raftlock_node_grants_total", "raftlock_client_acquire_duration_seconds", "raftlock_client_waiters", "go_goroutines"} {
+	for _, m := range []string{"raftlock_node_grants_total", "raftlock_client_acquire_duration_seconds", "raftlock_client_waiters", "go_goroutines", "raftlock_raft_"} {
 		if code != 200 || !strings.Contains(body, m) {
 			t.Errorf("/metrics (HTTP %d) lacks %s", code, m)
 		}
