@@ -16,6 +16,20 @@ import (
 	"github.com/raftlock/raftlock/admin"
 )
 
+// raftlock lock: the lease is a client-kept lease of the admin API (its own
+// session, TTL -ttl), renewed by long polls of GET /v1/lease/wait a few
+// times per TTL. Each answer says how long the lease stays valid at least;
+// counted from when the poll was sent, that never overestimates it. The
+// supervisor (plan, watchdog.go) SIGTERMs the command -grace before that
+// deadline and SIGKILLs it at the deadline, so a command whose replica is
+// paused or unreachable is stopped before the cluster can expire the
+// session and grant the lock to anyone else. A lease the replica reports
+// ended (a revocation) is acted on at once — the lock may then already be
+// someone else's: that is what a revocation does. Limits: if raftlock
+// itself is paused, nothing signals the command (the server releases a
+// lease nobody renews within the TTL); the fencing token in
+// RAFTLOCK_LOCK_TOKEN is what protects the resource then.
+
 // Environment variables the command run under a lock gets.
 const (
 	envLockName  = "RAFTLOCK_LOCK_NAME"
