@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -34,6 +35,11 @@ func (n *Node) raiseTokens(ctx context.Context) bool {
 		if out.err == nil && out.res.Status == fsm.StatusOK {
 			n.log.Debug("token counter raised to the leader's time", "token", uint64(out.res.Token), "index", out.index)
 			return true
+		}
+		if errors.Is(out.err, errNotLeader) {
+			// Leadership moved on: the next leader raises it at its takeover.
+			n.log.Debug("token counter not raised: no longer the leader")
+			return false
 		}
 		n.log.Warn("raising the token counter failed; will retry", "err", out.err, "status", out.res.Status)
 		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {

@@ -30,6 +30,11 @@ const (
 	CheckReplicasAgree  = "replicas-agree"       // same state hash at the same applied index
 	CheckStaleValidity  = "stale-validity"       // a replica called a lease valid after the log had ended it
 
+	// CheckPorcupineUndecided: porcupine gave no verdict within its budget
+	// (Unknown). Not a pass, and not a proven violation either: reported
+	// under its own name so that a run's figures tell the two apart.
+	CheckPorcupineUndecided = "linearizable-undecided"
+
 	CheckLogMatching      = "log-matching"      // one entry per (index, term) across every log read
 	CheckElectionSafety   = "election-safety"   // at most one leader per term
 	CheckClusterIdentity  = "cluster-identity"  // one bootstrapped configuration, only this cluster's members, one cluster id
@@ -98,6 +103,8 @@ type Report struct {
 	info  porcupine.LinearizationInfo
 	model porcupine.Model
 	ops   []porcupine.Operation
+	// timeout bounds each diagnostic re-check of ops.
+	timeout time.Duration
 }
 
 // OK reports whether the history passed every check (porcupine Ok

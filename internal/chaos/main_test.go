@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"go.uber.org/goleak"
 )
 
@@ -72,6 +73,13 @@ func useShm(t *testing.T) {
 	}
 }
 
+// checkOptions are the checks' options of a run or a replay:
+// RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT bounds the linearizability check (default
+// 60s), RAFTLOCK_CHAOS_KNOWN lists known checks.
+func checkOptions() CheckOptions {
+	return CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second), Known: knownChecks()}
+}
+
 // runChecked runs one seed of a class and checks its histories; it reports
 // the failures on t and returns the results.
 func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule string) {
@@ -84,7 +92,7 @@ func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule st
 	}
 	ok = true
 	for _, h := range hs {
-		r := Check(h, CheckOptions{PorcupineTimeout: envDuration("RAFTLOCK_CHAOS_PORCUPINE_TIMEOUT", 60*time.Second), Known: knownChecks()})
+		r := Check(h, checkOptions())
 		var artifacts []string
 		if !r.OK() {
 			ok = false
@@ -186,15 +194,18 @@ func TestReplayHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Check(h, CheckOptions{})
+	r := Check(h, checkOptions())
+	t.Logf("porcupine %s in %d ms (%d operations)", r.Porcupine, r.PorcupineMillis, r.PorcupineOps)
 	for _, v := range r.Violations {
 		t.Errorf("%s [%s] %s", v.Check, v.Lock, v.Detail)
 	}
 	for _, u := range r.Unplaceable(h) {
 		t.Log(u)
 	}
-	for _, l := range r.IllegalLocks() {
-		t.Logf("lock %s: %s", l, r.FirstIllegalPrefix(l, h.Start, 25))
+	if r.Porcupine == porcupine.Illegal { // the diagnosis re-runs porcupine per lock
+		for _, l := range r.IllegalLocks() {
+			t.Logf("lock %s: %s", l, r.FirstIllegalPrefix(l, h.Start, 25))
+		}
 	}
 	t.Logf("class %s seed %d; rerun it with: RAFTLOCK_CHAOS_CLASSES=%s RAFTLOCK_CHAOS_SEED=%d RAFTLOCK_CHAOS_SEEDS=1 go test ./internal/chaos -run 'TestInProcessChaos$' -v", h.Class, h.Seed, h.Class, h.Seed)
 }

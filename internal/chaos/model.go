@@ -11,7 +11,8 @@ import (
 
 // The porcupine model: one lock (the history is partitioned per lock) whose
 // holder is a grant, identified by its fencing token. A grant needs the lock
-// free and a token above every earlier one; a release (by its owner, by the
+// free and a token above every earlier one (and, to keep the search small,
+// comes right after the next lower token of the history: chainGrants); a release (by its owner, by the
 // library's clean-up, by session close or by lease expiry) needs that grant to
 // hold; a try-acquire answered "locked" needs some holder; an owner's release
 // answered "not holder" needs that grant not to hold.
@@ -52,6 +53,9 @@ type lockInput struct {
 	Kind  lockOpKind
 	Token uint64
 	Desc  string
+	// Prev (grants): the next lower token granted on this lock in the
+	// history; the grant steps only right after it (see chainGrants).
+	Prev uint64
 }
 
 type lockState struct {
@@ -86,7 +90,7 @@ func lockModel() porcupine.Model {
 			in := input.(lockInput)
 			switch in.Kind {
 			case mGrant:
-				if s.Holder == 0 && in.Token > s.Last {
+				if s.Holder == 0 && in.Token > s.Last && s.Last == in.Prev {
 					return true, lockState{Holder: in.Token, Last: in.Token}
 				}
 			case mRelease, mReleaseDelayed:
@@ -198,11 +202,11 @@ func (c *checker) checkLinearizable() {
 	for _, op := range c.h.Ops {
 		switch {
 		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
-			add(op.Client, lockInput{op.Lock, mGrant, op.Token, fmt.Sprintf("c%d %s → token %d", op.Client, op.Kind, op.Token)}, op.Invoke, op.Return)
+			add(op.Client, lockInput{Lock: op.Lock, Kind: mGrant, Token: op.Token, Desc: fmt.Sprintf("c%d %s → token %d", op.Client, op.Kind, op.Token)}, op.Invoke, op.Return)
 		case op.Kind == OpLeaseCheck && op.Result == Valid && !(c.staleChecks[op.ID] && c.known(CheckStaleValidity)):
-			add(op.Client, lockInput{op.Lock, mHolds, op.Token, fmt.Sprintf("c%d lease token %d → valid", op.Client, op.Token)}, op.Invoke, op.Return)
+			add(op.Client, lockInput{Lock: op.Lock, Kind: mHolds, Token: op.Token, Desc: fmt.Sprintf("c%d lease token %d → valid", op.Client, op.Token)}, op.Invoke, op.Return)
 		case op.Kind == OpTryAcquire && op.Result == Locked:
-			add(op.Client, lockInput{op.Lock, mLocked, 0, fmt.Sprintf("c%d try-acquire → locked", op.Client)}, op.Invoke, op.Return)
+			add(op.Client, lockInput{Lock: op.Lock, Kind: mLocked, Desc: fmt.Sprintf("c%d try-acquire → locked", op.Client)}, op.Invoke, op.Return)
 		case op.Kind == OpRelease && (op.Result == OK || op.Result == NotHolder):
 			if first := c.opRelease[op.Token]; first != nil && first.ID != op.ID {
 				continue // a second attempt: the first one stands for the release
@@ -210,14 +214,14 @@ func (c *checker) checkLinearizable() {
 			r, ok := c.releaseOf[op.Token]
 			switch {
 			case ok && r.Reason == "owner":
-				add(op.Client, lockInput{op.Lock, mRelease, op.Token, fmt.Sprintf("c%d release token %d → %s", op.Client, op.Token, op.Result)}, op.Invoke, op.Return)
+				add(op.Client, lockInput{Lock: op.Lock, Kind: mRelease, Token: op.Token, Desc: fmt.Sprintf("c%d release token %d → %s", op.Client, op.Token, op.Result)}, op.Invoke, op.Return)
 			case op.Result == OK:
 				// Acknowledged, but the log ended the grant otherwise (an
 				// expiry during the call: a ghost operation): after the
 				// call the grant must not hold.
-				add(op.Client, lockInput{op.Lock, mEnsureReleased, op.Token, fmt.Sprintf("c%d release token %d → ok (already ended)", op.Client, op.Token)}, op.Invoke, op.Return)
+				add(op.Client, lockInput{Lock: op.Lock, Kind: mEnsureReleased, Token: op.Token, Desc: fmt.Sprintf("c%d release token %d → ok (already ended)", op.Client, op.Token)}, op.Invoke, op.Return)
 			default:
-				add(op.Client, lockInput{op.Lock, mReleaseNoop, op.Token, fmt.Sprintf("c%d release token %d → not held", op.Client, op.Token)}, op.Invoke, op.Return)
+				add(op.Client, lockInput{Lock: op.Lock, Kind: mReleaseNoop, Token: op.Token, Desc: fmt.Sprintf("c%d release token %d → not held", op.Client, op.Token)}, op.Invoke, op.Return)
 			}
 		}
 	}
@@ -228,7 +232,7 @@ func (c *checker) checkLinearizable() {
 		switch e.Kind {
 		case EvGranted:
 			c.r.GhostOps++
-			add(lanes, lockInput{e.Lock, mGrant, e.Token, fmt.Sprintf("log@%d grant token %d (no client saw it)", e.Index, e.Token)}, lo[k], hi[k])
+			add(lanes, lockInput{Lock: e.Lock, Kind: mGrant, Token: e.Token, Desc: fmt.Sprintf("log@%d grant token %d (no client saw it)", e.Index, e.Token)}, lo[k], hi[k])
 		case EvReleased:
 			c.r.GhostOps++
 			call := lo[k]
@@ -243,11 +247,12 @@ func (c *checker) checkLinearizable() {
 			if e.Delayed {
 				kind = mReleaseDelayed
 			}
-			add(lane, lockInput{e.Lock, kind, e.Token, fmt.Sprintf("log@%d release token %d (%s)", e.Index, e.Token, e.Reason)}, call, hi[k])
+			add(lane, lockInput{Lock: e.Lock, Kind: kind, Token: e.Token, Desc: fmt.Sprintf("log@%d release token %d (%s)", e.Index, e.Token, e.Reason)}, call, hi[k])
 		}
 	}
+	ops = chainGrants(ops)
 	c.r.PorcupineOps = len(ops)
-	c.r.ops = ops
+	c.r.ops, c.r.timeout = ops, c.o.PorcupineTimeout
 	c.r.model = lockModel()
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(c.r.model, ops, c.o.PorcupineTimeout)
@@ -257,7 +262,7 @@ func (c *checker) checkLinearizable() {
 	case porcupine.Illegal:
 		c.fail(CheckPorcupine, "", "porcupine: the history is not linearizable for a lock with lease expiry")
 	case porcupine.Unknown:
-		c.fail(CheckPorcupine, "", "porcupine: no answer within %v (Unknown is not a pass)", c.o.PorcupineTimeout)
+		c.fail(CheckPorcupineUndecided, "", "porcupine: no answer within %v (Unknown is not a pass); %s", c.o.PorcupineTimeout, partitionLoad(c.r.model, ops))
 	}
 }
 
@@ -283,13 +288,14 @@ func (r *Report) Visualize(w io.Writer) error {
 	return porcupine.Visualize(r.model, r.info, w)
 }
 
-// IllegalLocks returns the locks whose partition porcupine found not
-// linearizable (after a full check).
+// IllegalLocks returns the locks whose partition porcupine finds not
+// linearizable, each within the check's budget (a partition it cannot
+// decide in time is not listed).
 func (r *Report) IllegalLocks() []string {
 	var out []string
 	m := lockModel()
 	for _, part := range m.Partition(r.ops) {
-		if porcupine.CheckOperations(m, part) {
+		if porcupine.CheckOperationsTimeout(m, part, r.timeout) != porcupine.Illegal {
 			continue
 		}
 		out = append(out, part[0].Input.(lockInput).Lock)
@@ -332,7 +338,11 @@ func (r *Report) FirstIllegalPrefix(lock string, start int64, context int) strin
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	m := lockModel()
-	k := sort.Search(len(ops)+1, func(k int) bool { return !porcupine.CheckOperations(m, ops[:k]) })
+	k := sort.Search(len(ops)+1, func(k int) bool {
+		// A prefix is a history of its own: its grants chain among
+		// themselves.
+		return porcupine.CheckOperationsTimeout(m, chainGrants(ops[:k]), r.timeout) == porcupine.Illegal
+	})
 	if k > len(ops) {
 		return ""
 	}

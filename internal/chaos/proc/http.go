@@ -204,9 +204,27 @@ func (x *Harness) resumeProbes(ctx context.Context) {
 
 // captureEndState waits for clean-ups (expiries, background releases) and
 // reads the lock table: once every client let go, nothing may be held or
-// queued (ghost-holder; the HTTP API names sessions, not owners).
+// queued (ghost-holder; the HTTP API names sessions, not owners). A session
+// of a replica that stopped without closing it (the last of a stop-all has
+// no quorum to close it) ends only by expiry, and every leader change gives
+// sessions a fresh grace of a TTL: while leadership still moves (a loaded
+// machine) that can take longer than the first 3 TTLs. So a table that
+// still holds something is read again every TTL, up to 12 TTLs: a real
+// ghost (held under a live session) stays, an expiring session's hold goes.
 func (x *Harness) captureEndState(ctx context.Context) {
 	x.sleep(ctx, 3*x.o.TTL)
+	for waited := 3; ; waited++ {
+		if x.readEndState(ctx) || waited >= 12 || ctx.Err() != nil {
+			return
+		}
+		x.sleep(ctx, x.o.TTL)
+	}
+}
+
+// readEndState reads the lock table into the history's EndState from the
+// first replica that answers; it reports whether that table was empty (or
+// no replica answered: nothing to wait for).
+func (x *Harness) readEndState(ctx context.Context) bool {
 	var out struct {
 		Locks []struct {
 			Name   string `json:"name"`
@@ -239,9 +257,10 @@ func (x *Harness) captureEndState(ctx context.Context) {
 			}
 		}
 		x.h.EndState = es
-		return
+		return len(es.Holds) == 0
 	}
 	x.h.Notes = append(x.h.Notes, "end state: no replica answered GET /v1/locks")
+	return true
 }
 
 // errKind maps the HTTP API's error kinds to chaos.Op error kinds ("": no
