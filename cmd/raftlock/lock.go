@@ -17,11 +17,12 @@ import (
 )
 
 // raftlock lock: the lease is a client-kept lease of the admin API (its own
-// session, TTL -ttl), renewed by long polls of GET /v1/lease/wait a few
-// times per TTL. Each answer says how long the lease stays valid at least;
-// counted from when the poll was sent, that never overestimates it. The
-// supervisor (plan, watchdog.go) SIGTERMs the command -grace before that
-// deadline and SIGKILLs it at the deadline, so a command whose replica is
+// session, TTL -ttl), renewed by GET /v1/lease every TTL/8, while a long
+// poll of GET /v1/lease/wait watches for its end. Each renewal says how
+// long the lease stays valid at least; counted from when the request was
+// sent, that never overestimates it. The
+// supervisor (plan, watchdog.go) SIGKILLs the command TTL/10 before that
+// deadline (and SIGTERMs it -grace before that), so a command whose replica is
 // paused or unreachable is stopped before the cluster can expire the
 // session and grant the lock to anyone else. A lease the replica reports
 // ended (a revocation) is acted on at once — the lock may then already be
@@ -60,7 +61,7 @@ func (e *env) parseLock(args []string) (lockOpts, error) {
 	fs.DurationVar(&o.wait, "wait", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait as long as it takes)")
 	fs.BoolVar(&o.try, "try", false, "do not wait: exit 3 at once if the lock is held")
 	fs.IntVar(&o.n, "n", 0, "a semaphore: NAME admits up to N holders at once (each holds one permit)")
-	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM this long before the lease could end; SIGKILL at the latest when it could (default TTL/5)")
+	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM this long before the SIGKILL, which comes TTL/10 before the lease could end (default TTL/5)")
 	fs.StringVar(&o.owner, "owner", "", "description of the holder shown to operators (default: raftlock lock on HOST pid PID)")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: raftlock lock [flags] NAME -- CMD [ARGS...]\n\nRuns CMD while holding NAME; CMD gets "+envLockName+" and "+envLockToken+".\nIf the lease is lost (revoked, or not renewed in time), CMD gets SIGTERM, then SIGKILL after -grace,\nbefore the lease can end and the lock be granted to anyone else.\n\nflags:")
@@ -83,11 +84,13 @@ func (e *env) parseLock(args []string) (lockOpts, error) {
 	switch {
 	case o.ttl <= 0 || o.wait < 0 || o.n < 0:
 		return o, fmt.Errorf("%w: -ttl must be positive, -wait and -n not negative", errUsage)
-	case o.grace <= 0 || o.grace >= o.ttl/3:
-		// A renewal is valid for about half the TTL at least (a session's
-		// keepalive every TTL/3, a renewal's long poll TTL/6): a grace of a
-		// third or more could signal a command whose lease is fine.
-		return o, fmt.Errorf("%w: -grace %v: want more than 0 and less than a third of the TTL (%v)", errUsage, o.grace, o.ttl/3)
+	case o.grace <= 0 || o.grace+killMargin(o.ttl) >= o.ttl/3:
+		// A renewal says the lease is valid for about 0.6 TTL at least (a
+		// session's keepalive every TTL/3, its drift margin TTL/20), and
+		// the next comes TTL/8 later: a grace plus the kill margin (TTL/10)
+		// of a third of the TTL or more could signal a command whose lease
+		// is fine.
+		return o, fmt.Errorf("%w: -grace %v: want more than 0 and less than %v (a third of the TTL less TTL/10)", errUsage, o.grace, o.ttl/3-killMargin(o.ttl))
 	case o.try && o.wait > 0:
 		return o, fmt.Errorf("%w: -try and -wait exclude each other", errUsage)
 	}
@@ -192,6 +195,10 @@ func (e *env) release(handle string) error {
 	return err
 }
 
+// killMargin is how long before the lease's deadline the command is
+// killed.
+func killMargin(ttl time.Duration) time.Duration { return ttl / 10 }
+
 // renewal is what one renewal learned.
 type renewal struct {
 	deadline time.Time // valid until then at least (zero: no news)
@@ -215,7 +222,11 @@ func (e *env) supervise(o lockOpts, acq admin.AcquireResponse, deadline time.Tim
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	w := watch{deadline: deadline}
+	// The command is killed killMargin before the deadline: the session's
+	// own margin (TTL/20) is for clock drift, this one for a supervisor
+	// that wakes late on a loaded machine.
+	safe := func(d time.Time) time.Time { return d.Add(-killMargin(o.ttl)) }
+	w := watch{deadline: safe(deadline)}
 	var lost error
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -249,8 +260,8 @@ func (e *env) supervise(o lockOpts, acq admin.AcquireResponse, deadline time.Tim
 			if r.lost != nil && !w.lost {
 				w.lost, lost = true, r.lost
 			}
-			if r.deadline.After(w.deadline) && !w.lost {
-				w.deadline = r.deadline
+			if safe(r.deadline).After(w.deadline) && !w.lost {
+				w.deadline = safe(r.deadline)
 			}
 		case s := <-sigs:
 			cmd.Process.Signal(s) // the command decides; its exit ends the lock
@@ -260,43 +271,69 @@ func (e *env) supervise(o lockOpts, acq admin.AcquireResponse, deadline time.Tim
 	}
 }
 
-// renew asks about the lease (which renews a client-kept one) a few times
-// per TTL, and long-polls for its end in between so that a revocation is
-// seen at once. Each answer's validity counts from when its request was
-// sent.
+// renew keeps the lease: it asks about it (which renews a client-kept
+// lease and says how long it stays valid) every TTL/8, with short requests
+// so that a validity counted from when the request was sent is close to
+// the truth; and it long-polls for the lease's end in between, so that a
+// revocation is seen at once. Only the short requests move the deadline.
 func (e *env) renew(ctx context.Context, handle string, ttl time.Duration, news chan<- renewal) {
-	every := max(ttl/6, 50*time.Millisecond)
-	path := "/v1/lease/wait?" + url.Values{"handle": {handle}, "timeout_ms": {strconv.FormatInt(every.Milliseconds(), 10)}}.Encode()
-	for ctx.Err() == nil {
+	go e.watchEnd(ctx, handle, ttl, news)
+	every := max(ttl/8, 50*time.Millisecond)
+	path := "/v1/lease?" + url.Values{"handle": {handle}}.Encode()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		var l admin.LeaseJSON
 		sent := time.Now()
-		err := e.c.call(ctx, "GET", path, nil, &l, every+ttl/6)
+		err := e.c.call(ctx, "GET", path, nil, &l, every)
 		var r renewal
 		switch {
 		case err == nil && l.Valid:
-			// The answer came at most every+ttl/6 after sent, and says how
-			// long from then: counted from sent, an underestimate by the
-			// poll's length, which the next poll renews.
 			r.deadline = sent.Add(time.Duration(l.ValidForMS) * time.Millisecond)
 		case err == nil:
 			r.lost = errors.New(l.Error)
 		case kindOf(err) == admin.ErrKindUnknownHandle:
 			r.lost = err
 		default:
-			select { // no news: the deadline stands; try again soon
+			continue // no news: the deadline stands
+		}
+		if !send(ctx, news, r) || r.lost != nil {
+			return
+		}
+	}
+}
+
+// watchEnd long-polls GET /v1/lease/wait and reports the lease's end.
+func (e *env) watchEnd(ctx context.Context, handle string, ttl time.Duration, news chan<- renewal) {
+	poll := max(ttl, time.Second)
+	path := "/v1/lease/wait?" + url.Values{"handle": {handle}, "timeout_ms": {strconv.FormatInt(poll.Milliseconds(), 10)}}.Encode()
+	for ctx.Err() == nil {
+		var l admin.LeaseJSON
+		err := e.c.call(ctx, "GET", path, nil, &l, poll+e.g.timeout)
+		switch {
+		case err == nil && !l.Valid:
+			send(ctx, news, renewal{lost: errors.New(l.Error)})
+			return
+		case err != nil && kindOf(err) != admin.ErrKindUnknownHandle:
+			select { // the replica may be down: the renewals decide
 			case <-ctx.Done():
-			case <-time.After(min(every, time.Second)):
+			case <-time.After(min(ttl/8, time.Second)):
 			}
-			continue
 		}
-		select {
-		case news <- r:
-		case <-ctx.Done():
-			return
-		}
-		if r.lost != nil {
-			return
-		}
+	}
+}
+
+func send(ctx context.Context, news chan<- renewal, r renewal) bool {
+	select {
+	case news <- r:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
