@@ -227,6 +227,26 @@ func TestCLI(t *testing.T) {
 	t.Run("lease loss: the command is signalled before the next grant", func(t *testing.T) {
 		testLeaseLoss(t, leader, follower, dir, exe)
 	})
+
+	t.Run("peer remove of a dead server", func(t *testing.T) {
+		leader, follower := leaderOf(t, reps)
+		follower.Kill()
+		var errOut string
+		code := -1
+		waitFor(t, 30*time.Second, "the dead server's removal", func() bool {
+			_, errOut, code = cli(leader, "peer", "remove", follower.ID)
+			return code == 0
+		})
+		st, err := statusOf(leader)
+		if err != nil || len(st.Servers) != 2 {
+			t.Errorf("after the removal: %+v %v (%s)", st.Servers, err, errOut)
+		}
+		for _, s := range st.Servers {
+			if s.ID == follower.ID {
+				t.Errorf("%s is still a server", follower.ID)
+			}
+		}
+	})
 }
 
 // testLeaseLoss holds a lock through a follower's API, queues a waiter
