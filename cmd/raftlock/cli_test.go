@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
+	"github.com/raftlock/raftlock/internal/replicaproc"
 )
 
 // self is the test binary: run as a command under a lock, it is child.
@@ -181,22 +182,27 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("leader transfer", func(t *testing.T) {
-		out, errOut, code := cli(follower, "-o", "json", "leader", "transfer", follower.ID)
+		target := follower.ID
+		out, errOut, code := cli(follower, "-o", "json", "leader", "transfer", target)
+		// The replicas then agree on a leader: the target, unless the
+		// loaded machine's 50 ms test timing made another election meanwhile
+		// (the command then says so and exits 1).
+		leader, follower = replicaproc.Leader(t, reps), nil
+		for _, r := range reps {
+			if r != leader && follower == nil {
+				follower = r
+			}
+		}
 		var tr struct {
 			LeaderID string `json:"leader_id"`
 		}
-		if code != 0 || json.Unmarshal([]byte(out), &tr) != nil || tr.LeaderID != follower.ID {
-			t.Fatalf("leader transfer: exit %d %s%s", code, out, errOut)
+		switch {
+		case code == 0 && json.Unmarshal([]byte(out), &tr) == nil && tr.LeaderID == target:
+		case code == exitError && strings.Contains(errOut, "an election intervened"):
+			t.Logf("leader transfer: %s", errOut)
+		default:
+			t.Errorf("leader transfer to %s: exit %d %s%s", target, code, out, errOut)
 		}
-		waitFor(t, 20*time.Second, "every replica to see the new leader", func() bool {
-			for _, r := range reps {
-				if st, err := statusOf(r); err != nil || st.LeaderID != follower.ID || !st.Ready {
-					return false
-				}
-			}
-			return true
-		})
-		leader, follower = leaderOf(t, reps)
 	})
 
 	t.Run("peer remove refuses a live peer", func(t *testing.T) {
@@ -268,7 +274,7 @@ func testLeaseLoss(t *testing.T, leader, follower *replica, dir, exe string) {
 	holder := background(follower, "lock", "-ttl", "3s", "lost", "--", exe, "hold", f, "ignore-term")
 	waitFor(t, 20*time.Second, "the command under the lock to start", func() bool { return exists(f + ".started") })
 	g := filepath.Join(dir, "next")
-	waiter := background(leader, "lock", "-ttl", "3s", "-wait", "60s", "lost", "--", exe, "hold", g)
+	waiter := background(leader, "lock", "-ttl", "10s", "-wait", "60s", "lost", "--", exe, "hold", g)
 	waitFor(t, 20*time.Second, "the waiter in the queue", func() bool { return lockOf(t, leader, "lost").WaiterCount == 1 })
 
 	follower.Freeze(t)

@@ -208,6 +208,9 @@ func (e *env) leader(ctx context.Context, args []string) error {
 	if err := e.c.call(ctx, "POST", "/v1/admin/transfer-leadership", admin.TransferRequest{To: to}, &out, 30*time.Second); err != nil {
 		return err
 	}
+	if to != "" && out.LeaderID != to {
+		return fmt.Errorf("the leadership went to %q, not %q (an election intervened): try again", out.LeaderID, to)
+	}
 	return e.emit(out, func(t *tabwriter.Writer) { row(t, "leader", out.LeaderID) })
 }
 
