@@ -21,7 +21,7 @@ block() {
 		/^(ok|FAIL|\?)[ \t]+[^ \t]+[ \t]/ { if ($2 == pkg && $1 == "FAIL") { printf "%s", buf; print }; buf = ""; next }
 		{ buf = buf $0 "\n" }' "$out"
 }
-failed=$(awk '/^FAIL[ \t]+[^ \t]+[ \t]/ { print $2 }' "$out" | sort -u)
+failed=$(awk '/^FAIL[ \t]+[^ \t]+[ \t]/ { print $2 }' "$out" | sort -u | tr "\n" " ")
 echo
 echo "== test digest (rc $rc): failing packages: ${failed:-none reported (build failure?)}"
 still=0
