@@ -12,7 +12,7 @@ import (
 const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
-	entryV3         byte = 3 // adds the primitives: Acquire flags 2-8, ops 12-13
+	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
 	maxEntryVersion      = entryV3
 )
 
@@ -55,6 +55,10 @@ const (
 //
 // Flag bits 2 and 3 are set exactly when the fields are not zero (a
 // canonical encoding); versions 1 and 2 know only bit 0.
+//
+// and Revoke (revoke.go):
+//
+//	Revoke             Lock string, Token uvarint, By string, Why string
 //
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
@@ -107,7 +111,7 @@ func commandVersion(c Command) byte {
 		}
 	case EndDelay, SetLimits, SetClusterVersion, InitCluster:
 		return entryV2
-	case SetValue, RaiseTokens:
+	case SetValue, RaiseTokens, Revoke:
 		return entryV3
 	}
 	return entryV1
@@ -202,6 +206,8 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 			return dst, long("cluster id")
 		}
 		dst = appendString(dst, c.ID)
+	case Revoke:
+		return appendRevoke(dst, c)
 	case SetValue:
 		if len(c.Lock) > MaxLockNameLen || len(c.Value) > MaxValueLen {
 			return dst, long("lock name or value")

@@ -36,6 +36,7 @@ var sampleCommands = []Command{
 	SetValue{Session: 3, Lock: "leader", Owner: owner(6), Value: "a:7401", Seq: 13, AckBelow: 12},
 	SetValue{Session: 3, Lock: "leader", Owner: owner(6)},
 	RaiseTokens{},
+	Revoke{Lock: "invoice:842", Token: 17, By: "admin (bearer ops)", Why: "holder stuck"},
 	SetClusterVersion{Version: 3},
 }
 

@@ -24,8 +24,8 @@ const (
 type Op uint8
 
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
-// version 2 (cluster version 2); 12-13 need entry version 3 (cluster
-// version 3).
+// version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
+// entry version 3 (cluster version 3).
 const (
 	OpOpenSession       Op = 1
 	OpCloseSession      Op = 2
@@ -46,7 +46,7 @@ var opNames = [...]string{
 	OpOpenSession: "OpenSession", OpCloseSession: "CloseSession", OpExpireSessions: "ExpireSessions",
 	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
 	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
-	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens",
+	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
 }
 
 func (o Op) String() string {
@@ -62,17 +62,17 @@ func (o Op) String() string {
 // clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
-	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue:
+	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke:
 		return false
 	}
 	return true
 }
 
 // Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [Acquire], [Release], [SetValue] (client
-// commands) and [ExpireSessions], [Tick], [Noop], [EndDelay], [SetLimits],
-// [SetClusterVersion], [InitCluster], [RaiseTokens] (proposed by the
-// leader); the set is closed.
+// [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
+// (client commands) and [ExpireSessions], [Tick], [Noop], [EndDelay],
+// [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens] (proposed
+// by the leader); the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op

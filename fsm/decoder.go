@@ -237,6 +237,8 @@ func (d *decoder) command() Command {
 		return SetClusterVersion{Version: d.uvarint()}
 	case op == OpInitCluster && v2:
 		return InitCluster{ID: d.string(MaxClusterIDLen)}
+	case op == OpRevoke && d.version >= entryV3:
+		return d.revokeBody()
 	case op == OpSetValue && d.version >= entryV3:
 		c := SetValue{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner(), Value: d.string(MaxValueLen)}
 		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()

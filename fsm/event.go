@@ -63,6 +63,8 @@ func (r Reason) String() string {
 		return "session-closed"
 	case ReasonSessionExpired:
 		return "session-expired"
+	case ReasonRevoked:
+		return "revoked"
 	}
 	return "none"
 }

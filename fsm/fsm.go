@@ -217,6 +217,8 @@ func (a *applier) exec(c Command) Result {
 		return a.setClusterVersion(c.Version)
 	case InitCluster:
 		return a.initCluster(c.ID)
+	case Revoke:
+		return a.revoke(c)
 	case SetValue:
 		return a.setValue(c)
 	case RaiseTokens:

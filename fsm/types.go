@@ -13,8 +13,10 @@ type SessionID uint64
 // Token is a fencing token: the value of the state machine's grant counter at
 // the moment a lock was granted. Every grant of any lock increments it, so
 // tokens strictly increase per lock and globally. The zero value is never
-// granted.
-type Token uint64
+// granted. It is an alias of uint64 so that a token passes to a resource
+// fence (package lockapi/fence, which takes uint64 and imports nothing of
+// raftlock) without a conversion.
+type Token = uint64
 
 // OwnerID identifies one acquisition of one lock. Callers choose it at random
 // (128 bits) for every Lock call; retries of the same acquisition reuse it,

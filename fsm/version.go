@@ -14,7 +14,8 @@ package fsm
 //	   (InitCluster), snapshots of version 2.
 //	3  the primitives (command_prims.go): shared (read) grants, counting
 //	   semaphores and values on Acquire (entry version 3), SetValue,
-//	   RaiseTokens, StatusConflict, snapshots of version 3.
+//	   RaiseTokens, StatusConflict, snapshots of version 3; Revoke
+//	   (revoke.go).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too

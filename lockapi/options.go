@@ -14,8 +14,11 @@ const DefaultTTL = 10 * time.Second
 // interval (TTL/3) must outlast a leader failover, which takes up to about
 // two heartbeat timeouts plus an election timeout. A nil n stands for a
 // node with the default timing (node.DefaultConfig).
-func MinTTL(n *node.Node) time.Duration {
-	t := timingOf(n)
+func MinTTL(n *node.Node) time.Duration { return MinTTLFor(timingOf(n)) }
+
+// MinTTLFor is MinTTL for a node with timing t (a program checks its
+// configuration before it starts the node).
+func MinTTLFor(t node.Timing) time.Duration {
 	return 3 * (2*t.HeartbeatTimeout + t.ElectionTimeout)
 }
 

@@ -6,8 +6,8 @@ import "github.com/raftlock/raftlock/fsm"
 // not import package fsm.
 type (
 	// Token is a fencing token: strictly increasing per lock (and
-	// globally); pass it to the protected resource (package fence takes
-	// uint64(token)).
+	// globally); pass it to the protected resource (package fence takes it
+	// as it is: it is a uint64).
 	Token = fsm.Token
 	// Holder describes the holder of a lock (LockedError.Holder).
 	Holder = fsm.Holder

@@ -39,6 +39,8 @@ func reasonErr(r fsm.Reason) error {
 		return fmt.Errorf("%w: expired by the leader", ErrSessionExpired)
 	case fsm.ReasonSessionClosed:
 		return ErrSessionClosed
+	case fsm.ReasonRevoked:
+		return fmt.Errorf("%w: revoked by an operator", ErrNotHolder)
 	}
 	return fmt.Errorf("%w: released with its owner id", ErrNotHolder)
 }

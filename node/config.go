@@ -95,6 +95,8 @@ type Config struct {
 	// instead: a node never founds twice, and one that lost its data dir
 	// never comes back as its old self.
 	//
+	// Bootstrap without Peers (and without gossip) founds a one-node
+	// cluster of this node at its advertised address: development mode.
 	// Without Bootstrap (initial-cluster-state "existing"), a node without
 	// Raft state only joins: it asks Peers to add it, and the leader adds it
 	// as a non-voter and promotes it once it has caught up.
@@ -327,8 +329,8 @@ func (c *Config) validate() error {
 		return bad("MaxBatch %d < 1", c.MaxBatch)
 	case c.AttemptTimeout < t.HeartbeatTimeout:
 		return bad("AttemptTimeout %v < HeartbeatTimeout %v", c.AttemptTimeout, t.HeartbeatTimeout)
-	case c.Bootstrap && len(c.Peers) == 0:
-		return bad("Bootstrap without Peers")
+	case c.Bootstrap && len(c.Peers) == 0 && c.gossipOn():
+		return bad("Bootstrap without Peers founds a one-node static cluster: with gossip, use BootstrapExpect = 1")
 	case c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
 		return bad("LogStore %q is neither %q nor %q", c.LogStore, LogStoreBolt, LogStoreWAL)
 	case c.Recover && c.InMemory:
@@ -365,7 +367,7 @@ func (c *Config) validate() error {
 		ids[p.ID], addrs[p.Addr] = true, true
 		self = self || p.ID == c.ID
 	}
-	if c.Bootstrap && !self {
+	if c.Bootstrap && len(c.Peers) > 0 && !self {
 		return bad("Peers does not contain this node's ID %q", c.ID)
 	}
 	return nil

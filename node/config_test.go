@@ -20,16 +20,16 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("base config invalid: %v", c.Validate())
 	}
 	cases := map[string]func(*node.Config){
-		"ID":                 func(c *node.Config) { c.ID = "" },
-		"DataDir":            func(c *node.Config) { c.InMemory = false },
-		"both DataDir":       func(c *node.Config) { c.DataDir = "/tmp/x" },
-		"ID \"a b\"":         func(c *node.Config) { c.ID = "a b" },
-		"LeaderLeaseTimeout": func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
-		"CommitTimeout":      func(c *node.Config) { c.Timing.CommitTimeout = 2 * c.Timing.HeartbeatTimeout },
-		"MaxBatch":           func(c *node.Config) { c.MaxBatch = -1 },
-		"LogStore":           func(c *node.Config) { c.LogStore = "sqlite" },
-		"Bootstrap without":  func(c *node.Config) { c.Bootstrap = true },
-		"does not contain":   func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
+		"ID":                      func(c *node.Config) { c.ID = "" },
+		"DataDir":                 func(c *node.Config) { c.InMemory = false },
+		"both DataDir":            func(c *node.Config) { c.DataDir = "/tmp/x" },
+		"ID \"a b\"":              func(c *node.Config) { c.ID = "a b" },
+		"LeaderLeaseTimeout":      func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
+		"CommitTimeout":           func(c *node.Config) { c.Timing.CommitTimeout = 2 * c.Timing.HeartbeatTimeout },
+		"MaxBatch":                func(c *node.Config) { c.MaxBatch = -1 },
+		"LogStore":                func(c *node.Config) { c.LogStore = "sqlite" },
+		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
+		"does not contain":        func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
 			c.Peers = []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "a", Addr: "127.0.0.1:2"}}
 		},

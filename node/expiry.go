@@ -291,18 +291,28 @@ func (m *expiryManager) observe(events []fsm.Event) {
 	}
 }
 
-// restored re-reads every session after a snapshot restore (only a follower
-// restores, but keep the leader's view right if it ever happens).
+// restored re-reads every session after a snapshot restore (a follower
+// installing the leader's snapshot, or the leader a user snapshot).
 func (m *expiryManager) restored() {
 	m.mu.Lock()
 	if m.leading {
 		now := time.Now()
+		present := map[fsm.SessionID]bool{}
 		for _, s := range m.h.fsm.SessionTTLs() {
+			present[s.ID] = true
 			if m.sessions[s.ID] == nil {
 				l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
 				l.at = l.deadline
 				m.sessions[s.ID] = l
 				m.due.add(l)
+			}
+		}
+		// A leader restores a user snapshot (Node.Restore): the sessions it
+		// replaced are gone, and their keepalives must fail.
+		for id, l := range m.sessions {
+			if !present[id] {
+				delete(m.sessions, id)
+				m.due.remove(l.slot)
 			}
 		}
 		m.delays.armedAll = false

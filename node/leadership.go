@@ -18,7 +18,6 @@ func (n *Node) watchLeadership() {
 		case <-n.ctx.Done():
 			return
 		case leader := <-n.raft.LeaderCh():
-			n.metrics.leaderChanges.Inc()
 			if stop != nil {
 				stop()
 				stop = nil

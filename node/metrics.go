@@ -63,7 +63,7 @@ func newMetrics(n *Node) *metrics {
 		expiryProposals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "session_expiries_proposed_total",
 			Help: "Leader: sessions this node expired as leader."}),
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "leadership_changes_total",
-			Help: "Times this node gained or lost leadership."}),
+			Help: "Leader changes this node saw (each new leader it learned of, itself included; as a follower too)."}),
 		eventDrops: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_drops_total",
 			Help: "Events dropped because a subscriber was slow (it was told to resync)."}),
 		memberConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "membership_conflicts_total",
@@ -110,6 +110,7 @@ func newMetrics(n *Node) *metrics {
 		}))
 	}
 	m.initFSM(n)
+	m.initLabels() // metrics_init.go
 	return m
 }
 

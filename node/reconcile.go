@@ -40,6 +40,7 @@ type reconciler struct {
 	verified map[string]verification      // Raft id + "@" + address → proven identity
 	missing  map[string]time.Time         // configured, unknown to gossip: since
 	leaving  map[string]time.Time         // Raft id → decommission requested (static mode, or through the RPC)
+	removing map[string]time.Time         // Raft id → an operator's RemovePeer (admin_members.go)
 	lastAdd  time.Time
 	reported map[string]bool
 }
@@ -156,6 +157,7 @@ func (r *reconciler) members(now time.Time) map[string]membership.Member {
 		}
 	}
 	r.mu.Unlock()
+	r.adminRemovals(out)
 	return out
 }
 

@@ -42,6 +42,8 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		return encodeReadIndexReply(idx, wireSafe(err)), nil
 	case kindMembership:
 		return n.handleMembership(ctx, req[2:])
+	case kindAdmin:
+		return n.handleAdmin(ctx, req[2:]) // admin_rpc.go
 	case kindGrantNotice:
 		grants, err := decodeGrantNotice(req)
 		if err != nil {

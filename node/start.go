@@ -94,6 +94,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if cfg.Bootstrap && len(cfg.Peers) == 0 {
+		// Development mode: a one-node cluster at the advertised address.
+		n.cfg.Peers = []Peer{{ID: cfg.ID, Addr: n.trans.Addr()}}
+	}
 	rc := n.raftConfig(hlog)
 	if cfg.Recover {
 		if err := n.recover(rc, hasState); err != nil {
@@ -119,9 +123,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.metrics.register(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.becomeReady()
+	go n.observeLeaders() // metrics_init.go
 	ok = true
 	n.log.Info("node started", "addr", n.trans.Addr(), "in_memory", cfg.InMemory, "data_dir", cfg.DataDir)
 	return n, nil

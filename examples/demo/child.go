@@ -19,7 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/lockapi/fence"
@@ -81,7 +81,7 @@ type child struct {
 	fence   *fence.SQL
 	rec     *records
 	metrics *lockapi.Metrics
-	wsess   *lockhttp.SessionKeeper // the workers' session
+	wsess   *admin.SessionKeeper // the workers' session
 	workers workers
 	stats   stats
 
@@ -141,11 +141,11 @@ func runChild(ctx context.Context, spec childSpec) error {
 	}
 	c := &child{
 		ctx: ctx, spec: spec, n: n, log: log, db: db, fence: spec.DB.fence(db), rec: rec, metrics: m,
-		wsess: lockhttp.NewSessionKeeper(n, spec.TTL, 0, lockapi.WithOwner("worker@"+spec.ID), lockapi.WithMetrics(m), lockapi.WithLogger(log)),
+		wsess: admin.NewSessionKeeper(n, spec.TTL, 0, lockapi.WithOwner("worker@"+spec.ID), lockapi.WithMetrics(m), lockapi.WithLogger(log)),
 		stale: make(map[string]*staleJob),
 	}
 	c.workers.c = c
-	api, err := lockhttp.New(lockhttp.Config{Node: n, TTL: spec.TTL, Metrics: m, Gatherer: reg, Logger: log})
+	api, err := admin.New(admin.Config{Node: n, Auth: admin.Auth{Unauthenticated: true}, TTL: spec.TTL, Metrics: m, Gatherer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func runChild(ctx context.Context, spec childSpec) error {
 
 	reqCtx, cancelRequests := context.WithCancel(ctx)
 	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return reqCtx }}
-	api.ConfigureHTTP(srv) // timeouts and limits; the long /demo handlers extend theirs (lockhttp.LongPoll)
+	api.ConfigureHTTP(srv) // timeouts and limits; the long /demo handlers extend theirs (admin.LongPoll)
 	go srv.Serve(ln)
 	log.Info("demo replica serving", "http", spec.HTTP)
 

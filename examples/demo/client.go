@@ -6,15 +6,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/admin"
 )
 
-// client talks to one replica's HTTP API (lockhttp plus /demo/*).
+// client talks to one replica's HTTP API (package admin plus /demo/*).
 type client struct {
 	id   string
 	base string
@@ -24,7 +25,7 @@ type client struct {
 // apiError is a non-200 answer.
 type apiError struct {
 	Code int
-	Body lockhttp.ErrorJSON
+	Body admin.ErrorJSON
 	Raw  string
 }
 
@@ -75,26 +76,30 @@ func (c *client) call(ctx context.Context, method, path string, body, out any) e
 	return nil
 }
 
-func (c *client) status(ctx context.Context) (lockhttp.StatusJSON, error) {
-	var st lockhttp.StatusJSON
+func (c *client) status(ctx context.Context) (admin.StatusJSON, error) {
+	var st admin.StatusJSON
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := c.call(ctx, "GET", "/v1/status", nil, &st)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == http.StatusServiceUnavailable && json.Unmarshal([]byte(ae.Raw), &st) == nil {
+		return st, nil // not ready: the body is the status all the same
+	}
 	return st, err
 }
 
-func (c *client) acquire(ctx context.Context, lock string, wait bool, timeout time.Duration) (lockhttp.AcquireResponse, error) {
-	var out lockhttp.AcquireResponse
-	err := c.call(ctx, "POST", "/v1/acquire", lockhttp.AcquireRequest{Lock: lock, Wait: wait, TimeoutMS: timeout.Milliseconds()}, &out)
+func (c *client) acquire(ctx context.Context, lock string, wait bool, timeout time.Duration) (admin.AcquireResponse, error) {
+	var out admin.AcquireResponse
+	err := c.call(ctx, "POST", "/v1/acquire", admin.AcquireRequest{Lock: lock, Wait: wait, TimeoutMS: timeout.Milliseconds()}, &out)
 	return out, err
 }
 
 func (c *client) release(ctx context.Context, handle string) error {
-	return c.call(ctx, "POST", "/v1/release", lockhttp.ReleaseRequest{Handle: handle}, nil)
+	return c.call(ctx, "POST", "/v1/release", admin.ReleaseRequest{Handle: handle}, nil)
 }
 
-func (c *client) lock(ctx context.Context, name string) (lockhttp.LockJSON, error) {
-	var out lockhttp.LockJSON
+func (c *client) lock(ctx context.Context, name string) (admin.LockJSON, error) {
+	var out admin.LockJSON
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := c.call(ctx, "GET", "/v1/locks/"+name, nil, &out)

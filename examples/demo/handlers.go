@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
 // The replica's demo control endpoints (next to the replica HTTP API that
-// lockhttp serves). The parent process drives the story through them.
+// package admin serves). The parent process drives the story through them.
 
 func (c *child) handleWorkers(w http.ResponseWriter, r *http.Request) {
 	var req struct {
@@ -227,9 +227,9 @@ func (c *child) lockRetrying(ctx context.Context, doc string) (*lockapi.Lease, e
 }
 
 // longPoll gives a demo handler that waits up to wait more time than the
-// server's read and write timeouts (lockhttp.Limits).
+// server's read and write timeouts (admin.Limits).
 func longPoll(w http.ResponseWriter, wait time.Duration) {
-	lockhttp.LongPoll(w, wait, lockhttp.DefaultLimits().WriteTimeout)
+	admin.LongPoll(w, wait, admin.DefaultLimits().WriteTimeout)
 }
 
 func (c *child) handleStats(w http.ResponseWriter, r *http.Request) {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
-	"github.com/raftlock/raftlock/examples/internal/ports"
+	"github.com/raftlock/raftlock/admin"
+	"github.com/raftlock/raftlock/internal/ports"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -208,9 +208,9 @@ func (d *demo) checkCrashed() error {
 
 // agreedLeader returns the leader that every replica in ids reports, and
 // that reports itself leader (an error while they disagree).
-func (d *demo) agreedLeader(ctx context.Context, ids []string) (lockhttp.StatusJSON, error) {
+func (d *demo) agreedLeader(ctx context.Context, ids []string) (admin.StatusJSON, error) {
 	var leader string
-	var leaderSt lockhttp.StatusJSON
+	var leaderSt admin.StatusJSON
 	if err := d.checkCrashed(); err != nil {
 		return leaderSt, err
 	}
@@ -235,8 +235,8 @@ func (d *demo) agreedLeader(ctx context.Context, ids []string) (lockhttp.StatusJ
 
 // currentLeader waits until the replicas in ids agree on a leader (a
 // replica just resumed or restarted may not know it yet).
-func (d *demo) currentLeader(ctx context.Context, ids []string) (lockhttp.StatusJSON, error) {
-	var st lockhttp.StatusJSON
+func (d *demo) currentLeader(ctx context.Context, ids []string) (admin.StatusJSON, error) {
+	var st admin.StatusJSON
 	err := waitFor(ctx, 15*time.Second, "the replicas to agree on a leader", func(ctx context.Context) (bool, error) {
 		var err error
 		st, err = d.agreedLeader(ctx, ids)
@@ -247,8 +247,8 @@ func (d *demo) currentLeader(ctx context.Context, ids []string) (lockhttp.Status
 
 // waitCluster waits until every live replica is ready, agrees on the leader
 // and sees all three as alive voters.
-func (d *demo) waitCluster(ctx context.Context, timeout time.Duration) (lockhttp.StatusJSON, error) {
-	var leader lockhttp.StatusJSON
+func (d *demo) waitCluster(ctx context.Context, timeout time.Duration) (admin.StatusJSON, error) {
+	var leader admin.StatusJSON
 	err := waitFor(ctx, timeout, "a cluster of three voters", func(ctx context.Context) (bool, error) {
 		st, err := d.agreedLeader(ctx, d.live())
 		if err != nil {
@@ -287,7 +287,7 @@ func (d *demo) recordGrant(replica, lock string, token uint64) {
 
 // acquireRetry acquires lock through replica id (waiting in the queue),
 // retrying while the cluster has no leader, until ctx ends.
-func (d *demo) acquireRetry(ctx context.Context, id, lock string) (lockhttp.AcquireResponse, error) {
+func (d *demo) acquireRetry(ctx context.Context, id, lock string) (admin.AcquireResponse, error) {
 	for {
 		r, err := d.clients[id].acquire(ctx, lock, true, 5*time.Second)
 		if err == nil {
@@ -332,7 +332,7 @@ func (d *demo) setup(ctx context.Context) error {
 		return err
 	}
 	var start time.Time
-	var st lockhttp.StatusJSON
+	var st admin.StatusJSON
 	for attempt := 1; ; attempt++ {
 		var err error
 		start = time.Now()
@@ -359,11 +359,11 @@ func (d *demo) setup(ctx context.Context) error {
 
 // startCluster starts the three replica processes on free ports and waits
 // until they have formed a cluster.
-func (d *demo) startCluster(ctx context.Context) (lockhttp.StatusJSON, error) {
+func (d *demo) startCluster(ctx context.Context) (admin.StatusJSON, error) {
 	n := d.n
 	addrs, err := ports.Free(9)
 	if err != nil {
-		return lockhttp.StatusJSON{}, err
+		return admin.StatusJSON{}, err
 	}
 	for i := range 3 {
 		id := fmt.Sprintf("r%d", i+1)
@@ -383,7 +383,7 @@ func (d *demo) startCluster(ctx context.Context) (lockhttp.StatusJSON, error) {
 	var pids []string
 	for _, p := range d.procs {
 		if err := p.start(); err != nil {
-			return lockhttp.StatusJSON{}, err
+			return admin.StatusJSON{}, err
 		}
 		pids = append(pids, fmt.Sprintf("%s pid %d", p.id(), p.cmd.Process.Pid))
 	}
@@ -573,7 +573,7 @@ func (d *demo) step3(ctx context.Context) error {
 	}
 	failover := time.Since(tKill)
 	d.clients[survivors[0]].release(ctx, probe.Handle)
-	var newLeader lockhttp.StatusJSON
+	var newLeader admin.StatusJSON
 	if err := waitFor(ctx, 10*time.Second, "a new leader", func(ctx context.Context) (bool, error) {
 		st, err := d.agreedLeader(ctx, survivors)
 		newLeader = st
@@ -671,7 +671,7 @@ func (d *demo) step4(ctx context.Context) error {
 		return err
 	}
 	q.TryLockMS = tNoQuorum.Sub(t0).Milliseconds()
-	if ae.Body.Error == lockhttp.ErrKindNoQuorum {
+	if ae.Body.Error == admin.ErrKindNoQuorum {
 		n.good("TryLock through %s → HTTP %d %s after %s: nothing can be granted", keep, ae.Code, ae.Body.Error, secs(tNoQuorum.Sub(t0)))
 	} else {
 		n.bad("TryLock through %s → HTTP %d %s (expected no_quorum)", keep, ae.Code, ae.Body.Error)
@@ -684,7 +684,7 @@ func (d *demo) step4(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var lease lockhttp.LeaseJSON
+	var lease admin.LeaseJSON
 	if err := kc.call(ctx, "GET", fmt.Sprintf("/v1/lease/wait?handle=%s&timeout_ms=%d", held.Handle, (3*d.ttl).Milliseconds()), nil, &lease); err != nil {
 		return err
 	}

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
-	"github.com/raftlock/raftlock/examples/internal/ports"
-	"github.com/raftlock/raftlock/examples/internal/procstop"
+	"github.com/raftlock/raftlock/admin"
+	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/procstop"
 )
 
 // replicaProc is one replica process: the test binary re-executed as the
@@ -122,6 +122,21 @@ func freePorts(t *testing.T, n int) []string {
 	return addrs
 }
 
+// testAdminToken is the replicas' admin bearer token in the tests.
+const testAdminToken = "test-admin-token"
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	rt    http.RoundTripper
+	token string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}
+
 // api is a small JSON client of one replica.
 type api struct {
 	t    *testing.T
@@ -164,8 +179,8 @@ func (a api) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func (a api) status() (lockhttp.StatusJSON, error) {
-	var st lockhttp.StatusJSON
+func (a api) status() (admin.StatusJSON, error) {
+	var st admin.StatusJSON
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.base+"/v1/status", nil)
@@ -247,6 +262,7 @@ func startTLSCluster(t *testing.T, dir, certs string, hc *http.Client) (procs []
 			"id": id, "data-dir": filepath.Join(dir, id), "bind": raftAddr(i), "gossip": gossipAddr(i), "join": join,
 			"bootstrap-expect": "3", "http": httpAddr(i), "tls-ca": cert(id, "ca"), "tls-cert": cert(id, "cert"),
 			"tls-key": cert(id, "key"), "tls-server-name": "raftlock", "gossip-key": gossipKey, "ttl": "3s", "log-level": "info",
+			"admin-token": testAdminToken,
 		}
 		var args []string
 		env := map[string]string{}
@@ -306,7 +322,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: bearer{tr, testAdminToken}}
 	var procs []*replicaProc
 	var apis []api
 	var gossip []string
@@ -323,6 +339,16 @@ func TestReplicaCluster(t *testing.T) {
 	}
 	r1, r2, r3 := apis[0], apis[1], apis[2]
 
+	// Without the token: 401 (JSON), except the liveness probe.
+	anon := api{t: t, base: r1.base, hc: &http.Client{Transport: tr}}
+	var e admin.ErrorJSON
+	if code := anon.do("GET", "/v1/status", nil, &e); code != 401 || e.Error != "unauthorized" {
+		t.Errorf("status without a token: HTTP %d %+v", code, e)
+	}
+	if code, _ := anon.get("/healthz"); code != 200 {
+		t.Errorf("/healthz without a token: HTTP %d", code)
+	}
+
 	// Status.
 	st, err := r3.status()
 	if err != nil {
@@ -333,14 +359,13 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// Acquire (TryLock), then the same lock from another replica: 409 with the holder.
-	var a1 lockhttp.AcquireResponse
+	var a1 admin.AcquireResponse
 	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": false}, &a1); code != 200 || a1.Token == 0 || a1.Handle == "" || a1.Lock != "x" {
 		t.Fatalf("acquire: HTTP %d %+v", code, a1)
 	}
 	if a1.ValidUntilUnixMS < time.Now().UnixMilli() {
 		t.Errorf("valid_until %d in the past", a1.ValidUntilUnixMS)
 	}
-	var e lockhttp.ErrorJSON
 	if code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x"}, &e); code != 409 || e.Error != "locked" || e.Holder == nil || e.Holder.Token != a1.Token || e.Holder.Description != "http@r1" {
 		t.Errorf("TryLock of a held lock: HTTP %d %+v", code, e)
 	}
@@ -356,7 +381,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// The timed-out wait is withdrawn (in the background): nothing stays queued.
-	var lj lockhttp.LockJSON
+	var lj admin.LockJSON
 	waitUntil(t, 10*time.Second, "the timed-out waiter to be withdrawn", func() bool {
 		r1.do("GET", "/v1/locks/x?sync=1", nil, &lj)
 		return len(lj.Waiters) == 0
@@ -365,11 +390,11 @@ func TestReplicaCluster(t *testing.T) {
 	// A waiter queues behind the holder; the lock view shows both, from any replica.
 	type result struct {
 		code int
-		resp lockhttp.AcquireResponse
+		resp admin.AcquireResponse
 	}
 	waited := make(chan result, 1)
 	go func() {
-		var r lockhttp.AcquireResponse
+		var r admin.AcquireResponse
 		code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": true, "timeout_ms": 20000}, &r)
 		waited <- result{code, r}
 	}()
@@ -380,7 +405,7 @@ func TestReplicaCluster(t *testing.T) {
 	if !lj.Held || lj.Holder == nil || lj.Holder.Token != a1.Token || lj.Waiters[0].Description != "http@r2" {
 		t.Errorf("lock view: %+v", lj)
 	}
-	var ls struct{ Locks []lockhttp.LockJSON }
+	var ls struct{ Locks []admin.LockJSON }
 	if code := r1.do("GET", "/v1/locks?prefix=x&limit=10", nil, &ls); code != 200 || len(ls.Locks) != 1 || ls.Locks[0].Name != "x" {
 		t.Errorf("lock list: HTTP %d %+v", code, ls)
 	}
@@ -389,7 +414,7 @@ func TestReplicaCluster(t *testing.T) {
 	}
 
 	// Lease: valid; a long poll that times out says so.
-	var lease lockhttp.LeaseJSON
+	var lease admin.LeaseJSON
 	if code := r1.do("GET", "/v1/lease?handle="+a1.Handle, nil, &lease); code != 200 || !lease.Valid || lease.Token != a1.Token {
 		t.Errorf("lease: HTTP %d %+v", code, lease)
 	}
@@ -415,13 +440,13 @@ func TestReplicaCluster(t *testing.T) {
 
 	// Metrics and the status page.
 	code, body := r2.get("/metrics")
-	for _, m := range []string{"raftlock_node_grants_total", "raftlock_client_acquire_duration_seconds", "raftlock_client_waiters", "go_goroutines"} {
+	for _, m := range []string{"raftlock_node_grants_total", "raftlock_client_acquire_duration_seconds", "raftlock_client_waiters", "go_goroutines", "raftlock_raft_"} {
 		if code != 200 || !strings.Contains(body, m) {
 			t.Errorf("/metrics (HTTP %d) lacks %s", code, m)
 		}
 	}
 	code, body = r3.get("/")
-	if code != 200 || !strings.Contains(body, "<title>raftlock replica</title>") || !strings.Contains(body, `getJSON("/v1/status")`) || strings.Contains(body, "http://") && strings.Contains(body, "<script src=") {
+	if code != 200 || !strings.Contains(body, "<title>raftlock</title>") || !strings.Contains(body, `getJSON("v1/status?probe=1"`) || strings.Contains(body, "http://") && strings.Contains(body, "<script src=") {
 		t.Errorf("status page: HTTP %d\n%s", code, body)
 	}
 
@@ -432,7 +457,7 @@ func TestReplicaCluster(t *testing.T) {
 	// the leader's expiry: a session renewed in time is rightly kept.) Once
 	// r3 resumes, releasing the lost lease says not_holder and the cluster
 	// recovers.
-	var a3 lockhttp.AcquireResponse
+	var a3 admin.AcquireResponse
 	if code := r3.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 5000}, &a3); code != 200 {
 		t.Fatalf("acquire on r3: HTTP %d", code)
 	}
@@ -448,7 +473,7 @@ func TestReplicaCluster(t *testing.T) {
 	})
 	procs[1].signal(syscall.SIGCONT)
 	waitUntil(t, 30*time.Second, "r3's session to expire while r3 is paused", func() bool {
-		var l lockhttp.LockJSON
+		var l admin.LockJSON
 		return r1.do("GET", "/v1/locks/y?sync=1", nil, &l) == 200 && !l.Held
 	})
 	procs[2].signal(syscall.SIGCONT)
@@ -459,7 +484,7 @@ func TestReplicaCluster(t *testing.T) {
 		t.Errorf("release of a lost lease: HTTP %d %+v", code, e)
 	}
 	waitUntil(t, 30*time.Second, "the cluster to recover", func() bool { return healthy(apis) })
-	var a4 lockhttp.AcquireResponse
+	var a4 admin.AcquireResponse
 	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "y", "wait": true, "timeout_ms": 10000}, &a4); code != 200 || a4.Token <= w.resp.Token {
 		t.Errorf("acquire after recovery: HTTP %d %+v", code, a4)
 	}
@@ -508,7 +533,7 @@ func TestReplicaFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	p = startReplica(t, "busy", []string{"-id", "x", "-data-dir", t.TempDir(), "-http", ports[0]}, nil)
+	p = startReplica(t, "busy", []string{"-id", "x", "-data-dir", t.TempDir(), "-http", ports[0], "-http-no-auth"}, nil)
 	<-p.done
 	if ee, ok := p.err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(p.logText(), "address already in use") {
 		t.Errorf("busy HTTP port: exit %v, log %q", p.err, p.logText())

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -43,6 +45,14 @@ type config struct {
 	LeaveOnStop     bool
 	Recover         bool
 	UnencryptedOK   bool
+	// The admin API's authentication (admin.Auth).
+	AdminToken     string // one admin token, named "admin"
+	AdminTokenFile string // lines "name role secret"
+	HTTPNoAuth     bool
+	HTTPTLSCert    string
+	HTTPTLSKey     string
+	HTTPClientCA   string // verified client certificates get -http-client-role
+	HTTPClientRole string
 }
 
 // envVars maps flags to the environment variables that set them. Flags win.
@@ -71,6 +81,13 @@ var envVars = map[string]string{
 	"leave-on-stop":            "RAFTLOCK_LEAVE_ON_STOP",
 	"recover":                  "RAFTLOCK_RECOVER",
 	"allow-unencrypted-gossip": "RAFTLOCK_ALLOW_UNENCRYPTED_GOSSIP",
+	"admin-token":              "RAFTLOCK_ADMIN_TOKEN",
+	"admin-token-file":         "RAFTLOCK_ADMIN_TOKEN_FILE",
+	"http-no-auth":             "RAFTLOCK_HTTP_NO_AUTH",
+	"http-tls-cert":            "RAFTLOCK_HTTP_TLS_CERT",
+	"http-tls-key":             "RAFTLOCK_HTTP_TLS_KEY",
+	"http-client-ca":           "RAFTLOCK_HTTP_CLIENT_CA",
+	"http-client-role":         "RAFTLOCK_HTTP_CLIENT_ROLE",
 }
 
 // flagHelp: -h was given (the usage has been printed).
@@ -79,6 +96,7 @@ var flagHelp = flag.ErrHelp
 // parseConfig reads the environment (through getenv), then the flags.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var c config
+	d := node.DefaultConfig()
 	fs := flag.NewFlagSet("replica", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.ID, "id", "", "node id, unique in the cluster for the node's whole life (required)")
@@ -96,15 +114,22 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.TLSServerName, "tls-server-name", "", "name every peer certificate carries as a DNS SAN (default: the dialed host)")
 	fs.BoolVar(&c.AllowPlaintext, "allow-plaintext", false, "without mutual TLS, accept a -bind address other than loopback (anyone who reaches it can speak Raft to this replica; only on a trusted network)")
 	fs.StringVar(&c.GossipKey, "gossip-key", "", "base64 key (16, 24 or 32 bytes) encrypting gossip")
-	fs.DurationVar(&c.TTL, "ttl", 10*time.Second, "TTL of the HTTP clients' session")
+	fs.DurationVar(&c.TTL, "ttl", lockapi.DefaultTTL, "TTL of the HTTP clients' session")
 	fs.DurationVar(&c.LockDelay, "lock-delay", 0, "lock-delay of the HTTP clients' session")
 	fs.StringVar(&c.Timing, "timing", "lan", "Raft and gossip timing: lan or test")
-	fs.IntVar(&c.MaxVoters, "max-voters", 0, "voters the leader keeps; more members join as non-voters (0: 5)")
-	fs.DurationVar(&c.ReapTimeout, "reap-timeout", 0, "how long a failed member stays in the Raft configuration (0: 30s)")
+	fs.IntVar(&c.MaxVoters, "max-voters", d.MaxVoters, "voters the leader keeps; more members join as non-voters")
+	fs.DurationVar(&c.ReapTimeout, "reap-timeout", d.ReapTimeout, "how long a failed member stays in the Raft configuration")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.LeaveOnStop, "leave-on-stop", false, "on SIGTERM/SIGINT, leave the cluster for good (decommission) instead of stopping for a restart")
 	fs.BoolVar(&c.Recover, "recover", false, "disaster recovery: make this replica the only voter of its cluster (its data dir's state is kept); runs once per data dir")
 	fs.BoolVar(&c.UnencryptedOK, "allow-unencrypted-gossip", false, "allow mutual TLS with gossip in clear text (a closed network)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token of the admin API's \"admin\" (prefer the environment variable: flags show in ps)")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "file of admin API tokens, one \"name role secret\" per line (role: read, lock or admin)")
+	fs.BoolVar(&c.HTTPNoAuth, "http-no-auth", false, "serve the HTTP API without authentication (a closed network only)")
+	fs.StringVar(&c.HTTPTLSCert, "http-tls-cert", "", "PEM certificate: serve HTTPS")
+	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", "", "PEM key of -http-tls-cert")
+	fs.StringVar(&c.HTTPClientCA, "http-client-ca", "", "PEM CA: with -http-tls-cert, HTTPS clients with a certificate it signed are authenticated")
+	fs.StringVar(&c.HTTPClientRole, "http-client-role", "admin", "role of a verified HTTPS client certificate: read, lock or admin")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -142,6 +167,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, fmt.Errorf("-timing %q: want lan or test", c.Timing)
 	case (c.TLSCA != "" || c.TLSCert != "" || c.TLSKey != "") && (c.TLSCA == "" || c.TLSCert == "" || c.TLSKey == ""):
 		return c, errors.New("mutual TLS needs all of -tls-ca, -tls-cert and -tls-key")
+	case c.BootstrapExpect < 0:
+		return c, fmt.Errorf("-bootstrap-expect %d: want 0 (join only) or the number of founding replicas", c.BootstrapExpect)
+	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
+		return c, errors.New("HTTPS needs both -http-tls-cert and -http-tls-key")
+	case c.HTTPClientCA != "" && c.HTTPTLSCert == "":
+		return c, errors.New("-http-client-ca needs HTTPS (-http-tls-cert and -http-tls-key)")
+	case !c.HTTPNoAuth && c.AdminToken == "" && c.AdminTokenFile == "" && c.HTTPClientCA == "":
+		return c, errors.New("the HTTP API needs authentication: -admin-token (RAFTLOCK_ADMIN_TOKEN), -admin-token-file or -http-client-ca; or -http-no-auth on a closed network")
+	}
+	if min := lockapi.MinTTLFor(c.timing()); c.TTL < min {
+		return c, fmt.Errorf("-ttl %v: below the minimum %v for -timing %s (a keepalive interval must outlast a leader failover)", c.TTL, min, c.Timing)
 	}
 	if _, err := logLevel(c.LogLevel); err != nil {
 		return c, err
@@ -155,6 +191,39 @@ func logLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("-log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// timing is the Raft timing -timing selects.
+func (c config) timing() node.Timing {
+	if c.Timing == "test" {
+		return node.TestTiming()
+	}
+	return node.DefaultConfig().Timing
+}
+
+// resolveHost turns a host name in host:port into an IP address (IPv4
+// preferred): gossip binds and advertises IP literals. (Join seeds may stay
+// names: gossip resolves them again at every join attempt.)
+func resolveHost(addr string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || net.ParseIP(host) != nil {
+		return addr, nil // Validate explains a malformed one
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("resolving %q: %v", host, err)
+	}
+	ip := ips[0]
+	for _, c := range ips {
+		if c.To4() != nil {
+			ip = c
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // nodeConfig turns the configuration into a node.Config (reading the TLS
@@ -175,6 +244,13 @@ func (c config) nodeConfig() (node.Config, error) {
 	nc.Recover, nc.Gossip.AllowUnencrypted = c.Recover, c.UnencryptedOK
 	if c.Timing == "test" {
 		nc.Timing, nc.Gossip.Timing = node.TestTiming(), node.TestGossipTiming()
+	}
+	var err error
+	if nc.Gossip.Addr, err = resolveHost(nc.Gossip.Addr); err != nil {
+		return nc, fmt.Errorf("-gossip: %w", err)
+	}
+	if nc.Gossip.AdvertiseAddr, err = resolveHost(nc.Gossip.AdvertiseAddr); err != nil {
+		return nc, fmt.Errorf("-gossip-advertise: %w", err)
 	}
 	if c.GossipKey != "" {
 		key, err := base64.StdEncoding.DecodeString(c.GossipKey)

@@ -22,6 +22,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"RAFTLOCK_GOSSIP": "127.0.0.1:9001", "RAFTLOCK_JOIN": "127.0.0.1:9101, 127.0.0.1:9201",
 		"RAFTLOCK_BOOTSTRAP_EXPECT": "5", "RAFTLOCK_HTTP": "127.0.0.1:9002", "RAFTLOCK_TTL": "7s",
 		"RAFTLOCK_GOSSIP_KEY": key, "RAFTLOCK_ADVERTISE": "10.0.0.1:9000", "RAFTLOCK_GOSSIP_ADVERTISE": "10.0.0.1:9001",
+		"RAFTLOCK_HTTP_NO_AUTH": "true",
 	}
 	var out bytes.Buffer
 	c, err := parseConfig([]string{"-id", "flag-id", "-ttl", "4s", "-timing", "test"}, envOf(env), &out)
@@ -55,7 +56,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	base := map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/tmp/a"}
+	base := map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/tmp/a", "RAFTLOCK_HTTP_NO_AUTH": "true"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -105,7 +106,7 @@ func TestCertsAndTLSConfig(t *testing.T) {
 		}
 	}
 	c, err := parseConfig([]string{"-id", "r1", "-data-dir", dir, "-tls-ca", filepath.Join(dir, "ca.pem"),
-		"-tls-cert", filepath.Join(dir, "r1.pem"), "-tls-key", filepath.Join(dir, "r1-key.pem"), "-tls-server-name", "raftlock"}, envOf(nil), &out)
+		"-tls-cert", filepath.Join(dir, "r1.pem"), "-tls-key", filepath.Join(dir, "r1-key.pem"), "-tls-server-name", "raftlock", "-http-no-auth"}, envOf(nil), &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,19 @@
 // Command replica is a real raftlock replica: a node that finds its peers
-// through gossip, with an HTTP API for lock clients, Prometheus metrics and a
-// small status page. Run three of them (on one machine or three) to get a
-// lock service you can poke with curl; see examples/README.md.
+// through gossip, with the admin API (package admin) for HTTP lock
+// clients, operators and probes, Prometheus metrics and the status page.
+// Run three of them (on one machine or three) to get a lock service you
+// can poke with curl or the raftlock command; see examples/README.md.
 //
-//	replica -id r1 -data-dir /var/lib/raftlock/r1 \
+//	RAFTLOCK_ADMIN_TOKEN=... replica -id r1 -data-dir /var/lib/raftlock/r1 \
 //	  -bind 10.0.0.1:7400 -gossip 10.0.0.1:7401 -join 10.0.0.2:7401,10.0.0.3:7401 \
 //	  -bootstrap-expect 3 -http 127.0.0.1:8080
 //
-// HTTP API (JSON): POST /v1/acquire, POST /v1/release, GET /v1/lease,
-// GET /v1/lease/wait, GET /v1/locks/{name}, GET /v1/locks, GET /v1/status,
-// GET /metrics, GET / (status page). Every flag can be set by an environment
-// variable (RAFTLOCK_ID, …); flags win. SIGINT or SIGTERM: the replica
-// closes its HTTP session and leaves the cluster gracefully.
+// The HTTP API (see package admin) needs authentication: a bearer token
+// (-admin-token, -admin-token-file), client certificates (-http-client-ca
+// with -http-tls-cert), or -http-no-auth on a closed network. Every flag can
+// be set by an environment variable (RAFTLOCK_ID, …); flags win. SIGINT or
+// SIGTERM: the replica closes its HTTP sessions and stops for a restart
+// (with -leave-on-stop: leaves the cluster for good).
 package main
 
 import (
@@ -30,7 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/raftlock/raftlock/examples/internal/lockhttp"
+	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -60,19 +62,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if errors.Is(err, flagHelp) {
 		return nil
 	}
-	if err != nil {
+	usage := func(err error) error {
 		fmt.Fprintln(stderr, "replica:", err)
 		return errUsage
+	}
+	if err != nil {
+		return usage(err)
 	}
 	level, _ := logLevel(c.LogLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	nc, err := c.nodeConfig()
+	if errors.Is(err, node.ErrInvalidConfig) {
+		return usage(err)
+	} else if err != nil {
+		return err
+	}
+	auth, err := c.adminAuth()
+	if err != nil {
+		return err
+	}
+	tlsConf, err := c.httpTLS()
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := node.EnableRaftMetrics(reg); err != nil {
+		return err
+	}
 	nc.Registerer, nc.Logger = reg, log
 
 	// Listen before starting the node: a busy port fails fast.
@@ -104,29 +122,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	api, err := lockhttp.New(lockhttp.Config{
-		Node: n, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log,
-	})
+	api, err := admin.New(admin.Config{Node: n, Auth: auth, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log})
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := api.Close(closeCtx); err != nil {
-			log.Warn("closing the HTTP session", "err", err)
+			log.Warn("closing the HTTP sessions", "err", err)
 		}
 	}()
 
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: api.Handler(),
+	mux := http.NewServeMux()
+	api.Mount(mux, "/")
+	srv := &http.Server{Handler: mux, TLSConfig: tlsConf,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	api.ConfigureHTTP(srv) // read, write and idle timeouts; header limit (lockhttp.Limits)
+		ErrorLog:    httpErrorLog(log)}
+	api.ConfigureHTTP(srv) // read, write and idle timeouts; header limit (admin.Limits)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("replica started", "id", c.ID, "http", ln.Addr().String(), "raft", n.Addr(), "gossip", n.GossipAddr())
+	go func() {
+		if tlsConf != nil {
+			serveErr <- srv.ServeTLS(ln, "", "")
+		} else {
+			serveErr <- srv.Serve(ln)
+		}
+	}()
+	log.Info("replica started", "id", c.ID, "http", ln.Addr().String(), "https", tlsConf != nil, "raft", n.Addr(), "gossip", n.GossipAddr())
 	go func() {
 		if n.WaitReady(ctx) == nil {
 			log.Info("replica ready: the cluster has a leader", "leader", n.Status().LeaderID)

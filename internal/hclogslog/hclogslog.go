@@ -10,6 +10,7 @@ import (
 	"log"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,6 +71,7 @@ func (g *Logger) enabled(level hclog.Level) bool {
 
 // Log emits msg at level with alternating key/value args.
 func (g *Logger) Log(level hclog.Level, msg string, args ...any) {
+	level = operatorLevel(level, msg, args)
 	if !g.enabled(level) {
 		return
 	}
@@ -78,6 +80,54 @@ func (g *Logger) Log(level hclog.Level, msg string, args ...any) {
 		args = append(args, "logger", g.name)
 	}
 	g.l.Log(context.Background(), toSlog(level), msg, args...)
+}
+
+// operatorLevel is the level an operator should see a message at, where
+// raft's own is louder than what happened (issue 16: normal operation
+// logged WARN and ERROR):
+//   - "heartbeat timeout reached" before any leader was ever known is the
+//     first election of a starting node, not a lost leader: INFO;
+//   - a deposed leader ("peer has newer term") and a peer that does not
+//     answer right now (a pause, a restart, a replica that just left) are
+//     worth a WARN, not an ERROR: the status page and /readyz say whether
+//     the cluster suffers;
+//   - a connection the other side closed or reset is DEBUG.
+func operatorLevel(level hclog.Level, msg string, args []any) hclog.Level {
+	switch {
+	case level == hclog.Warn && msg == "heartbeat timeout reached, starting election":
+		if v, _ := arg(args, "last-leader-id"); v == "" {
+			return hclog.Info
+		}
+	case level != hclog.Error:
+	case msg == "failed to decode incoming command" || msg == "failed to accept connection":
+		if v, _ := arg(args, "error"); closedByPeer(v) {
+			return hclog.Debug
+		}
+	case msg == "peer has newer term, stopping replication", strings.HasPrefix(msg, "failed to appendEntries to"),
+		strings.HasPrefix(msg, "failed to heartbeat to"), msg == "failed to make requestVote RPC",
+		msg == "failed to pipeline appendEntries", msg == "failed to start pipeline":
+		return hclog.Warn
+	}
+	return level
+}
+
+// arg returns the value of key in alternating key/value args.
+func arg(args []any, key string) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == key {
+			return fmt.Sprint(args[i+1]), true
+		}
+	}
+	return "", false
+}
+
+func closedByPeer(err string) bool {
+	for _, s := range []string{"connection reset by peer", "broken pipe", "EOF", "use of closed network connection"} {
+		if strings.Contains(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // convertArgs renders hclog's formatting wrappers (hclog.Fmt, Hex, Octal,

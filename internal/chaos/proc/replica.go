@@ -59,9 +59,11 @@ func (r *replica) start() error {
 	fmt.Fprintf(logf, "=== start %d at %s\n", r.starts, time.Now().Format(time.RFC3339Nano))
 	cmd := r.net.Command(r.i, r.bin, r.args...)
 	// The namespaces' 10.213.x addresses are not loopback: a plaintext bind
-	// there must be allowed. Through the environment, which a replica of the
-	// previous release (the upgrade class) ignores, unlike an unknown flag.
-	cmd.Env = append(os.Environ(), "RAFTLOCK_ALLOW_PLAINTEXT=true")
+	// there must be allowed, and the HTTP API served without authentication
+	// (the harness's private networks). Through the environment, which a
+	// replica of the previous release (the upgrade class) ignores, unlike an
+	// unknown flag.
+	cmd.Env = append(os.Environ(), "RAFTLOCK_ALLOW_PLAINTEXT=true", "RAFTLOCK_HTTP_NO_AUTH=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Killed with the harness, whatever way the harness dies; its own
 	// process group, so a terminal's signals go to the harness only.

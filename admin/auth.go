@@ -1,0 +1,167 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Role is what a caller may do. Each role includes the ones before it.
+type Role string
+
+// Roles.
+const (
+	// RoleRead: status, members, locks, sessions, metrics.
+	RoleRead Role = "read"
+	// RoleLock: RoleRead, and acquire and release locks (non-Go clients).
+	RoleLock Role = "lock"
+	// RoleAdmin: everything — revoke, end sessions, remove peers, transfer
+	// leadership, take and restore snapshots.
+	RoleAdmin Role = "admin"
+)
+
+func (r Role) rank() int {
+	switch r {
+	case RoleRead:
+		return 1
+	case RoleLock:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// Token is one bearer token: requests with "Authorization: Bearer
+// <Secret>" act as Name with Role.
+type Token struct {
+	Name   string // who: written to the log with every admin operation
+	Secret string // at least 16 bytes
+	Role   Role
+}
+
+// Auth says who may use the API. Authentication is off only when
+// Unauthenticated is set; a zero Auth is refused by New. The probes
+// (/healthz, /readyz) and the status page's HTML are public (the page
+// holds no data: it reads the API with the token its user gives it).
+type Auth struct {
+	// Tokens are the bearer tokens accepted.
+	Tokens []Token
+	// ClientCertRole is the role of a request that arrives over TLS with
+	// a verified client certificate (serve with a tls.Config whose
+	// ClientAuth is tls.RequireAndVerifyClientCert or
+	// VerifyClientCertIfGiven, and whose ClientCAs name who may connect);
+	// it acts as "cert:<subject CN>". "": certificates grant nothing.
+	ClientCertRole Role
+	// Unauthenticated: every request may do everything, as "anonymous".
+	// Only for a closed network: a loopback-only development setup, tests,
+	// the demo.
+	Unauthenticated bool
+}
+
+// MinSecretLen is the shortest bearer token secret accepted.
+const MinSecretLen = 16
+
+type authenticator struct {
+	tokens   map[[32]byte]Token // by SHA-256 of the secret
+	certRole Role
+	open     bool
+}
+
+// compile checks the Auth and indexes its tokens.
+func (a Auth) compile() (authenticator, error) {
+	out := authenticator{tokens: map[[32]byte]Token{}, certRole: a.ClientCertRole, open: a.Unauthenticated}
+	bad := func(format string, args ...any) (authenticator, error) {
+		return authenticator{}, fmt.Errorf("%w: auth: "+format, append([]any{errInvalidConfig}, args...)...)
+	}
+	if !a.Unauthenticated && len(a.Tokens) == 0 && a.ClientCertRole == "" {
+		return bad("no tokens and no client-certificate role: set Auth.Unauthenticated to serve without authentication")
+	}
+	if a.ClientCertRole != "" && a.ClientCertRole.rank() == 0 {
+		return bad("client-certificate role %q: want read, lock or admin", a.ClientCertRole)
+	}
+	for i, t := range a.Tokens {
+		switch {
+		case t.Name == "" || strings.ContainsAny(t.Name, "\x00\r\n"):
+			return bad("token %d: a name is required (one line)", i)
+		case len(t.Secret) < MinSecretLen:
+			return bad("token %q: secret of %d bytes (at least %d)", t.Name, len(t.Secret), MinSecretLen)
+		case t.Role.rank() == 0:
+			return bad("token %q: role %q: want read, lock or admin", t.Name, t.Role)
+		}
+		h := sha256.Sum256([]byte(t.Secret))
+		if _, dup := out.tokens[h]; dup {
+			return bad("token %q: the same secret twice", t.Name)
+		}
+		out.tokens[h] = t
+	}
+	return out, nil
+}
+
+// Principal is who made a request, as authenticated.
+type Principal struct {
+	Name string
+	Role Role
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalOf returns who made the request (in handlers behind the API's
+// authentication); anonymous when authentication is off.
+func PrincipalOf(r *http.Request) Principal {
+	if p, ok := r.Context().Value(principalKey{}).(Principal); ok {
+		return p
+	}
+	return Principal{Name: "anonymous"}
+}
+
+var errUnauthorized = errors.New("admin: unauthorized")
+
+// who authenticates r: a bearer token, else a verified client certificate.
+func (a authenticator) who(r *http.Request) (Principal, error) {
+	if a.open {
+		return Principal{Name: "anonymous", Role: RoleAdmin}, nil
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		secret, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return Principal{}, fmt.Errorf("%w: Authorization is not a bearer token", errUnauthorized)
+		}
+		sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+		for k, t := range a.tokens { // constant time in the secret: compare every digest
+			if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+				return Principal{Name: t.Name, Role: t.Role}, nil
+			}
+		}
+		return Principal{}, fmt.Errorf("%w: unknown bearer token", errUnauthorized)
+	}
+	if a.certRole != "" && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		return Principal{Name: "cert:" + r.TLS.VerifiedChains[0][0].Subject.CommonName, Role: a.certRole}, nil
+	}
+	return Principal{}, fmt.Errorf("%w: send \"Authorization: Bearer <token>\"", errUnauthorized)
+}
+
+// authenticate answers 401 or 403 and reports false unless r may use a
+// route that needs role.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, role Role) (Principal, bool) {
+	p, err := s.auth.who(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="raftlock"`)
+		writeJSON(w, http.StatusUnauthorized, ErrorJSON{Error: ErrKindUnauthorized, Detail: public(err.Error())})
+		return p, false
+	}
+	if p.Role.rank() < role.rank() {
+		writeJSON(w, http.StatusForbidden, ErrorJSON{Error: ErrKindForbidden,
+			Detail: fmt.Sprintf("%s has role %s; this needs %s", p.Name, p.Role, role)})
+		return p, false
+	}
+	return p, true
+}

@@ -1,0 +1,81 @@
+// Package admin is raftlock's HTTP admin API: a handler an application that
+// embeds a raftlock node mounts on its own mux, as it would mount
+// net/http/pprof. It serves health probes, a JSON API (status, members,
+// locks with holders, tokens and waiters, sessions; acquire and release for
+// callers that are not written in Go; the operator's admin operations),
+// Prometheus metrics and a status page that warns.
+//
+//	api, err := admin.New(admin.Config{Node: n, Auth: admin.Auth{Tokens: []admin.Token{
+//		{Name: "ops", Secret: os.Getenv("RAFTLOCK_ADMIN_TOKEN"), Role: admin.RoleAdmin},
+//	}}})
+//	api.Mount(mux, "/raftlock") // status page at /raftlock/, API at /raftlock/v1/...
+//	defer api.Close(ctx)        // before closing the node
+//
+// The raftlock command (cmd/raftlock) is a client of this API, and
+// examples/replica a program around it.
+//
+// # Routes
+//
+// Public (no authentication: for probes and for loading the page, which
+// holds no data and asks for a token when the API wants one):
+//
+//	GET  /healthz                 200 while the process serves
+//	GET  /readyz                  200 when a leader is known and this node has caught up, else 503 with reasons
+//	GET  /                        the status page
+//
+// RoleRead:
+//
+//	GET  /v1/status               ?probe=1 asks every server too; 503 (same body) while not ready
+//	GET  /v1/members              every member, with what each server says of itself (?probe=0: gossip only)
+//	GET  /v1/locks                ?prefix=&limit=&waiters=&sync=1&stale=1
+//	GET  /v1/locks/{name}         ?waiters=&sync=1&stale=1
+//	GET  /v1/sessions             ?limit=&sync=1&stale=1
+//	GET  /v1/whoami
+//	GET  /metrics                 (with Config.Gatherer)
+//
+// RoleLock (and read):
+//
+//	POST /v1/acquire              {"lock":"x","wait":true,"timeout_ms":5000,"ttl_ms":10000,"owner":"job 7"}
+//	                              a semaphore: {"lock":"pool","limit":4,"permits":1,...}
+//	POST /v1/release              {"handle":"..."}
+//	GET  /v1/lease                ?handle=           (renews a client-kept lease)
+//	GET  /v1/lease/wait           ?handle=&timeout_ms=
+//
+// RoleAdmin (everything):
+//
+//	POST /v1/admin/revoke               {"lock":"x","token":17,"why":"holder stuck"}
+//	POST /v1/admin/end-session          {"session":42,"why":"runaway client"}
+//	POST /v1/admin/remove-peer          {"node_id":"r3"}        (dead peers only, guarded like reaping)
+//	POST /v1/admin/transfer-leadership  {"to":"r2"}             ("" lets Raft pick)
+//	GET  /v1/admin/snapshot             a backup of the lock table (octet-stream)
+//	POST /v1/admin/snapshot             restore one (see node.Node.Restore)
+//
+// Every answer is JSON (the snapshot excepted), errors included: unknown
+// paths are 404 and wrong methods 405 with {"error":"not_found"} or
+// {"error":"method_not_allowed"}; the kinds are the ErrKind constants.
+// Request bodies are strict: one JSON object with known fields only
+// (anything else is 400 bad_request). Error details never carry the
+// library's package prefixes.
+//
+// A read of the lock table on a node that is not ready (in no cluster, no
+// leader known, not caught up) is 503 not_ready — the answer is unknown —
+// unless the caller asks for the stale local view with ?stale=1.
+//
+// # Authentication
+//
+// Config.Auth is required: bearer tokens (Token: name, secret, role),
+// and/or mutual TLS (Auth.ClientCertRole: the role of any verified client
+// certificate; the http.Server's tls.Config must verify them). Without
+// either, New fails unless Auth.Unauthenticated says so explicitly. Every
+// admin operation is logged with the caller's name, and a revocation
+// carries it into the Raft log.
+//
+// # Limits
+//
+// Limits bound what HTTP clients can make the server hold: connection and
+// request timeouts (ConfigureHTTP), body and header sizes, acquisitions
+// per client and in all, the size of listings, the size of a backup.
+// Every call that cannot commit answers 503 no_quorum within its deadline
+// (a TryLock within a few election timeouts, the opening of the HTTP
+// session included).
+package admin

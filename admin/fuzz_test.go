@@ -1,0 +1,52 @@
+package admin
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// The request-body decoder never panics, and what it accepts is one JSON
+// object with known fields that fits the body limit.
+func FuzzDecodeBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"lock":"x","wait":true,"timeout_ms":5000}`, `{"handle":"abc"}`, `{"lock":"x"} {}`, `{"lock":"x","extra":1}`,
+		``, `[]`, `null`, `{"lock":` + strings.Repeat(`"`, 10), `{"timeout_ms":1e400}`, "{\"lock\":\"\xff\"}",
+	} {
+		f.Add(seed)
+	}
+	s := &Server{limits: DefaultLimits()}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, v := range []any{&AcquireRequest{}, &ReleaseRequest{}} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("POST", "/", strings.NewReader(body))
+			ok := s.decode(rec, req, v)
+			switch {
+			case ok && int64(len(body)) > s.limits.MaxBodyBytes:
+				t.Fatalf("accepted a body of %d bytes (limit %d)", len(body), s.limits.MaxBodyBytes)
+			case !ok && rec.Code != http.StatusBadRequest && rec.Code != http.StatusRequestEntityTooLarge:
+				t.Fatalf("refused with HTTP %d", rec.Code)
+			}
+		}
+	})
+}
+
+// The listing parameters are integers in range or refused with 400.
+func FuzzListParam(f *testing.F) {
+	for _, seed := range []string{"", "1", "1000", "1001", "0", "-1", "x", "99999999999999999999", " 5", "5 "} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/?limit="+url.QueryEscape(v), nil)
+		n, ok := listParam(rec, req, "limit", 10, 1000)
+		switch {
+		case ok && (n < 1 || n > 1000):
+			t.Fatalf("accepted %q as %d", v, n)
+		case !ok && rec.Code != http.StatusBadRequest:
+			t.Fatalf("refused %q with HTTP %d", v, rec.Code)
+		}
+	})
+}

@@ -1,0 +1,318 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/lockapi"
+)
+
+// AcquireRequest is the body of POST /v1/acquire. Wait false is TryLock.
+// TimeoutMS bounds the call (0: 30 s when waiting; a TryLock answers within
+// a few election timeouts anyway).
+//
+// With TTLMS or Owner the acquisition gets a session of its own (TTL TTLMS,
+// default the server's; description Owner, default "http:<client>") and is
+// client-kept: the client must ask about it (GET /v1/lease or
+// /v1/lease/wait) at least once per TTL, or the server releases it. The
+// raftlock CLI acquires so. Without them the lease is in the server's
+// shared session and lives until released or lost.
+type AcquireRequest struct {
+	Lock      string `json:"lock"`
+	Wait      bool   `json:"wait"`
+	TimeoutMS int64  `json:"timeout_ms"`
+	TTLMS     int64  `json:"ttl_ms,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+
+	// A semaphore (cluster version 3): Limit > 0 asks for Permits
+	// (default 1) of the counting semaphore Lock of that limit.
+	Limit   int `json:"limit,omitempty"`
+	Permits int `json:"permits,omitempty"`
+}
+
+// AcquireResponse is the answer of a successful POST /v1/acquire.
+// ValidForMS: the lease stays valid at least this long from when the
+// answer was sent (its session's validity; for a client-kept lease also
+// the time left to ask about it again). A client that counts it from when
+// it sent the request never overestimates it.
+type AcquireResponse struct {
+	Lock             string `json:"lock"`
+	Token            uint64 `json:"token"`
+	Handle           string `json:"handle"`
+	ValidUntilUnixMS int64  `json:"valid_until_unix_ms"`
+	ValidForMS       int64  `json:"valid_for_ms"`
+	TTLMS            int64  `json:"ttl_ms"`
+	Session          uint64 `json:"session"`
+}
+
+// ReleaseRequest is the body of POST /v1/release.
+type ReleaseRequest struct {
+	Handle string `json:"handle"`
+}
+
+// LeaseJSON is the answer of GET /v1/lease and /v1/lease/wait (ValidForMS
+// as in AcquireResponse; 0 once the lease ended).
+type LeaseJSON struct {
+	Valid      bool   `json:"valid"`
+	Error      string `json:"error,omitempty"` // why the lease ended
+	Lock       string `json:"lock"`
+	Token      uint64 `json:"token"`
+	Handle     string `json:"handle"`
+	ValidForMS int64  `json:"valid_for_ms"`
+}
+
+const (
+	defaultWait = 30 * time.Second
+	maxWait     = time.Hour
+	unlockWait  = 10 * time.Second
+)
+
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
+	var req AcquireRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if err := fsm.ValidateLockName(req.Lock); err != nil {
+		writeBad(w, "lock: "+public(err.Error()))
+		return
+	}
+	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxWait {
+		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
+		return
+	}
+	if req.Limit != 0 || req.Permits != 0 {
+		if req.Permits == 0 {
+			req.Permits = 1
+		}
+		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
+			writeBad(w, public(err.Error()))
+			return
+		}
+	}
+	ttl := time.Duration(req.TTLMS) * time.Millisecond
+	own := req.TTLMS != 0 || req.Owner != ""
+	if own {
+		if ttl == 0 {
+			ttl = s.sess.ttl
+		}
+		if min := lockapi.MinTTL(s.n); ttl < min || ttl > fsm.MaxTTL {
+			writeBad(w, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, min.Milliseconds(), fsm.MaxTTL.Milliseconds()))
+			return
+		}
+		if err := fsm.ValidateDescription(req.Owner); err != nil {
+			writeBad(w, "owner: "+public(err.Error()))
+			return
+		}
+	}
+	client := clientOf(r)
+	if err := s.quotas.begin(client); err != nil {
+		writeErr(w, err)
+		return
+	}
+	counted := true // until the call ends: then either nothing, or a lease held
+	endCall := func(granted bool) {
+		if counted {
+			counted = false
+			s.quotas.end(client, granted)
+		}
+	}
+	defer endCall(false)
+
+	ctx := r.Context()
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout == 0 && req.Wait {
+		timeout = defaultWait
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+		s.LongPoll(w, timeout)
+	}
+	// A TryLock answers promptly, the opening of the session included.
+	sctx := ctx
+	if !req.Wait {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, lockapi.TryTimeout(s.n))
+		defer cancel()
+	}
+	sess, err := s.acquireSession(sctx, own, ttl, req.Owner, client)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var lease *lockapi.Lease
+	sem := lockapi.Semaphore{Name: req.Lock, Limit: req.Limit}
+	switch {
+	case req.Limit > 0 && req.Wait:
+		lease, err = sess.Acquire(ctx, sem, req.Permits)
+	case req.Limit > 0:
+		lease, err = sess.TryAcquire(ctx, sem, req.Permits)
+	case req.Wait:
+		lease, err = sess.Lock(ctx, req.Lock)
+	default:
+		lease, err = sess.TryLock(ctx, req.Lock)
+	}
+	if err != nil {
+		if own {
+			s.closeInBackground(sess)
+		}
+		writeErr(w, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: nobody will ever release this lease.
+		s.unlockInBackground(lease, own)
+		return
+	}
+	endCall(true)
+	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
+	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions, own, ttl)
+	_, validFor := s.handles.get(h)
+	writeJSON(w, http.StatusOK, AcquireResponse{
+		Lock: req.Lock, Token: lease.Token(), Handle: h,
+		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), ValidForMS: validFor.Milliseconds(), TTLMS: sess.TTL().Milliseconds(),
+		Session: uint64(sess.ID()),
+	})
+}
+
+// acquireSession returns the session an acquisition goes into: the shared
+// one, or a new one of its own.
+func (s *Server) acquireSession(ctx context.Context, own bool, ttl time.Duration, owner, client string) (*lockapi.Session, error) {
+	if !own {
+		return s.sess.Get(ctx)
+	}
+	if owner == "" {
+		owner = "http:" + client
+	}
+	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
+}
+
+func (s *Server) unlockInBackground(l *lockapi.Lease, closeSession bool) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+		defer cancel()
+		l.Unlock(ctx)
+		if closeSession {
+			l.Session().Close(ctx)
+		}
+	}()
+}
+
+func (s *Server) closeInBackground(sess *lockapi.Session) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+		defer cancel()
+		sess.Close(ctx)
+	}()
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	var req ReleaseRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Handle == "" {
+		writeBad(w, "handle: required (the handle an acquire answered)")
+		return
+	}
+	l, _ := s.handles.get(req.Handle)
+	if l == nil {
+		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
+		return
+	}
+	if lost := l.Err(); errors.Is(lost, lockapi.ErrLeaseLost) {
+		// The lease ended before the release: report it at once, and let the
+		// session still ask the cluster to release it (in case it holds it).
+		s.handles.remove(req.Handle)
+		s.unlockInBackground(l, false)
+		writeJSON(w, http.StatusConflict, ErrorJSON{Error: ErrKindNotHolder, Detail: public(lost.Error())})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
+	defer cancel()
+	var err error
+	if s.handles.own(req.Handle) {
+		// A client-kept lease is its session's only grant: closing the
+		// session releases it in one command. (An Unlock ends the lease,
+		// which starts that close anyway, and the two raced: the release
+		// failed with "session closed" while the lock stayed held until
+		// the close committed.)
+		err = l.Session().Close(ctx)
+	} else {
+		err = l.Unlock(ctx)
+	}
+	switch {
+	case err == nil:
+		s.handles.remove(req.Handle)
+		writeJSON(w, http.StatusOK, map[string]bool{"released": true})
+	case errors.Is(err, lockapi.ErrNotHolder):
+		s.handles.remove(req.Handle)
+		writeErr(w, err)
+	default:
+		writeErr(w, err) // no quorum: the handle stays, the client may retry
+	}
+}
+
+func (s *Server) leaseFor(w http.ResponseWriter, r *http.Request) (*lockapi.Lease, string) {
+	h := r.URL.Query().Get("handle")
+	if h == "" {
+		writeBad(w, "handle: required")
+		return nil, h
+	}
+	l, _ := s.handles.get(h)
+	if l == nil {
+		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
+	}
+	return l, h
+}
+
+// leaseJSON describes the lease of handle h (asking about it renews a
+// client-kept lease).
+func (s *Server) leaseJSON(l *lockapi.Lease, h string) LeaseJSON {
+	_, validFor := s.handles.get(h)
+	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: l.Token(), Handle: h, ValidForMS: validFor.Milliseconds()}
+	if err := l.Err(); err != nil {
+		out.Valid, out.Error, out.ValidForMS = false, public(err.Error()), 0
+	}
+	return out
+}
+
+func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	if l, h := s.leaseFor(w, r); l != nil {
+		writeJSON(w, http.StatusOK, s.leaseJSON(l, h))
+	}
+}
+
+// leaseWait long-polls until the lease ends or timeout_ms (default 30 s)
+// passes; the body tells which.
+func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
+	timeout := defaultWait
+	if v := r.URL.Query().Get("timeout_ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxWait {
+			writeBad(w, "timeout_ms: want an integer in [0, 3600000]")
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	l, h := s.leaseFor(w, r)
+	if l == nil {
+		return
+	}
+	s.LongPoll(w, timeout)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-l.Done():
+	case <-t.C:
+	case <-r.Context().Done():
+		return
+	}
+	writeJSON(w, http.StatusOK, s.leaseJSON(l, h))
+}

@@ -1,0 +1,299 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// HolderJSON describes a lock's holder. LeaseLeftMS: how long the leader
+// still lets its session live without a keepalive (absent when the leader
+// could not be asked); TTLMS: its session's TTL.
+type HolderJSON struct {
+	Session          uint64 `json:"session"`
+	Description      string `json:"description"`
+	Token            uint64 `json:"token"`
+	AcquiredAtUnixMS int64  `json:"acquired_at_unix_ms"`
+	TTLMS            int64  `json:"ttl_ms,omitempty"`
+	LeaseLeftMS      *int64 `json:"lease_left_ms,omitempty"`
+
+	// Cluster version 3: a semaphore grant's permits, the grant's value.
+	Permits int    `json:"permits,omitempty"`
+	Value   string `json:"value,omitempty"`
+}
+
+// WaiterJSON describes one entry of a lock's FIFO queue: its place
+// (1 = next), the session that waits and that session's description.
+type WaiterJSON struct {
+	Position         int    `json:"position"`
+	Session          uint64 `json:"session"`
+	Description      string `json:"description,omitempty"`
+	EnqueuedAtUnixMS int64  `json:"enqueued_at_unix_ms"`
+
+	// Cluster version 3: waits for a read grant, or for permits.
+	Shared  bool `json:"shared,omitempty"`
+	Permits int  `json:"permits,omitempty"`
+}
+
+// LockJSON describes a lock (GET /v1/locks/{name}). Waiters lists the
+// first waiters of the queue (at most ?waiters=, see Limits.MaxListedWaiters);
+// WaiterCount is the length of the whole queue. Stale: the answer is this
+// node's local view while it is not ready (asked for with ?stale=1).
+type LockJSON struct {
+	Name             string       `json:"name"`
+	Held             bool         `json:"held"`
+	Holder           *HolderJSON  `json:"holder"`
+	Waiters          []WaiterJSON `json:"waiters"`
+	WaiterCount      int          `json:"waiter_count"`
+	DelayUntilUnixMS int64        `json:"delay_until_unix_ms,omitempty"`
+	Stale            bool         `json:"stale,omitempty"`
+
+	// Cluster version 3: the readers of a lock, or a semaphore's holders
+	// (in grant order), and a semaphore's limit and permits held.
+	Shared []HolderJSON `json:"shared,omitempty"`
+	Limit  int          `json:"limit,omitempty"`
+	Used   int          `json:"used,omitempty"`
+}
+
+// SessionJSON describes one session of the cluster (GET /v1/sessions).
+type SessionJSON struct {
+	ID              uint64 `json:"id"`
+	Description     string `json:"description"`
+	TTLMS           int64  `json:"ttl_ms"`
+	LockDelayMS     int64  `json:"lock_delay_ms"`
+	CreatedAtUnixMS int64  `json:"created_at_unix_ms"`
+	Locks           int    `json:"locks"` // held or waited for
+	LeaseLeftMS     *int64 `json:"lease_left_ms,omitempty"`
+}
+
+func holderJSON(h fsm.Holder) *HolderJSON {
+	if h.Session == 0 {
+		return nil
+	}
+	return &HolderJSON{Session: uint64(h.Session), Description: h.Description, Token: h.Token, AcquiredAtUnixMS: nsToMS(h.AcquiredAt),
+		Permits: h.Permits, Value: h.Value}
+}
+
+// descriptions caches session descriptions for one answer: a queue is
+// mostly a few sessions waiting many times, and each lookup takes the
+// FSM's read lock.
+type descriptions map[fsm.SessionID]fsm.SessionInfo
+
+func (s *Server) describe(d descriptions, id fsm.SessionID) fsm.SessionInfo {
+	si, ok := d[id]
+	if !ok {
+		si, _ = s.n.Session(id)
+		d[id] = si
+	}
+	return si
+}
+
+// lockJSON describes li with at most maxWaiters of its waiters: linear in
+// what it lists.
+func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJSON {
+	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: len(li.Waiters), DelayUntilUnixMS: nsToMS(li.DelayUntil)}
+	if li.Held {
+		out.Holder = holderJSON(li.Holder)
+		if out.Holder != nil {
+			out.Holder.TTLMS = s.describe(d, li.Holder.Session).TTL.Milliseconds()
+		}
+	}
+	out.Limit, out.Used = li.Limit, li.Used
+	for _, h := range li.Shared[:min(len(li.Shared), maxWaiters)] {
+		out.Shared = append(out.Shared, *holderJSON(h))
+	}
+	for i, w := range li.Waiters[:min(len(li.Waiters), maxWaiters)] {
+		out.Waiters = append(out.Waiters, WaiterJSON{
+			Position: i + 1, Session: uint64(w.Session), Description: s.describe(d, w.Session).Description, EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
+			Shared: w.Shared, Permits: w.Permits,
+		})
+	}
+	return out
+}
+
+// leasesLeft asks the leader how long it lets these sessions live (best
+// effort: a short bound, nothing on failure).
+func (s *Server) leasesLeft(ctx context.Context, ids []fsm.SessionID) map[fsm.SessionID]time.Duration {
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	left, err := s.n.LeasesLeft(ctx, ids[:min(len(ids), 1024)])
+	if err != nil {
+		return nil
+	}
+	return left
+}
+
+func msPtr(d time.Duration, ok bool) *int64 {
+	if !ok {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+func nsToMS(ns int64) int64 {
+	if ns == 0 {
+		return 0
+	}
+	return time.Unix(0, ns).UnixMilli()
+}
+
+// syncIf runs a linearizable read barrier when the request asks for one
+// (?sync=1); it reports false after answering with the error.
+func (s *Server) syncIf(w http.ResponseWriter, r *http.Request) bool {
+	if !boolParam(r, "sync") {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.n.Sync(ctx); err != nil {
+		writeErr(w, err)
+		return false
+	}
+	return true
+}
+
+func boolParam(r *http.Request, name string) bool {
+	v := r.URL.Query().Get(name)
+	return v != "" && v != "0" && v != "false"
+}
+
+// readable reports whether the local view of the locks may be served: the
+// node is ready, or the caller asked for the stale local view (?stale=1).
+// Otherwise it answers 503 not_ready: a node in no cluster, or without a
+// leader, cannot tell whether a lock is held.
+func (s *Server) readable(w http.ResponseWriter, r *http.Request) (stale, ok bool) {
+	h := assess(s.n.Status(), nil, s.n.Timing(), time.Now())
+	if h.Ready {
+		return false, true
+	}
+	if boolParam(r, "stale") {
+		return true, true
+	}
+	writeJSON(w, http.StatusServiceUnavailable, ErrorJSON{Error: ErrKindNotReady,
+		Detail: fmt.Sprintf("the answer is unknown: this node is not ready (%s); ?stale=1 gives its local view", h.Reasons[0])})
+	return false, false
+}
+
+// listParam reads a positive integer query parameter at most max (absent:
+// def); it reports false after answering 400.
+func listParam(w http.ResponseWriter, r *http.Request, name string, def, max int) (int, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		writeBad(w, fmt.Sprintf("%s: want an integer in [1, %d]", name, max))
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := fsm.ValidateLockName(name); err != nil {
+		writeBad(w, "lock: "+public(err.Error()))
+		return
+	}
+	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
+	if !ok || !s.syncIf(w, r) {
+		return
+	}
+	stale, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
+	li, found := s.n.Lock(name)
+	if !found {
+		li = fsm.LockInfo{Name: name}
+	}
+	out := s.lockJSON(li, waiters, descriptions{})
+	out.Stale = stale
+	if out.Holder != nil {
+		d, ok := s.leasesLeft(r.Context(), []fsm.SessionID{li.Holder.Session})[li.Holder.Session]
+		out.Holder.LeaseLeftMS = msPtr(d, ok)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
+	if !ok {
+		return
+	}
+	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
+	if !ok || !s.syncIf(w, r) {
+		return
+	}
+	stale, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
+	out := struct {
+		Locks []LockJSON `json:"locks"`
+		Stale bool       `json:"stale,omitempty"`
+	}{Locks: []LockJSON{}, Stale: stale}
+	desc := descriptions{}
+	var holders []fsm.SessionID
+	for _, li := range s.n.Locks(q.Get("prefix"), limit) {
+		out.Locks = append(out.Locks, s.lockJSON(li, waiters, desc))
+		if li.Held {
+			holders = append(holders, li.Holder.Session)
+		}
+	}
+	if !stale {
+		left := s.leasesLeft(r.Context(), holders)
+		for i := range out.Locks {
+			if h := out.Locks[i].Holder; h != nil {
+				d, ok := left[fsm.SessionID(h.Session)]
+				h.LeaseLeftMS = msPtr(d, ok)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// sessions answers GET /v1/sessions?limit=: the cluster's sessions in id
+// order (at most Limits.MaxListedLocks), with their lease time left.
+func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
+	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
+	if !ok || !s.syncIf(w, r) {
+		return
+	}
+	stale, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
+	all := s.n.Sessions()
+	out := struct {
+		Sessions []SessionJSON `json:"sessions"`
+		Total    int           `json:"total"`
+		Stale    bool          `json:"stale,omitempty"`
+	}{Sessions: []SessionJSON{}, Total: len(all), Stale: stale}
+	ids := make([]fsm.SessionID, 0, min(limit, len(all)))
+	for _, si := range all[:min(limit, len(all))] {
+		out.Sessions = append(out.Sessions, SessionJSON{ID: uint64(si.ID), Description: si.Description, TTLMS: si.TTL.Milliseconds(),
+			LockDelayMS: si.LockDelay.Milliseconds(), CreatedAtUnixMS: nsToMS(si.CreatedAt), Locks: si.Locks})
+		ids = append(ids, si.ID)
+	}
+	if !stale {
+		left := s.leasesLeft(r.Context(), ids)
+		for i := range out.Sessions {
+			d, ok := left[fsm.SessionID(out.Sessions[i].ID)]
+			out.Sessions[i].LeaseLeftMS = msPtr(d, ok)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

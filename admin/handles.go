@@ -1,0 +1,164 @@
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/raftlock/raftlock/lockapi"
+)
+
+// handles maps opaque handles to the leases HTTP clients hold.
+//
+// A lease of the shared session lives until it is released or the session
+// is lost. A lease acquired with its own session (ttl_ms or owner in the
+// acquire) is client-kept: the client must ask about it (GET /v1/lease or
+// /v1/lease/wait) at least once per TTL, or the server releases it — so a
+// client that died does not hold its lock for as long as this replica
+// lives. Its session is closed when the lease ends.
+type handles struct {
+	mu sync.Mutex
+	m  map[string]*entry
+	wg sync.WaitGroup // closing own sessions
+}
+
+type entry struct {
+	lease *lockapi.Lease
+	ended time.Time // when a sweep first saw the lease ended
+	// Client-kept leases only:
+	own     bool
+	ttl     time.Duration
+	renewBy time.Time   // the server releases the lease at this time unless asked about it
+	watch   *time.Timer // fires at renewBy
+}
+
+func newHandles() *handles { return &handles{m: make(map[string]*entry)} }
+
+// add makes a handle for l. If more than max handles exist, the handles of
+// leases that ended are forgotten first (clients asking about them get 404
+// unknown_handle): live leases are bounded by the quotas, and this bounds
+// the ended ones, which would otherwise wait for the sweep. own (with ttl):
+// l's session is its own, closed when l ends, and l is released unless
+// renewed within ttl.
+func (h *handles) add(l *lockapi.Lease, max int, own bool, ttl time.Duration) string {
+	var b [16]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	e := &entry{lease: l, own: own, ttl: ttl}
+	h.mu.Lock()
+	if len(h.m) >= max {
+		for id, e := range h.m {
+			if e.lease.Err() != nil {
+				delete(h.m, id)
+			}
+		}
+	}
+	h.m[id] = e
+	if own {
+		e.renewBy = time.Now().Add(ttl)
+		e.watch = time.AfterFunc(ttl, func() { h.expireUnrenewed(e) })
+		h.wg.Add(1)
+		context.AfterFunc(l.Context(), func() {
+			defer h.wg.Done()
+			e.watch.Stop()
+			ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+			defer cancel()
+			l.Session().Close(ctx) // releases what is left and stops its keepalives
+		})
+	}
+	h.mu.Unlock()
+	return id
+}
+
+// expireUnrenewed releases a client-kept lease nobody asked about in time.
+func (h *handles) expireUnrenewed(e *entry) {
+	h.mu.Lock()
+	late := time.Now().After(e.renewBy) || time.Now().Equal(e.renewBy)
+	h.mu.Unlock()
+	if !late {
+		return // renewed meanwhile (the timer was reset)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
+	defer cancel()
+	e.lease.Unlock(ctx)
+}
+
+// get returns the lease of a handle, and for a client-kept one renews it:
+// validFor is how long the lease stays valid from now at least (the
+// session's validity, and for a client-kept lease the time until it must
+// be asked about again).
+func (h *handles) get(id string) (l *lockapi.Lease, validFor time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.m[id]
+	if e == nil {
+		return nil, 0
+	}
+	now := time.Now()
+	validFor = time.Until(e.lease.Session().ValidUntil())
+	if e.own && e.lease.Err() == nil {
+		e.renewBy = now.Add(e.ttl)
+		e.watch.Reset(e.ttl)
+		validFor = min(validFor, e.ttl)
+	}
+	if e.lease.Err() != nil || validFor < 0 {
+		validFor = 0
+	}
+	return e.lease, validFor
+}
+
+// own reports whether handle id is a client-kept lease (its own session).
+func (h *handles) own(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.m[id]
+	return e != nil && e.own
+}
+
+func (h *handles) remove(id string) {
+	h.mu.Lock()
+	delete(h.m, id)
+	h.mu.Unlock()
+}
+
+func (h *handles) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.m)
+}
+
+// closeOwn closes the sessions of the client-kept leases (releasing them)
+// and waits for it.
+func (h *handles) closeOwn(ctx context.Context) {
+	h.mu.Lock()
+	var own []*entry
+	for _, e := range h.m {
+		if e.own {
+			own = append(own, e)
+		}
+	}
+	h.mu.Unlock()
+	for _, e := range own {
+		e.lease.Session().Close(ctx)
+	}
+	h.wg.Wait()
+}
+
+// sweep forgets the handles of leases that ended more than a sweep period
+// before cutoff (lost leases whose holders never released them).
+func (h *handles) sweep(now, cutoff time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, e := range h.m {
+		if e.lease.Err() == nil {
+			continue
+		}
+		if e.ended.IsZero() {
+			e.ended = now
+		} else if e.ended.Before(cutoff) {
+			delete(h.m, id)
+		}
+	}
+}

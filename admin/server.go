@@ -1,0 +1,207 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftlock/raftlock/lockapi"
+	"github.com/raftlock/raftlock/node"
+)
+
+// Config configures a Server. Node and Auth are required.
+type Config struct {
+	Node *node.Node
+	// Auth says who may do what (required: New refuses a zero Auth).
+	Auth Auth
+	// TTL and LockDelay of the server's shared HTTP session (acquisitions
+	// without ttl_ms); TTL default lockapi.DefaultTTL, at least
+	// lockapi.MinTTL(Node).
+	TTL       time.Duration
+	LockDelay time.Duration
+	Owner     string // the shared session's description; default "http@<node id>"
+	Metrics   *lockapi.Metrics
+	Gatherer  prometheus.Gatherer // served on /metrics; nil: no /metrics
+	Logger    *slog.Logger        // nil: the node's
+	Limits    Limits              // zero fields: DefaultLimits
+}
+
+// Server serves the admin API. Create it with New, mount it (Mount, or
+// Handler under a prefix with http.StripPrefix), and Close it before
+// closing the node. Safe for concurrent use.
+type Server struct {
+	n       *node.Node
+	log     *slog.Logger
+	auth    authenticator
+	mux     *http.ServeMux
+	roles   map[string]Role // route pattern → role needed ("" public)
+	sess    *SessionKeeper
+	handles *handles
+	limits  Limits
+	quotas  *quotas
+	peers   peerCache
+	ctx     context.Context // ends when Close begins
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// errInvalidConfig: New refused its Config.
+var errInvalidConfig = errors.New("admin: invalid config")
+
+// New returns a Server. It opens the shared HTTP session in the background
+// (and again whenever it is lost); requests that need it wait for it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Node == nil {
+		return nil, errors.Join(errInvalidConfig, errors.New("admin: nil node"))
+	}
+	auth, err := cfg.Auth.compile()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.TTL == 0 {
+		cfg.TTL = lockapi.DefaultTTL
+	}
+	if min := lockapi.MinTTL(cfg.Node); cfg.TTL < min {
+		return nil, errors.Join(errInvalidConfig, errors.New("admin: TTL "+cfg.TTL.String()+" below the node's minimum session TTL "+min.String()))
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "http@" + cfg.Node.ID()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = cfg.Node.Logger()
+	}
+	opts := []lockapi.SessionOption{lockapi.WithOwner(cfg.Owner), lockapi.WithLogger(cfg.Logger)}
+	if cfg.Metrics != nil {
+		opts = append(opts, lockapi.WithMetrics(cfg.Metrics))
+	}
+	s := &Server{
+		n: cfg.Node, log: cfg.Logger, auth: auth, mux: http.NewServeMux(), roles: map[string]Role{},
+		sess:    NewSessionKeeper(cfg.Node, cfg.TTL, cfg.LockDelay, opts...),
+		handles: newHandles(),
+		limits:  cfg.Limits,
+		quotas:  newQuotas(cfg.Limits),
+		done:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.routes(cfg.Gatherer)
+	go s.background()
+	return s, nil
+}
+
+// Handler returns the API's handler (the Server itself): routes, then
+// authentication, then the route's handler; JSON errors for unknown paths
+// (404) and methods (405). Serve it with an http.Server set up by
+// ConfigureHTTP (timeouts, header limit).
+func (s *Server) Handler() http.Handler { return s }
+
+// Mount registers the API on mux under prefix (like net/http/pprof's
+// /debug/pprof/): prefix "/raftlock" serves the status page at
+// /raftlock/ and the API at /raftlock/v1/…; "" or "/" mounts it at the
+// root.
+func (s *Server) Mount(mux *http.ServeMux, prefix string) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		mux.Handle("/", s)
+		return
+	}
+	mux.Handle(prefix+"/", http.StripPrefix(prefix, s))
+}
+
+// Mux returns the API's route mux, for programs that add routes of their
+// own (the demo). Routes added there need the admin role (unless Auth is
+// Unauthenticated).
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r) // does not set r's path values
+	if pattern == "" {
+		s.noRoute(w, r, h)
+		return
+	}
+	role, known := s.roles[pattern]
+	if !known {
+		role = RoleAdmin
+	}
+	if role != "" {
+		p, ok := s.authenticate(w, r, role)
+		if !ok {
+			return
+		}
+		r = r.WithContext(withPrincipal(r.Context(), p))
+	}
+	s.mux.ServeHTTP(w, r) // routes again: it sets the path values
+}
+
+// Session returns the current shared HTTP session, opening one if there is
+// none or it was lost (bounded by ctx).
+func (s *Server) Session(ctx context.Context) (*lockapi.Session, error) { return s.sess.Get(ctx) }
+
+// Close releases what HTTP clients hold (closing the shared session and
+// the acquisitions' own sessions) and stops the background work. Call it
+// before closing the node.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel()
+	<-s.done
+	s.handles.closeOwn(ctx)
+	return s.sess.Close(ctx)
+}
+
+// background keeps the shared HTTP session open (so that /v1/status shows
+// it and the first acquisition does not pay for it) and forgets the
+// handles of leases that ended long ago.
+func (s *Server) background() {
+	defer close(s.done)
+	// Open the session once the node is ready: opened earlier, it would
+	// wait for the first election and start with part of its TTL spent.
+	select {
+	case <-s.n.Ready():
+	case <-s.ctx.Done():
+		return
+	}
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, s.sess.ttl)
+		sess, err := s.sess.Get(ctx)
+		cancel()
+		var lost <-chan struct{}
+		var retry <-chan time.Time
+		if err == nil {
+			lost = sess.Done()
+		} else {
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.log.Debug("admin: cannot open the HTTP session yet", "err", err)
+			retry = time.After(s.sess.ttl / 3)
+		}
+	wait:
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-sweep.C:
+				now := time.Now()
+				s.handles.sweep(now, now.Add(-forgetAfter))
+			case <-lost:
+				break wait
+			case <-retry:
+				break wait
+			}
+		}
+	}
+}
+
+// forgetAfter: handles of leases that were lost (not released) are kept this
+// long so that clients can still learn what happened to them.
+const forgetAfter = 10 * time.Minute

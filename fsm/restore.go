@@ -1,0 +1,110 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// Restoring a backup into a running cluster. A backup is a snapshot
+// (WriteSnapshot, of any version this binary reads). Installed as it is, it
+// would set the grant counter back — tokens the cluster handed out since
+// would be handed out again, and a fence that saw them would admit two
+// holders with one token — and it would bring back session ids that live
+// sessions of the running cluster use. PrepareRestore rewrites it first,
+// against the state it is to replace:
+//
+//   - the grant counter becomes the higher of the two: every later grant
+//     takes a token above every token either history handed out;
+//   - every session of the backup gets a new id above every id the running
+//     cluster handed out, and loses its exactly-once table: no client knows
+//     the new ids, so these sessions are kept alive by nobody and expire
+//     after their TTL (from the leader's restore, plus its takeover grace),
+//     their locks passing to their waiters (or into their lock-delay) as at
+//     any expiry. The sessions of the running cluster are not in the
+//     restored state: their clients learn it at their next keepalive.
+//   - the cluster id, the replicated quotas and the applied index are the
+//     running cluster's; the cluster version is the higher of the two (a
+//     backup of version 1 has its lock-delays converted as on an upgrade).
+//
+// Locks, holders (with their tokens and descriptions), FIFO queues and
+// lock-delays are the backup's.
+
+// RestoreSummary describes a prepared restore.
+type RestoreSummary struct {
+	Sessions, Locks, Held, Waiters int
+	BackupLastToken                Token     // the backup's grant counter
+	LastToken                      Token     // the restored grant counter
+	SessionOffset                  SessionID // added to every session id of the backup
+	BackupIndex                    uint64    // the applied index the backup was taken at
+}
+
+// PrepareRestore reads the backup from r, rewrites it against the current
+// state as described above, and writes the snapshot to install (in the
+// format of the resulting cluster version) to w. The state machine is not
+// changed. Errors: the backup wraps ErrInvalidSnapshot (and
+// ErrUnsupportedVersion for a version this binary does not read); a halted
+// state machine wraps ErrHalted.
+//
+// The result is only right while nothing is applied between this call and
+// the installation of its output (the node runs both on the leader's
+// proposer, between two entries).
+func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (RestoreSummary, error) {
+	b, err := decodeSnapshot(r)
+	if err != nil {
+		return RestoreSummary{}, err
+	}
+	cur, err := f.frozen()
+	if err != nil {
+		return RestoreSummary{}, err
+	}
+	sum := RestoreSummary{BackupLastToken: Token(b.tokenSeq), BackupIndex: b.index}
+	if err := b.rebase(cur, &sum); err != nil {
+		return RestoreSummary{}, err
+	}
+	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = len(b.sessions), len(b.locks), b.held, b.waiters, Token(b.tokenSeq)
+	if err := b.encode(w); err != nil {
+		return RestoreSummary{}, fmt.Errorf("fsm: writing the restore snapshot: %w", err)
+	}
+	return sum, nil
+}
+
+// rebase rewrites the decoded backup b against the running state cur.
+func (b *state) rebase(cur *state, sum *RestoreSummary) error {
+	offset := cur.sessionSeq
+	if b.sessionSeq > math.MaxInt64-offset {
+		return fmt.Errorf("%w: session ids of the backup (%d) and the cluster (%d) overflow", ErrInvalidSnapshot, b.sessionSeq, offset)
+	}
+	sum.SessionOffset = SessionID(offset)
+	moved := make(map[SessionID]*session, len(b.sessions))
+	for id, s := range b.sessions {
+		s.id = id + SessionID(offset)
+		s.floor, s.results = 0, nil
+		moved[s.id] = s
+	}
+	b.sessions = moved
+	b.sessionSeq += offset
+	for _, l := range b.locks {
+		if l.held {
+			l.holder.session += SessionID(offset)
+		}
+		for o, h := range l.shared { // readers, a semaphore's permits
+			h.session += SessionID(offset)
+			l.shared[o] = h
+		}
+		for i := range l.waiters.items {
+			if !l.waiters.items[i].owner.IsZero() {
+				l.waiters.items[i].session += SessionID(offset)
+			}
+		}
+	}
+	b.tokenSeq = max(b.tokenSeq, cur.tokenSeq)
+	if b.version < versionExactlyOnce && cur.version >= versionExactlyOnce {
+		b.version = cur.version
+		b.upgradeDelays()
+	}
+	b.version = max(b.version, cur.version)
+	b.clusterID, b.limits = cur.clusterID, cur.limits
+	b.index, b.clock = cur.index, cur.clock
+	return nil
+}

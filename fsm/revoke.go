@@ -1,0 +1,112 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Revoke force-releases one grant of a lock on an operator's behalf (an
+// admin operation, cluster version 3). It is a compare-and-revoke: if the
+// grant with Token holds Lock, that grant ends as if its session had
+// expired — the lock enters the session's lock-delay if it has one (so
+// that writes the holder still has in flight can drain), and passes to the
+// next live waiter otherwise (or when the delay ends). The next grant takes
+// a higher token, so a resource fence refuses the revoked holder from then
+// on. The holder's session lives on (its other locks and waits stay);
+// its lease on Lock ends when its replica applies the command
+// (EventReleased with ReasonRevoked).
+//
+// By and Why say who revoked the grant and why; they are part of the log
+// entry (the state machine keeps no history of them). Token is required:
+// a retried or delayed Revoke can never end a later grant of the same
+// lock. Result: StatusOK with Token = the revoked token; StatusNotHolder if
+// no grant with that token holds Lock (released, expired or revoked
+// already).
+//
+// Revoke is a client command (not LeaderOnly): a replica accepts it from
+// any caller that may propose commands (lockapi, forwarded requests), so
+// who may revoke is decided where the operator's request arrives (the
+// admin API's authentication).
+type Revoke struct {
+	Lock  string
+	Token Token
+	By    string // who revoked it, at most MaxDescriptionLen bytes
+	Why   string // why, at most MaxDescriptionLen bytes
+}
+
+// OpRevoke is Revoke's type byte (entry version 3). Ops from 40 up belong
+// to the operations commands, apart from the primitives' (12 and up).
+const OpRevoke Op = 40
+
+// versionRevoke is the cluster version from which Revoke may be written
+// and applied.
+const versionRevoke = versionPrimitives
+
+// ReasonRevoked: an operator revoked the grant (Revoke).
+const ReasonRevoked Reason = 40
+
+// Op implements Command.
+func (Revoke) Op() Op { return OpRevoke }
+
+// Validate implements Command.
+func (c Revoke) Validate() error {
+	if err := ValidateLockName(c.Lock); err != nil {
+		return err
+	}
+	if c.Token == 0 {
+		return fmt.Errorf("%w: revoke needs the token of the grant to revoke", ErrInvalidCommand)
+	}
+	if err := ValidateDescription(c.By); err != nil {
+		return fmt.Errorf("%w (revoked by)", err)
+	}
+	if err := ValidateDescription(c.Why); err != nil {
+		return fmt.Errorf("%w (reason)", err)
+	}
+	return nil
+}
+
+// appendRevoke appends Revoke's body: Lock string, Token uvarint, By
+// string, Why string.
+func appendRevoke(dst []byte, c Revoke) ([]byte, error) {
+	if len(c.Lock) > MaxLockNameLen || len(c.By) > MaxDescriptionLen || len(c.Why) > MaxDescriptionLen {
+		return dst, fmt.Errorf("%w: revoke: lock name or text too long", ErrInvalidEntry)
+	}
+	dst = appendString(dst, c.Lock)
+	dst = binary.AppendUvarint(dst, uint64(c.Token))
+	dst = appendString(dst, c.By)
+	return appendString(dst, c.Why), nil
+}
+
+// revokeBody decodes Revoke's body.
+func (d *decoder) revokeBody() Revoke {
+	return Revoke{Lock: d.string(MaxLockNameLen), Token: Token(d.uvarint()), By: d.string(MaxDescriptionLen), Why: d.string(MaxDescriptionLen)}
+}
+
+func (a *applier) revoke(c Revoke) Result {
+	if a.st.version < versionRevoke {
+		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("revoke needs cluster version %d (the cluster is at %d)", versionRevoke, a.st.version)}
+	}
+	st := a.st
+	l := st.locks[c.Lock]
+	if l == nil || !l.held || l.holder.token != c.Token {
+		return Result{Status: StatusNotHolder}
+	}
+	l = st.mutLock(c.Lock)
+	h := l.holder
+	s := st.sessions[h.session]
+	l.held, l.holder = false, holder{}
+	st.held--
+	st.uninvolve(h.session, h.owner, c.Lock)
+	ev := Event{Kind: EventReleased, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token, Reason: ReasonRevoked}
+	if s != nil && s.lockDelay > 0 {
+		ev.DelayUntil = a.startDelay(c.Lock, l, s, h)
+		ev.DelayFor = durationOf(s.lockDelay)
+		ev.DelayToken = h.token
+		a.emit(ev)
+	} else {
+		a.emit(ev)
+		a.promote(c.Lock, l)
+	}
+	st.dropIfIdle(c.Lock, l)
+	return Result{Status: StatusOK, Token: h.token}
+}
