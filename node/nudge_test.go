@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -43,33 +44,37 @@ func TestFlushStoppedWhileItsCallbackWaits(t *testing.T) {
 }
 
 // The flush: one Noop once the log is quiet, none while entries keep
-// coming (the timer re-arms), none after a Noop that covered them.
+// coming (the timer re-arms), none after a Noop that covered them. (Fake
+// time: the plan, not the machine.)
 func TestFlushPlan(t *testing.T) {
-	u, submitted := testNudger(t)
-	u.committed(1)
-	for i := range 5 { // entries more often than flushDelay
-		time.Sleep(flushDelay / 3)
-		u.committed(uint64(2 + i))
-	}
-	if n := submitted.Load(); n != 0 {
-		t.Fatalf("flushed while entries kept coming (%d)", n)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for submitted.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(flushDelay)
-	}
-	if n := submitted.Load(); n != 1 {
-		t.Fatalf("%d flush Noops once quiet, want 1", n)
-	}
-	u.committedNoops(7) // the flush's own Noop
-	time.Sleep(10 * flushDelay)
-	if n := submitted.Load(); n != 1 {
-		t.Fatalf("a Noop was followed by a flush (%d Noops)", n)
-	}
-	u.committed(8)
-	u.committedNoops(9) // a nudge's Noop covers entry 8
-	time.Sleep(10 * flushDelay)
-	if n := submitted.Load(); n != 1 {
-		t.Fatalf("flushed after a Noop that covered the entry (%d Noops)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		u, submitted := testNudger(t)
+		u.committed(1)
+		for i := range 5 { // entries more often than flushDelay
+			time.Sleep(flushDelay / 3)
+			u.committed(uint64(2 + i))
+		}
+		synctest.Wait()
+		if n := submitted.Load(); n != 0 {
+			t.Fatalf("flushed while entries kept coming (%d)", n)
+		}
+		time.Sleep(2 * flushDelay)
+		synctest.Wait()
+		if n := submitted.Load(); n != 1 {
+			t.Fatalf("%d flush Noops once quiet, want 1", n)
+		}
+		u.committedNoops(7) // the flush's own Noop
+		time.Sleep(10 * flushDelay)
+		synctest.Wait()
+		if n := submitted.Load(); n != 1 {
+			t.Fatalf("a Noop was followed by a flush (%d Noops)", n)
+		}
+		u.committed(8)
+		u.committedNoops(9) // a nudge's Noop covers entry 8
+		time.Sleep(10 * flushDelay)
+		synctest.Wait()
+		if n := submitted.Load(); n != 1 {
+			t.Fatalf("flushed after a Noop that covered the entry (%d Noops)", n)
+		}
+	})
 }
