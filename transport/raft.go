@@ -28,6 +28,20 @@ func (t *Transport) RaftTransport() *raft.NetworkTransport {
 			MaxPool: t.cfg.RaftMaxPool,
 			Timeout: t.cfg.RaftTimeout,
 			Logger:  hclogslog.New(t.log, "raft-net"),
+			// No pipelined replication. With the default (2 in flight) the
+			// pipeline's channels are unbuffered, and in hashicorp/raft
+			// v1.7.3 a follower's failed answer can deadlock it: the
+			// decoder quits, the response reader blocks handing over the
+			// next answer, and the sender blocks handing over one more
+			// request, so the leader never sends that follower another
+			// entry (heartbeats go on, so no election heals it) and its
+			// Shutdown never returns (hashicorp/raft#612; the chaos
+			// harness's restart seed 26 hung in Close about 1 run in 6).
+			// One request in flight replicates synchronously; raft's own
+			// measurements (hashicorp/raft#541) found pipelining of
+			// little benefit with batching, which raftlock's group commit
+			// does.
+			MaxRPCsInFlight: 1,
 		})
 		t.mu.Lock()
 		closed := t.closed

@@ -292,3 +292,18 @@ func TestRaftClusterOverTCP(t *testing.T) {
 		})
 	}
 }
+
+// Raft replicates without pipelining (MaxRPCsInFlight 1): hashicorp/raft
+// v1.7.3's pipeline can deadlock after a follower's failed answer, and the
+// leader then never replicates to that follower again (see RaftTransport).
+func TestRaftTransportDoesNotPipeline(t *testing.T) {
+	a := startTransport(t, testConfig(nil), echo)
+	b := startTransport(t, testConfig(nil), echo)
+	p, err := a.RaftTransport().AppendEntriesPipeline("b", raft.ServerAddress(b.Addr()))
+	if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("AppendEntriesPipeline: %v, want ErrPipelineReplicationNotSupported (synchronous replication)", err)
+	}
+}
