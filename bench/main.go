@@ -16,20 +16,28 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
+	"github.com/raftlock/raftlock/bench/internal/charts"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/hog"
 	"github.com/raftlock/raftlock/bench/internal/limits"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
+	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
+	"github.com/raftlock/raftlock/bench/internal/workload"
 )
 
 func main() {
 	if agent.IsChild() {
 		agent.ChildMain() // a replica process; never returns
+	}
+	if hog.IsHog() {
+		hog.Main() // the CPU hog; never returns
 	}
 	os.Exit(run())
 }
@@ -37,13 +45,16 @@ func main() {
 func run() (code int) {
 	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 2 minutes)")
 	systems := flag.String("systems", strings.Join(lockservice.Names(), ","), "comma-separated systems to benchmark")
-	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads")
+	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
 	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
 	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
-	timeout := flag.Duration("timeout", 0, "abort after this long (0: 15m, or 4m with -quick)")
+	timeout := flag.Duration("timeout", 0, "abort after this long (0: 25m, or 6m with -quick)")
+	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
+	scaleEtcd := flag.Int("scale-etcd-max-locks", 0, "scale workload: largest size etcd runs (0: 100,000)")
+	scaleMax := flag.Int("scale-max-locks", 0, "scale workload: largest size run at all (0: every size)")
 	flag.Parse()
 
 	opts := defaults(*quick)
@@ -51,13 +62,19 @@ func run() (code int) {
 	if opts.Systems, err = parseList(*systems, lockservice.Names()); err != nil {
 		return fail("-systems: %v", err)
 	}
-	if opts.Workloads, err = parseList(*workloads, allWorkloads); err != nil {
+	if opts.Workloads, err = parseList(*workloads, slices.Concat(allWorkloads, optionalWorkloads)); err != nil {
 		return fail("-workloads: %v", err)
 	}
 	opts.Limits = *withLimits
 	if *runs > 0 {
 		opts.Runs = *runs
 		opts.KeepaliveRuns = min(opts.KeepaliveRuns, *runs)
+	}
+	if *scaleEtcd > 0 {
+		opts.Params.ScaleEtcdMaxLocks = *scaleEtcd
+	}
+	if *scaleMax > 0 {
+		opts.Params.ScaleSizes = slices.DeleteFunc(opts.Params.ScaleSizes, func(s workload.ScaleSize) bool { return s.Locks > *scaleMax })
 	}
 	if *duration > 0 {
 		opts.Params.Duration = *duration
@@ -69,9 +86,9 @@ func run() (code int) {
 		}
 	}
 	if *timeout == 0 {
-		*timeout = 15 * time.Minute
+		*timeout = 25 * time.Minute
 		if *quick {
-			*timeout = 4 * time.Minute
+			*timeout = 6 * time.Minute
 		}
 	}
 
@@ -96,6 +113,15 @@ func run() (code int) {
 	}
 	defer os.RemoveAll(dir)
 
+	if *withHog {
+		h, err := hog.Start(0)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer h.Stop()
+		opts.Hog = true
+		logf("[hog] a busy loop pinned to CPU %d runs beside the benchmark", h.CPU)
+	}
 	doc := &report.Document{
 		Started:  time.Now().UTC(),
 		Mode:     map[bool]string{true: "quick", false: "full"}[*quick],
@@ -117,11 +143,20 @@ func run() (code int) {
 	doc.LoadEnd = report.LoadAvg()
 	doc.Metrics = report.MetricsJSON(b.metrics.Metrics())
 	doc.Problems = b.problems
+	doc.CDFs = b.cdfs
 	printReport(doc, b)
 	if err := report.WriteJSON(*out, doc); err != nil {
 		return fail("write %s: %v", *out, err)
 	}
 	logf("wrote %s (%s)", *out, doc.Elapsed)
+	_, xs, series := growthSeries(b)
+	files, err := charts.Write(strings.TrimSuffix(*out, ".json"), doc, charts.Growth{Locks: xs, Series: series})
+	if err != nil {
+		logf("charts: %v", err)
+	}
+	for _, f := range files {
+		logf("wrote %s", f)
+	}
 	return code
 }
 
@@ -137,17 +172,25 @@ func measureLimits(ctx context.Context, dir string, opts options) *report.Limits
 		l.Fsync = f
 		logf("[limits] fsync p50 %.2f ms, p99 %.2f ms", f.Latency.P50, f.Latency.P99)
 	}
-	raftDir, err := os.MkdirTemp(dir, "bare-raft-")
-	if err == nil {
-		l.BareRaft, err = limits.BareRaft(ctx, raftDir, opts.RaftAppliers, opts.RaftDuration)
-		os.RemoveAll(raftDir)
+	stores := []string{limits.StoreBolt}
+	if slices.Contains(opts.Systems, raftlocksys.WALName) {
+		stores = append(stores, limits.StoreWAL)
 	}
-	if err != nil {
-		l.Errors = append(l.Errors, "bare raft: "+err.Error())
-	}
-	for _, r := range l.BareRaft {
-		logf("[limits] bare raft, %d appliers: %.0f commits/s, p50 %.2f ms, p99 %.2f ms",
-			r.Appliers, r.CommitsPerSec, r.Latency.P50, r.Latency.P99)
+	for _, store := range stores {
+		raftDir, err := os.MkdirTemp(dir, "bare-raft-")
+		var rl []report.RaftLimit
+		if err == nil {
+			rl, err = limits.BareRaft(ctx, raftDir, store, opts.RaftAppliers, opts.RaftDuration)
+			os.RemoveAll(raftDir)
+		}
+		if err != nil {
+			l.Errors = append(l.Errors, "bare raft ("+store+"): "+err.Error())
+		}
+		for _, r := range rl {
+			logf("[limits] bare raft (%s), %d appliers: %.0f commits/s, p50 %.2f ms, p99 %.2f ms",
+				store, r.Appliers, r.CommitsPerSec, r.Latency.P50, r.Latency.P99)
+		}
+		l.BareRaft = append(l.BareRaft, rl...)
 	}
 	return l
 }
@@ -158,9 +201,13 @@ func printReport(doc *report.Document, b *bench) {
 	fmt.Fprintf(w, "## raftlock vs etcd (%s mode, %s, started %s)\n\n", doc.Mode, doc.Elapsed, doc.Started.Format(time.RFC3339))
 	report.WriteMachine(w, doc.Machine)
 	fmt.Fprintf(w, "- 3 replicas per system, one process each, loopback, fsync on; medians over runs (n = runs), session TTL %v\n", b.opts.Params.TTL)
+	if b.opts.Hog {
+		fmt.Fprintln(w, "- with a CPU hog: a busy loop pinned to CPU 0 for the whole run (-hog)")
+	}
 	report.WriteLimits(w, doc.Limits)
 	fmt.Fprintln(w)
 	report.WriteTable(w, b.metrics.Metrics())
+	writeGrowth(w, b)
 	if len(doc.Problems) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, p := range doc.Problems {
@@ -172,4 +219,44 @@ func printReport(doc *report.Document, b *bench) {
 func fail(format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 	return 2
+}
+
+// writeGrowth writes the cost-growth table of workload 9, if it ran.
+func writeGrowth(w *os.File, b *bench) {
+	if !b.opts.has("scale") {
+		return
+	}
+	labels, xs, series := growthSeries(b)
+	fmt.Fprintln(w, "\n### Cost growth (workload 9; exponent: log-log slope against the lock count, sessions ×10 with locks)")
+	fmt.Fprintln(w)
+	report.WriteGrowth(w, b.metrics.Metrics(), labels, xs, series)
+}
+
+// growthSeries returns the sizes of workload 9 (labels, lock counts) and
+// the quantities of the cost-growth table and chart; nothing if it did not
+// run.
+func growthSeries(b *bench) (labels []string, xs []float64, series []report.GrowthSeries) {
+	if !b.opts.has("scale") {
+		return nil, nil, nil
+	}
+	sizes := b.opts.Params.ScaleSizes
+	keys := func(suffix string) []string {
+		var out []string
+		for _, s := range sizes {
+			out = append(out, workload.ScaleKey(s)+suffix)
+		}
+		return out
+	}
+	for _, s := range sizes {
+		labels = append(labels, report.FormatNumber(float64(s.Sessions), 0)+" / "+report.FormatNumber(float64(s.Locks), 0))
+		xs = append(xs, float64(s.Locks))
+	}
+	return labels, xs, []report.GrowthSeries{
+		{Name: "RSS per node", Unit: "MiB", Digits: 1, Keys: keys("rss_mib_mean")},
+		{Name: "keepalive CPU per node", Unit: "s", Digits: 2, Keys: keys("cpu_s_per_node")},
+		{Name: "snapshot", Unit: "s", Digits: 2, Keys: keys("snapshot_s")},
+		{Name: "snapshot size", Unit: "MiB", Digits: 1, Keys: keys("snapshot_mib")},
+		{Name: "restart", Unit: "s", Digits: 2, Keys: keys("restart_s")},
+		{Name: "fill", Unit: "locks/s", Digits: 0, Keys: keys("acquire_locks_per_s")},
+	}
 }

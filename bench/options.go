@@ -13,12 +13,19 @@ import (
 // failover kills the leader, so it runs last; memory uses its own cluster.
 var allWorkloads = []string{"uncontended", "distinct", "contended", "semaphore", "rwlock", "keepalive", "failover", "memory"}
 
+// optionalWorkloads run only when -workloads names them: scale (cost at
+// scale, one fresh cluster per size, up to a million locks) takes minutes
+// and gigabytes; storm (10,000 sessions expire at once) a fresh cluster
+// and a TTL plus a minute at most.
+var optionalWorkloads = []string{"scale", "storm"}
+
 // options is the whole configuration of a benchmark run.
 type options struct {
 	Quick         bool            `json:"quick"`
 	Systems       []string        `json:"systems"`
 	Workloads     []string        `json:"workloads"`
 	Limits        bool            `json:"limits"`
+	Hog           bool            `json:"hog"`            // a busy loop pinned to CPU 0 ran beside the benchmark
 	Runs          int             `json:"runs"`           // rounds of the steady workloads and failover
 	KeepaliveRuns int             `json:"keepalive_runs"` // the first rounds also run keepalive
 	MemoryRuns    int             `json:"memory_runs"`    // rounds of the memory workload (own cluster)
@@ -61,6 +68,16 @@ func defaults(quick bool) options {
 			SemaphoreLimit:    4,
 			RWReaders:         16,
 			RWWriters:         2,
+			ScaleSizes:        []workload.ScaleSize{{Sessions: 100, Locks: 10_000}, {Sessions: 1_000, Locks: 100_000}, {Sessions: 10_000, Locks: 1_000_000}},
+			ScaleWindow:       10 * time.Second,
+			ScaleProbe:        3 * time.Second,
+			ScaleEtcdMaxLocks: 100_000,
+			StormSessions:     10_000,
+			StormWaiters:      100,
+			StormLive:         100,
+			StormQueue:        5 * time.Second,
+			StormAfter:        60 * time.Second,
+			StormProbeAfter:   5 * time.Second,
 		},
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},
@@ -75,6 +92,9 @@ func defaults(quick bool) options {
 		o.Params.KeepaliveSettle = time.Second
 		o.Params.FailoverAfter = 9 * time.Second
 		o.Params.MemoryLocks = 20_000
+		o.Params.ScaleSizes = o.Params.ScaleSizes[:2]
+		o.Params.ScaleWindow = 5 * time.Second
+		o.Params.StormSessions = 1_000
 		o.RaftDuration = time.Second
 	}
 	return o

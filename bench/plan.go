@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
 	"github.com/raftlock/raftlock/bench/internal/workload"
 )
@@ -21,6 +22,7 @@ type bench struct {
 	dir      string // work directory: data dirs of every cluster
 	metrics  report.Collector
 	problems []string
+	cdfs     map[string][]report.CDF // per system, every run's latency distributions
 }
 
 // step is one workload run on a running cluster.
@@ -57,7 +59,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Semaphore(ctx, cl, p)
-		}, []string{"raftlock"}})
+		}, []string{raftlocksys.Name, raftlocksys.WALName}})
 	}
 	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
 		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
@@ -89,6 +91,18 @@ func (b *bench) run(ctx context.Context) {
 		}
 		for _, sys := range order(b.opts.Systems, r) {
 			b.onCluster(ctx, sys, fmt.Sprintf("run %d/%d", r+1, b.opts.Runs), steps)
+		}
+	}
+	if b.opts.has("scale") {
+		b.runScale(ctx)
+	}
+	if b.opts.has("storm") {
+		p := b.opts.Params
+		st := []step{{"storm", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Storm(ctx, cl, p)
+		}, nil}}
+		for _, sys := range b.opts.Systems {
+			b.onCluster(ctx, sys, "storm", st)
 		}
 	}
 	if b.opts.has("memory") {
@@ -133,11 +147,20 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 			continue
 		}
 		res, err := s.run(ctx, cl)
+		for _, c := range cl.Crashed() {
+			b.problem("%s %s %s: %s", sys, label, s.name, c)
+		}
 		if err != nil {
 			b.problem("%s %s %s: %v", sys, label, s.name, err)
 			continue
 		}
 		b.metrics.Add(sys, res.Samples)
+		if len(res.CDFs) > 0 {
+			if b.cdfs == nil {
+				b.cdfs = map[string][]report.CDF{}
+			}
+			b.cdfs[sys] = append(b.cdfs[sys], res.CDFs...)
+		}
 		logf("[%s %s] %s: %s", sys, label, s.name, summary(res.Samples))
 		for _, n := range res.Notes {
 			b.problem("%s %s %s: %s", sys, label, s.name, n)
@@ -166,4 +189,22 @@ func summary(samples []report.Sample) string {
 // logf writes progress to stderr (stdout carries the table).
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// runScale runs workload 9: one fresh cluster per size and system, sizes in
+// increasing order; etcd only up to ScaleEtcdMaxLocks (it fills ~4k locks/s).
+func (b *bench) runScale(ctx context.Context) {
+	p := b.opts.Params
+	for r, size := range p.ScaleSizes {
+		st := []step{{fmt.Sprintf("scale(%d sessions, %d locks)", size.Sessions, size.Locks), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
+			return workload.Scale(ctx, cl, p, size)
+		}, nil}}
+		for _, sys := range order(b.opts.Systems, r) {
+			if sys == "etcd" && size.Locks > p.ScaleEtcdMaxLocks {
+				b.problem("etcd scale(%d locks): not run (above -scale-etcd-max-locks %d)", size.Locks, p.ScaleEtcdMaxLocks)
+				continue
+			}
+			b.onCluster(ctx, sys, "scale", st)
+		}
+	}
 }

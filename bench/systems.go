@@ -11,4 +11,5 @@ import (
 func init() {
 	lockservice.Register(etcdsys.System())
 	lockservice.Register(raftlocksys.System())
+	lockservice.Register(raftlocksys.WALSystem())
 }

@@ -11,8 +11,8 @@ import (
 // Grant announcements. When a release, an expiry or the end of a lock-delay
 // hands a lock to a waiter, the waiter may be on a follower, and a follower
 // applies the grant only once it learns the commit index — with the leader's
-// next AppendEntries: the next batch, or raft's CommitTimeout tick (5–10 ms
-// later). So as soon as the leader has applied such an entry, it also tells
+// next AppendEntries: the next batch, or raft's CommitTimeout tick (up to
+// 2 × Timing.CommitTimeout later). So as soon as the leader has applied such an entry, it also tells
 // every other replica directly: "these grants are committed". A follower
 // hands them to the Subscriptions that asked for early grants
 // (EventFilter.EarlyGrants): the waiter wakes after one RPC instead. (An

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/raftlock/raftlock/node"
 )
@@ -26,8 +25,9 @@ func TestConfigValidate(t *testing.T) {
 		"both DataDir":            func(c *node.Config) { c.DataDir = "/tmp/x" },
 		"ID \"a b\"":              func(c *node.Config) { c.ID = "a b" },
 		"LeaderLeaseTimeout":      func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
-		"CommitTimeout":           func(c *node.Config) { c.Timing.CommitTimeout = 50 * time.Millisecond },
+		"CommitTimeout":           func(c *node.Config) { c.Timing.CommitTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"MaxBatch":                func(c *node.Config) { c.MaxBatch = -1 },
+		"LogStore":                func(c *node.Config) { c.LogStore = "sqlite" },
 		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
 		"does not contain":        func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {

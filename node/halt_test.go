@@ -26,6 +26,9 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Let the commit nudges of those Syncs settle (their Noops commit
+		// after the Syncs return) and every replica learn the last commit.
+		time.Sleep(20 * c.Nodes[li].Timing().CommitTimeout)
 		before := c.Nodes[li].AppliedIndex()
 		if err := node.ApplyRaw(c.Nodes[li], []byte{4, 0, 1, 7}); err != nil { // entry version 4, one Noop
 			t.Fatal(err)

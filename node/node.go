@@ -53,10 +53,12 @@ type Node struct {
 	commits sync.WaitGroup
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
-	ready     chan struct{}
-	closing   sync.Once
-	closed    chan struct{}
-	errc      error
+	// nudges ask the leader to propagate its commit index (nudge.go).
+	nudges  *nudger
+	ready   chan struct{}
+	closing sync.Once
+	closed  chan struct{}
+	errc    error
 }
 
 // ID returns the node's id.

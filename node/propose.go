@@ -101,7 +101,7 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	return n.applied.wait(ctx, index)
+	return n.awaitApplied(ctx, index)
 }
 
 // checkCtx refuses a nil context at the API boundary (it would panic in a
@@ -184,6 +184,11 @@ func (n *Node) commit(batch []*proposal) {
 	case !ok || resp.Err != nil || len(resp.Results) != len(batch):
 		fail(fmt.Errorf("node: unexpected apply response %#v", f.Response()))
 		return
+	}
+	if onlyNoops(cmds) {
+		n.nudges.committedNoops(f.Index())
+	} else {
+		n.nudges.committed(f.Index()) // flush the commit index once the log goes quiet
 	}
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])

@@ -119,7 +119,7 @@ func (n *Node) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.applied.wait(ctx, idx); err != nil {
+	if err := n.awaitApplied(ctx, idx); err != nil {
 		return fmt.Errorf("node: sync: %w", err)
 	}
 	return nil
@@ -131,12 +131,14 @@ func (n *Node) Sync(ctx context.Context) error {
 // before the proposer hears of it. Valid after the new leader's takeover
 // barrier has been applied: from then on the commit index covers every
 // entry of earlier terms and points at entries the FSM sees (the barrier is
-// an FSM command; configuration changes reach the FSM too).
+// an FSM command; configuration changes reach the FSM too). Trailing
+// entries of nudge Noops are left out (nudger.readIndex): they change
+// nothing a read sees.
 func (n *Node) readIndexLocal(ctx context.Context) (uint64, error) {
 	if !n.started.Load() || !n.expiry.isLeading() || n.fsm.Halted() != nil {
 		return 0, errNotLeader
 	}
-	idx := n.raft.CommitIndex()
+	idx := n.nudges.readIndex(n.raft.CommitIndex()) // nudge.go
 	if err := n.verifier.confirm(ctx); err != nil {
 		return 0, leadershipErr(err)
 	}

@@ -51,6 +51,14 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		}
 		n.events.dispatchEarly(grants)
 		return encodeGrantNoticeReply(), nil
+	case kindCommitNudge:
+		if _, err := decodeNudgeRequest(req); err != nil {
+			return nil, err
+		}
+		if n.started.Load() && n.raft.State() == raft.Leader {
+			n.nudges.nudged()
+		}
+		return encodeNudgeReply(), nil
 	case kindPeerInfo:
 		if len(req) != 2 {
 			return nil, fmt.Errorf("%w: peer-info request with a body", errWire)

@@ -13,6 +13,17 @@ import (
 	"go.etcd.io/bbolt"
 )
 
+// LogStore names a kind of Raft log and stable store (Config.LogStore).
+type LogStore string
+
+// The log stores a node can keep under its DataDir.
+const (
+	// LogStoreBolt is raft-boltdb/v2 (raft.db): the default.
+	LogStoreBolt LogStore = "bolt"
+	// LogStoreWAL is hashicorp/raft-wal (the wal directory).
+	LogStoreWAL LogStore = "wal"
+)
+
 // storage is where Raft keeps its log, its stable state and its snapshots.
 type storage struct {
 	logs   raft.LogStore
@@ -24,6 +35,7 @@ type storage struct {
 const (
 	logCacheSize  = 512 // recent entries served from memory to followers
 	snapshotsKept = 2
+	boltFile      = "raft.db" // LogStoreBolt's file in the data dir
 )
 
 func openStorage(cfg *Config, logger hclog.Logger) (*storage, error) {
@@ -34,7 +46,42 @@ func openStorage(cfg *Config, logger hclog.Logger) (*storage, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
-	path := filepath.Join(cfg.DataDir, "raft.db")
+	if other := otherLogStore(cfg.DataDir, cfg.LogStore); other != "" {
+		return nil, fmt.Errorf("%w: LogStore is %q but %s holds a %q log store (convert it with MigrateLogStore)",
+			ErrInvalidConfig, cfg.LogStore, cfg.DataDir, other)
+	}
+	var (
+		st  *storage
+		err error
+	)
+	switch cfg.LogStore {
+	case LogStoreWAL:
+		st, err = openWAL(cfg.DataDir, logger)
+	default:
+		st, err = openBolt(cfg.DataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.logs, err = raft.NewLogCache(logCacheSize, st.logs); err != nil {
+		st.close()
+		return nil, fmt.Errorf("node: log cache: %w", err)
+	}
+	if st.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsKept, logger); err != nil {
+		st.close()
+		return nil, fmt.Errorf("node: snapshot store: %w", err)
+	}
+	return st, nil
+}
+
+// openBolt opens (or creates) the raft-boltdb/v2 log and stable store in
+// dir/raft.db.
+func openBolt(dir string) (*storage, error) {
+	return openBoltAt(filepath.Join(dir, boltFile))
+}
+
+// openBoltAt opens (or creates) a raft-boltdb/v2 store in the file path.
+func openBoltAt(path string) (*storage, error) {
 	db, err := raftboltdb.New(raftboltdb.Options{
 		Path: path,
 		BoltOptions: &bbolt.Options{
@@ -51,15 +98,5 @@ func openStorage(cfg *Config, logger hclog.Logger) (*storage, error) {
 		}
 		return nil, fmt.Errorf("node: open %s: %w", path, err)
 	}
-	logs, err := raft.NewLogCache(logCacheSize, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("node: log cache: %w", err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsKept, logger)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("node: snapshot store: %w", err)
-	}
-	return &storage{logs: logs, stable: db, snaps: snaps, close: db.Close}, nil
+	return &storage{logs: db, stable: db, close: db.Close}, nil
 }

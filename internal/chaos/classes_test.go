@@ -2,10 +2,12 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/node"
 )
 
 // faultClass is one kind of fault the nemesis injects, with the cluster
@@ -81,7 +83,22 @@ func baseConfig(class string, seed int64, d time.Duration) simConfig {
 	if c := classFor(class); c.shape != nil {
 		c.shape(&cfg)
 	}
+	cfg.LogStore = logStoreFor()
 	return cfg
+}
+
+// logStoreFor is the log store of a run: RAFTLOCK_CHAOS_STORE (bolt or
+// wal) for every class; otherwise bolt. (The crash-restart classes ran the
+// WAL on some seeds until the restart class found raft-wal v0.4.0's
+// tail-truncation defect, see node.Config.LogStore: with the WAL a node
+// can fail to restart, so it is not a default seed until raft-wal is
+// upgraded. RAFTLOCK_CHAOS_CLASSES=restart RAFTLOCK_CHAOS_STORE=wal
+// reproduces it.)
+func logStoreFor() node.LogStore {
+	if v := os.Getenv("RAFTLOCK_CHAOS_STORE"); v != "" {
+		return node.LogStore(v)
+	}
+	return node.LogStoreBolt
 }
 
 // sleepUntilEnd sleeps for d, or until the end of the workload if sooner;

@@ -31,11 +31,17 @@ type simConfig struct {
 	// LockDelay is the lock-delay of the workers' sessions (0: none).
 	LockDelay time.Duration
 	Faults    bool // nemesis on
-	unfenced  bool // self-test: the register admits every write
+	// LogStore is the nodes' log store (node.Config.LogStore; "": bolt).
+	LogStore node.LogStore
+	unfenced bool // self-test: the register admits every write
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("class %s seed %d: %d nodes, %d clients, %d locks, %v, TTL %v, faults %v", c.Class, c.Seed, c.Nodes, c.Clients, c.Locks, c.Duration, c.TTL, c.Faults)
+	s := fmt.Sprintf("class %s seed %d: %d nodes, %d clients, %d locks, %v, TTL %v, faults %v", c.Class, c.Seed, c.Nodes, c.Clients, c.Locks, c.Duration, c.TTL, c.Faults)
+	if c.LogStore != "" && c.LogStore != node.LogStoreBolt {
+		s += ", log store " + string(c.LogStore)
+	}
+	return s
 }
 
 // sim is the state of one cluster's run, inside a synctest bubble. A run
@@ -209,7 +215,7 @@ func simulate(t *testing.T, cfg simConfig) []*History {
 // startCluster starts this sim's cluster as its class says (by default:
 // all nodes, then waits for a leader) and publishes the nodes.
 func (s *sim) startCluster() {
-	opts := clustertest.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true}
+	opts := clustertest.Options{Nodes: s.cfg.Nodes, Net: s.net, Durable: true, LogStore: s.cfg.LogStore}
 	if s.h.Cluster == "b" {
 		opts.Prefix, opts.Subnet = "b", 1
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -45,15 +48,15 @@ type ReplicaLog struct {
 // the requested index can be replayed.
 var ErrCannotReplay = errors.New("chaos: cannot replay to that index from what is on disk")
 
-// ReadReplicaLog opens a stopped replica's raft.db read-only and reads its
-// whole log and the list of its snapshots.
+// ReadReplicaLog opens a stopped replica's log store — raft.db read-only,
+// or the raft-wal log in wal/ (node.LogStoreWAL) — and reads its whole log
+// and the list of its snapshots.
 func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
-	path := filepath.Join(dataDir, "raft.db")
-	st, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})
+	st, closeStore, err := openLogStore(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	defer st.Close()
+	defer closeStore()
 	rl := &ReplicaLog{Node: nodeID, Dir: dataDir, Entries: map[uint64]*raft.Log{}, ReliableFrom: 1}
 	if rl.First, err = st.FirstIndex(); err != nil {
 		return nil, err
@@ -89,6 +92,32 @@ func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 		rl.ReliableFrom = rl.Snapshots[0] + 1
 	}
 	return rl, nil
+}
+
+// openLogStore opens a stopped replica's log store (see ReadReplicaLog).
+// raft-wal has no read-only mode: opening it may trim a torn tail, as the
+// replica's own restart would.
+func openLogStore(dataDir string) (raft.LogStore, func() error, error) {
+	if walPath := filepath.Join(dataDir, "wal"); dirExists(walPath) {
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(walPath, wal.WithMetaStore(meta))
+		if err != nil {
+			meta.Close()
+			return nil, nil, fmt.Errorf("open %s: %w", walPath, err)
+		}
+		return w, func() error { return errors.Join(w.Close(), meta.Close()) }, nil
+	}
+	path := filepath.Join(dataDir, "raft.db")
+	st, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return st, st.Close, nil
+}
+
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func (rl *ReplicaLog) contiguous(from, to uint64) bool {

@@ -30,6 +30,9 @@ type Options struct {
 	// Durable stores each node's state in bolt under a test temp dir, so
 	// that Restart resumes from disk; otherwise storage is in memory.
 	Durable bool
+	// LogStore is the durable nodes' log store (node.Config.LogStore;
+	// default bolt).
+	LogStore node.LogStore
 	// Timing defaults to node.TestTiming().
 	Timing node.Timing
 	// Configure adjusts node i's config before it starts.
@@ -187,6 +190,7 @@ func (c *Cluster) baseConfig(i int, addr string) node.Config {
 	if c.opts.Durable {
 		c.dirs[i] = filepath.Join(c.t.TempDir(), c.ID(i))
 		cfg.DataDir = c.dirs[i]
+		cfg.LogStore = c.opts.LogStore
 	} else {
 		cfg.InMemory = true
 	}

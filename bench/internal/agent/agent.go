@@ -22,10 +22,11 @@ type Agent struct {
 	replica lockservice.Replica
 	err     error // why the replica did not start
 
-	mu   sync.Mutex
-	pool []lockservice.Session // the current session pool
-	ttl  time.Duration         // the pool's session TTL
-	held []lockservice.Lease   // leases taken by Hold
+	mu    sync.Mutex
+	pool  []lockservice.Session // the current session pool
+	ttl   time.Duration         // the pool's session TTL
+	held  []lockservice.Lease   // leases taken by Hold and StartAwait
+	await *awaiting             // the last StartAwait's calls
 }
 
 func newAgent(ctx context.Context, index int) *Agent {
@@ -85,5 +86,27 @@ func (a *Agent) Mem(_ Empty, reply *MemReply) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	*reply = MemReply{HeapInuse: ms.HeapInuse, Sys: ms.Sys}
+	return nil
+}
+
+// Snapshot makes the replica write a full copy of its state (if its system
+// can: lockservice.Snapshotter) and reports its size and how long it took.
+func (a *Agent) Snapshot(args SnapshotArgs, reply *SnapshotReply) error {
+	r, err := a.started()
+	if err != nil {
+		return err
+	}
+	s, ok := r.(lockservice.Snapshotter)
+	if !ok {
+		return fmt.Errorf("replica %d: %s takes no snapshots", a.index, a.system)
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, args.Timeout)
+	defer cancel()
+	start := time.Now()
+	n, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	*reply = SnapshotReply{Bytes: n, Took: time.Since(start)}
 	return nil
 }

@@ -77,3 +77,32 @@ func (c *Client) Mem(ctx context.Context) (MemReply, error) {
 	var r MemReply
 	return r, c.call(ctx, "Mem", Empty{}, &r)
 }
+
+// Profile asks the replica process for a CPU profile of a window (only
+// with EnvCPUProfile set).
+func (c *Client) Profile(ctx context.Context, args ProfileArgs) error {
+	return c.call(ctx, "Profile", args, &Empty{})
+}
+
+// Snapshot makes the replica take a snapshot of its state.
+func (c *Client) Snapshot(ctx context.Context, args SnapshotArgs) (SnapshotReply, error) {
+	var r SnapshotReply
+	return r, c.call(ctx, "Snapshot", args, &r)
+}
+
+// StartAwait starts blocked Lock calls in the replica process.
+func (c *Client) StartAwait(ctx context.Context, args AwaitArgs) error {
+	return c.call(ctx, "StartAwait", args, &Empty{})
+}
+
+// AwaitResult waits for the calls StartAwait started.
+func (c *Client) AwaitResult(ctx context.Context, args AwaitArgs) (AwaitReply, error) {
+	var r AwaitReply
+	return r, c.call(ctx, "AwaitResult", args, &r)
+}
+
+// Lost counts the lost pool sessions.
+func (c *Client) Lost(ctx context.Context) (LostReply, error) {
+	var r LostReply
+	return r, c.call(ctx, "Lost", Empty{}, &r)
+}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/raftlock/raftlock/bench/internal/mono"
 	"sync"
 	"time"
 
@@ -53,14 +52,8 @@ func (a *Agent) Hold(args HoldArgs, reply *HoldReply) error {
 	a.held = append(a.held, held...)
 	a.mu.Unlock()
 	reply.Held, reply.Errors = len(held), errs
-	now := mono.Now()
-	a.profileWindow(a.system+"-hold", now, now+int64(holdProfileWindow))
 	return nil
 }
-
-// holdProfileWindow is how long after Hold a CPU profile runs (with
-// EnvCPUProfile): the start of the keepalive window.
-const holdProfileWindow = 10 * time.Second
 
 func (a *Agent) lockOnce(ctx context.Context, s lockservice.Session, name string, timeout time.Duration) (lockservice.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

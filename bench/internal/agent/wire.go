@@ -107,6 +107,13 @@ type HoldReply struct {
 	Errors  Errors
 }
 
+// ProfileArgs asks for a CPU profile (with EnvCPUProfile) from StartAt to
+// StopAt (CLOCK_MONOTONIC ns), named after Label.
+type ProfileArgs struct {
+	Label           string
+	StartAt, StopAt int64
+}
+
 // CloseArgs bounds the closing of the session pool.
 type CloseArgs struct{ Timeout time.Duration }
 
@@ -144,3 +151,28 @@ func (e *Errors) Merge(o Errors) {
 		e.keep(msg)
 	}
 }
+
+// SnapshotArgs bounds a snapshot.
+type SnapshotArgs struct{ Timeout time.Duration }
+
+// SnapshotReply describes a snapshot taken by the replica.
+type SnapshotReply struct {
+	Bytes int64
+	Took  time.Duration
+}
+
+// AwaitArgs starts (StartAwait) one blocked Lock call per name, or bounds
+// the wait for their outcome (AwaitResult: Names unused).
+type AwaitArgs struct {
+	Names   []string
+	Timeout time.Duration
+}
+
+// AwaitReply is when each awaited lock was granted (mono ns; 0: it was not).
+type AwaitReply struct {
+	Granted []int64
+	Errors  Errors
+}
+
+// LostReply counts the pool sessions lost so far.
+type LostReply struct{ Sessions, Lost int }

@@ -22,6 +22,9 @@ import (
 type Cluster struct {
 	System string
 	Nodes  []*Node
+
+	dir  string              // the cluster's files
+	cfgs []agent.ChildConfig // how each replica was started (Restart)
 }
 
 // Start starts an n-replica cluster of the named system with its files in a
@@ -44,14 +47,16 @@ func Start(ctx context.Context, system string, n int, dir string) (*Cluster, err
 	for i := range addrs {
 		addrs[i] = ports[i*sys.PortsPerReplica() : (i+1)*sys.PortsPerReplica()]
 	}
-	c := &Cluster{System: system}
+	c := &Cluster{System: system, dir: dir}
 	for i := range n {
 		data := filepath.Join(dir, fmt.Sprintf("replica-%d", i))
 		if err := os.Mkdir(data, 0o700); err != nil {
 			c.Kill()
 			return nil, err
 		}
-		node, err := spawn(ctx, dir, agent.ChildConfig{System: system, Index: i, Addrs: addrs, DataDir: data})
+		cfg := agent.ChildConfig{System: system, Index: i, Addrs: addrs, DataDir: data}
+		c.cfgs = append(c.cfgs, cfg)
+		node, err := spawn(ctx, dir, cfg)
 		if err != nil {
 			c.Kill()
 			return nil, err
@@ -67,6 +72,24 @@ func Start(ctx context.Context, system string, n int, dir string) (*Cluster, err
 		return nil, err
 	}
 	return c, nil
+}
+
+// Restart kills replica i (SIGKILL: a crash) and starts it again on its
+// data directory and ports; it returns how long the new process took from
+// its start until the replica served again (raftlock: caught up with the
+// leader's commit index; etcd: the member ready).
+func (c *Cluster) Restart(ctx context.Context, i int) (time.Duration, error) {
+	c.Nodes[i].Kill()
+	start := time.Now()
+	n, err := spawn(ctx, c.dir, c.cfgs[i])
+	if err != nil {
+		return 0, err
+	}
+	c.Nodes[i] = n
+	if _, err := n.Agent.Wait(ctx, agent.WaitArgs{Timeout: agent.StartTimeout}); err != nil {
+		return 0, fmt.Errorf("cluster: restart replica %d: %w%s", i, err, n.logTail())
+	}
+	return time.Since(start), nil
 }
 
 func (c *Cluster) waitReady(ctx context.Context) error {
@@ -149,4 +172,17 @@ func (c *Cluster) Kill() {
 		wg.Go(n.Kill)
 	}
 	wg.Wait()
+}
+
+// Crashed describes the replicas whose process ended without being killed
+// (a crash) since the last call, with the end of each one's log.
+func (c *Cluster) Crashed() []string {
+	var out []string
+	for i, n := range c.Nodes {
+		if !n.Alive() && !n.killed.Load() && !n.crashed {
+			n.crashed = true
+			out = append(out, fmt.Sprintf("replica %d exited on its own%s", i, n.logTail()))
+		}
+	}
+	return out
 }

@@ -29,6 +29,7 @@ type Node struct {
 	logPath string
 	exited  chan struct{} // closed once the process has been reaped
 	killed  atomic.Bool
+	crashed bool // its crash was reported (Cluster.Crashed)
 }
 
 // spawn starts replica process cfg.Index and connects to its agent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"github.com/raftlock/raftlock/bench/internal/report"
@@ -31,11 +34,19 @@ const (
 // command is a payload of the size of a lock command.
 var command = make([]byte, 64)
 
+// Log stores of the bare cluster: raftlock's two (node.LogStoreBolt,
+// node.LogStoreWAL).
+const (
+	StoreBolt = "bolt"
+	StoreWAL  = "wal"
+)
+
 // BareRaft starts a 3-node hashicorp/raft cluster in this process over
-// loopback TCP with its stores under dir and measures the commit rate with
-// each number of concurrent appliers (one Apply in flight each) for d.
-func BareRaft(ctx context.Context, dir string, appliers []int, d time.Duration) ([]report.RaftLimit, error) {
-	c, err := startRaft(ctx, dir, 3)
+// loopback TCP with its stores (StoreBolt or StoreWAL) under dir and
+// measures the commit rate with each number of concurrent appliers (one
+// Apply in flight each) for d.
+func BareRaft(ctx context.Context, dir, store string, appliers []int, d time.Duration) ([]report.RaftLimit, error) {
+	c, err := startRaft(ctx, dir, store, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +60,9 @@ func BareRaft(ctx context.Context, dir string, appliers []int, d time.Duration) 
 		if err != nil {
 			return out, err
 		}
-		out = append(out, measureApply(leader, n, d))
+		l := measureApply(leader, n, d)
+		l.Store = store
+		out = append(out, l)
 	}
 	return out, nil
 }
@@ -94,7 +107,7 @@ type raftCluster struct {
 	closes []func() error
 }
 
-func startRaft(ctx context.Context, dir string, n int) (*raftCluster, error) {
+func startRaft(ctx context.Context, dir, store string, n int) (*raftCluster, error) {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "bare-raft", Level: hclog.Error, Output: hclog.DefaultOutput})
 	c := &raftCluster{logger: logger}
 	var (
@@ -116,7 +129,7 @@ func startRaft(ctx context.Context, dir string, n int) (*raftCluster, error) {
 		})
 	}
 	for i := range n {
-		r, err := startNode(filepath.Join(dir, fmt.Sprintf("n%d", i)), servers[i].ID, trans[i], servers, logger, c)
+		r, err := startNode(filepath.Join(dir, fmt.Sprintf("n%d", i)), store, servers[i].ID, trans[i], servers, logger, c)
 		if err != nil {
 			c.shutdown()
 			return nil, err
@@ -130,7 +143,27 @@ func startRaft(ctx context.Context, dir string, n int) (*raftCluster, error) {
 	return c, nil
 }
 
-func startNode(dir string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
+// logStore is what a bare node stores its log and its stable state in.
+type logStore interface {
+	raft.LogStore
+	raft.StableStore
+}
+
+// openStore opens a bare node's store like the node package does: bolt
+// with its options, or raft-wal with a bolt meta store that is closed too.
+func openStore(dir, store string, c *raftCluster) (logStore, error) {
+	if store == StoreWAL {
+		if err := os.MkdirAll(dir+".wal", 0o700); err != nil {
+			return nil, err
+		}
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(dir+".wal", wal.WithMetaStore(meta))
+		if err != nil {
+			return nil, err
+		}
+		c.closes = append(c.closes, w.Close, meta.Close)
+		return w, nil
+	}
 	db, err := raftboltdb.New(raftboltdb.Options{
 		Path: dir + ".db",
 		BoltOptions: &bbolt.Options{
@@ -143,6 +176,14 @@ func startNode(dir string, id raft.ServerID, t raft.Transport, servers []raft.Se
 		return nil, err
 	}
 	c.closes = append(c.closes, db.Close)
+	return db, nil
+}
+
+func startNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
+	db, err := openStore(dir, store, c)
+	if err != nil {
+		return nil, err
+	}
 	logs, err := raft.NewLogCache(logCacheSize, db)
 	if err != nil {
 		return nil, err

@@ -89,3 +89,12 @@ type RWSession interface {
 	RLock(ctx context.Context, name string) (Lease, error)
 	WLock(ctx context.Context, name string) (Lease, error)
 }
+
+// Snapshotter is a Replica that can write a full copy of its state now
+// (optional; the cost-at-scale workload measures it). raftlock: a Raft
+// snapshot (node.Snapshot); etcd: the member's backend snapshot
+// (Maintenance.Snapshot), read to the end.
+type Snapshotter interface {
+	// Snapshot returns the snapshot's size in bytes once it is complete.
+	Snapshot(ctx context.Context) (int64, error)
+}

@@ -1,7 +1,8 @@
 // Package raftlocksys is the raftlock adapter of the benchmark: each replica
 // process embeds a raftlock node (raft-boltdb with fsync, node.DefaultConfig:
 // LAN timing, group commit) of a static 3-node cluster on loopback, and
-// lockapi sessions on it.
+// lockapi sessions on it. A second system, raftlock-wal, is the same with
+// the raft-wal log store (node.LogStoreWAL).
 package raftlocksys
 
 import (
@@ -16,12 +17,24 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 )
 
-// System returns the raftlock system.
-func System() lockservice.System { return system{} }
+// Names of the two systems.
+const (
+	Name    = "raftlock"
+	WALName = "raftlock-wal"
+)
 
-type system struct{}
+// System returns the raftlock system (raft-boltdb, the default log store).
+func System() lockservice.System { return system{name: Name, store: node.LogStoreBolt} }
 
-func (system) Name() string { return "raftlock" }
+// WALSystem returns raftlock with the raft-wal log store.
+func WALSystem() lockservice.System { return system{name: WALName, store: node.LogStoreWAL} }
+
+type system struct {
+	name  string
+	store node.LogStore
+}
+
+func (s system) Name() string { return s.name }
 
 // PortsPerReplica is 1: the node's one port carries Raft and RPC; the
 // cluster is static (Bootstrap with Peers), so no gossip port.
@@ -31,10 +44,11 @@ func nodeID(i int) string { return fmt.Sprintf("r%d", i) }
 
 // StartReplica starts the node and waits until it knows a leader and has
 // caught up.
-func (system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig) (lockservice.Replica, error) {
+func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig) (lockservice.Replica, error) {
 	c := node.DefaultConfig()
 	c.ID = nodeID(cfg.Index)
-	c.DataDir = cfg.DataDir // raft-boltdb, fsync on every commit
+	c.DataDir = cfg.DataDir // fsync on every commit
+	c.LogStore = s.store
 	c.BindAddr = cfg.Addrs[cfg.Index][0]
 	c.Bootstrap = true
 	for i, a := range cfg.Addrs {
@@ -68,6 +82,12 @@ func (r *replica) Status(context.Context) (lockservice.Status, error) {
 }
 
 func (r *replica) Close(ctx context.Context) error { return r.n.Close(ctx) }
+
+// Snapshot implements lockservice.Snapshotter: a Raft snapshot.
+func (r *replica) Snapshot(ctx context.Context) (int64, error) {
+	info, err := r.n.Snapshot(ctx)
+	return info.Bytes, err
+}
 
 type session struct{ s *lockapi.Session }
 

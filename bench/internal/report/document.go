@@ -20,6 +20,8 @@ type Document struct {
 	Limits   *Limits        `json:"limits,omitempty"`
 	Metrics  []MetricJSON   `json:"metrics"`
 	Problems []string       `json:"problems,omitempty"`
+	// CDFs are each system's latency distributions, one per workload run.
+	CDFs map[string][]CDF `json:"cdfs,omitempty"`
 }
 
 // MetricJSON is a metric with its medians and ratio worked out.

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/raftlock/raftlock/bench/internal/stats"
 )
@@ -25,6 +26,7 @@ type FsyncLimit struct {
 // RaftLimit is a bare hashicorp/raft cluster's commit rate with a given
 // number of concurrent appliers, one Apply in flight per applier.
 type RaftLimit struct {
+	Store         string        `json:"store"` // log store: bolt (raft-boltdb/v2) or wal (raft-wal)
 	Appliers      int           `json:"appliers"`
 	CommitsPerSec float64       `json:"commits_per_s"`
 	Latency       stats.Latency `json:"latency"`
@@ -39,12 +41,21 @@ func WriteLimits(w io.Writer, l *Limits) {
 		fmt.Fprintf(w, "- fsync (4 KiB append + fdatasync, %d×, %s): p50 %.2f ms, p99 %.2f ms\n",
 			f.Iterations, f.Dir, f.Latency.P50, f.Latency.P99)
 	}
-	if len(l.BareRaft) > 0 {
-		fmt.Fprintln(w, "- bare hashicorp/raft v1.7.3, 3 nodes, raft-boltdb/v2 with fsync, loopback TCP, one Apply in flight per applier:")
+	var stores []string
+	for _, r := range l.BareRaft {
+		if !slices.Contains(stores, r.Store) {
+			stores = append(stores, r.Store)
+		}
+	}
+	for _, store := range stores {
+		fmt.Fprintf(w, "- bare hashicorp/raft v1.7.3, 3 nodes, %s with fsync, loopback TCP, one Apply in flight per applier:\n", storeName(store))
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "  | appliers | commits/s | Lock+Unlock/s ceiling (÷2) | p50 ms | p99 ms |")
 		fmt.Fprintln(w, "  |--:|--:|--:|--:|--:|")
 		for _, r := range l.BareRaft {
+			if r.Store != store {
+				continue
+			}
 			fmt.Fprintf(w, "  | %d | %s | %s | %.2f | %.2f |\n", r.Appliers,
 				FormatNumber(r.CommitsPerSec, 0), FormatNumber(r.CommitsPerSec/2, 0), r.Latency.P50, r.Latency.P99)
 		}
@@ -53,4 +64,12 @@ func WriteLimits(w io.Writer, l *Limits) {
 	for _, e := range l.Errors {
 		fmt.Fprintf(w, "- limit not measured: %s\n", e)
 	}
+}
+
+// storeName names a bare cluster's log store.
+func storeName(store string) string {
+	if store == "wal" {
+		return "raft-wal v0.4.0"
+	}
+	return "raft-boltdb/v2"
 }

@@ -77,3 +77,11 @@ func (c *Collector) Add(system string, samples []Sample) {
 
 // Metrics returns the metrics in first-appearance order.
 func (c *Collector) Metrics() []*Metric { return c.metrics }
+
+// CDF is a latency distribution of one run: P[i] percent of the
+// operations took at most MS[i] milliseconds.
+type CDF struct {
+	Name string    `json:"name"`
+	P    []float64 `json:"p"`
+	MS   []float64 `json:"ms"`
+}

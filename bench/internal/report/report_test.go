@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ func TestFormatNumber(t *testing.T) {
 		want   string
 	}{
 		{0, 0, "0"}, {999, 0, "999"}, {1000, 0, "1,000"}, {1234567.891, 2, "1,234,567.89"},
-		{-12345, 1, "-12,345.0"}, {0.123, 2, "0.12"},
+		{-12345, 1, "-12,345.0"}, {0.123, 2, "0.12"}, {-0.2, 0, "0"}, {-0.001, 2, "0.00"},
 	} {
 		if got := FormatNumber(c.v, c.digits); got != c.want {
 			t.Errorf("FormatNumber(%v, %d) = %q, want %q", c.v, c.digits, got, c.want)
@@ -58,5 +59,73 @@ func TestMetricsJSONRatio(t *testing.T) {
 	js = MetricsJSON(c.Metrics())
 	if js[0].Ratio == nil || *js[0].Ratio != 1.5 || js[0].Median["etcd"] != 2 {
 		t.Errorf("got %+v", js[0])
+	}
+}
+
+func TestTableWAL(t *testing.T) {
+	ops := Def{Key: "u.ops", Workload: "1. uncontended", Name: "Lock+Unlock/s", Higher: true}
+	var c Collector
+	c.Add("etcd", []Sample{{ops, 1000}})
+	c.Add("raftlock-wal", []Sample{{ops, 3000}})
+	c.Add("raftlock", []Sample{{ops, 500}})
+	var b strings.Builder
+	if err := WriteTable(&b, c.Metrics()); err != nil {
+		t.Fatal(err)
+	}
+	want := `| workload | metric | etcd | raftlock | raftlock-wal | raftlock/etcd | raftlock-wal/etcd |
+|---|---|--:|--:|--:|--:|--:|
+| 1. uncontended | Lock+Unlock/s | 1,000 | 500 | 3,000 | 0.50× | 3.00× ✓ |
+`
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestGrowthExponent(t *testing.T) {
+	for _, c := range []struct {
+		xs, ys []float64
+		want   float64
+		ok     bool
+	}{
+		{[]float64{1e4, 1e5, 1e6}, []float64{2, 20, 200}, 1, true},
+		{[]float64{1e4, 1e5, 1e6}, []float64{1, 100, 10000}, 2, true},
+		{[]float64{1e4, 1e5, 1e6}, []float64{5, 5, 5}, 0, true},
+		{[]float64{1e4, 1e5}, []float64{3, 0}, 0, false}, // one usable point
+		{[]float64{1e4, 1e4}, []float64{3, 4}, 0, false}, // one x
+	} {
+		got, ok := GrowthExponent(c.xs, c.ys)
+		if ok != c.ok || (ok && math.Abs(got-c.want) > 1e-9) {
+			t.Errorf("GrowthExponent(%v, %v) = %v, %v; want %v, %v", c.xs, c.ys, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestWriteGrowth(t *testing.T) {
+	var c Collector
+	a := Def{Key: "s.10k.rss", Name: "RSS"}
+	b := Def{Key: "s.100k.rss", Name: "RSS"}
+	c.Add("raftlock", []Sample{{a, 10}, {b, 100}})
+	c.Add("etcd", []Sample{{a, 30}})
+	var out strings.Builder
+	WriteGrowth(&out, c.Metrics(), []string{"100 / 10k", "1k / 100k"}, []float64{1e4, 1e5},
+		[]GrowthSeries{{Name: "RSS", Unit: "MiB", Keys: []string{"s.10k.rss", "s.100k.rss"}}})
+	want := `etcd:
+
+| sessions / locks | RSS (MiB) |
+|---|--:|
+| 100 / 10k | 30 |
+| growth exponent | n/a |
+
+raftlock:
+
+| sessions / locks | RSS (MiB) |
+|---|--:|
+| 100 / 10k | 10 |
+| 1k / 100k | 100 |
+| growth exponent | 1.00 |
+
+`
+	if got := out.String(); got != want {
+		t.Errorf("growth:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"strings"
 )
 
-// Systems are the table's value columns, in order; Ratio is the last column.
-var Systems = []string{"etcd", "raftlock"}
+// Systems are the table's value columns, in order (those with a value in
+// some metric); every system after the first also has a ratio column
+// against RatioDen.
+var Systems = []string{"etcd", "raftlock", "raftlock-wal"}
 
-// RatioNum and RatioDen name the ratio column's systems.
+// RatioNum and RatioDen name the main ratio's systems (JSON's ratio).
 const (
 	RatioNum = "raftlock"
 	RatioDen = "etcd"
@@ -18,18 +20,27 @@ const (
 
 // WriteTable writes the metrics as a markdown table: one row per metric,
 // grouped by workload, with each system's median over runs (and the run
-// count when more than one) and the raftlock/etcd ratio of the medians.
+// count when more than one) and the ratio of each system's median to etcd's.
 func WriteTable(w io.Writer, metrics []*Metric) error {
+	systems := present(metrics)
 	var b strings.Builder
 	b.WriteString("| workload | metric |")
-	for _, s := range Systems {
+	for _, s := range systems {
 		b.WriteString(" " + s + " |")
 	}
-	fmt.Fprintf(&b, " %s/%s |\n|---|---|", RatioNum, RatioDen)
-	for range Systems {
-		b.WriteString("--:|")
+	for _, s := range systems {
+		if s != RatioDen {
+			fmt.Fprintf(&b, " %s/%s |", s, RatioDen)
+		}
 	}
-	b.WriteString("--:|\n")
+	b.WriteString("\n|---|---|")
+	for _, s := range systems {
+		b.WriteString("--:|")
+		if s != RatioDen {
+			b.WriteString("--:|")
+		}
+	}
+	b.WriteString("\n")
 	last := ""
 	for _, m := range metrics {
 		if m.Hidden {
@@ -44,20 +55,46 @@ func WriteTable(w io.Writer, metrics []*Metric) error {
 			name += " (" + m.Unit + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s |", group, name)
-		for _, s := range Systems {
+		for _, s := range systems {
 			b.WriteString(" " + cell(m, s) + " |")
 		}
-		ratio := "n/a"
-		if r, ok := m.Ratio(RatioNum, RatioDen); ok {
-			ratio = FormatNumber(r, 2) + "×"
-			if r != 1 && (r > 1) == m.Higher {
-				ratio += " ✓" // raftlock is better
+		for _, s := range systems {
+			if s != RatioDen {
+				b.WriteString(" " + ratioCell(m, s) + " |")
 			}
 		}
-		b.WriteString(" " + ratio + " |\n")
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// present returns the systems of Systems that have a value in some metric,
+// etcd always first.
+func present(metrics []*Metric) []string {
+	out := []string{RatioDen}
+	for _, s := range Systems[1:] {
+		for _, m := range metrics {
+			if len(m.Runs[s]) > 0 {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ratioCell formats median(system)/median(etcd), ✓ where system is better.
+func ratioCell(m *Metric, system string) string {
+	r, ok := m.Ratio(system, RatioDen)
+	if !ok {
+		return "n/a"
+	}
+	s := FormatNumber(r, 2) + "×"
+	if r != 1 && (r > 1) == m.Higher {
+		s += " ✓"
+	}
+	return s
 }
 
 // cell formats a system's median, with the number of runs when several.
@@ -76,7 +113,7 @@ func cell(m *Metric, system string) string {
 // FormatNumber formats v with the given decimals and thousands separators.
 func FormatNumber(v float64, digits int) string {
 	s := strconv.FormatFloat(v, 'f', digits, 64)
-	neg := strings.HasPrefix(s, "-")
+	neg := strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") != "" // no "-0"
 	s = strings.TrimPrefix(s, "-")
 	intPart, frac, hasFrac := strings.Cut(s, ".")
 	var b strings.Builder

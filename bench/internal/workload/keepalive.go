@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/mono"
 	"github.com/raftlock/raftlock/bench/internal/report"
 )
 
@@ -33,6 +34,10 @@ func Keepalive(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 		return Result{}, err
 	}
 	t0 := time.Now()
+	now := mono.Now()
+	for _, r := range cl.Live() {
+		cl.Nodes[r].Agent.Profile(ctx, agent.ProfileArgs{Label: "keepalive", StartAt: now, StopAt: now + int64(p.KeepaliveWindow)})
+	}
 	if err := sleep(ctx, p.KeepaliveWindow); err != nil {
 		return Result{}, err
 	}

@@ -73,6 +73,11 @@ func runLoop(ctx context.Context, cl *cluster.Cluster, p Params, spec loopSpec) 
 	run.to = run.from + int64(spec.measure)
 	callCtx, cancel := context.WithTimeout(ctx, mono.Until(run.to)+p.OpTimeout+30*time.Second)
 	defer cancel()
+	for _, r := range cl.Live() { // replicas without workers: profiled too (when asked)
+		if _, ok := byReplica[r]; !ok {
+			cl.Nodes[r].Agent.Profile(ctx, agent.ProfileArgs{Label: "serving", StartAt: run.from, StopAt: run.to})
+		}
+	}
 
 	var (
 		mu sync.Mutex

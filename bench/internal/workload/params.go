@@ -34,6 +34,18 @@ type Params struct {
 
 	HoldConcurrency int `json:"hold_concurrency"` // concurrent acquisitions per replica process when filling locks
 
+	ScaleSizes        []ScaleSize   `json:"scale_sizes"`          // workload 9, one fresh cluster per size
+	ScaleWindow       time.Duration `json:"scale_window_ns"`      // keepalive CPU window
+	ScaleProbe        time.Duration `json:"scale_probe_ns"`       // quiet prober window
+	ScaleEtcdMaxLocks int           `json:"scale_etcd_max_locks"` // larger sizes run without etcd (its fill rate)
+
+	StormSessions   int           `json:"storm_sessions"`       // workload 10: they expire together
+	StormWaiters    int           `json:"storm_waiters"`        // sessions whose blocked Lock calls wait for their locks
+	StormLive       int           `json:"storm_live"`           // further live sessions holding a lock each
+	StormQueue      time.Duration `json:"storm_queue_ns"`       // from the waiters' calls to the kill
+	StormAfter      time.Duration `json:"storm_after_ns"`       // bounds the grants after the TTL
+	StormProbeAfter time.Duration `json:"storm_probe_after_ns"` // the prober runs TTL + this
+
 	SemaphoreWorkers int `json:"semaphore_workers"` // workload 7
 	SemaphoreLimit   int `json:"semaphore_limit"`
 	RWReaders        int `json:"rw_readers"` // workload 8

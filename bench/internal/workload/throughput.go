@@ -34,7 +34,9 @@ func Uncontended(ctx context.Context, cl *cluster.Cluster, p Params, onLeader bo
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
-	return throughputSamples(run, uncontendedDefs(onLeader)), nil
+	res := throughputSamples(run, uncontendedDefs(onLeader))
+	res.CDFs = cdf(map[bool]string{false: "1 worker, follower's process", true: "1 worker, leader's process"}[onLeader], lockUnlockLatencies(run))
+	return res, nil
 }
 
 // Distinct is workload 2: n workers spread over every replica, each taking
@@ -50,7 +52,9 @@ func Distinct(ctx context.Context, cl *cluster.Cluster, p Params, n int) (Result
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
-	return throughputSamples(run, distinctDefs(n)), nil
+	res := throughputSamples(run, distinctDefs(n))
+	res.CDFs = cdf(fmt.Sprintf("%d workers, distinct locks", n), lockUnlockLatencies(run))
+	return res, nil
 }
 
 // throughputSamples reports the rate and latency of completed Lock+Unlock
@@ -68,6 +72,17 @@ func throughputSamples(run *loopRun, d lockUnlockDefs) Result {
 		{Def: d.p99, Value: nanIfEmpty(l, l.P99)},
 		{Def: d.errs, Value: float64(run.errors.Count)},
 	}, Notes: errorsNote(run.errors)}
+}
+
+// lockUnlockLatencies returns Lock call → Unlock return of the window's
+// operations.
+func lockUnlockLatencies(run *loopRun) []int64 {
+	done := run.inWindow()
+	lat := make([]int64, len(done))
+	for i, op := range done {
+		lat[i] = op.UnlockEnd - op.LockStart
+	}
+	return lat
 }
 
 // failedReplicas turns a failed replica (in a workload that kills none)

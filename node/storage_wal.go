@@ -1,0 +1,87 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"golang.org/x/sys/unix"
+)
+
+// walDir is LogStoreWAL's directory in the data dir: raft-wal's segment
+// files and its meta store (wal-meta.db), which also holds the stable state.
+const walDir = "wal"
+
+// walLockFile is held (flock) while a node has the WAL open: raft-wal's
+// meta store would otherwise wait for ever on another process's bolt lock.
+const walLockFile = "LOCK"
+
+// openWAL opens (or creates) the raft-wal log and stable store in dir/wal.
+func openWAL(dir string, logger hclog.Logger) (*storage, error) {
+	return openWALAt(filepath.Join(dir, walDir), logger)
+}
+
+// openWALAt opens (or creates) a raft-wal log and stable store in path.
+func openWALAt(path string, logger hclog.Logger) (*storage, error) {
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, fmt.Errorf("node: wal dir: %w", err)
+	}
+	unlock, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	// Our own meta store: raft-wal v0.4.0's Close leaves the one it opens
+	// itself open (and its file locked).
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		unlock()
+		return nil, fmt.Errorf("node: open %s: %w", path, err)
+	}
+	return &storage{logs: w, stable: w, close: func() error {
+		err := errors.Join(w.Close(), meta.Close())
+		unlock()
+		return err
+	}}, nil
+}
+
+// lockDir takes an exclusive lock on dir's lock file, failing at once if
+// another process (or another node in this one) holds it.
+func lockDir(dir string) (unlock func(), err error) {
+	name := filepath.Join(dir, walLockFile)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("node: lock %s: %w", name, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("node: %s is locked by another process", dir)
+		}
+		return nil, fmt.Errorf("node: lock %s: %w", name, err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
+}
+
+// otherLogStore names the kind of log store other than want that dir holds
+// state of, or "" if it holds none.
+func otherLogStore(dir string, want LogStore) LogStore {
+	other := LogStoreWAL
+	if want == LogStoreWAL {
+		other = LogStoreBolt
+	}
+	if holdsLogStore(dir, other) {
+		return other
+	}
+	return ""
+}
+
+func fileHasData(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.Size() > 0
+}
