@@ -165,10 +165,10 @@ func (c *Cluster) Close() {
 		if n := c.Nodes[i]; n != nil {
 			c.Nodes[i] = nil
 			bound := 100 * c.opts.Timing.ElectionTimeout
-	if c.opts.Net == nil && bound < 30*time.Second {
-		bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+			if c.opts.Net == nil && bound < 30*time.Second {
+				bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			n.Kill(ctx)
 			cancel()
 		}
