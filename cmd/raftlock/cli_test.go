@@ -218,6 +218,9 @@ func TestCLI(t *testing.T) {
 				t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 			}
 		}
+		if _, errOut, code := cli(leader, "status", "-o", "json"); code != exitUsage || !strings.Contains(errOut, "go before the command") {
+			t.Errorf("a global flag after the command: exit %d %q, want a usage error that says where it goes", code, errOut)
+		}
 		var o, e syncBuffer
 		code := run(context.Background(), []string{"status"}, func(k string) string {
 			if k == "RAFTLOCK_ADDR" {

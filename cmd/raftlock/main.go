@@ -32,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -187,6 +188,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func (e *env) noArgs(args []string, f func(context.Context) error, ctx context.Context) error {
 	if len(args) > 0 {
+		if strings.HasPrefix(args[0], "-") {
+			return fmt.Errorf("%w: unexpected arguments %q (global flags such as -addr and -o go before the command: raftlock -addr URL status)", errUsage, args)
+		}
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	}
 	return f(ctx)

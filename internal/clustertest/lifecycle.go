@@ -67,14 +67,19 @@ func (c *Cluster) Leave(i int) {
 
 // TryStop stops node i (a no-op when it is down) and returns the stop's
 // error instead of failing the test; the node counts as down either way.
-// Each stop is bounded by 100 election timeouts.
+// Each stop is bounded by 100 election timeouts (at least 30 s on a real
+// loopback network).
 func (c *Cluster) TryStop(i int, mode StopMode) error {
 	n := c.Nodes[i]
 	if n == nil {
 		return nil
 	}
 	c.Nodes[i] = nil
-	ctx, cancel := context.WithTimeout(context.Background(), 100*c.opts.Timing.ElectionTimeout)
+	bound := 100 * c.opts.Timing.ElectionTimeout
+	if c.opts.Net == nil && bound < 30*time.Second {
+		bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	var err error
 	switch mode {
@@ -159,7 +164,11 @@ func (c *Cluster) Close() {
 	for i := range c.Nodes {
 		if n := c.Nodes[i]; n != nil {
 			c.Nodes[i] = nil
-			ctx, cancel := context.WithTimeout(context.Background(), 100*c.opts.Timing.ElectionTimeout)
+			bound := 100 * c.opts.Timing.ElectionTimeout
+			if c.opts.Net == nil && bound < 30*time.Second {
+				bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			n.Kill(ctx)
 			cancel()
 		}

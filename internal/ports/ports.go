@@ -1,5 +1,5 @@
-// Package ports picks free loopback ports for the examples' replica
-// processes.
+// Package ports picks free loopback ports for replica processes: the
+// examples', the test harnesses' and the bench's (bench/internal/cluster).
 package ports
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/procstat"
+	"github.com/raftlock/raftlock/internal/ports"
 )
 
 // Cluster is a running cluster of replica processes.
@@ -39,13 +40,13 @@ func Start(ctx context.Context, system string, n int, dir string) (*Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	ports, err := reservePorts(n * sys.PortsPerReplica())
+	free, err := ports.Free(n * sys.PortsPerReplica())
 	if err != nil {
 		return nil, err
 	}
 	addrs := make([][]string, n)
 	for i := range addrs {
-		addrs[i] = ports[i*sys.PortsPerReplica() : (i+1)*sys.PortsPerReplica()]
+		addrs[i] = free[i*sys.PortsPerReplica() : (i+1)*sys.PortsPerReplica()]
 	}
 	c := &Cluster{System: system, dir: dir}
 	for i := range n {
