@@ -200,13 +200,12 @@ type Config struct {
 	// (ErrInvalidConfig); MigrateLogStore converts a stopped node's data
 	// dir. Ignored with InMemory.
 	//
-	// Known defect, do not use LogStoreWAL in production yet: raft-wal
-	// v0.4.0 (the version this module can pin) marks the tail segment
-	// sealed when Raft truncates the log's tail (a follower dropping a
-	// conflicting suffix) without writing its index block; the next Start
-	// then panics in raft.NewRaft with "sealed segment has no index block"
-	// (hashicorp/raft-wal#31, fixed upstream by #33 after v0.4.0). The chaos
-	// restart class hits it (RAFTLOCK_CHAOS_STORE=wal).
+	// raft-wal must be v0.4.2 or later: v0.4.0 left the tail segment
+	// without its index block when Raft truncated the log's tail (a
+	// follower dropping a conflicting suffix), and the next Start panicked
+	// in raft.NewRaft (hashicorp/raft-wal#31;
+	// TestWALRestartsAfterTailTruncation). The chaos harness's
+	// crash-restart classes run both stores.
 	LogStore LogStore
 
 	// State machine quotas and versions (wp-fsm).

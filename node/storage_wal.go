@@ -34,7 +34,7 @@ func openWALAt(path string, logger hclog.Logger) (*storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Our own meta store: raft-wal v0.4.0's Close leaves the one it opens
+	// Our own meta store: raft-wal's Close (v0.4.0–v0.4.2) leaves the one it opens
 	// itself open (and its file locked).
 	meta := &metadb.BoltMetaDB{}
 	w, err := wal.Open(path, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(meta))

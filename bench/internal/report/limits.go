@@ -69,7 +69,7 @@ func WriteLimits(w io.Writer, l *Limits) {
 // storeName names a bare cluster's log store.
 func storeName(store string) string {
 	if store == "wal" {
-		return "raft-wal v0.4.0"
+		return "raft-wal v0.4.2"
 	}
 	return "raft-boltdb/v2"
 }
