@@ -39,6 +39,7 @@ type config struct {
 	TTL             time.Duration
 	LockDelay       time.Duration
 	Timing          string
+	LogStore        string // bolt or wal (node.Config.LogStore)
 	MaxVoters       int
 	ReapTimeout     time.Duration
 	LogLevel        string
@@ -75,6 +76,7 @@ var envVars = map[string]string{
 	"ttl":                      "RAFTLOCK_TTL",
 	"lock-delay":               "RAFTLOCK_LOCK_DELAY",
 	"timing":                   "RAFTLOCK_TIMING",
+	"log-store":                "RAFTLOCK_LOG_STORE",
 	"max-voters":               "RAFTLOCK_MAX_VOTERS",
 	"reap-timeout":             "RAFTLOCK_REAP_TIMEOUT",
 	"log-level":                "RAFTLOCK_LOG_LEVEL",
@@ -117,6 +119,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.TTL, "ttl", lockapi.DefaultTTL, "TTL of the HTTP clients' session")
 	fs.DurationVar(&c.LockDelay, "lock-delay", 0, "lock-delay of the HTTP clients' session")
 	fs.StringVar(&c.Timing, "timing", "lan", "Raft and gossip timing: lan or test")
+	fs.StringVar(&c.LogStore, "log-store", string(node.LogStoreBolt), "Raft log store: bolt or wal (a data dir holds one kind; convert it with 'replica migrate-log-store')")
 	fs.IntVar(&c.MaxVoters, "max-voters", d.MaxVoters, "voters the leader keeps; more members join as non-voters")
 	fs.DurationVar(&c.ReapTimeout, "reap-timeout", d.ReapTimeout, "how long a failed member stays in the Raft configuration")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -165,6 +168,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, errors.New("-gossip (RAFTLOCK_GOSSIP) is required: replicas find each other through gossip")
 	case c.Timing != "lan" && c.Timing != "test":
 		return c, fmt.Errorf("-timing %q: want lan or test", c.Timing)
+	case !validLogStore(c.LogStore):
+		return c, fmt.Errorf("-log-store %q: want %s or %s", c.LogStore, node.LogStoreBolt, node.LogStoreWAL)
 	case (c.TLSCA != "" || c.TLSCert != "" || c.TLSKey != "") && (c.TLSCA == "" || c.TLSCert == "" || c.TLSKey == ""):
 		return c, errors.New("mutual TLS needs all of -tls-ca, -tls-cert and -tls-key")
 	case c.BootstrapExpect < 0:
@@ -240,6 +245,7 @@ func (c config) nodeConfig() (node.Config, error) {
 		}
 	}
 	nc.BootstrapExpect = c.BootstrapExpect
+	nc.LogStore = node.LogStore(c.LogStore)
 	nc.MaxVoters, nc.ReapTimeout = c.MaxVoters, c.ReapTimeout
 	nc.Recover, nc.Gossip.AllowUnencrypted = c.Recover, c.UnencryptedOK
 	if c.Timing == "test" {

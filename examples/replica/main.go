@@ -58,6 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(args) > 0 && args[0] == "certs" {
 		return certs(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "migrate-log-store" {
+		return migrateLogStore(ctx, args[1:], stderr)
+	}
 	c, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flagHelp) {
 		return nil
