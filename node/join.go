@@ -30,6 +30,11 @@ type joinReply struct {
 	OK     bool   `json:"ok"`               // the leader recorded the request
 	Leader string `json:"leader,omitempty"` // not the leader: ask this address
 	Reason string `json:"reason,omitempty"` // refused: why
+	// Removed (opLeave only): the leader's committed configuration no
+	// longer lists the asker — its removal is done, even if the entry that
+	// made it never reached the asker. Leaders of earlier releases never
+	// set it.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // joinRequest is a recorded join, as the reconciler sees it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -95,7 +96,13 @@ func (n *Node) decommission(ctx context.Context) bool {
 			}
 		} else if time.Since(lastAsk) > 4*n.cfg.Timing.HeartbeatTimeout {
 			lastAsk = time.Now()
-			n.askLeave(ctx, rid)
+			if n.askLeave(ctx, rid, conf) {
+				// The entry that removed this node may never arrive: the
+				// leader stops replicating to a removed server after one
+				// best-effort AppendEntries, which can be lost.
+				n.log.Info("removed from the Raft configuration (a member's committed configuration no longer lists this node)")
+				return true
+			}
 		}
 		if sleepCtx(ctx, poll) != nil {
 			n.log.Warn("stopping before the leader removed this node from the Raft configuration")
@@ -135,22 +142,51 @@ func (n *Node) checkLeft() error {
 	return fmt.Errorf("%w (Leave removed it at %s): start with an empty data dir to join as a new member", ErrDecommissioned, v)
 }
 
-// askLeave sends opLeave to the leader.
-func (n *Node) askLeave(ctx context.Context, rid string) {
-	addr, _ := n.raft.LeaderWithID()
-	if addr == "" {
-		return
+// askLeave sends opLeave to the leader — or, while this node knows no
+// leader (a removed node stops hearing one), to each other server of its
+// configuration conf in turn, following a "not the leader" answer once. It
+// reports whether a member answered that this node is already removed.
+func (n *Node) askLeave(ctx context.Context, rid string, conf raft.Configuration) (removed bool) {
+	var targets []string
+	if addr, _ := n.raft.LeaderWithID(); addr != "" {
+		targets = append(targets, string(addr))
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
-	defer cancel()
-	var r joinReply
-	if err := n.callMembership(cctx, string(addr), opLeave, leaveMsg{RaftID: rid}, &r); err != nil {
-		n.log.Debug("asking the leader to remove this node", "err", err)
+	for _, s := range conf.Servers {
+		if string(s.ID) != rid && !slices.Contains(targets, string(s.Address)) {
+			targets = append(targets, string(s.Address))
+		}
 	}
+	ask := func(addr string) joinReply {
+		cctx, cancel := context.WithTimeout(ctx, n.cfg.AttemptTimeout)
+		defer cancel()
+		var r joinReply
+		if err := n.callMembership(cctx, addr, opLeave, leaveMsg{RaftID: rid}, &r); err != nil {
+			n.log.Debug("asking to be removed from the cluster", "addr", addr, "err", err)
+		}
+		return r
+	}
+	for _, addr := range targets {
+		if ctx.Err() != nil {
+			return false
+		}
+		r := ask(addr)
+		if !r.OK && !r.Removed && r.Leader != "" && r.Leader != addr {
+			r = ask(r.Leader)
+		}
+		switch {
+		case r.Removed:
+			return true
+		case r.OK:
+			return false // the leader recorded the request
+		}
+	}
+	return false
 }
 
 // handleLeave serves opLeave on the leader: only a node's own request
-// decommissions it (callerIs).
+// decommissions it (callerIs). The leader records the request, or answers
+// Removed when the removal is already committed (removalCommitted); a
+// follower names the leader.
 func (n *Node) handleLeave(ctx context.Context, m leaveMsg) joinReply {
 	if err := n.callerIs(ctx, nodeOf(raft.ServerID(m.RaftID))); err != nil {
 		n.log.Warn("refusing a request to decommission another node", "raft_id", m.RaftID, "err", err)
@@ -160,8 +196,42 @@ func (n *Node) handleLeave(ctx context.Context, m leaveMsg) joinReply {
 		addr, _ := n.raft.LeaderWithID()
 		return joinReply{Leader: string(addr), Reason: "not the leader"}
 	}
+	if n.removalCommitted(m.RaftID) {
+		return joinReply{OK: true, Removed: true}
+	}
 	n.reconciler.requestLeave(m.RaftID)
 	return joinReply{OK: true}
+}
+
+// removalCommitted reports, on the leader, whether raftID's removal from
+// the Raft configuration is committed: raftID is not in the latest
+// configuration, and either this leader committed its removal itself
+// (reconciler.removedByUs) or the leader's whole log is committed — a
+// leader's log only grows during its term, so with the term and leadership
+// unchanged across the reads, the configuration read first comes from an
+// entry at or below the last index read after it. A committed entry is
+// never undone: the answer holds under every later leader.
+func (n *Node) removalCommitted(raftID string) bool {
+	term := n.raft.CurrentTerm()
+	conf, ok := n.latestConfig()
+	if !ok || hasServer(conf, raftID) || !hasServer(conf, n.id.raftID) {
+		return false
+	}
+	if n.reconciler.removedByUs(raftID) {
+		return true
+	}
+	last := n.raft.LastIndex()
+	return n.raft.CommitIndex() >= last && n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term
+}
+
+// hasServer reports whether conf lists raftID.
+func hasServer(conf raft.Configuration, raftID string) bool {
+	for _, s := range conf.Servers {
+		if string(s.ID) == raftID {
+			return true
+		}
+	}
+	return false
 }
 
 // callerIs checks that the RPC in ctx comes from node id: its hello names

@@ -40,6 +40,7 @@ type reconciler struct {
 	verified map[string]verification      // Raft id + "@" + address → proven identity
 	missing  map[string]time.Time         // configured, unknown to gossip: since
 	leaving  map[string]time.Time         // Raft id → decommission requested (static mode, or through the RPC)
+	removed  map[string]time.Time         // Raft id → when this node, as leader, committed its removal (removedByUs)
 	removing map[string]time.Time         // Raft id → an operator's RemovePeer (admin_members.go)
 	lastAdd  time.Time
 	reported map[string]bool
@@ -47,7 +48,7 @@ type reconciler struct {
 
 func newReconciler(n *Node) *reconciler {
 	return &reconciler{n: n, poke: make(chan struct{}, 1), health: map[string]membership.Health{}, verified: map[string]verification{},
-		missing: map[string]time.Time{}, leaving: map[string]time.Time{}, reported: map[string]bool{}}
+		missing: map[string]time.Time{}, leaving: map[string]time.Time{}, removed: map[string]time.Time{}, reported: map[string]bool{}}
 }
 
 // wakeReconciler makes the leader look at membership again at once.
@@ -286,10 +287,41 @@ func (r *reconciler) apply(a membership.Action) error {
 	if a.Kind == membership.AddNonvoter {
 		r.lastAdd = time.Now()
 	}
+	switch a.Kind {
+	case membership.RemoveLeaving, membership.Replace, membership.Reap:
+		r.recordRemovedLocked(a.RaftID, time.Now())
+	}
 	r.mu.Unlock()
 	r.n.metrics.memberChanges.WithLabelValues(string(a.Kind), "ok").Inc()
 	r.n.log.Info("membership change", "action", a.Kind, "member", a.NodeID, "raft_id", a.RaftID, "addr", a.Addr, "why", a.Why, "index", f.Index())
 	return nil
+}
+
+// maxRemovedRecords bounds the removals a leader remembers (removedByUs).
+const maxRemovedRecords = 256
+
+// recordRemovedLocked remembers that this node committed raftID's removal,
+// forgetting the oldest record beyond maxRemovedRecords.
+func (r *reconciler) recordRemovedLocked(raftID string, at time.Time) {
+	r.removed[raftID] = at
+	for len(r.removed) > maxRemovedRecords {
+		oldest, first := "", time.Time{}
+		for id, t := range r.removed {
+			if oldest == "" || t.Before(first) {
+				oldest, first = id, t
+			}
+		}
+		delete(r.removed, oldest)
+	}
+}
+
+// removedByUs reports whether this node, as leader, committed raftID's
+// removal (a decommission, replacement or reap).
+func (r *reconciler) removedByUs(raftID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.removed[raftID]
+	return ok
 }
 
 // requestLeave records that a server decommissions (static mode, or a Leave

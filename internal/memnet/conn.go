@@ -86,8 +86,8 @@ func (p *pipe) lostAndHealed(f *faultState) bool {
 	if p.isReset || (p.closed[0] && p.closed[1]) {
 		return false
 	}
-	return (p.dirs[0].lost && !p.flow[0].cut && !f.cut(p.hosts[0], p.hosts[1])) ||
-		(p.dirs[1].lost && !p.flow[1].cut && !f.cut(p.hosts[1], p.hosts[0]))
+	return (p.dirs[0].lost && !p.flow[0].cut && !f.cut(p.hosts[0], p.hosts[1]) && !f.ruleCuts(p, Forward)) ||
+		(p.dirs[1].lost && !p.flow[1].cut && !f.cut(p.hosts[1], p.hosts[0]) && !f.ruleCuts(p, Backward))
 }
 
 // dropInFlight discards the bytes still on their way (delayed, not yet
@@ -255,7 +255,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 			p.preface = append(p.preface, b[:min(len(b), prefaceLen-len(p.preface))]...)
 		}
 		f := p.net.faults.Load()
-		if f.cut(from, to) || p.flow[c.side].cut {
+		if f.cut(from, to) || p.flow[c.side].cut || f.ruleCuts(p, Direction(c.side)) {
 			d.lost = true
 			return total + len(b), nil
 		}

@@ -3,6 +3,7 @@ package memnet
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type faultState struct {
 	delays   map[link]time.Duration // added one-way latency
 	// byteDelays add one-way latency to bytes only (not to dials).
 	byteDelays map[link]time.Duration
+	// flowRules cut one direction of the connections a filter selects,
+	// live and future ones (CutFlows).
+	flowRules []flowRule
 }
 
 // cut reports whether bytes from → to are black-holed.
@@ -54,6 +58,7 @@ func (f *faultState) clone() *faultState {
 		delays:   maps.Clone(f.delays),
 
 		byteDelays: maps.Clone(f.byteDelays),
+		flowRules:  slices.Clone(f.flowRules),
 	}
 }
 

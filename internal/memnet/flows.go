@@ -114,10 +114,44 @@ func (n *Network) CutFlow(id uint64, dir Direction) bool {
 	return true
 }
 
-// ClearFlows removes every per-connection fault. Bytes already delayed keep
+// flowRule is a standing CutFlows rule.
+type flowRule struct {
+	filter FlowFilter
+	dir    Direction
+}
+
+// ruleCuts reports whether a CutFlows rule cuts direction dir of p. The
+// caller holds p.mu (the preface).
+func (f *faultState) ruleCuts(p *pipe, dir Direction) bool {
+	for _, r := range f.flowRules {
+		if r.dir == dir && (r.filter.From == "" || r.filter.From == p.hosts[0]) &&
+			(r.filter.To == "" || r.filter.To == p.hosts[1]) && bytes.HasPrefix(p.preface, r.filter.Preface) {
+			return true
+		}
+	}
+	return false
+}
+
+// CutFlows discards, from now on, the bytes written in direction dir of
+// every connection that f selects — live ones and those made later (a
+// connection is selected by its preface from the dialer's first write on,
+// so with a Preface filter nothing of it gets through in the Forward
+// direction). A black-holed route for one kind of traffic: a dialer that
+// gives up on a dead connection and dials again is cut again. ClearFlows
+// removes the rule.
+func (n *Network) CutFlows(f FlowFilter, dir Direction) {
+	n.update(func(s *faultState) {
+		s.flowRules = append(s.flowRules, flowRule{filter: FlowFilter{From: f.From, To: f.To, Preface: slices.Clone(f.Preface)}, dir: dir})
+	})
+}
+
+// ClearFlows removes every per-connection fault and CutFlows rule. Bytes already delayed keep
 // their delay; a connection that lost bytes to a flow cut is reset. It
 // returns the number of connections that had a fault.
 func (n *Network) ClearFlows() int {
+	if len(n.faults.Load().flowRules) > 0 {
+		n.update(func(s *faultState) { s.flowRules = nil })
+	}
 	n.mu.Lock()
 	ps := n.pipeList()
 	n.mu.Unlock()

@@ -3,6 +3,7 @@ package memnet
 import (
 	"errors"
 	"io"
+	"os"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -151,6 +152,49 @@ func TestSynctestCutDropsBytesInFlight(t *testing.T) {
 		s.SetReadDeadline(time.Now().Add(2 * time.Second))
 		if _, err := s.Read(make([]byte, 4)); !errors.Is(err, syscall.ECONNRESET) {
 			t.Fatalf("read after a cut that caught bytes in flight: %v", err)
+		}
+	})
+}
+
+// CutFlows cuts the selected kind of connection, the live ones and those
+// dialed later, from the dialer's first byte on; other connections and
+// the other direction are untouched; ClearFlows lifts the rule.
+func TestSynctestCutFlowsCoversNewConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		defer n.Close()
+		n.CutFlows(FlowFilter{From: "a", To: "b", Preface: []byte{0xA1}}, Forward)
+		buf := make([]byte, 2)
+		for round := range 2 { // a connection dialed after the rule, twice
+			c, s := pair(t, n)
+			if k, err := c.Write([]byte{0xA1, 1}); k != 2 || err != nil {
+				t.Fatalf("round %d: write into a cut kind of connection: %d, %v", round, k, err)
+			}
+			s.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := s.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("round %d: read of a cut connection: %v, want a timeout", round, err)
+			}
+			s.Write([]byte("ok")) // the backward direction is not cut
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ok" {
+				t.Fatalf("round %d: backward direction: %q %v", round, buf, err)
+			}
+			c.Close()
+			s.Close()
+		}
+		other, os2 := pair(t, n) // another kind of connection
+		defer other.Close()
+		defer os2.Close()
+		other.Write([]byte{0xA2, 1})
+		if _, err := io.ReadFull(os2, buf); err != nil {
+			t.Fatalf("a connection the rule does not select: %v", err)
+		}
+		n.ClearFlows()
+		c, s := pair(t, n)
+		defer c.Close()
+		defer s.Close()
+		c.Write([]byte{0xA1, 2})
+		if _, err := io.ReadFull(s, buf); err != nil || buf[1] != 2 {
+			t.Fatalf("after ClearFlows: %v %v", buf, err)
 		}
 	})
 }
