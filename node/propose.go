@@ -117,12 +117,17 @@ func checkCtx(ctx context.Context) error {
 func (n *Node) AppliedIndex() uint64 { return n.applied.get() }
 
 // route makes one attempt through the proposer (leader) or the forwarder.
+// On a follower with no forward waiting, the caller sends its own forward
+// (runInline; its RPC ends with the caller's ctx). On the leader the
+// command always goes through a batch goroutine: a commit cannot be
+// abandoned half-way, and the caller must be free to return when its ctx
+// ends.
 func (n *Node) route(ctx context.Context, cmd fsm.Command) outcome {
 	p := newProposal(ctx, cmd)
 	if n.raft.State() == raft.Leader {
 		n.proposer.submit(p)
 	} else {
-		n.forwarder.submit(p)
+		n.forwarder.runInline([]*proposal{p}, func(batch []*proposal) { n.forwardWithin(ctx, batch) })
 	}
 	return p.wait()
 }
@@ -208,7 +213,14 @@ func versionRefusal(cmd fsm.Command, clusterVersion uint64) error {
 
 // forward is a follower's batch: one RPC to the leader carrying every
 // command of the batch.
-func (n *Node) forward(batch []*proposal) {
+func (n *Node) forward(batch []*proposal) { n.forwardWithin(n.ctx, batch) }
+
+// forwardWithin is forward bounded by ctx as well as by the node's life and
+// AttemptTimeout: a caller forwarding its own command (runInline) passes
+// its ctx. If ctx ends during the call the command may have reached the
+// leader: the outcome is unknown, as for a caller that stops waiting for a
+// batch that left (proposal.wait).
+func (n *Node) forwardWithin(within context.Context, batch []*proposal) {
 	fail := func(err error) { failAll(batch, err) }
 	addr, id := n.raft.LeaderWithID()
 	switch {
@@ -229,11 +241,19 @@ func (n *Node) forward(batch []*proposal) {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
+	ctx, cancel := context.WithTimeout(within, n.cfg.AttemptTimeout)
+	if within != n.ctx {
+		stop := context.AfterFunc(n.ctx, cancel)
+		defer stop()
+	}
 	reply, err := n.trans.Call(ctx, string(addr), req)
 	cancel()
 	n.metrics.forwards.WithLabelValues(outcomeLabel(err)).Inc()
 	if err != nil {
+		if cerr := within.Err(); within != n.ctx && cerr != nil {
+			fail(errUnknown{cerr})
+			return
+		}
 		fail(fmt.Errorf("%w: forward to %s: %w", errForward, id, err))
 		return
 	}

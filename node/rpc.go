@@ -87,7 +87,10 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 		ps[i] = newProposal(ctx, c)
 		group = append(group, ps[i])
 	}
-	n.proposer.submit(group...)
+	// The handler commits the batch itself when the proposer is idle (it
+	// has nobody to return to early: the follower's call waits for the
+	// reply either way).
+	n.proposer.runInline(group, nil)
 	for i, p := range ps {
 		if p != nil {
 			outs[i] = p.wait()
