@@ -75,11 +75,7 @@ func (c *Cluster) TryStop(i int, mode StopMode) error {
 		return nil
 	}
 	c.Nodes[i] = nil
-	bound := 100 * c.opts.Timing.ElectionTimeout
-	if c.opts.Net == nil && bound < 30*time.Second {
-		bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), c.stopBound())
 	defer cancel()
 	var err error
 	switch mode {
@@ -159,16 +155,22 @@ func (c *Cluster) Reconfigure(i int, change func(cfg *node.Config)) {
 	change(&c.cfgs[i])
 }
 
+// stopBound bounds one stop: 100 election timeouts, and at least 30 s on a
+// real loopback network (a loaded CI machine is slow; fake time is not).
+func (c *Cluster) stopBound() time.Duration {
+	bound := 100 * c.opts.Timing.ElectionTimeout
+	if c.opts.Net == nil && bound < 30*time.Second {
+		bound = 30 * time.Second
+	}
+	return bound
+}
+
 // Close stops every running node (registered with t.Cleanup by Start).
 func (c *Cluster) Close() {
 	for i := range c.Nodes {
 		if n := c.Nodes[i]; n != nil {
 			c.Nodes[i] = nil
-			bound := 100 * c.opts.Timing.ElectionTimeout
-			if c.opts.Net == nil && bound < 30*time.Second {
-				bound = 30 * time.Second // real time on loopback: a loaded CI machine is slow, fake time is not
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			ctx, cancel := context.WithTimeout(context.Background(), c.stopBound())
 			n.Kill(ctx)
 			cancel()
 		}
