@@ -182,6 +182,15 @@ func (s *termedSink) Close() error {
 	return nil
 }
 
+// restored tells the anchors that the FSM was restored from the snapshot at
+// index (anchoredLogs.restored); a no-op without storage or anchors.
+func (st *storage) restored(index uint64) error {
+	if st == nil || st.anchors == nil {
+		return nil
+	}
+	return st.anchors.restored(index)
+}
+
 // withAnchors wraps the log and snapshot stores as anchoredLogs describes.
 func (st *storage) withAnchors(applied func() uint64, leading func() bool) {
 	snaps := &snapshotTerms{SnapshotStore: st.snaps}
