@@ -38,6 +38,9 @@ func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, er
 
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)
+	if err := n.store.restored(index); err != nil { // storage_anchor.go
+		n.log.Warn("could not drop the log entries below the restored snapshot", "index", index, "error", err)
+	}
 	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
 	n.expiry.restored()

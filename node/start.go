@@ -68,6 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.store.withFaults(cfg.DiskFault)
+	n.store.withAnchors(n.applied.get, func() bool { return n.started.Load() && n.raft.State() == raft.Leader })
 	hasState, err := raft.HasExistingState(n.store.logs, n.store.stable, n.store.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("node: read raft state: %w", err)

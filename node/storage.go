@@ -30,6 +30,8 @@ type storage struct {
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
 	close  func() error
+	// anchors is logs (storage_anchor.go: the snapshot-anchor workaround).
+	anchors *anchoredLogs
 }
 
 const (
