@@ -75,7 +75,7 @@ var keepaliveEpoch = time.Unix(0, 0)
 // before the deadline; never sooner than TTL/50.
 //
 // The instant is moved earlier, by less than keepaliveQuantum(TTL) (at most
-// TTL/30), onto a grid shared by every session (from epoch): a process's
+// TTL/20), onto a grid shared by every session (from epoch): a process's
 // keepalives fire together, in one wakeup, and on the leader share one
 // leadership round — a node with many sessions wakes a few times a second,
 // not once per keepalive (TestKeepalivesFireTogether). A delay too short to
@@ -90,12 +90,14 @@ func keepAliveDelay(now, validUntil, epoch time.Time, ttl time.Duration, jitter 
 	return d
 }
 
-// keepaliveQuantum is the keepalive grid's step for a TTL: 250 ms halved
-// until it is at most TTL/30, so that the grids of different TTLs nest
-// (every point of a coarser grid is on the finer ones).
+// keepaliveQuantum is the keepalive grid's step for a TTL: 500 ms halved
+// until it is at most TTL/20, so that the grids of different TTLs nest
+// (every point of a coarser grid is on the finer ones). A coarser grid
+// means fewer wakeups and leadership rounds, and keepalives a little more
+// often (on average TTL/3 − quantum/2 apart).
 func keepaliveQuantum(ttl time.Duration) time.Duration {
-	q := 250 * time.Millisecond
-	for q > time.Millisecond && q > ttl/30 {
+	q := 500 * time.Millisecond
+	for q > time.Millisecond && q > ttl/20 {
 		q /= 2
 	}
 	return q

@@ -74,7 +74,10 @@ func (a *Agent) perf(system string, startAt, stopAt int64) {
 		mono.Sleep(startAt)
 		name := filepath.Join(dir, fmt.Sprintf("perf-%s-r%d-%d.data", system, a.index, profileSeq.Add(1)))
 		secs := fmt.Sprintf("%.3f", time.Duration(stopAt-mono.Now()).Seconds())
-		cmd := exec.CommandContext(a.ctx, "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g",
+		// Not tied to the agent's context: perf must finish writing after
+		// the window even when the replica is stopped right after it (perf
+		// also stops, and writes, when the process it records exits).
+		cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g",
 			"-p", strconv.Itoa(os.Getpid()), "-o", name, "--", "sleep", secs)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "perf: %v: %s\n", err, out)
