@@ -59,7 +59,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Semaphore(ctx, cl, p)
-		}, []string{raftlocksys.Name, raftlocksys.WALName}})
+		}, []string{raftlocksys.Name, raftlocksys.WALName, raftlocksys.HB1sName}})
 	}
 	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
 		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {

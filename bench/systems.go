@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/raftlock/raftlock/bench/internal/etcdsys"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
@@ -12,4 +14,11 @@ func init() {
 	lockservice.Register(etcdsys.System())
 	lockservice.Register(raftlocksys.System())
 	lockservice.Register(raftlocksys.WALSystem())
+	lockservice.Register(raftlocksys.HB1sSystem())
+}
+
+// defaultSystems are the systems a run benchmarks without -systems: every
+// registered one but the opt-in raftlock-hb1s.
+func defaultSystems() []string {
+	return slices.DeleteFunc(lockservice.Names(), func(n string) bool { return n == raftlocksys.HB1sName })
 }

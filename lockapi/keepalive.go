@@ -57,11 +57,50 @@ func (s *Session) keepAlive() {
 	}
 }
 
-// nextKeepAlive returns when to renew next: every TTL/3 (jittered), but
-// sooner if less of the lease is left than usual (a slow open or renewal),
-// so that there is always time for another attempt before the deadline.
+// nextKeepAlive returns when to renew next (keepAliveDelay).
 func (s *Session) nextKeepAlive() time.Duration {
-	return max(min(jitter(s.cfg.ttl/3), time.Until(s.ValidUntil())/2), s.cfg.ttl/50)
+	return keepAliveDelay(time.Now(), s.ValidUntil(), keepaliveEpoch, s.cfg.ttl, jitter)
+}
+
+// keepaliveEpoch is the origin of the keepalive grid: the Unix epoch, on
+// the wall clock, so that every process on a host (and hosts whose clocks
+// agree) shares one grid and the leader receives their keepalives
+// together. The wall clock decides only the phase: a clock step moves the
+// grid, and every delay stays within (d − quantum, d] of the plan.
+var keepaliveEpoch = time.Unix(0, 0)
+
+// keepAliveDelay plans the next keepalive at now: every TTL/3 (jittered),
+// but sooner if less of the lease (until validUntil) is left than usual (a
+// slow open or renewal), so that there is always time for another attempt
+// before the deadline; never sooner than TTL/50.
+//
+// The instant is moved earlier, by less than keepaliveQuantum(TTL) (at most
+// TTL/20), onto a grid shared by every session (from epoch): a process's
+// keepalives fire together, in one wakeup, and on the leader share one
+// leadership round — a node with many sessions wakes a few times a second,
+// not once per keepalive (TestKeepalivesFireTogether). A delay too short to
+// move keeps its instant.
+func keepAliveDelay(now, validUntil, epoch time.Time, ttl time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
+	d := max(min(jitter(ttl/3), validUntil.Sub(now)/2), ttl/50)
+	q := keepaliveQuantum(ttl)
+	at := now.Add(d).Sub(epoch)
+	if aligned := at - at%q - now.Sub(epoch); aligned >= ttl/50 {
+		return aligned
+	}
+	return d
+}
+
+// keepaliveQuantum is the keepalive grid's step for a TTL: 500 ms halved
+// until it is at most TTL/20, so that the grids of different TTLs nest
+// (every point of a coarser grid is on the finer ones). A coarser grid
+// means fewer wakeups and leadership rounds, and keepalives a little more
+// often (on average TTL/3 − quantum/2 apart).
+func keepaliveQuantum(ttl time.Duration) time.Duration {
+	q := 500 * time.Millisecond
+	for q > time.Millisecond && q > ttl/20 {
+		q /= 2
+	}
+	return q
 }
 
 // renewed moves the client-side deadline to sent + TTL − margin.

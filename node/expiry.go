@@ -38,16 +38,16 @@ type expiryManager struct {
 // so that expiry and lock-delay timing are unit-tested on fake time with a
 // bare state machine and no Raft (expiry_unit_test.go).
 type expiryHost struct {
-	fsm        *fsm.FSM                                           // the local state machine (read only)
-	propose    func(ctx context.Context, cmd fsm.Command) outcome // propose as leader, without forwarding or retries
-	confirm    func(ctx context.Context) error                    // confirm leadership (batched VerifyLeader)
-	duties     func(ctx context.Context)                          // the leader's other duties, after the takeover
-	wallNow    func() time.Time                                   // the leader's wall clock (version-1 lock-delay ticks only)
-	expired    func(n int)                                        // metric: sessions expired by this leader
-	delayEnded func(ok bool)                                      // metric: EndDelay proposals
+	fsm        *fsm.FSM                                            // the local state machine (read only)
+	propose    func(ctx context.Context, cmd fsm.Command) outcome  // propose as leader, without forwarding or retries
+	confirm    func(ctx context.Context, wait time.Duration) error // confirm leadership (a batched VerifyLeader round, which may wait for others)
+	duties     func(ctx context.Context)                           // the leader's other duties, after the takeover
+	wallNow    func() time.Time                                    // the leader's wall clock (version-1 lock-delay ticks only)
+	expired    func(n int)                                         // metric: sessions expired by this leader
+	delayEnded func(ok bool)                                       // metric: EndDelay proposals
 	log        *slog.Logger
 	grace      time.Duration // the takeover grace: ElectionTimeout
-	heartbeat  time.Duration // retry pause
+	heartbeat  time.Duration // retry pause; bounds a keepalive's wait for a shared round
 	retry      time.Duration // re-propose an expiry that did not commit after this
 }
 
@@ -80,7 +80,7 @@ func (n *Node) expiryHost() expiryHost {
 	return expiryHost{
 		fsm:     n.fsm,
 		propose: n.proposeAsLeader,
-		confirm: n.verifier.confirm,
+		confirm: n.verifier.confirmWithin,
 		duties:  n.clusterDuties,
 		wallNow: n.wallNow,
 		expired: func(c int) { n.metrics.expiryProposals.Add(float64(c)) },

@@ -48,7 +48,7 @@ func newExpiryRig(t *testing.T) *expiryRig {
 	r.m = newExpiryManager(expiryHost{
 		fsm:        r.f,
 		propose:    r.propose,
-		confirm:    func(context.Context) error { return nil },
+		confirm:    func(context.Context, time.Duration) error { return nil },
 		duties:     func(context.Context) {},
 		wallNow:    func() time.Time { return time.Now().Add(time.Duration(r.wall.Load())) },
 		expired:    func(int) {},

@@ -82,3 +82,6 @@ func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }
 // IsLeading reports whether n leads and finished its takeover (its lease
 // manager has every session's deadline).
 func IsLeading(n *Node) bool { return n.expiry.isLeading() }
+
+// LeadershipRounds is how many VerifyLeader rounds n's verifier started.
+func LeadershipRounds(n *Node) uint64 { return n.verifier.rounds.Load() }

@@ -46,14 +46,21 @@ func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
 
 // keepAlive renews a session on the leader: refused if the session's deadline
 // had passed when the keepalive was received (even if its expiry is not yet
-// committed), confirmed with a (batched) VerifyLeader before the deadline is
-// moved to received + TTL.
+// committed), confirmed with a (batched) VerifyLeader round that started
+// after it was received, before the deadline is moved to received + TTL.
+//
+// The round may wait a little for other keepalives to share it
+// (keepaliveWait): every round makes Raft heartbeat each follower at once,
+// and one per keepalive was most of an idle cluster's Raft traffic. The wait
+// costs the client only the time to the acknowledgement, not lease: the
+// deadline counts from when the keepalive was received.
 func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 	received := time.Now()
-	if err := m.check(id, received); err != nil {
+	was, err := m.check(id, received)
+	if err != nil {
 		return err
 	}
-	if err := m.h.confirm(ctx); err != nil {
+	if err := m.h.confirm(ctx, keepaliveWait(m.h.heartbeat, was.ttl, was.deadline.Sub(received))); err != nil {
 		return leadershipErr(err)
 	}
 	m.mu.Lock()
@@ -72,15 +79,28 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 	return nil
 }
 
-func (m *expiryManager) check(id fsm.SessionID, received time.Time) error {
+// keepaliveWait is how long a keepalive's leadership round may wait for
+// others: half a heartbeat timeout (so the rounds add at most a fifth to
+// Raft's own heartbeats, which go every tenth), at most a fiftieth of the
+// session's TTL (a keepalive's attempt may take a sixth), and at most a
+// quarter of what is left of its lease (a keepalive that comes late must
+// not let the session expire while it waits).
+func keepaliveWait(heartbeat, ttl, left time.Duration) time.Duration {
+	return max(0, min(heartbeat/2, ttl/50, left/4))
+}
+
+// check refuses a keepalive received past the session's deadline (or for a
+// session not known, or expiring) and returns the session's deadline as it
+// was when the keepalive was received.
+func (m *expiryManager) check(id fsm.SessionID, received time.Time) (deadline, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leading || m.h.fsm.Halted() != nil {
-		return errNotLeader
+		return deadline{}, errNotLeader
 	}
 	l := m.sessions[id]
 	if l == nil || l.expiring || !received.Before(l.deadline) {
-		return ErrSessionExpired
+		return deadline{}, ErrSessionExpired
 	}
-	return nil
+	return *l, nil
 }

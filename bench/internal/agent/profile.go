@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +28,20 @@ const EnvCPUProfile = "RAFTLOCK_BENCH_CPUPROFILE"
 // a latency-bound loop waits (go tool trace -pprof=sched|net|sync).
 const EnvTrace = "RAFTLOCK_BENCH_TRACE"
 
+// EnvCPUProfileHz sets the CPU profile's sampling rate (default Go's 100
+// Hz): an idle window of 30 s holds only a few dozen samples at 100 Hz,
+// too few to attribute. Rates above 100 cost more of the profiled CPU.
+const EnvCPUProfileHz = "RAFTLOCK_BENCH_CPUPROFILE_HZ"
+
+// EnvPerf names a directory: like EnvCPUProfile, but each window is
+// recorded by Linux perf (perf record -e cpu-clock -g -p <pid>), as
+// perf-<system>-r<index>-<n>.data (perf report -i, or perf script). perf's
+// hrtimer sampling sees the short bursts an idle replica runs in, which the
+// Go profiler's CPU timers miss on a tick-accounted kernel (a virtual
+// machine's: there a 30 s idle window's pprof holds a seventh of the CPU
+// the process used).
+const EnvPerf = "RAFTLOCK_BENCH_PERF"
+
 var profileSeq atomic.Int64
 
 // Profile profiles this process over a window of the parent's choosing (a
@@ -40,8 +57,32 @@ func (a *Agent) Profile(args ProfileArgs, _ *Empty) error {
 // returns at once. Each runs on its own goroutine and never fails the
 // workload: a file that cannot be written is reported on stderr.
 func (a *Agent) profileWindow(system string, startAt, stopAt int64) {
-	a.record(EnvCPUProfile, "cpu", "pprof", system, startAt, stopAt, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	a.record(EnvCPUProfile, "cpu", "pprof", system, startAt, stopAt, startCPUProfile, pprof.StopCPUProfile)
 	a.record(EnvTrace, "trace", "out", system, startAt, stopAt, trace.Start, trace.Stop)
+	a.perf(system, startAt, stopAt)
+}
+
+// perf records this process with Linux perf from startAt to stopAt when
+// EnvPerf is set; it returns at once. A missing perf binary or a refused
+// recording is reported on stderr and never fails the workload.
+func (a *Agent) perf(system string, startAt, stopAt int64) {
+	dir := os.Getenv(EnvPerf)
+	if dir == "" {
+		return
+	}
+	go func() {
+		mono.Sleep(startAt)
+		name := filepath.Join(dir, fmt.Sprintf("perf-%s-r%d-%d.data", system, a.index, profileSeq.Add(1)))
+		secs := fmt.Sprintf("%.3f", time.Duration(stopAt-mono.Now()).Seconds())
+		// Not tied to the agent's context: perf must finish writing after
+		// the window even when the replica is stopped right after it (perf
+		// also stops, and writes, when the process it records exits).
+		cmd := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g",
+			"-p", strconv.Itoa(os.Getpid()), "-o", name, "--", "sleep", secs)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "perf: %v: %s\n", err, out)
+		}
+	}()
 }
 
 // record writes <kind>-<system>-r<index>-<n>.<ext> into the directory named
@@ -70,4 +111,15 @@ func (a *Agent) record(env, kind, ext, system string, startAt, stopAt int64, sta
 		}
 		stop()
 	}()
+}
+
+// startCPUProfile starts the CPU profile at EnvCPUProfileHz if set.
+// runtime.SetCPUProfileRate before pprof.StartCPUProfile is the only way
+// to change the rate; pprof's own call then prints a harmless warning
+// ("cannot set cpu profile rate until previous profile has finished").
+func startCPUProfile(w io.Writer) error {
+	if hz, err := strconv.Atoi(os.Getenv(EnvCPUProfileHz)); err == nil && hz > 0 {
+		runtime.SetCPUProfileRate(hz)
+	}
+	return pprof.StartCPUProfile(w)
 }

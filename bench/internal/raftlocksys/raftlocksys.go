@@ -2,7 +2,9 @@
 // process embeds a raftlock node (raft-boltdb with fsync, node.DefaultConfig:
 // LAN timing, group commit) of a static 3-node cluster on loopback, and
 // lockapi sessions on it. A second system, raftlock-wal, is the same with
-// the raft-wal log store (node.LogStoreWAL).
+// the raft-wal log store (node.LogStoreWAL); a third, raftlock-hb1s, is the
+// default with etcd's failure detection (HB1sTiming), for a like-for-like
+// comparison of idle and keepalive CPU.
 package raftlocksys
 
 import (
@@ -17,10 +19,12 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 )
 
-// Names of the two systems.
+// Names of the systems.
 const (
 	Name    = "raftlock"
 	WALName = "raftlock-wal"
+	// HB1sName is opt-in (-systems): not part of a default run.
+	HB1sName = "raftlock-hb1s"
 )
 
 // System returns the raftlock system (raft-boltdb, the default log store).
@@ -29,9 +33,27 @@ func System() lockservice.System { return system{name: Name, store: node.LogStor
 // WALSystem returns raftlock with the raft-wal log store.
 func WALSystem() lockservice.System { return system{name: WALName, store: node.LogStoreWAL} }
 
+// HB1sSystem returns raftlock (raft-boltdb) with HB1sTiming.
+func HB1sSystem() lockservice.System {
+	t := HB1sTiming()
+	return system{name: HB1sName, store: node.LogStoreBolt, timing: &t}
+}
+
+// HB1sTiming is etcd's failure detection in hashicorp/raft's terms: etcd
+// heartbeats every 100 ms and elects after 1 s (TickMs 100, ElectionMs
+// 1000); hashicorp/raft heartbeats every HeartbeatTimeout/10 and a follower
+// starts an election after one to two HeartbeatTimeouts. The lease is
+// hashicorp/raft's default; the commit tick stays the default's.
+func HB1sTiming() node.Timing {
+	t := node.LANTiming()
+	t.HeartbeatTimeout, t.ElectionTimeout, t.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	return t
+}
+
 type system struct {
-	name  string
-	store node.LogStore
+	name   string
+	store  node.LogStore
+	timing *node.Timing // nil: the default's
 }
 
 func (s system) Name() string { return s.name }
@@ -49,6 +71,9 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 	c.ID = nodeID(cfg.Index)
 	c.DataDir = cfg.DataDir // fsync on every commit
 	c.LogStore = s.store
+	if s.timing != nil {
+		c.Timing = *s.timing
+	}
 	c.BindAddr = cfg.Addrs[cfg.Index][0]
 	c.Bootstrap = true
 	for i, a := range cfg.Addrs {
