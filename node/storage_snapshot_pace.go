@@ -16,12 +16,17 @@ import (
 // quiet one. pacedFSM rests the encoder after every chunk it writes for as
 // long as the chunk took (at most maxSnapshotRest), so that a snapshot uses
 // at most about half of a core and takes about twice as long: nothing waits
-// for a snapshot but the log compaction behind it.
+// for a snapshot but the log compaction behind it. Once the node closes
+// (Raft's shutdown waits for a Persist under way), it rests no more.
 const maxSnapshotRest = 20 * time.Millisecond
 
 // pacedFSM is the state machine as Raft sees it: the FSM (all of its
-// methods, ApplyBatch included) with paced snapshots.
-type pacedFSM struct{ *fsm.FSM }
+// methods, ApplyBatch included) with paced snapshots; closing stop ends
+// the pacing.
+type pacedFSM struct {
+	*fsm.FSM
+	stop <-chan struct{}
+}
 
 // Snapshot implements raft.FSM.
 func (f pacedFSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -29,26 +34,35 @@ func (f pacedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pacedSnapshot{s}, nil
+	return pacedSnapshot{s, f.stop}, nil
 }
 
-type pacedSnapshot struct{ raft.FSMSnapshot }
+type pacedSnapshot struct {
+	raft.FSMSnapshot
+	stop <-chan struct{}
+}
 
 // Persist implements raft.FSMSnapshot.
 func (s pacedSnapshot) Persist(sink raft.SnapshotSink) error {
-	return s.FSMSnapshot.Persist(&pacedSink{SnapshotSink: sink, since: time.Now()})
+	return s.FSMSnapshot.Persist(&pacedSink{SnapshotSink: sink, stop: s.stop, since: time.Now()})
 }
 
 // pacedSink rests after each write for as long as the writer worked since
 // the previous rest.
 type pacedSink struct {
 	raft.SnapshotSink
+	stop  <-chan struct{}
 	since time.Time
 }
 
 func (s *pacedSink) Write(p []byte) (int, error) {
 	n, err := s.SnapshotSink.Write(p)
-	time.Sleep(min(time.Since(s.since), maxSnapshotRest))
+	rest := time.NewTimer(min(time.Since(s.since), maxSnapshotRest))
+	select {
+	case <-rest.C:
+	case <-s.stop:
+		rest.Stop()
+	}
 	s.since = time.Now()
 	return n, err
 }

@@ -44,7 +44,7 @@ func TestRaftSnapshotsArePaced(t *testing.T) {
 		if err := f.WriteSnapshot(&want); err != nil {
 			t.Fatal(err)
 		}
-		s, err := pacedFSM{f}.Snapshot()
+		s, err := pacedFSM{f, make(chan struct{})}.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,13 +67,33 @@ func TestRaftSnapshotsArePaced(t *testing.T) {
 // most maxSnapshotRest.
 func TestSnapshotRestIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sink := &pacedSink{SnapshotSink: &slowSink{per: time.Second}, since: time.Now()}
+		sink := &pacedSink{SnapshotSink: &slowSink{per: time.Second}, stop: make(chan struct{}), since: time.Now()}
 		start := time.Now()
 		if _, err := sink.Write([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		if took := time.Since(start); took != time.Second+maxSnapshotRest {
 			t.Fatalf("a 1 s write took %v with its rest, want %v", took, time.Second+maxSnapshotRest)
+		}
+	})
+}
+
+// Once the node closes, a Persist under way (which Raft's shutdown waits
+// for) rests no more.
+func TestSnapshotRestEndsAtClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stop := make(chan struct{})
+		sink := &pacedSink{SnapshotSink: &slowSink{per: 10 * time.Millisecond}, stop: stop, since: time.Now()}
+		start := time.Now()
+		sink.Write([]byte("x"))
+		if took := time.Since(start); took != 20*time.Millisecond {
+			t.Fatalf("open: a 10 ms write took %v with its rest, want 20ms", took)
+		}
+		close(stop)
+		start = time.Now()
+		sink.Write([]byte("x"))
+		if took := time.Since(start); took != 10*time.Millisecond {
+			t.Fatalf("closed: a 10 ms write took %v, want 10ms (no rest)", took)
 		}
 	})
 }
