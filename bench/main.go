@@ -56,6 +56,8 @@ func run() (code int) {
 	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
 	scaleEtcd := flag.Int("scale-etcd-max-locks", 0, "scale workload: largest size etcd runs (0: 100,000)")
 	scaleMax := flag.Int("scale-max-locks", 0, "scale workload: largest size run at all (0: every size)")
+	scaleMin := flag.Int("scale-min-locks", 0, "scale workload: smallest size run at all (0: every size)")
+	scaleRounds := flag.Int("scale-snapshot-rounds", 0, "scale workload: quiet and during-a-snapshot probes per size, in turn (0: 1)")
 	flag.Parse()
 
 	opts := defaults(*quick)
@@ -79,6 +81,12 @@ func run() (code int) {
 	}
 	if *scaleMax > 0 {
 		opts.Params.ScaleSizes = slices.DeleteFunc(opts.Params.ScaleSizes, func(s workload.ScaleSize) bool { return s.Locks > *scaleMax })
+	}
+	if *scaleMin > 0 {
+		opts.Params.ScaleSizes = slices.DeleteFunc(opts.Params.ScaleSizes, func(s workload.ScaleSize) bool { return s.Locks < *scaleMin })
+	}
+	if *scaleRounds > 0 {
+		opts.Params.ScaleSnapshotRounds = *scaleRounds
 	}
 	if *duration > 0 {
 		opts.Params.Duration = *duration

@@ -209,7 +209,7 @@ func checkInvariants(t tb, f *FSM) {
 		if used != li.Used || (li.Limit > 0 && used > li.Limit) {
 			t.Fatalf("lock %q: %d permits held of %d, counted %d", li.Name, li.Used, li.Limit, used)
 		}
-		if l := f.st.locks[li.Name]; l.waiters.len() > 0 && l.admits(l.waiters.first()) {
+		if l := f.st.locks.get(li.Name); l.waiters.len() > 0 && l.admits(l.waiters.first()) {
 			t.Fatalf("lock %q: the head of the queue could be granted: %+v", li.Name, li)
 		}
 		for _, w := range li.Waiters {
@@ -234,7 +234,7 @@ func checkInvariants(t tb, f *FSM) {
 		}
 		want[s][k] = true
 	}
-	for name, l := range f.st.locks {
+	for name, l := range f.st.locks.all() {
 		if l.held {
 			add(l.holder.session, acqKey{name, l.holder.owner})
 		}
@@ -248,7 +248,7 @@ func checkInvariants(t tb, f *FSM) {
 			t.Fatalf("lock %q: queue counts %d live waiters, holds %d", name, l.waiters.len(), countLive(&l.waiters))
 		}
 	}
-	for id, s := range f.st.sessions {
+	for id, s := range f.st.sessions.all() {
 		if len(want[id]) != len(s.acqs) {
 			t.Fatalf("session %d indexes %d acquisitions, has %d", id, len(s.acqs), len(want[id]))
 		}

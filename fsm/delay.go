@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"maps"
 	"slices"
 )
 
@@ -29,7 +28,7 @@ func (a *applier) startDelay(name string, l *lock, s *session, h holder) int64 {
 		l.delayed = l.delayUntil != 0 // as the previous release decided it
 	}
 	if l.delayed {
-		a.st.delayed[name] = l.delayUntil
+		a.st.delayed.set(name, l.delayUntil)
 	}
 	return l.delayUntil
 }
@@ -43,7 +42,7 @@ func (a *applier) tick() Result {
 	}
 	st := a.st
 	var due []string
-	for name, until := range st.delayed {
+	for name, until := range st.delayed.all() {
 		if until <= a.now {
 			due = append(due, name)
 		}
@@ -76,7 +75,7 @@ func (a *applier) endDelay(refs []DelayRef) Result {
 	st := a.st
 	n := 0
 	for _, ref := range refs {
-		if l := st.locks[ref.Lock]; l == nil || !l.delayed || l.delayToken != ref.Token {
+		if l := st.locks.get(ref.Lock); l == nil || !l.delayed || l.delayToken != ref.Token {
 			continue
 		}
 		l := st.mutLock(ref.Lock)
@@ -94,7 +93,7 @@ func (a *applier) endDelay(refs []DelayRef) Result {
 // version 2 times them by: their remaining time at the FSM's clock as
 // delayFor, and token 0.
 func (st *state) upgradeDelays() {
-	for _, name := range slices.Sorted(maps.Keys(st.delayed)) {
+	for _, name := range slices.Sorted(st.delayed.keys()) {
 		l := st.mutLock(name)
 		if l == nil || !l.delayed {
 			continue

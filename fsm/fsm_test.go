@@ -483,7 +483,7 @@ func TestLongQueueKeepsFIFOAndIdempotency(t *testing.T) {
 			t.Fatalf("waiter %d: %+v", i, r)
 		}
 	}
-	l := h.f.st.locks["l"]
+	l := h.f.st.locks.get("l")
 	if l.waiters.owners == nil {
 		t.Fatal("long queue has no owner index")
 	}

@@ -6,7 +6,7 @@ import (
 
 func (a *applier) acquire(c Acquire) Result {
 	st := a.st
-	s := st.sessions[c.Session]
+	s := st.sessions.get(c.Session)
 	if s == nil {
 		return Result{Status: StatusNoSession}
 	}
@@ -93,10 +93,10 @@ func invalidOwner(c Acquire) Result {
 
 func (a *applier) release(c Release) Result {
 	st := a.st
-	if c.Session != 0 && st.sessions[c.Session] == nil {
+	if c.Session != 0 && st.sessions.get(c.Session) == nil {
 		return Result{Status: StatusNoSession}
 	}
-	l := st.locks[c.Lock]
+	l := st.locks.get(c.Lock)
 	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
 	if l == nil {
 		return Result{Status: StatusNotHolder}
@@ -147,7 +147,7 @@ func (a *applier) endGrant(name string, l *lock, h holder, reason Reason) {
 func (a *applier) promote(name string, l *lock) {
 	for l.waiters.len() > 0 {
 		w := l.waiters.first()
-		if a.st.sessions[w.session] == nil {
+		if a.st.sessions.get(w.session) == nil {
 			// Unreachable while sessions drop their waits when they end;
 			// kept so that a corrupt queue can never grant to the dead.
 			l.waiters.popFront()
@@ -188,7 +188,7 @@ func (a *applier) describe(h holder) Holder {
 func (st *state) describe(h holder) Holder {
 	d := Holder{Session: h.session, Owner: h.owner, Token: h.token, AcquiredAt: h.acquiredAt, AcquiredIdx: h.acquiredIdx,
 		Permits: h.permits, Value: h.value}
-	if s := st.sessions[h.session]; s != nil {
+	if s := st.sessions.get(h.session); s != nil {
 		d.Description = s.description
 	}
 	return d

@@ -316,7 +316,7 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 		rt.Fatalf("stats %+v, model sessions %d token %d", st, len(m.sessions), m.token)
 	}
 	for id, ms := range m.sessions {
-		if s := f.st.sessions[id]; s == nil || s.floor != ms.floor || len(s.results) != len(ms.results) {
+		if s := f.st.sessions.get(id); s == nil || s.floor != ms.floor || len(s.results) != len(ms.results) {
 			rt.Fatalf("session %d: %+v, model floor %d with %d results", id, s, ms.floor, len(ms.results))
 		}
 	}

@@ -87,15 +87,15 @@ func TestVersion3SnapshotIsIsolated(t *testing.T) {
 func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 	for name, corrupt := range map[string]func(st *state){
 		"permits over the limit": func(st *state) {
-			l := st.locks["pool"]
+			l := st.locks.get("pool")
 			l.shared[owner(99)] = holder{session: 1, owner: owner(99), token: 1, permits: 2}
 		},
 		"reader with a writer": func(st *state) {
-			l := st.locks["leader"]
+			l := st.locks.get("leader")
 			l.shared = map[OwnerID]holder{owner(98): {session: 1, owner: owner(98), token: 1}}
 		},
 		"grantable head": func(st *state) {
-			l := st.locks["pool"]
+			l := st.locks.get("pool")
 			for o, h := range l.shared {
 				delete(l.shared, o)
 				l.used -= h.permits
@@ -105,7 +105,7 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 			l.waiters.popFront() // the 3-permit request; 1 permit fits now
 		},
 		"waiter of another kind": func(st *state) {
-			l := st.locks["rw"]
+			l := st.locks.get("rw")
 			w := l.waiters.popFront()
 			w.permits = 2
 			l.waiters.push(w)
@@ -115,11 +115,11 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := fuzzFixtureV3(t)
 			st := h.f.st.freeze()
-			for n, l := range st.locks { // private copies to corrupt
+			for n, l := range st.locks.all() { // private copies to corrupt
 				c := *l
 				c.shared = clone(l.shared)
 				c.waiters = l.waiters.clone()
-				st.locks[n] = &c
+				st.locks.set(n, &c)
 			}
 			corrupt(st)
 			var buf bytes.Buffer

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -30,8 +29,8 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := f.st
 	return Stats{
-		Index: st.index, Clock: st.clock, Sessions: len(st.sessions), Locks: len(st.locks),
-		Held: st.held, Waiters: st.waiters, Delayed: len(st.delayed), LastToken: Token(st.tokenSeq),
+		Index: st.index, Clock: st.clock, Sessions: st.sessions.len(), Locks: st.locks.len(),
+		Held: st.held, Waiters: st.waiters, Delayed: st.delayed.len(), LastToken: Token(st.tokenSeq),
 		Readers: st.counts.readers, Semaphores: st.counts.semaphores, SemaphoreHolders: st.counts.semHolders,
 		PermitsHeld: st.counts.permits,
 	}
@@ -70,7 +69,7 @@ func (f *FSM) Limits() Limits {
 func (f *FSM) Holder(name string) (Holder, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.st.locks[name]
+	l := f.st.locks.get(name)
 	if l == nil || !l.held {
 		return Holder{}, false
 	}
@@ -82,7 +81,7 @@ func (f *FSM) Holder(name string) (Holder, bool) {
 func (f *FSM) Lock(name string) (LockInfo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.st.locks[name]
+	l := f.st.locks.get(name)
 	if l == nil {
 		return LockInfo{}, false
 	}
@@ -96,7 +95,7 @@ func (f *FSM) Locks(prefix string, limit int) []LockInfo {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var names []string
-	for name := range f.st.locks {
+	for name := range f.st.locks.all() {
 		if strings.HasPrefix(name, prefix) {
 			names = append(names, name)
 		}
@@ -107,7 +106,7 @@ func (f *FSM) Locks(prefix string, limit int) []LockInfo {
 	}
 	out := make([]LockInfo, len(names))
 	for i, name := range names {
-		out[i] = f.st.lockInfo(name, f.st.locks[name])
+		out[i] = f.st.lockInfo(name, f.st.locks.get(name))
 	}
 	return out
 }
@@ -148,7 +147,7 @@ type OwnerState struct {
 func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.st.locks[name]
+	l := f.st.locks.get(name)
 	if l == nil {
 		return OwnerState{}
 	}
@@ -162,7 +161,7 @@ func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
 func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := f.st.sessions[id]
+	s := f.st.sessions.get(id)
 	if s == nil {
 		return SessionInfo{}, false
 	}
@@ -174,8 +173,8 @@ func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 func (f *FSM) Sessions() []SessionInfo {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]SessionInfo, 0, len(f.st.sessions))
-	for _, s := range f.st.sessions {
+	out := make([]SessionInfo, 0, f.st.sessions.len())
+	for _, s := range f.st.sessions.all() {
 		out = append(out, s.info())
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return cmpID(a.ID, b.ID) })
@@ -187,8 +186,8 @@ func (f *FSM) Sessions() []SessionInfo {
 func (f *FSM) SessionTTLs() []SessionTTL {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]SessionTTL, 0, len(f.st.sessions))
-	for id, s := range f.st.sessions {
+	out := make([]SessionTTL, 0, f.st.sessions.len())
+	for id, s := range f.st.sessions.all() {
 		out = append(out, SessionTTL{ID: id, TTL: time.Duration(s.ttl)})
 	}
 	return out
@@ -198,7 +197,7 @@ func (f *FSM) SessionTTLs() []SessionTTL {
 func (f *FSM) SessionLocks(id SessionID) []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := f.st.sessions[id]
+	s := f.st.sessions.get(id)
 	if s == nil {
 		return nil
 	}
@@ -230,7 +229,7 @@ func (f *FSM) NextDelayEnd() (int64, bool) {
 	defer f.mu.RUnlock()
 	var first int64
 	ok := false
-	for _, until := range f.st.delayed {
+	for _, until := range f.st.delayed.all() {
 		if !ok || until < first {
 			first, ok = until, true
 		}
@@ -243,9 +242,9 @@ func (f *FSM) NextDelayEnd() (int64, bool) {
 func (f *FSM) DelayedLocks() []DelayInfo {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]DelayInfo, 0, len(f.st.delayed))
-	for _, name := range slices.Sorted(maps.Keys(f.st.delayed)) {
-		if l := f.st.locks[name]; l != nil && l.delayed {
+	out := make([]DelayInfo, 0, f.st.delayed.len())
+	for _, name := range slices.Sorted(f.st.delayed.keys()) {
+		if l := f.st.locks.get(name); l != nil && l.delayed {
 			out = append(out, DelayInfo{DelayRef: DelayRef{Lock: name, Token: l.delayToken}, For: time.Duration(l.delayFor)})
 		}
 	}

@@ -8,7 +8,7 @@ package fsm
 func (f *FSM) LockAt(name string) (LockInfo, uint64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.st.locks[name]
+	l := f.st.locks.get(name)
 	if l == nil {
 		return LockInfo{}, f.st.index, false
 	}

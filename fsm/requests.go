@@ -62,7 +62,7 @@ func (s *session) raiseFloor(f uint64) {
 // changes for a duplicate, a stale or a refused request.
 func (a *applier) once(c Command, r request) Result {
 	st := a.st
-	s := st.sessions[r.session]
+	s := st.sessions.get(r.session)
 	switch {
 	case s == nil:
 		return Result{Status: StatusNoSession}

@@ -85,17 +85,17 @@ func TestExactlyOnceTable(t *testing.T) {
 	if r2.Token <= r3.Token || h.do(Acquire{Session: s, Lock: "c", Owner: owner(3), Seq: 3, AckBelow: 1}) != r3 {
 		t.Fatalf("reordered requests: %+v %+v", r2, r3)
 	}
-	if got := len(h.f.st.sessions[s].results); got != 3 {
+	if got := len(h.f.st.sessions.get(s).results); got != 3 {
 		t.Fatalf("%d results kept, want 3", got)
 	}
 	// The floor rises with AckBelow and never goes back; results below it
 	// are dropped.
 	h.do(Release{Session: s, Lock: "b", Owner: owner(2), Seq: 4, AckBelow: 4})
-	if ss := h.f.st.sessions[s]; ss.floor != 4 || len(ss.results) != 1 {
+	if ss := h.f.st.sessions.get(s); ss.floor != 4 || len(ss.results) != 1 {
 		t.Fatalf("floor %d, %d results; want 4 and 1", ss.floor, len(ss.results))
 	}
 	h.do(Release{Session: s, Lock: "c", Owner: owner(3), Seq: 5, AckBelow: 2}) // an older ack
-	if ss := h.f.st.sessions[s]; ss.floor != 4 {
+	if ss := h.f.st.sessions.get(s); ss.floor != 4 {
 		t.Fatalf("floor went back to %d", ss.floor)
 	}
 	r := h.do(Acquire{Session: s, Lock: "b", Owner: owner(2), Seq: 2, AckBelow: 1})

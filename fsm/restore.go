@@ -62,7 +62,7 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (RestoreSummary, error) {
 	if err := b.rebase(cur, &sum); err != nil {
 		return RestoreSummary{}, err
 	}
-	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = len(b.sessions), len(b.locks), b.held, b.waiters, Token(b.tokenSeq)
+	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, Token(b.tokenSeq)
 	if err := b.encode(w); err != nil {
 		return RestoreSummary{}, fmt.Errorf("fsm: writing the restore snapshot: %w", err)
 	}
@@ -76,15 +76,16 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 		return fmt.Errorf("%w: session ids of the backup (%d) and the cluster (%d) overflow", ErrInvalidSnapshot, b.sessionSeq, offset)
 	}
 	sum.SessionOffset = SessionID(offset)
-	moved := make(map[SessionID]*session, len(b.sessions))
-	for id, s := range b.sessions {
+	moved := newSessionMap()
+	moved.reserve(b.sessions.len())
+	for id, s := range b.sessions.all() {
 		s.id = id + SessionID(offset)
 		s.floor, s.results = 0, nil
-		moved[s.id] = s
+		moved.set(s.id, s)
 	}
 	b.sessions = moved
 	b.sessionSeq += offset
-	for _, l := range b.locks {
+	for _, l := range b.locks.all() {
 		if l.held {
 			l.holder.session += SessionID(offset)
 		}

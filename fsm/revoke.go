@@ -87,13 +87,13 @@ func (a *applier) revoke(c Revoke) Result {
 		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("revoke needs cluster version %d (the cluster is at %d)", versionRevoke, a.st.version)}
 	}
 	st := a.st
-	l := st.locks[c.Lock]
+	l := st.locks.get(c.Lock)
 	if l == nil || !l.held || l.holder.token != c.Token {
 		return Result{Status: StatusNotHolder}
 	}
 	l = st.mutLock(c.Lock)
 	h := l.holder
-	s := st.sessions[h.session]
+	s := st.sessions.get(h.session)
 	l.held, l.holder = false, holder{}
 	st.held--
 	st.uninvolve(h.session, h.owner, c.Lock)

@@ -2,12 +2,12 @@ package fsm
 
 func (a *applier) openSession(c OpenSession) Result {
 	st := a.st
-	if lim := st.limits.MaxSessions; lim > 0 && len(st.sessions) >= lim {
-		return quotaResult(QuotaSessions, "%d live sessions (limit %d)", len(st.sessions), lim)
+	if lim := st.limits.MaxSessions; lim > 0 && st.sessions.len() >= lim {
+		return quotaResult(QuotaSessions, "%d live sessions (limit %d)", st.sessions.len(), lim)
 	}
 	st.sessionSeq++
 	id := SessionID(st.sessionSeq)
-	st.sessions[id] = &session{
+	st.sessions.set(id, &session{
 		gen:         st.gen,
 		id:          id,
 		ttl:         int64(c.TTL),
@@ -15,13 +15,13 @@ func (a *applier) openSession(c OpenSession) Result {
 		description: c.Description,
 		createdAt:   a.now,
 		createdIdx:  a.index,
-	}
+	})
 	a.emit(Event{Kind: EventSessionOpened, Session: id})
 	return Result{Status: StatusOK, Session: id}
 }
 
 func (a *applier) closeSession(id SessionID, reason Reason) Result {
-	s := a.st.sessions[id]
+	s := a.st.sessions.get(id)
 	if s == nil {
 		return Result{Status: StatusNoSession}
 	}
@@ -32,7 +32,7 @@ func (a *applier) closeSession(id SessionID, reason Reason) Result {
 func (a *applier) expireSessions(ids []SessionID) Result {
 	n := 0
 	for _, id := range ids {
-		if s := a.st.sessions[id]; s != nil {
+		if s := a.st.sessions.get(id); s != nil {
 			a.endSession(s, ReasonSessionExpired)
 			n++
 		}
@@ -87,7 +87,7 @@ func (a *applier) endSession(s *session, reason Reason) {
 		a.promote(name, l)
 		st.dropIfIdle(name, l)
 	}
-	delete(st.sessions, s.id)
+	st.sessions.del(s.id)
 	kind := EventSessionClosed
 	if reason == ReasonSessionExpired {
 		kind = EventSessionExpired

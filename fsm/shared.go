@@ -23,7 +23,7 @@ type sharedCounts struct {
 func (st *state) newLock(name string, limit int) *lock {
 	st.lockSeq++
 	l := &lock{gen: st.gen, seq: st.lockSeq, limit: limit}
-	st.locks[name] = l
+	st.locks.set(name, l)
 	if limit > 0 {
 		st.counts.semaphores++
 	}
@@ -129,10 +129,10 @@ func (l *lock) sharedByToken(owners []OwnerID) []holder {
 // setValue replaces the value of a grant (SetValue).
 func (a *applier) setValue(c SetValue) Result {
 	st := a.st
-	if st.sessions[c.Session] == nil {
+	if st.sessions.get(c.Session) == nil {
 		return Result{Status: StatusNoSession}
 	}
-	l := st.locks[c.Lock]
+	l := st.locks.get(c.Lock)
 	if l == nil {
 		return Result{Status: StatusNotHolder}
 	}

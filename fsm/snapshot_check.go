@@ -10,7 +10,7 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 	switch {
 	case flags&^(flagHeld|flagDelayed|flagSemaphore) != 0 || (v < snapshotV3 && flags&flagSemaphore != 0):
 		return fmt.Errorf("unknown lock flags %#x", flags)
-	case st.locks[name] != nil:
+	case st.locks.get(name) != nil:
 		return fmt.Errorf("lock %q listed twice", name)
 	case v < snapshotV2 && l.delayed && l.delayUntil == 0:
 		return fmt.Errorf("lock %q: zero delay end", name)
@@ -32,7 +32,7 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 		owners = make(map[OwnerID]struct{}, l.waiters.len()+len(l.shared)+1)
 	}
 	check := func(s SessionID, o OwnerID) error {
-		sess := st.sessions[s]
+		sess := st.sessions.get(s)
 		if sess == nil {
 			return fmt.Errorf("lock %q: unknown session %d", name, s)
 		}

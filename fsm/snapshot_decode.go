@@ -90,7 +90,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 		if err != nil {
 			return nil, snapErr("session %d: %v", i, err)
 		}
-		st.sessions[s.id] = s
+		st.sessions.set(s.id, s)
 		prevID = s.id
 	}
 	for i := uint64(0); i < nLocks; i++ {
@@ -146,8 +146,8 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks uint64, er
 	if err := st.limits.Validate(); err != nil {
 		return nil, 0, 0, snapErr("meta: %v", err)
 	}
-	st.sessions = make(map[SessionID]*session, min(nSessions, 1<<20))
-	st.locks = make(map[string]*lock, min(nLocks, 1<<20))
+	st.sessions.reserve(int(min(nSessions, 1<<20)))
+	st.locks.reserve(int(min(nLocks, 1<<20)))
 	return st, nSessions, nLocks, nil
 }
 
@@ -279,13 +279,13 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	}
 	st.lockSeq++
 	l.seq = st.lockSeq
-	st.locks[name] = l
+	st.locks.set(name, l)
 	st.waiters += l.waiters.len()
 	if l.held {
 		st.held++
 	}
 	if l.delayed {
-		st.delayed[name] = l.delayUntil
+		st.delayed.set(name, l.delayUntil)
 	}
 	if l.limit > 0 {
 		st.counts.semaphores++

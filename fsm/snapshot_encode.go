@@ -1,36 +1,67 @@
 package fsm
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"maps"
 	"slices"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// snapWriter writes length-prefixed records and keeps a running CRC.
+// snapChunk is how much encoded snapshot the writer gathers before it
+// writes it out.
+const snapChunk = 64 << 10
+
+// snapWriter writes length-prefixed records in chunks of about snapChunk
+// bytes, with one reused buffer and no allocation per record, and keeps a
+// running CRC. (A writer may pace the encoding by taking its time over
+// each chunk: node rests Raft's snapshots so.)
 type snapWriter struct {
-	bw  *bufio.Writer
-	crc uint32
+	out io.Writer
+	buf []byte // encoded, not yet written
+	crc uint32 // of everything written out
 	rec []byte // the record being built
+	err error  // the first write error: nothing more is written
 }
 
-func (w *snapWriter) write(b []byte) {
-	w.crc = crc32.Update(w.crc, crcTable, b)
-	w.bw.Write(b) // a write error sticks in bw and is returned by Flush
+func newSnapWriter(out io.Writer) *snapWriter {
+	return &snapWriter{out: out, buf: make([]byte, 0, snapChunk+4<<10)}
 }
 
-// put writes the record built in w.rec and starts the next one.
+// put appends the record built in w.rec and starts the next one.
 func (w *snapWriter) put() {
-	var n [binary.MaxVarintLen64]byte
-	w.write(n[:binary.PutUvarint(n[:], uint64(len(w.rec)))])
-	w.write(w.rec)
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(w.rec)))
+	w.buf = append(w.buf, w.rec...)
 	w.rec = w.rec[:0]
+	if len(w.buf) >= snapChunk {
+		w.flush()
+	}
+}
+
+// flush writes out what is buffered.
+func (w *snapWriter) flush() {
+	w.crc = crc32.Update(w.crc, crcTable, w.buf)
+	if w.err == nil && len(w.buf) > 0 {
+		_, w.err = w.out.Write(w.buf)
+	}
+	w.buf = w.buf[:0]
+}
+
+// finish writes out the rest and the CRC.
+func (w *snapWriter) finish() error {
+	w.flush()
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], w.crc)
+	if w.err == nil {
+		_, w.err = w.out.Write(sum[:])
+	}
+	if w.err != nil {
+		return fmt.Errorf("fsm: write snapshot: %w", w.err)
+	}
+	return nil
 }
 
 // snapshotVersion is the format st is written in: version 3 from cluster
@@ -43,12 +74,12 @@ func (st *state) snapshotVersion() byte {
 	if st.version >= versionExactlyOnce || st.clusterID != "" || st.limits != (Limits{}) {
 		return snapshotV2
 	}
-	for _, s := range st.sessions {
+	for _, s := range st.sessions.all() {
 		if s.floor != 0 || len(s.results) > 0 {
 			return snapshotV2
 		}
 	}
-	for _, l := range st.locks {
+	for _, l := range st.locks.all() {
 		if l.delayFor != 0 || l.delayToken != 0 || (l.delayed && l.delayUntil == 0) {
 			return snapshotV2
 		}
@@ -60,8 +91,9 @@ func (st *state) encode(out io.Writer) error { return st.encodeAs(out, st.snapsh
 
 // encodeAs writes st in snapshot version v (which must be able to carry it).
 func (st *state) encodeAs(out io.Writer, v byte) error {
-	w := &snapWriter{bw: bufio.NewWriterSize(out, 256<<10)}
-	w.write([]byte{snapshotMagic[0], snapshotMagic[1], snapshotMagic[2], snapshotMagic[3], v})
+	w := newSnapWriter(out)
+	w.buf = append(w.buf, snapshotMagic...)
+	w.buf = append(w.buf, v)
 
 	rec := binary.AppendUvarint(w.rec, st.index)
 	rec = binary.AppendVarint(rec, st.clock)
@@ -74,12 +106,12 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 			rec = binary.AppendUvarint(rec, uint64(x))
 		}
 	}
-	rec = binary.AppendUvarint(rec, uint64(len(st.sessions)))
-	w.rec = binary.AppendUvarint(rec, uint64(len(st.locks)))
+	rec = binary.AppendUvarint(rec, uint64(st.sessions.len()))
+	w.rec = binary.AppendUvarint(rec, uint64(st.locks.len()))
 	w.put()
 
-	for _, id := range slices.Sorted(maps.Keys(st.sessions)) {
-		st.sessions[id].encode(w, v)
+	for _, id := range slices.Sorted(st.sessions.keys()) {
+		st.sessions.get(id).encode(w, v)
 	}
 	// Locks in creation order — the same on every replica, since it follows
 	// the log — sorted by an integer held in the entry rather than by name:
@@ -89,21 +121,18 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 		name string
 		l    *lock
 	}
-	locks := make([]entry, 0, len(st.locks))
-	for name, l := range st.locks {
+	locks := make([]entry, 0, st.locks.len())
+	for name, l := range st.locks.all() {
 		locks = append(locks, entry{l.seq, name, l})
 	}
 	slices.SortFunc(locks, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
 	for _, e := range locks {
+		if w.err != nil {
+			break // the sink failed: finish reports it
+		}
 		e.l.encode(w, e.name, v)
 	}
-	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], w.crc)
-	w.bw.Write(sum[:])
-	if err := w.bw.Flush(); err != nil {
-		return fmt.Errorf("fsm: write snapshot: %w", err)
-	}
-	return nil
+	return w.finish()
 }
 
 func (s *session) encode(w *snapWriter, v byte) {

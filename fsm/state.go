@@ -8,8 +8,10 @@ import (
 // state is the replicated state. Objects reachable from its maps are shared
 // with snapshots taken earlier: an object whose gen differs from state.gen
 // belongs to a snapshot and must be copied before it is changed (see mutLock
-// and mutSession). Snapshot therefore costs two shallow map copies, and a
-// lock or session is copied at most once per snapshot, when first changed.
+// and mutSession). The maps are copy-on-write too, by shard (cowMap):
+// Snapshot therefore costs O(shards), not O(locks), and a lock, a session
+// or a shard of a map is copied at most once per snapshot, when first
+// changed.
 type state struct {
 	gen        uint64 // incremented by every snapshot
 	index      uint64 // last applied log index
@@ -20,12 +22,12 @@ type state struct {
 	version    uint64 // cluster version (1 until SetClusterVersion)
 	clusterID  string // set once by InitCluster
 	limits     Limits // replicated quotas (zero: none)
-	sessions   map[SessionID]*session
-	locks      map[string]*lock
-	delayed    map[string]int64 // locks in lock-delay → delayUntil
-	waiters    int              // total queue entries, for Stats
-	held       int              // locks with a holder, for Stats
-	counts     sharedCounts     // shared grants and semaphores, for Stats (shared.go)
+	sessions   *cowMap[SessionID, *session]
+	locks      *cowMap[string, *lock]
+	delayed    *cowMap[string, int64] // locks in lock-delay → delayUntil
+	waiters    int                    // total queue entries, for Stats
+	held       int                    // locks with a holder, for Stats
+	counts     sharedCounts           // shared grants and semaphores, for Stats (shared.go)
 }
 
 type session struct {
@@ -98,9 +100,9 @@ type waiter struct {
 func newState() *state {
 	return &state{
 		version:  1,
-		sessions: make(map[SessionID]*session),
-		locks:    make(map[string]*lock),
-		delayed:  make(map[string]int64),
+		sessions: newSessionMap(),
+		locks:    newLockMap(),
+		delayed:  newDelayMap(),
 	}
 }
 
@@ -108,9 +110,9 @@ func newState() *state {
 // copy: the copy shares them, st copies them before its next change.
 func (st *state) freeze() *state {
 	c := *st
-	c.sessions = maps.Clone(st.sessions)
-	c.locks = maps.Clone(st.locks)
-	c.delayed = maps.Clone(st.delayed)
+	c.sessions = st.sessions.freeze()
+	c.locks = st.locks.freeze()
+	c.delayed = st.delayed.freeze()
 	st.gen++
 	return &c
 }
@@ -118,28 +120,28 @@ func (st *state) freeze() *state {
 // mutLock returns the lock named name, private to st so that it can be
 // changed, or nil if there is no such lock.
 func (st *state) mutLock(name string) *lock {
-	l := st.locks[name]
+	l := st.locks.get(name)
 	if l != nil && l.gen != st.gen {
 		c := *l
 		c.gen = st.gen
 		c.waiters = l.waiters.clone()
 		c.shared = maps.Clone(l.shared)
 		l = &c
-		st.locks[name] = l
+		st.locks.set(name, l)
 	}
 	return l
 }
 
 // mutSession is mutLock for sessions.
 func (st *state) mutSession(id SessionID) *session {
-	s := st.sessions[id]
+	s := st.sessions.get(id)
 	if s != nil && s.gen != st.gen {
 		c := *s
 		c.gen = st.gen
 		c.acqs = maps.Clone(s.acqs)
 		c.results = slices.Clone(s.results)
 		s = &c
-		st.sessions[id] = s
+		st.sessions.set(id, s)
 	}
 	return s
 }
@@ -181,12 +183,12 @@ func (st *state) dropIfIdle(name string, l *lock) {
 		if l.limit > 0 {
 			st.counts.semaphores--
 		}
-		delete(st.locks, name)
+		st.locks.del(name)
 	}
 }
 
 // clearDelay ends the lock's delay (the caller grants the lock).
 func (st *state) clearDelay(name string, l *lock) {
 	l.delayed, l.delayUntil, l.delayFor, l.delayToken = false, 0, 0, 0
-	delete(st.delayed, name)
+	st.delayed.del(name)
 }

@@ -69,6 +69,9 @@
 //     memberlist transports are in internal/gossipnet.
 //   - Storage (storage.go, storage_faults.go): raft-boltdb/v2 and file
 //     snapshots under DataDir, or memory; fault injection for tests.
+//     Snapshots (storage_snapshot.go) are paced so that their encoding
+//     leaves the processor to Raft and the applies
+//     (storage_snapshot_pace.go).
 //   - Metrics (metrics.go): raftlock_node_*.
 //
 // # Goroutines

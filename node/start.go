@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.guard = newVoteGuard(n.trans.RaftTransport(), rc.LocalID, n.latestConfig, n.metrics.votesRefused.Inc)
-	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
+	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed}, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true) // publishes raft and formation to the RPC handlers

@@ -16,8 +16,10 @@ type SnapshotInfo struct {
 // Snapshot takes a Raft snapshot of this node's state now, as Raft does by
 // itself every SnapshotInterval once SnapshotThreshold entries have
 // accumulated, and compacts the log behind it (keeping TrailingLogs). The
-// state machine is copied at once (copy-on-write) and written to the
-// snapshot store while commands keep being applied. It returns when the
+// state machine is frozen at once (copy-on-write, in O(1) of its size) and
+// written to the snapshot store while commands keep being applied, paced
+// to about half of a core (storage_snapshot_pace.go): it takes about twice
+// the time the encoding works. It returns when the
 // snapshot is on disk, or when ctx ends (the snapshot then still completes
 // in the background). Safe for concurrent use; Raft takes one snapshot at a
 // time.

@@ -38,6 +38,9 @@ type Params struct {
 	ScaleWindow       time.Duration `json:"scale_window_ns"`      // keepalive CPU window
 	ScaleProbe        time.Duration `json:"scale_probe_ns"`       // quiet prober window
 	ScaleEtcdMaxLocks int           `json:"scale_etcd_max_locks"` // larger sizes run without etcd (its fill rate)
+	// ScaleSnapshotRounds: quiet and during-a-snapshot probes, in turn, on
+	// each filled cluster (medians reported; 0 counts as 1).
+	ScaleSnapshotRounds int `json:"scale_snapshot_rounds"`
 
 	StormSessions   int           `json:"storm_sessions"`       // workload 10: they expire together
 	StormWaiters    int           `json:"storm_waiters"`        // sessions whose blocked Lock calls wait for their locks

@@ -7,7 +7,6 @@ import (
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
-	"github.com/raftlock/raftlock/bench/internal/mono"
 	"github.com/raftlock/raftlock/bench/internal/report"
 	"github.com/raftlock/raftlock/bench/internal/stats"
 )
@@ -25,8 +24,9 @@ type ScaleSize struct {
 // over a keepalive window (nothing but keepalives), a prober's Lock+Unlock
 // p99 in a follower's process on the quiet cluster, a snapshot on the
 // leader (time and size), the prober's p99 while a second snapshot is
-// taken (the operations that overlap it), and the time a follower killed
-// with SIGKILL takes to serve again from its data directory.
+// taken (the operations that overlap it) — both ScaleSnapshotRounds times
+// in turn, the medians reported — and the time a follower killed with
+// SIGKILL takes to serve again from its data directory.
 func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (Result, error) {
 	d := scaleDefs(size)
 	idle, _, err := memory(ctx, cl)
@@ -58,38 +58,19 @@ func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (
 		return Result{}, err
 	}
 	follower := (leader + 1) % len(cl.Nodes)
-	quiet, qerrs, err := probe(ctx, cl, p, follower, p.ScaleProbe, nil)
-	if err != nil {
-		return Result{}, err
-	}
 	snap, err := cl.Nodes[leader].Agent.Snapshot(ctx, agent.SnapshotArgs{Timeout: 2 * time.Minute})
 	if err != nil {
 		return Result{}, fmt.Errorf("snapshot: %w", err)
 	}
-	// The prober runs from 300 ms before the second snapshot until 300 ms
-	// after it should end (as long as the first took, or the probe).
-	var snapFrom, snapTo int64
-	var snapErr error
-	during, derrs, err := probe(ctx, cl, p, follower, max(snap.Took+600*time.Millisecond, p.ScaleProbe), func(startAt int64) {
-		time.Sleep(mono.Until(startAt + int64(300*time.Millisecond)))
-		snapFrom = mono.Now()
-		_, snapErr = cl.Nodes[leader].Agent.Snapshot(ctx, agent.SnapshotArgs{Timeout: 2 * time.Minute})
-		snapTo = mono.Now()
-	})
+	rounds, err := snapshotRounds(ctx, cl, p, leader, follower, snap.Took)
 	if err != nil {
 		return Result{}, err
 	}
-	if snapErr != nil {
-		return Result{}, fmt.Errorf("second snapshot: %w", snapErr)
-	}
-	qerrs.Merge(derrs)
-	res.Notes = append(res.Notes, errorsNote(qerrs)...)
-	overlapping := latencies(during, func(op agent.Op) bool { return op.UnlockEnd >= snapFrom && op.LockStart <= snapTo })
+	res.Notes = append(res.Notes, rounds.notes...)
 	restart, err := cl.Restart(ctx, follower)
 	if err != nil {
 		return Result{}, err
 	}
-	q, o := stats.Summarize(latencies(quiet, nil)), stats.Summarize(overlapping)
 	res.Samples = []report.Sample{
 		{Def: d.rss, Value: mean(rss) / mib},
 		{Def: d.rssGrowth, Value: (mean(rss) - mean(idle)) / mib},
@@ -97,9 +78,9 @@ func Scale(ctx context.Context, cl *cluster.Cluster, p Params, size ScaleSize) (
 		{Def: d.snapS, Value: snap.Took.Seconds()},
 		{Def: d.snapMiB, Value: float64(snap.Bytes) / mib},
 		{Def: d.restartS, Value: restart.Seconds()},
-		{Def: d.quietP99, Value: nanIfEmpty(q, q.P99)},
-		{Def: d.snapP99, Value: nanIfEmpty(o, o.P99)},
-		{Def: d.snapOps, Value: float64(o.N)},
+		{Def: d.quietP99, Value: stats.Median(rounds.quietP99)},
+		{Def: d.snapP99, Value: stats.Median(rounds.snapP99)},
+		{Def: d.snapOps, Value: stats.Median(rounds.snapOps)},
 		{Def: d.acquire, Value: rate},
 		{Def: d.held, Value: float64(held)},
 	}
@@ -127,47 +108,6 @@ func windowCPU(ctx context.Context, cl *cluster.Cluster, window time.Duration) (
 		}
 	}
 	return out, nil
-}
-
-// probe runs one Lock+Unlock worker on replica r's pool session 0 (a
-// session of the fill, on a lock of its own) for d, with during (if set)
-// running in the parent meanwhile; it returns the completed operations and
-// the failed ones.
-func probe(ctx context.Context, cl *cluster.Cluster, p Params, r int, d time.Duration, during func(startAt int64)) ([]agent.Op, agent.Errors, error) {
-	startAt := mono.Now() + int64(100*time.Millisecond)
-	stopAt := startAt + int64(d)
-	done := make(chan struct{})
-	if during != nil {
-		go func() {
-			defer close(done)
-			during(startAt)
-		}()
-	} else {
-		close(done)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, d+p.OpTimeout+30*time.Second)
-	defer cancel()
-	reply, err := cl.Nodes[r].Agent.Loop(callCtx, agent.LoopArgs{
-		Workers: []agent.WorkerSpec{{Name: "scale-probe", Timeout: p.OpTimeout}},
-		StartAt: startAt, StopAt: stopAt,
-	})
-	<-done
-	if err != nil {
-		return nil, agent.Errors{}, fmt.Errorf("probe on replica %d: %w", r, err)
-	}
-	return reply.Ops, reply.Errors, nil
-}
-
-// latencies returns Lock call → Unlock return of the operations keep
-// accepts (nil: all).
-func latencies(ops []agent.Op, keep func(agent.Op) bool) []int64 {
-	var out []int64
-	for _, op := range ops {
-		if keep == nil || keep(op) {
-			out = append(out, op.UnlockEnd-op.LockStart)
-		}
-	}
-	return out
 }
 
 type scaleDefSet struct {
