@@ -50,22 +50,6 @@ func (a *appliedIndex) advance(index uint64) {
 	a.mu.Unlock()
 }
 
-// restore records that the state machine was replaced by a snapshot of
-// index: the applied index becomes index even if that is lower. hashicorp/raft
-// installs a snapshot older than what a follower has applied (a leader that
-// walked back below the follower's log sends its snapshot again) and then
-// re-applies the later entries as commits arrive; until then the local
-// state is the snapshot's, and a reader waiting for a later index must
-// wait again, or it would read the older state.
-func (a *appliedIndex) restore(index uint64) {
-	a.mu.Lock()
-	a.index = index
-	for len(a.waiters) > 0 && a.waiters[0].index <= a.index {
-		close(heap.Pop(&a.waiters).(indexWaiter).ch)
-	}
-	a.mu.Unlock()
-}
-
 // wait returns once index has been applied locally, or ctx's error.
 func (a *appliedIndex) wait(ctx context.Context, index uint64) error {
 	a.mu.Lock()

@@ -41,17 +41,18 @@ func (o *observer) Restored(index uint64) {
 	if err := n.store.restored(index); err != nil { // storage_anchor.go
 		n.log.Warn("could not drop the log entries below the restored snapshot", "index", index, "error", err)
 	}
-	prev := n.applied.get()
-	n.applied.restore(index) // first: a subscriber that resyncs judges the state by it; lowered if the snapshot is older
+	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
 	n.expiry.restored()
 	n.adoptClusterID()
-	if index < prev && n.started.Load() && n.raft.State() != raft.Leader {
-		// An older snapshot than what was applied (see appliedIndex.restore):
-		// raft applies the entries after it again only once it learns of a
-		// commit beyond the one it knows, which a quiet cluster may never
-		// send. Ask the leader for one.
-		n.log.Info("installed a snapshot older than the applied state; re-applying the entries after it", "snapshot_index", index, "applied_before", prev)
-		n.nudges.ask(n.raft.CommitIndex() + 1)
+}
+
+// RestoreRefused is told by the FSM that it refused a snapshot older than
+// its applied state (fsm.RefusalObserver): the leader that sent it is asked
+// for a newer one.
+func (o *observer) RestoreRefused(index, applied uint64) {
+	n := (*Node)(o)
+	if n.snapAsks != nil && n.started.Load() && n.raft.State() != raft.Leader {
+		n.snapAsks.refused(index, applied)
 	}
 }
