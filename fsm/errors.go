@@ -22,6 +22,10 @@ var (
 	ErrInvalidCommand = errors.New("fsm: invalid command")
 	// ErrInvalidSnapshot: a snapshot could not be restored. State unchanged.
 	ErrInvalidSnapshot = errors.New("fsm: invalid snapshot")
+	// ErrOlderSnapshot: Restore was given a valid snapshot taken at an index
+	// below the applied index. The state machine never goes back: the state
+	// is unchanged (not halted, not ended a halt).
+	ErrOlderSnapshot = errors.New("fsm: snapshot older than the applied state")
 	// ErrLocked: the lock is held by someone else (or in lock-delay) and the
 	// caller did not ask to wait.
 	ErrLocked = errors.New("fsm: lock is held")

@@ -122,3 +122,12 @@ type HaltObserver interface {
 	Observer
 	Halted(index uint64, err error)
 }
+
+// RefusalObserver is an Observer that also wants to know when Restore
+// refused a snapshot older than the applied state (ErrOlderSnapshot).
+// RestoreRefused is called on the Raft apply goroutine, after the refusal,
+// with the snapshot's index and the applied index; it must not block.
+type RefusalObserver interface {
+	Observer
+	RestoreRefused(snapshotIndex, applied uint64)
+}

@@ -24,8 +24,9 @@ import (
 //     any expiry. The sessions of the running cluster are not in the
 //     restored state: their clients learn it at their next keepalive.
 //   - the cluster id, the replicated quotas and the applied index are the
-//     running cluster's; the cluster version is the higher of the two (a
-//     backup of version 1 has its lock-delays converted as on an upgrade).
+//     running cluster's (PrepareRestoreAt: the index it is installed
+//     at); the cluster version is the higher of the two (a backup of
+//     version 1 has its lock-delays converted as on an upgrade).
 //
 // Locks, holders (with their tokens and descriptions), FIFO queues and
 // lock-delays are the backup's.
@@ -50,6 +51,17 @@ type RestoreSummary struct {
 // the installation of its output (the node runs both on the leader's
 // proposer, between two entries).
 func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (RestoreSummary, error) {
+	return f.PrepareRestoreAt(r, w, 0)
+}
+
+// PrepareRestoreAt is PrepareRestore for a restore installed at log index
+// at: the snapshot written claims at as its applied index instead of the
+// current one (0: the current one). raft.Restore installs a backup at an
+// index above every entry of the log; claiming it keeps the restore above
+// whatever a replica applied meanwhile (Restore refuses a snapshot below
+// the applied index: ErrOlderSnapshot; raft panics if a user restore
+// fails). An at below the applied index is refused with ErrOlderSnapshot.
+func (f *FSM) PrepareRestoreAt(r io.Reader, w io.Writer, at uint64) (RestoreSummary, error) {
 	b, err := decodeSnapshot(r)
 	if err != nil {
 		return RestoreSummary{}, err
@@ -58,9 +70,15 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (RestoreSummary, error) {
 	if err != nil {
 		return RestoreSummary{}, err
 	}
+	if at != 0 && at < cur.index {
+		return RestoreSummary{}, fmt.Errorf("%w: restore at index %d, applied %d", ErrOlderSnapshot, at, cur.index)
+	}
 	sum := RestoreSummary{BackupLastToken: Token(b.tokenSeq), BackupIndex: b.index}
 	if err := b.rebase(cur, &sum); err != nil {
 		return RestoreSummary{}, err
+	}
+	if at != 0 {
+		b.index = at
 	}
 	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, Token(b.tokenSeq)
 	if err := b.encode(w); err != nil {

@@ -140,6 +140,14 @@ func (f *FSM) Digest() (uint64, [32]byte) {
 // unchanged. A snapshot of an unknown version (or cluster version) also
 // halts the state machine; a valid snapshot ends a halt (it replaces the
 // state the halt froze).
+//
+// The state never goes back: a snapshot taken at an index below the
+// applied index (AppliedIndex) returns an error wrapping ErrOlderSnapshot,
+// changes nothing and tells a RefusalObserver. (hashicorp/raft v1.7.3
+// installs whatever snapshot a leader sends, also one older than what a
+// follower applied; raft keeps its applied index when the restore fails.)
+// A snapshot at the applied index is restored: it is the same committed
+// prefix. A fresh state machine (applied 0, as at startup) restores any.
 func (f *FSM) Restore(r io.ReadCloser) error {
 	defer r.Close()
 	st, err := decodeSnapshot(r)
@@ -159,6 +167,13 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 		return err
 	}
 	f.mu.Lock()
+	if applied := f.st.index; st.index < applied {
+		f.mu.Unlock()
+		if o, ok := f.obs.(RefusalObserver); ok {
+			o.RestoreRefused(st.index, applied)
+		}
+		return fmt.Errorf("%w: snapshot at index %d, applied %d", ErrOlderSnapshot, st.index, applied)
+	}
 	f.st = st
 	f.halted = nil
 	f.mu.Unlock()

@@ -227,12 +227,25 @@ func (n *Node) takeRestores(batch []*proposal) []*proposal {
 	return rest
 }
 
+// restoreIndexGap is how far above the log's last index a restore is
+// installed. raft accepts one configuration change at a time and refuses a
+// restore while one is uncommitted, so at most a few can commit between
+// reading the last index and the restore.
+const restoreIndexGap = 8
+
 // installRestore prepares the backup against the applied state and has
 // raft install it; then it commits a Noop, so that every replica's applied
 // index passes the restore's.
 func (n *Node) installRestore(data []byte) (fsm.RestoreSummary, uint64, error) {
 	var snap bytes.Buffer
-	sum, err := n.fsm.PrepareRestore(bytes.NewReader(data), &snap)
+	// The restore claims the index raft installs it at (above every entry):
+	// every replica's FSM then takes it (it refuses a snapshot below its
+	// applied index, and raft panics if a user restore fails), and its
+	// applied index covers the hole raft leaves. restoreIndexGap leaves
+	// room for configuration changes committed (not through the proposer)
+	// before raft takes the restore.
+	at := max(n.fsm.AppliedIndex(), n.raft.LastIndex()) + restoreIndexGap
+	sum, err := n.fsm.PrepareRestoreAt(bytes.NewReader(data), &snap, at)
 	if err != nil {
 		return sum, 0, fmt.Errorf("%w: restore: %w", ErrInvalidArgument, err)
 	}
@@ -240,7 +253,7 @@ func (n *Node) installRestore(data []byte) (fsm.RestoreSummary, uint64, error) {
 	if err := fsm.New(nil).Restore(io.NopCloser(bytes.NewReader(snap.Bytes()))); err != nil {
 		return sum, 0, fmt.Errorf("node: restore: the prepared snapshot does not install: %w", err)
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: n.fsm.AppliedIndex(), Size: int64(snap.Len())}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: at - 1, Size: int64(snap.Len())} // raft installs it at at
 	if err := n.raft.Restore(meta, &snap, n.cfg.AttemptTimeout); err != nil {
 		return sum, 0, raftErr(err)
 	}

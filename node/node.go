@@ -54,11 +54,14 @@ type Node struct {
 	// announcer tells followers about hand-off grants at once (leader).
 	announcer *announcer
 	// nudges ask the leader to propagate its commit index (nudge.go).
-	nudges  *nudger
-	ready   chan struct{}
-	closing sync.Once
-	closed  chan struct{}
-	errc    error
+	nudges *nudger
+	// snapAsks: a follower that refused an older snapshot asks the leader
+	// for a newer one (snapshot_ask.go).
+	snapAsks *snapshotAsker
+	ready    chan struct{}
+	closing  sync.Once
+	closed   chan struct{}
+	errc     error
 }
 
 // ID returns the node's id.

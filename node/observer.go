@@ -46,3 +46,13 @@ func (o *observer) Restored(index uint64) {
 	n.expiry.restored()
 	n.adoptClusterID()
 }
+
+// RestoreRefused is told by the FSM that it refused a snapshot older than
+// its applied state (fsm.RefusalObserver): the leader that sent it is asked
+// for a newer one.
+func (o *observer) RestoreRefused(index, applied uint64) {
+	n := (*Node)(o)
+	if n.snapAsks != nil && n.started.Load() && n.raft.State() != raft.Leader {
+		n.snapAsks.refused(index, applied)
+	}
+}

@@ -59,6 +59,15 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 			n.nudges.nudged()
 		}
 		return encodeNudgeReply(), nil
+	case kindSnapshotAsk:
+		index, err := decodeSnapshotAsk(req)
+		if err != nil {
+			return nil, err
+		}
+		if n.started.Load() && n.raft.State() == raft.Leader {
+			n.snapAsks.asked(index) // snapshot_ask.go
+		}
+		return encodeSnapshotAskReply(), nil
 	case kindPeerInfo:
 		if len(req) != 2 {
 			return nil, fmt.Errorf("%w: peer-info request with a body", errWire)

@@ -42,6 +42,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.metrics = newMetrics(n)
 	n.announcer = newAnnouncer(n.announcerHost()) // n.trans is set later; send reads it when called
 	n.nudges = &nudger{h: n.nudgerHost()}
+	n.snapAsks = &snapshotAsker{h: n.snapshotAskHost()}
 	n.events = newEventHub(n.metrics.eventDrops.Inc)
 	n.fsm = fsm.New((*observer)(n))
 	n.reconciler = newReconciler(n)

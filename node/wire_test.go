@@ -97,6 +97,7 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 41}}))
 	f.Add(encodePeerInfoReply(peerInfo{NodeID: "n1", RaftID: "n1", MaxVersion: 2, ClusterVersion: 1, State: "leader", Term: 3, LastContact: 5}))
 	f.Add(encodePeerInfoRequest())
+	f.Add(encodeSnapshotAsk(36))
 	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
 	f.Add(v2)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -128,6 +129,11 @@ func FuzzWire(f *testing.F) {
 		if p, err := decodePeerInfoReply(b); err == nil {
 			if back, err := decodePeerInfoReply(encodePeerInfoReply(p)); err != nil || back != p {
 				t.Fatalf("peer info round trip: %v %+v %+v", err, p, back)
+			}
+		}
+		if i, err := decodeSnapshotAsk(b); err == nil {
+			if back, err := decodeSnapshotAsk(encodeSnapshotAsk(i)); err != nil || back != i {
+				t.Fatal("snapshot ask round trip")
 			}
 		}
 		decodeKeepAliveReply(b)
