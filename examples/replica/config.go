@@ -134,7 +134,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.HTTPClientCA, "http-client-ca", "", "PEM CA: with -http-tls-cert, HTTPS clients with a certificate it signed are authenticated")
 	fs.StringVar(&c.HTTPClientRole, "http-client-role", "admin", "role of a verified HTTPS client certificate: read, lock or admin")
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
+		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n       replica migrate-log-store -data-dir DIR -from bolt -to wal\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			fmt.Fprintf(out, "  -%s (%s)\n    \t%s", f.Name, envVars[f.Name], f.Usage)
 			if f.DefValue != "" {
