@@ -168,6 +168,15 @@ func boolParam(r *http.Request, name string) bool {
 	return v != "" && v != "0" && v != "false"
 }
 
+// readLocal is the prelude of every read of the local view: ?sync=1 first
+// (syncIf), then readable. It reports false once it has answered.
+func (s *Server) readLocal(w http.ResponseWriter, r *http.Request) (stale, ok bool) {
+	if !s.syncIf(w, r) {
+		return false, false
+	}
+	return s.readable(w, r)
+}
+
 // readable reports whether the local view of the locks may be served: the
 // node is ready, or the caller asked for the stale local view (?stale=1).
 // Otherwise it answers 503 not_ready: a node in no cluster, or without a
@@ -207,10 +216,10 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
-	if !ok || !s.syncIf(w, r) {
+	if !ok {
 		return
 	}
-	stale, ok := s.readable(w, r)
+	stale, ok := s.readLocal(w, r)
 	if !ok {
 		return
 	}
@@ -234,10 +243,10 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	waiters, ok := listParam(w, r, "waiters", s.limits.MaxListedWaiters, s.limits.MaxListedWaiters)
-	if !ok || !s.syncIf(w, r) {
+	if !ok {
 		return
 	}
-	stale, ok := s.readable(w, r)
+	stale, ok := s.readLocal(w, r)
 	if !ok {
 		return
 	}
@@ -269,10 +278,10 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 // order (at most Limits.MaxListedLocks), with their lease time left.
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
-	if !ok || !s.syncIf(w, r) {
+	if !ok {
 		return
 	}
-	stale, ok := s.readable(w, r)
+	stale, ok := s.readLocal(w, r)
 	if !ok {
 		return
 	}
