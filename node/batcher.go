@@ -115,6 +115,12 @@ func (b *batcher) runInline(ps []*proposal, run func(batch []*proposal)) {
 	if run == nil {
 		run = b.run
 	}
+	b.runBatch(run, batch)
+}
+
+// runBatch runs one batch that holds a slot (running was counted), then
+// frees the slot, arms the linger and starts what waits.
+func (b *batcher) runBatch(run func(batch []*proposal), batch []*proposal) {
 	start := time.Now()
 	run(batch)
 	took := time.Since(start)
@@ -155,14 +161,7 @@ func (b *batcher) startLocked() {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			start := time.Now()
-			b.run(batch)
-			took := time.Since(start)
-			b.mu.Lock()
-			b.running--
-			b.lingerLocked(len(batch), took)
-			b.startLocked()
-			b.mu.Unlock()
+			b.runBatch(b.run, batch)
 		}()
 	}
 }

@@ -62,8 +62,13 @@ func (n *Node) inConfiguration() bool {
 	if !ok {
 		return false
 	}
+	return hasServer(conf, n.id.raftID)
+}
+
+// hasServer reports whether conf lists raftID.
+func hasServer(conf raft.Configuration, raftID string) bool {
 	for _, s := range conf.Servers {
-		if string(s.ID) == n.id.raftID {
+		if string(s.ID) == raftID {
 			return true
 		}
 	}

@@ -224,16 +224,6 @@ func (n *Node) removalCommitted(raftID string) bool {
 	return n.raft.CommitIndex() >= last && n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term
 }
 
-// hasServer reports whether conf lists raftID.
-func hasServer(conf raft.Configuration, raftID string) bool {
-	for _, s := range conf.Servers {
-		if string(s.ID) == raftID {
-			return true
-		}
-	}
-	return false
-}
-
 // callerIs checks that the RPC in ctx comes from node id: its hello names
 // it and, with TLS, so does its verified certificate (the proof; a hello is
 // only a claim).
