@@ -26,13 +26,22 @@ func BenchmarkRPC(b *testing.B) {
 	} {
 		for _, callers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/callers=%d", mode.name, callers), func(b *testing.B) {
-				benchRPC(b, mode.tls, callers)
+				benchRPC(b, mode.tls, callers, 0)
 			})
 		}
 	}
 }
 
-func benchRPC(b *testing.B, tlsFor func(string) *tls.Config, callers int) {
+// BenchmarkRPCIdle: one caller with a millisecond of idleness between
+// calls, as a forwarded command between two commits: each call then wakes
+// parked threads on both sides, which a back-to-back loop never measures.
+func BenchmarkRPCIdle(b *testing.B) {
+	benchRPC(b, func(string) *tls.Config { return nil }, 1, time.Millisecond)
+}
+
+// benchRPC runs callers closed loops of Call, each sleeping gap between
+// its calls.
+func benchRPC(b *testing.B, tlsFor func(string) *tls.Config, callers int, gap time.Duration) {
 	srv := startTransport(b, testConfig(tlsFor("srv")), echo)
 	cli := startTransport(b, testConfig(tlsFor("cli")), nil)
 	ctx := context.Background()
@@ -59,6 +68,9 @@ func benchRPC(b *testing.B, tlsFor func(string) *tls.Config, callers int) {
 					return
 				}
 				mine = append(mine, time.Since(t0))
+				if gap > 0 {
+					time.Sleep(gap)
+				}
 			}
 			lat[g] = mine
 		})

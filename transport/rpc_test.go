@@ -370,3 +370,39 @@ func TestDialFailure(t *testing.T) {
 		t.Fatalf("dial error metric = %v", got)
 	}
 }
+
+// TestRepliesDirectAndQueuedKeepFrames: a reply is written by its handler
+// when the connection's writer is idle and queued otherwise (writeReply);
+// with many concurrent calls whose replies straddle maxDirectReply both
+// paths run at once on each connection, and every caller must still get
+// its own reply, whole.
+func TestRepliesDirectAndQueuedKeepFrames(t *testing.T) {
+	srv := startTransport(t, testConfig(nil), echo)
+	cli := startTransport(t, testConfig(nil), nil)
+	const callers, calls = 32, 30
+	ctx := ctxTimeout(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for g := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				size := (g*calls + i) % 7 * (maxDirectReply / 3) // 0 .. 2×maxDirectReply
+				req := fmt.Appendf(nil, "%d/%d/%s", g, i, bytes.Repeat([]byte{byte('a' + g%26)}, size))
+				resp, err := cli.Call(ctx, srv.Addr(), req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := append([]byte("echo:"), req...); !bytes.Equal(resp, want) {
+					errs <- fmt.Errorf("caller %d call %d: %d-byte response %.40q, want %d bytes %.40q", g, i, len(resp), resp, len(want), want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

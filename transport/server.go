@@ -191,7 +191,7 @@ func (s *serverConn) handle(ctx context.Context, cancel context.CancelFunc, id u
 	default:
 		f = newFrame(kindResponse, 0, id, 0, resp)
 	}
-	s.send(f, nil)
+	s.writeReply(f)
 }
 
 // invoke calls the handler, turning errors, panics and a missing handler
