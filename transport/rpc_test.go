@@ -71,31 +71,7 @@ func TestCallEmptyPayloads(t *testing.T) {
 func TestCallConcurrentMultiplexed(t *testing.T) {
 	srv := startTransport(t, testConfig(nil), echo)
 	cli := startTransport(t, testConfig(nil), nil)
-	const callers, calls = 64, 40
-	ctx := ctxTimeout(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, callers)
-	for g := range callers {
-		wg.Go(func() {
-			for i := range calls {
-				req := fmt.Appendf(nil, "%d/%d/%s", g, i, bytes.Repeat([]byte{'x'}, g*i))
-				resp, err := cli.Call(ctx, srv.Addr(), req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if want := append([]byte("echo:"), req...); !bytes.Equal(resp, want) {
-					errs <- fmt.Errorf("caller %d call %d: response for another request: %.40q", g, i, resp)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	callEchoes(t, cli, srv.Addr(), 64, 40, func(g, i int) int { return g * i })
 	// All of that went over the pooled connections, not one per call.
 	cli.mu.Lock()
 	n := 0
@@ -379,16 +355,25 @@ func TestDialFailure(t *testing.T) {
 func TestRepliesDirectAndQueuedKeepFrames(t *testing.T) {
 	srv := startTransport(t, testConfig(nil), echo)
 	cli := startTransport(t, testConfig(nil), nil)
-	const callers, calls = 32, 30
+	const calls = 30
+	callEchoes(t, cli, srv.Addr(), 32, calls, func(g, i int) int {
+		return (g*calls + i) % 7 * (maxDirectReply / 3) // 0 .. 2×maxDirectReply
+	})
+}
+
+// callEchoes runs callers goroutines of calls calls each to the echo
+// handler at addr, call i of caller g with a payload of size(g, i) bytes
+// after its own tag, and fails t unless every caller gets its own echo.
+func callEchoes(t *testing.T, cli *Transport, addr string, callers, calls int, size func(g, i int) int) {
+	t.Helper()
 	ctx := ctxTimeout(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for g := range callers {
 		wg.Go(func() {
 			for i := range calls {
-				size := (g*calls + i) % 7 * (maxDirectReply / 3) // 0 .. 2×maxDirectReply
-				req := fmt.Appendf(nil, "%d/%d/%s", g, i, bytes.Repeat([]byte{byte('a' + g%26)}, size))
-				resp, err := cli.Call(ctx, srv.Addr(), req)
+				req := fmt.Appendf(nil, "%d/%d/%s", g, i, bytes.Repeat([]byte{byte('a' + g%26)}, size(g, i)))
+				resp, err := cli.Call(ctx, addr, req)
 				if err != nil {
 					errs <- err
 					return
