@@ -189,7 +189,11 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 }
 
 // newLease turns a granted acquisition into a Lease, unless the session's
-// lease has meanwhile run out (then the grant is released).
+// lease has meanwhile run out (then the grant is released), or the grant has
+// already ended: the local replica may apply the grant and its end (a
+// revocation) before the leader's reply to the Acquire arrives, or a resync
+// may have read a state past the grant before the lease existed. Either way
+// no later event would end such a lease.
 func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.Time) (*Lease, error) {
 	s.mu.Lock()
 	if s.err != nil || !time.Now().Before(s.validUntil) {
@@ -200,6 +204,21 @@ func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.T
 		}
 		s.abandon(p)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", p.name, err)
+	}
+	var ended error
+	select {
+	case ended = <-p.failed: // its release or dequeue was applied here first
+	default:
+		if index <= s.syncedAt {
+			if st := s.n.Owner(p.name, p.owner); !st.Held || st.Token != tok {
+				ended = errors.New("no longer held when the session resynchronized")
+			}
+		}
+	}
+	if ended != nil {
+		delete(s.pending, p.owner)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lockapi: lock %q: %w: the grant ended before Lock could return it: %w", p.name, ErrLeaseLost, ended)
 	}
 	l := newLease(s, p.name, p.owner, tok, index)
 	l.shared, l.permits, l.value = p.want.Shared, p.want.Permits, p.want.Value

@@ -77,9 +77,13 @@ type Session struct {
 	leases       map[fsm.OwnerID]*Lease   // granted and not unlocked
 	releases     map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
 	settling     []*release               // committed releases the local replica has not applied yet
-	paused       bool                     // tests: keepalives suspended
-	closeOnce    sync.Once
-	closeErr     error
+	// syncedAt is the applied index at which the last resync read the
+	// state: the events at or below it are in what resync judged, and the
+	// watch skips them (after a restore they can arrive after the Resync).
+	syncedAt  uint64
+	paused    bool // tests: keepalives suspended
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewSession opens a session on the cluster through n and starts keeping it

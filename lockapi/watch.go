@@ -48,7 +48,11 @@ func reasonErr(r fsm.Reason) error {
 func (s *Session) handle(e fsm.Event) {
 	s.mu.Lock()
 	s.pruneSettledLocked()
+	stale := e.Index <= s.syncedAt
 	s.mu.Unlock()
+	if stale {
+		return // applied before the state resync read: judged there
+	}
 	switch e.Kind {
 	case fsm.EventGranted, fsm.EventQueued:
 		s.mu.Lock()
@@ -93,6 +97,13 @@ func (s *Session) handle(e fsm.Event) {
 // resync re-reads what the session cares about after events were missed or
 // the replica restored a snapshot.
 func (s *Session) resync() {
+	// The applied index first: every state read below reflects at least
+	// it, so the events up to it, which may still be queued behind the
+	// Resync, are skipped by handle.
+	applied := s.n.AppliedIndex()
+	s.mu.Lock()
+	s.syncedAt = max(s.syncedAt, applied)
+	s.mu.Unlock()
 	if _, ok := s.n.Session(s.id); !ok {
 		s.lose(fmt.Errorf("%w: the session no longer exists", ErrSessionExpired))
 		return
@@ -109,7 +120,6 @@ func (s *Session) resync() {
 	s.mu.Unlock()
 	// The local replica may not have applied an acquisition yet (Propose
 	// does not wait for it): judge only those it has.
-	applied := s.n.AppliedIndex()
 	for _, p := range pend {
 		st := s.n.Owner(p.name, p.owner)
 		switch {
