@@ -64,7 +64,9 @@ func (p *pending) queuedAt() uint64 {
 // ErrNoQuorum if the session was in jeopardy); the wait is withdrawn and, if
 // the grant raced in, released — nothing is left held or queued. If the
 // session is lost while waiting, Lock returns an error wrapping
-// ErrSessionExpired at once.
+// ErrSessionExpired at once. If the grant ended before Lock could return it
+// (an operator revoked it while the answer was on its way), Lock returns an
+// error wrapping ErrLeaseLost: a returned Lease was held when Lock returned.
 //
 // The returned Lease carries the fencing token; pass Lease.Context to the
 // work, and Lease.Token to the protected resource.
