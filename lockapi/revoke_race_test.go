@@ -12,9 +12,6 @@ import (
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
-// prefaceRPC is the first byte an RPC connection's dialer writes.
-var prefaceRPC = []byte{0xA2}
-
 // A grant revoked before the reply that announces it reaches the caller is
 // no lease: the follower's replica applies the grant and the revocation
 // while the leader's reply to the forwarded Acquire is still on its way
@@ -27,7 +24,7 @@ func TestRevokedBeforeTheGrantReplyIsNoLease(t *testing.T) {
 		leader := c.WaitLeader(10 * time.Second)
 		f := c.Follower(leader)
 		s := newSession(t, c, f)
-		flows := net.Flows(memnet.FlowFilter{From: c.RaftHost(f), To: c.RaftHost(leader), Preface: prefaceRPC})
+		flows := net.Flows(memnet.FlowFilter{From: c.RaftHost(f), To: c.RaftHost(leader), Preface: clustertest.PrefaceRPC})
 		if len(flows) == 0 {
 			t.Fatal("no RPC connection from the follower to the leader")
 		}

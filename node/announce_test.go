@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -24,9 +22,7 @@ import (
 // announcement to be right and at least one to be early.
 func TestGrantAnnouncedToFollower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]

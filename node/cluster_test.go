@@ -20,6 +20,17 @@ func newOwner() fsm.OwnerID {
 	return o
 }
 
+// startMemCluster starts three nodes on a fresh memnet network (call it in
+// a synctest bubble) and returns the cluster, once every node is ready, with
+// its leader.
+func startMemCluster(t *testing.T) (*clustertest.Cluster, int) {
+	t.Helper()
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
+	leader := c.WaitLeader(10 * time.Second)
+	c.WaitReady(10 * time.Second)
+	return c, leader
+}
+
 func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) fsm.SessionID {
 	t.Helper()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -55,9 +53,7 @@ func (k *keeper) halt() []error {
 
 func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		f := c.Nodes[c.Follower(leader)]
 		ctx := context.Background()
 		const ttl = time.Second
@@ -96,9 +92,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 // and its lock goes to the next waiter with a higher token.
 func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx := context.Background()
 		const ttl = 600 * time.Millisecond
 		others := []int{}
@@ -170,9 +164,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 
 func TestLockDelayAfterExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, _ := startMemCluster(t)
 		ctx := context.Background()
 		n := c.Nodes[0]
 		const ttl, delay = 300 * time.Millisecond, 2 * time.Second

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,9 +18,7 @@ import (
 // ~44 periodic heartbeats/s). Counted on fake time: rounds, not durations.
 func TestKeepalivesShareLeadershipRounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		const sessions = 24

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"slices"
 	"sync"
 	"time"
@@ -225,16 +224,9 @@ func (u *nudger) readIndex(commit uint64) uint64 {
 	return commit
 }
 
-func encodeNudgeRequest(index uint64) []byte {
-	return binary.AppendUvarint([]byte{wireVersion, kindCommitNudge}, index)
-}
+func encodeNudgeRequest(index uint64) []byte { return encodeIndexRequest(kindCommitNudge, index) }
 
-func decodeNudgeRequest(b []byte) (uint64, error) {
-	r := reader{b: b}
-	r.header(kindCommitNudge)
-	index := r.uvarint()
-	return index, r.end()
-}
+func decodeNudgeRequest(b []byte) (uint64, error) { return decodeIndexRequest(b, kindCommitNudge) }
 
 func encodeNudgeReply() []byte { return []byte{wireVersion, kindCommitNudge} }
 

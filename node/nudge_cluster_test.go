@@ -18,9 +18,7 @@ import (
 // figures are the protocol's, not the machine's.)
 func TestFollowerLearnsCommitBeforeTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		f := c.Nodes[c.Follower(leader)]
@@ -102,9 +100,7 @@ func TestSyncsDoNotChaseTheirNudges(t *testing.T) {
 // writes one Noop that carries the commit index (and none after a Noop).
 func TestFollowerAppliesPromptlyWhenQuiet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]

@@ -23,9 +23,7 @@ func TestMinorityPartition(t *testing.T) {
 	}{{"leader isolated", true}, {"follower isolated", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New()})
-				leader := c.WaitLeader(10 * time.Second)
-				c.WaitReady(10 * time.Second)
+				c, leader := startMemCluster(t)
 				ctx := context.Background()
 				minority := c.Follower(leader)
 				if tc.isolateLeader {

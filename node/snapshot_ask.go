@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 	"time"
 )
@@ -118,15 +117,8 @@ func (a *snapshotAsker) asked(index uint64) {
 	})
 }
 
-func encodeSnapshotAsk(applied uint64) []byte {
-	return binary.AppendUvarint([]byte{wireVersion, kindSnapshotAsk}, applied)
-}
+func encodeSnapshotAsk(applied uint64) []byte { return encodeIndexRequest(kindSnapshotAsk, applied) }
 
-func decodeSnapshotAsk(b []byte) (uint64, error) {
-	r := reader{b: b}
-	r.header(kindSnapshotAsk)
-	index := r.uvarint()
-	return index, r.end()
-}
+func decodeSnapshotAsk(b []byte) (uint64, error) { return decodeIndexRequest(b, kindSnapshotAsk) }
 
 func encodeSnapshotAskReply() []byte { return []byte{wireVersion, kindSnapshotAsk} }

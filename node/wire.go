@@ -290,6 +290,20 @@ func decodeKeepAliveReply(b []byte) (verdict error, err error) {
 	return verdict, nil
 }
 
+// encodeIndexRequest is a request that carries one log index (the commit
+// nudge, the snapshot ask): header, then the index as a uvarint.
+func encodeIndexRequest(kind byte, index uint64) []byte {
+	return binary.AppendUvarint([]byte{wireVersion, kind}, index)
+}
+
+// decodeIndexRequest decodes an encodeIndexRequest of the given kind.
+func decodeIndexRequest(b []byte, kind byte) (uint64, error) {
+	r := reader{b: b}
+	r.header(kind)
+	index := r.uvarint()
+	return index, r.end()
+}
+
 func encodeReadIndexRequest() []byte { return []byte{wireVersion, kindReadIndex} }
 
 func encodeReadIndexReply(index uint64, err error) []byte {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -23,12 +24,11 @@ func init() {
 	ciDuration["flow"] = 30 * time.Second
 }
 
-// Protocol type bytes of the transport's preface (transport/handshake.go:
-// protoRaft, protoRPC); the in-process clusters run without TLS, so they
-// are the first bytes of each connection.
+// The in-process clusters' connection prefaces (clustertest.PrefaceRaft,
+// PrefaceRPC).
 var (
-	prefaceRaft = []byte{0xA1}
-	prefaceRPC  = []byte{0xA2}
+	prefaceRaft = clustertest.PrefaceRaft
+	prefaceRPC  = clustertest.PrefaceRPC
 )
 
 func flowNemesis(s *sim) {
