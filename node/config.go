@@ -21,7 +21,10 @@ type Peer struct {
 
 // Timing are the Raft timeouts. Elections take between one and two
 // HeartbeatTimeouts after a leader stops being heard; a leader that cannot
-// reach a quorum for LeaderLeaseTimeout steps down.
+// reach a quorum for LeaderLeaseTimeout steps down. The leader heartbeats
+// each follower every HeartbeatTimeout/10 to HeartbeatTimeout/5. Validate
+// requires ElectionTimeout ≥ HeartbeatTimeout ≥ LeaderLeaseTimeout and
+// CommitTimeout ≤ HeartbeatTimeout.
 type Timing struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -316,6 +319,8 @@ func (c *Config) validate() error {
 		return bad("Timing.HeartbeatTimeout %v < 5ms", t.HeartbeatTimeout)
 	case t.ElectionTimeout < 5*time.Millisecond:
 		return bad("Timing.ElectionTimeout %v < 5ms", t.ElectionTimeout)
+	case t.ElectionTimeout < t.HeartbeatTimeout: // hashicorp/raft refuses it at start
+		return bad("Timing.ElectionTimeout %v < HeartbeatTimeout %v", t.ElectionTimeout, t.HeartbeatTimeout)
 	case t.LeaderLeaseTimeout < 5*time.Millisecond || t.LeaderLeaseTimeout > t.HeartbeatTimeout:
 		return bad("Timing.LeaderLeaseTimeout %v outside [5ms, HeartbeatTimeout %v]", t.LeaderLeaseTimeout, t.HeartbeatTimeout)
 	case t.CommitTimeout < time.Millisecond || t.CommitTimeout > t.HeartbeatTimeout:

@@ -26,6 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		"ID \"a b\"":              func(c *node.Config) { c.ID = "a b" },
 		"LeaderLeaseTimeout":      func(c *node.Config) { c.Timing.LeaderLeaseTimeout = 2 * c.Timing.HeartbeatTimeout },
 		"CommitTimeout":           func(c *node.Config) { c.Timing.CommitTimeout = 2 * c.Timing.HeartbeatTimeout },
+		"ElectionTimeout":         func(c *node.Config) { c.Timing.HeartbeatTimeout = 2 * c.Timing.ElectionTimeout },
 		"MaxBatch":                func(c *node.Config) { c.MaxBatch = -1 },
 		"LogStore":                func(c *node.Config) { c.LogStore = "sqlite" },
 		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
