@@ -157,6 +157,28 @@ func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
 	return OwnerState{Position: l.waiters.position(owner)}
 }
 
+// WouldQueue reports whether c, applied to the current state, would join
+// the lock's queue: c waits (Wait), the lock exists with the same limit, c's
+// owner neither holds nor waits for it, and the lock has waiters or cannot
+// admit c now. It is a hint for scheduling proposals (the leader holds such
+// an Acquire back for company, node's batcher): the state may change before
+// c is applied, and nothing may depend on the answer for correctness.
+func (f *FSM) WouldQueue(c Acquire) bool {
+	if !c.Wait {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	l := f.st.locks.get(c.Lock)
+	if l == nil || l.limit != c.Limit {
+		return false
+	}
+	if _, ok := l.grantOf(c.Owner); ok || l.waiters.find(c.Owner) >= 0 {
+		return false
+	}
+	return l.waiters.len() > 0 || !l.admits(waiter{owner: c.Owner, shared: c.Shared, permits: c.Permits})
+}
+
 // Session returns a live session, and false if it does not exist.
 func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 	f.mu.RLock()

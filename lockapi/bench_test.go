@@ -114,6 +114,7 @@ func BenchmarkHandoff(b *testing.B) {
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
+	first := c.Nodes[0].AppliedIndex()
 	for _, s := range sessions {
 		wg.Add(1)
 		go func() {
@@ -151,6 +152,7 @@ func BenchmarkHandoff(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	report(b, gaps, grants, elapsed, "handoffs/s")
+	b.ReportMetric(float64(c.Nodes[0].AppliedIndex()-first)/float64(grants), "entries/handoff")
 	reportStrays(b, grants, sessions...)
 }
 

@@ -18,6 +18,8 @@ type proposal struct {
 
 	mu sync.Mutex
 	in *batcher // the batcher it was submitted to
+
+	deferrable bool // set by submit from batcher.deferrable (batcher_defer.go)
 }
 
 func newProposal(ctx context.Context, cmd fsm.Command) *proposal {
@@ -48,6 +50,9 @@ type batcher struct {
 	run        func(batch []*proposal) // must finish every proposal
 	wg         *sync.WaitGroup
 	lingerFrac float64 // 0: no linger
+	// deferrable (nil: none) marks proposals that may wait for company: a
+	// batch of only such proposals is held back a while (batcher_defer.go).
+	deferrable func(fsm.Command) bool
 
 	mu      sync.Mutex
 	pending []*proposal
@@ -55,6 +60,8 @@ type batcher struct {
 	closed  bool
 	want    int         // linger: pending count at which the next batch leaves
 	timer   *time.Timer // linger: ends the wait
+	lastRun time.Duration
+	hold    holdBack // batcher_defer.go
 }
 
 // maxLinger bounds the linger of a batcher.
@@ -63,6 +70,12 @@ const maxLinger = time.Millisecond
 // submit queues proposals; they are finished with ErrClosed if the batcher
 // is closed.
 func (b *batcher) submit(ps ...*proposal) {
+	b.classify(ps)
+	b.enqueue(ps)
+}
+
+// enqueue is submit for classified proposals.
+func (b *batcher) enqueue(ps []*proposal) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -90,10 +103,11 @@ func (b *batcher) submit(ps ...*proposal) {
 // Proposals whose ctx has ended are finished with ErrNotProposed, as a
 // batch would. run must finish every proposal (it may hand them on).
 func (b *batcher) runInline(ps []*proposal, run func(batch []*proposal)) {
+	b.classify(ps)
 	b.mu.Lock()
-	if b.closed || len(b.pending) > 0 || b.want > 0 || b.running >= max(b.inflight, 1) || len(ps) > b.max {
+	if b.closed || len(b.pending) > 0 || b.want > 0 || b.running >= max(b.inflight, 1) || len(ps) > b.max || allDeferrable(ps) {
 		b.mu.Unlock()
-		b.submit(ps...)
+		b.enqueue(ps)
 		return
 	}
 	batch := make([]*proposal, 0, len(ps))
@@ -126,6 +140,7 @@ func (b *batcher) runBatch(run func(batch []*proposal), batch []*proposal) {
 	took := time.Since(start)
 	b.mu.Lock()
 	b.running--
+	b.lastRun = took
 	b.lingerLocked(len(batch), took)
 	b.startLocked()
 	b.mu.Unlock()
@@ -152,7 +167,11 @@ func (b *batcher) startLocked() {
 		if b.want > 0 && len(b.pending) < b.want && !b.closed {
 			return
 		}
+		if b.holdLocked() {
+			return
+		}
 		b.stopLingerLocked()
+		b.endHoldLocked()
 		batch := b.takeLocked()
 		if len(batch) == 0 {
 			return
@@ -225,6 +244,7 @@ func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
 	b.stopLingerLocked()
+	b.endHoldLocked()
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()

@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+)
+
+// deferBatcher is a proposer-like batcher whose commits take commit and
+// whose deferrable proposals are the Acquires. It records each batch's
+// size and start time.
+type deferBatcher struct {
+	*batcher
+	mu     sync.Mutex
+	sizes  []int
+	starts []time.Duration
+	t0     time.Time
+}
+
+func newDeferBatcher(wg *sync.WaitGroup, commit time.Duration) *deferBatcher {
+	d := &deferBatcher{t0: time.Now()}
+	d.batcher = &batcher{max: 100, inflight: 1, wg: wg, lingerFrac: proposerLinger,
+		deferrable: func(c fsm.Command) bool { _, ok := c.(fsm.Acquire); return ok },
+		run: func(batch []*proposal) {
+			d.mu.Lock()
+			d.sizes = append(d.sizes, len(batch))
+			d.starts = append(d.starts, time.Since(d.t0))
+			d.mu.Unlock()
+			time.Sleep(commit)
+			for _, p := range batch {
+				p.finish(outcome{index: 1})
+			}
+		}}
+	return d
+}
+
+func (d *deferBatcher) propose(cmd fsm.Command) *proposal {
+	p := newProposal(context.Background(), cmd)
+	d.submit(p)
+	return p
+}
+
+// A batch of only deferrable proposals waits for a proposal that is not
+// deferrable, and they leave together; with none coming, it leaves after
+// the last batch's commit time. Proposals that are not deferrable never
+// wait.
+func TestBatcherHoldsBackDeferrable(t *testing.T) {
+	const commit = 8 * time.Millisecond
+	const gap = maxLinger / 2 // the Release comes within the hold
+	acquire := fsm.Acquire{Lock: "x", Wait: true}
+	t.Run("until company", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			d := newDeferBatcher(&wg, commit)
+			d.propose(fsm.Tick{}).wait() // a first commit: the hold's length
+			a := d.propose(acquire)
+			time.Sleep(gap)
+			r := d.propose(fsm.Release{Lock: "x"})
+			a.wait()
+			r.wait()
+			wg.Wait()
+			d.close()
+			if len(d.sizes) != 2 || d.sizes[1] != 2 {
+				t.Fatalf("batches %v: the held-back Acquire should leave with the Release", d.sizes)
+			}
+			if got := d.starts[1] - d.starts[0]; got != commit+gap {
+				t.Fatalf("second batch left %v after the first, want %v (when the Release came)", got, commit+gap)
+			}
+		})
+	})
+	t.Run("until the hold ends", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			d := newDeferBatcher(&wg, commit)
+			d.propose(fsm.Tick{}).wait()
+			start := time.Now()
+			d.propose(acquire).wait()
+			wg.Wait()
+			d.close()
+			// Held for min(last commit, maxLinger), then its own commit.
+			if got, want := time.Since(start), min(commit, maxLinger)+commit; got != want {
+				t.Fatalf("a lone deferrable Acquire took %v, want %v", got, want)
+			}
+		})
+	})
+	t.Run("not deferrable", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			d := newDeferBatcher(&wg, commit)
+			d.propose(fsm.Tick{}).wait()
+			start := time.Now()
+			d.propose(fsm.Release{Lock: "x"}).wait()
+			wg.Wait()
+			d.close()
+			if got := time.Since(start); got != commit {
+				t.Fatalf("a Release took %v, want its commit %v: it must not be held", got, commit)
+			}
+		})
+	})
+	t.Run("inline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			d := newDeferBatcher(&wg, commit)
+			d.propose(fsm.Tick{}).wait()
+			p := newProposal(context.Background(), acquire)
+			d.runInline([]*proposal{p}, nil) // held: returns without running it
+			select {
+			case <-p.done:
+				t.Fatal("runInline ran a deferrable proposal at once")
+			default:
+			}
+			d.propose(fsm.Tick{}).wait()
+			p.wait()
+			wg.Wait()
+			d.close()
+			if len(d.sizes) != 2 || d.sizes[1] != 2 {
+				t.Fatalf("batches %v: the inline Acquire should have waited for the Tick", d.sizes)
+			}
+		})
+	})
+	t.Run("closed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			d := newDeferBatcher(&wg, commit)
+			d.propose(fsm.Tick{}).wait()
+			p := d.propose(acquire)
+			d.close()
+			if out := p.wait(); out.err == nil {
+				t.Fatal("a held-back proposal survived close")
+			}
+			wg.Wait()
+		})
+	})
+}
