@@ -44,6 +44,20 @@ func (d *deferBatcher) propose(cmd fsm.Command) *proposal {
 	return p
 }
 
+// inBubble runs f on fake time with a deferBatcher that has committed one
+// batch (which sets the hold's length), then waits for its batches and
+// closes it.
+func inBubble(t *testing.T, commit time.Duration, f func(t *testing.T, d *deferBatcher)) {
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		d := newDeferBatcher(&wg, commit)
+		d.propose(fsm.Tick{}).wait()
+		f(t, d)
+		d.close()
+		wg.Wait()
+	})
+}
+
 // A batch of only deferrable proposals waits for a proposal that is not
 // deferrable, and they leave together; with none coming, it leaves after
 // the last batch's commit time. Proposals that are not deferrable never
@@ -53,17 +67,12 @@ func TestBatcherHoldsBackDeferrable(t *testing.T) {
 	const gap = maxLinger / 2 // the Release comes within the hold
 	acquire := fsm.Acquire{Lock: "x", Wait: true}
 	t.Run("until company", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			d := newDeferBatcher(&wg, commit)
-			d.propose(fsm.Tick{}).wait() // a first commit: the hold's length
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
 			a := d.propose(acquire)
 			time.Sleep(gap)
 			r := d.propose(fsm.Release{Lock: "x"})
 			a.wait()
 			r.wait()
-			wg.Wait()
-			d.close()
 			if len(d.sizes) != 2 || d.sizes[1] != 2 {
 				t.Fatalf("batches %v: the held-back Acquire should leave with the Release", d.sizes)
 			}
@@ -73,14 +82,9 @@ func TestBatcherHoldsBackDeferrable(t *testing.T) {
 		})
 	})
 	t.Run("until the hold ends", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			d := newDeferBatcher(&wg, commit)
-			d.propose(fsm.Tick{}).wait()
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
 			start := time.Now()
 			d.propose(acquire).wait()
-			wg.Wait()
-			d.close()
 			// Held for min(last commit, maxLinger), then its own commit.
 			if got, want := time.Since(start), min(commit, maxLinger)+commit; got != want {
 				t.Fatalf("a lone deferrable Acquire took %v, want %v", got, want)
@@ -88,24 +92,16 @@ func TestBatcherHoldsBackDeferrable(t *testing.T) {
 		})
 	})
 	t.Run("not deferrable", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			d := newDeferBatcher(&wg, commit)
-			d.propose(fsm.Tick{}).wait()
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
 			start := time.Now()
 			d.propose(fsm.Release{Lock: "x"}).wait()
-			wg.Wait()
-			d.close()
 			if got := time.Since(start); got != commit {
 				t.Fatalf("a Release took %v, want its commit %v: it must not be held", got, commit)
 			}
 		})
 	})
 	t.Run("inline", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			d := newDeferBatcher(&wg, commit)
-			d.propose(fsm.Tick{}).wait()
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
 			p := newProposal(context.Background(), acquire)
 			d.runInline([]*proposal{p}, nil) // held: returns without running it
 			select {
@@ -115,24 +111,18 @@ func TestBatcherHoldsBackDeferrable(t *testing.T) {
 			}
 			d.propose(fsm.Tick{}).wait()
 			p.wait()
-			wg.Wait()
-			d.close()
 			if len(d.sizes) != 2 || d.sizes[1] != 2 {
 				t.Fatalf("batches %v: the inline Acquire should have waited for the Tick", d.sizes)
 			}
 		})
 	})
 	t.Run("closed", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			d := newDeferBatcher(&wg, commit)
-			d.propose(fsm.Tick{}).wait()
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
 			p := d.propose(acquire)
 			d.close()
 			if out := p.wait(); out.err == nil {
 				t.Fatal("a held-back proposal survived close")
 			}
-			wg.Wait()
 		})
 	})
 }
