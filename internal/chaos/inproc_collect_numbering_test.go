@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -9,42 +10,31 @@ import (
 // TestNumberEventsIgnoresResyncMidEntry: a Resync received between two
 // events of one entry (the restore came after the entry was applied, its
 // events still queued) must not shift the positions of the entry's other
-// events. The receiver picks between the ready channels at random, so the
-// test repeats until the Resync has landed inside the entry many times.
+// events. The channels are unbuffered and fed one message at a time, so
+// the collector receives the Resync exactly where the test puts it: before,
+// between or after the entry's three events.
 func TestNumberEventsIgnoresResyncMidEntry(t *testing.T) {
-	inside := 0
-	for round := 0; round < 500 && inside < 20; round++ {
-		events := make(chan fsm.Event, 8)
-		for _, k := range []fsm.EventKind{fsm.EventSessionExpired, fsm.EventSessionOpened, fsm.EventSessionOpened} {
-			events <- fsm.Event{Index: 410, Kind: k}
-		}
-		resync, stop, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	kinds := []fsm.EventKind{fsm.EventSessionExpired, fsm.EventSessionOpened, fsm.EventSessionOpened}
+	for at := 0; at <= len(kinds); at++ {
+		events, resync, stop, done := make(chan fsm.Event), make(chan struct{}), make(chan struct{}), make(chan struct{})
 		var got []int
-		recorded := make(chan struct{}, 8)
 		go func() {
 			defer close(done)
-			numberEvents(events, resync, stop, func(_ fsm.Event, seq int) {
-				got = append(got, seq)
-				recorded <- struct{}{}
-			})
+			numberEvents(events, resync, stop, func(_ fsm.Event, seq int) { got = append(got, seq) })
 		}()
-		resync <- struct{}{} // unbuffered: received before, between or after the events
-		before := len(recorded)
-		for range 3 {
-			<-recorded
+		for i, k := range kinds {
+			if i == at {
+				resync <- struct{}{}
+			}
+			events <- fsm.Event{Index: 410, Kind: k}
+		}
+		if at == len(kinds) {
+			resync <- struct{}{}
 		}
 		close(stop)
 		<-done
-		if before > 0 && before < 3 {
-			inside++
+		if !slices.Equal(got, []int{0, 1, 2}) {
+			t.Fatalf("Resync before event %d: positions %v, want [0 1 2]", at, got)
 		}
-		for i, seq := range got {
-			if seq != i {
-				t.Fatalf("round %d: positions %v with a Resync among the events, want [0 1 2]", round, got)
-			}
-		}
-	}
-	if inside == 0 {
-		t.Fatal("the Resync never landed between two events of the entry: the test did not test")
 	}
 }
