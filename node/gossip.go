@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -283,8 +285,13 @@ const (
 )
 
 // notify sends a refusal notice to the member named id through gossip; it
-// reports whether the member is known to gossip (the send itself is best
-// effort).
+// reports whether the member is alive in the member table (the send itself
+// is best effort).
+//
+// The address comes from the member table, which the event delegate fills
+// while memberlist holds its lock: the *memberlist.Node values that
+// Members() returns are memberlist's own, which it rewrites when a member's
+// address changes, so reading one later is a data race.
 func (m *gossip) notify(id string, r refusalMsg) bool {
 	if m.isDown() {
 		return false
@@ -293,13 +300,35 @@ func (m *gossip) notify(id string, r refusalMsg) bool {
 	if err != nil || len(b)+1 > maxUserMsg {
 		return false
 	}
-	for _, mb := range m.ml.Members() {
-		if mb.Name == id {
-			if err := m.ml.SendReliable(mb, append([]byte{userMsgRefusal}, b...)); err != nil {
-				m.log.Debug("refusal notice not sent", "member", id, "err", err)
-			}
-			return true
-		}
+	m.mu.Lock()
+	mi := m.members[id]
+	var addr string
+	if mi != nil && mi.state == MemberAlive {
+		addr = mi.gossip
 	}
-	return false
+	m.mu.Unlock()
+	to, ok := memberlistNode(id, addr)
+	if !ok {
+		return false
+	}
+	if err := m.ml.SendReliable(to, append([]byte{userMsgRefusal}, b...)); err != nil {
+		m.log.Debug("refusal notice not sent", "member", id, "err", err)
+	}
+	return true
+}
+
+// memberlistNode is the memberlist.Node of a member named id at addr (an
+// IP and port, as memberlist.Node.Address writes it); false if addr is not
+// one.
+func memberlistNode(id, addr string) (*memberlist.Node, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, false
+	}
+	ip := net.ParseIP(host)
+	p, err := strconv.ParseUint(port, 10, 16)
+	if ip == nil || err != nil {
+		return nil, false
+	}
+	return &memberlist.Node{Name: id, Addr: ip, Port: uint16(p)}, true
 }

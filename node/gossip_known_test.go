@@ -40,3 +40,20 @@ func TestKnownPeersSavedAndFlushed(t *testing.T) {
 		t.Fatalf("loaded %v, want only n4", got)
 	}
 }
+
+// notify's address for SendReliable: an IP and port from the member table
+// (memberlist.Node.Address's format), anything else refused.
+func TestMemberlistNodeFromAddress(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.0.0.1:7946": "10.0.0.1:7946", "[::1]:7946": "[::1]:7946",
+		"host:7946": "", "10.0.0.1:x": "", "10.0.0.1:70000": "", "": "",
+	} {
+		n, ok := memberlistNode("n1", addr)
+		switch {
+		case ok != (want != ""):
+			t.Errorf("%q: ok %v, want %q", addr, ok, want)
+		case ok && (n.Name != "n1" || n.Address() != want):
+			t.Errorf("%q: node %s at %s, want n1 at %s", addr, n.Name, n.Address(), want)
+		}
+	}
+}
