@@ -184,6 +184,14 @@ func measureLimits(ctx context.Context, dir string, opts options) *report.Limits
 		l.Fsync = f
 		logf("[limits] fsync p50 %.2f ms, p99 %.2f ms", f.Latency.P50, f.Latency.P99)
 	}
+	if r, err := limits.FsyncRates(dir, []int{1, 3}, 2*time.Second); err != nil {
+		l.Errors = append(l.Errors, "fsync rates: "+err.Error())
+	} else {
+		l.FsyncRates = r
+		for _, x := range r {
+			logf("[limits] fdatasync with %d writer(s): %.0f/s each", x.Writers, x.PerWriter)
+		}
+	}
 	stores := []string{limits.StoreBolt}
 	if slices.Contains(opts.Systems, raftlocksys.WALName) {
 		stores = append(stores, limits.StoreWAL)

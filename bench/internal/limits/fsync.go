@@ -6,6 +6,7 @@ package limits
 import (
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,4 +44,57 @@ func Fsync(dir string, n int, timeout time.Duration) (*report.FsyncLimit, error)
 		lat = append(lat, int64(time.Since(start)))
 	}
 	return &report.FsyncLimit{Dir: dir, Iterations: len(lat), Latency: stats.Summarize(lat)}, nil
+}
+
+// FsyncRates runs, for each count in writers, that many concurrent loops of
+// 4 KiB append + fdatasync (one new file in dir each) for d, and returns
+// each count's rate per writer: whether the disk serves the replicas'
+// syncs in parallel or one after another.
+func FsyncRates(dir string, writers []int, d time.Duration) ([]report.FsyncRate, error) {
+	var out []report.FsyncRate
+	for _, n := range writers {
+		counts := make([]int, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		stop := time.Now().Add(d)
+		for i := range n {
+			wg.Go(func() { counts[i], errs[i] = syncLoop(dir, stop) })
+		}
+		wg.Wait()
+		total := 0
+		for i := range n {
+			if errs[i] != nil {
+				return out, errs[i]
+			}
+			total += counts[i]
+		}
+		out = append(out, report.FsyncRate{Writers: n, PerWriter: float64(total) / float64(n) / d.Seconds()})
+	}
+	return out, nil
+}
+
+// syncLoop appends 4 KiB and fdatasyncs a new file in dir until stop, and
+// returns the rounds completed.
+func syncLoop(dir string, stop time.Time) (int, error) {
+	f, err := os.CreateTemp(dir, "fsync-rate-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	block := make([]byte, 4096)
+	n := 0
+	for time.Now().Before(stop) {
+		if _, err := f.Write(block); err != nil {
+			return n, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return n, fmt.Errorf("fdatasync: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }

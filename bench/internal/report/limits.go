@@ -11,9 +11,12 @@ import (
 // Limits are the floors and ceilings measured on this machine in the same
 // run: what any Raft-based lock service here can at best achieve.
 type Limits struct {
-	Fsync    *FsyncLimit `json:"fsync,omitempty"`
-	BareRaft []RaftLimit `json:"bare_raft,omitempty"`
-	Errors   []string    `json:"errors,omitempty"`
+	Fsync *FsyncLimit `json:"fsync,omitempty"`
+	// FsyncRates: the data directory's fdatasync rate with one writer and
+	// with one per replica (the replicas of a run share this disk).
+	FsyncRates []FsyncRate `json:"fsync_rates,omitempty"`
+	BareRaft   []RaftLimit `json:"bare_raft,omitempty"`
+	Errors     []string    `json:"errors,omitempty"`
 }
 
 // FsyncLimit is the latency of a 4 KiB append + fdatasync in the data dir.
@@ -21,6 +24,13 @@ type FsyncLimit struct {
 	Dir        string        `json:"dir"`
 	Iterations int           `json:"iterations"`
 	Latency    stats.Latency `json:"latency"`
+}
+
+// FsyncRate is how many 4 KiB append + fdatasync rounds per second each of
+// Writers concurrent writers (one file each) completed.
+type FsyncRate struct {
+	Writers   int     `json:"writers"`
+	PerWriter float64 `json:"per_writer_per_s"`
 }
 
 // RaftLimit is a bare hashicorp/raft cluster's commit rate with a given
@@ -40,6 +50,17 @@ func WriteLimits(w io.Writer, l *Limits) {
 	if f := l.Fsync; f != nil {
 		fmt.Fprintf(w, "- fsync (4 KiB append + fdatasync, %d×, %s): p50 %.2f ms, p99 %.2f ms\n",
 			f.Iterations, f.Dir, f.Latency.P50, f.Latency.P99)
+	}
+	if len(l.FsyncRates) > 0 {
+		fmt.Fprint(w, "- fdatasync rate in a loop, one file per writer:")
+		for i, r := range l.FsyncRates {
+			if i > 0 {
+				fmt.Fprint(w, ";")
+			}
+			fmt.Fprintf(w, " %d writer(s) %s/s each (%s/s together)", r.Writers,
+				FormatNumber(r.PerWriter, 0), FormatNumber(r.PerWriter*float64(r.Writers), 0))
+		}
+		fmt.Fprintln(w)
 	}
 	var stores []string
 	for _, r := range l.BareRaft {
