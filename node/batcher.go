@@ -19,7 +19,7 @@ type proposal struct {
 	mu sync.Mutex
 	in *batcher // the batcher it was submitted to
 
-	deferrable bool // set by submit from batcher.deferrable (batcher_defer.go)
+	deferrable bool // set by classify (submit, runInline) from batcher.deferrable (batcher_defer.go)
 }
 
 func newProposal(ctx context.Context, cmd fsm.Command) *proposal {
@@ -44,6 +44,10 @@ func (p *proposal) finish(o outcome) {
 // (its size + those waiting) are pending, the next batch waits for that many,
 // but never longer than lingerFrac of the finished batch's run time (capped
 // by maxLinger). A lone caller never waits: a batch of one sets no linger.
+//
+// Hold (when deferrable is set): a batch made only of deferrable proposals
+// waits for one that is not, or for the last batch's run time (at most
+// maxLinger); see batcher_defer.go.
 type batcher struct {
 	max        int
 	inflight   int                     // batches running at once (at least 1)
@@ -58,10 +62,10 @@ type batcher struct {
 	pending []*proposal
 	running int
 	closed  bool
-	want    int         // linger: pending count at which the next batch leaves
-	timer   *time.Timer // linger: ends the wait
-	lastRun time.Duration
-	hold    holdBack // batcher_defer.go
+	want    int           // linger: pending count at which the next batch leaves
+	timer   *time.Timer   // linger: ends the wait
+	lastRun time.Duration // the last batch's run time: the longest a hold lasts (with maxLinger)
+	hold    holdBack      // batcher_defer.go
 }
 
 // maxLinger bounds the linger of a batcher.
