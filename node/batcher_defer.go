@@ -89,13 +89,9 @@ func (b *batcher) endHoldLocked() {
 }
 
 // wouldQueue is the proposer's deferrable: an Acquire that would join the
-// lock's queue in this node's applied state.
+// lock's queue in this node's applied state. (Commands are values: the
+// state machine applies fsm.Acquire, never a pointer to one.)
 func (n *Node) wouldQueue(cmd fsm.Command) bool {
-	switch c := cmd.(type) {
-	case fsm.Acquire:
-		return n.fsm.WouldQueue(c)
-	case *fsm.Acquire:
-		return c != nil && n.fsm.WouldQueue(*c)
-	}
-	return false
+	c, ok := cmd.(fsm.Acquire)
+	return ok && n.fsm.WouldQueue(c)
 }
