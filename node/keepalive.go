@@ -16,7 +16,8 @@ import (
 // ErrSessionExpired if the session's deadline passed before the keepalive
 // arrived; otherwise, after confirming its leadership, it moves the deadline
 // to (arrival + TTL). Keepalives are not written to the log. On a follower
-// the keepalive is forwarded; without a leader it is retried until ctx ends
+// the keepalive is forwarded, in one request with the others that arrive
+// within a millisecond (keepalive_batch.go); without a leader it is retried until ctx ends
 // (then the error wraps ErrNoQuorum). A nil ctx → ErrInvalidArgument; a
 // halted node → ErrHalted.
 func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
@@ -30,53 +31,66 @@ func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
 		if n.raft.State() == raft.Leader {
 			return n.expiry.keepAlive(ctx, id)
 		}
-		reply, err := n.callLeader(ctx, encodeKeepAliveRequest(id))
-		if err != nil {
-			return err
-		}
-		verdict, err := decodeKeepAliveReply(reply)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errForward, err)
-		}
-		return verdict
+		return n.keepalives.forward(ctx, id) // with the keepalives that come with it (keepalive_batch.go)
 	})
 	n.metrics.countKeepAlive(err)
 	return err
 }
 
-// keepAlive renews a session on the leader: refused if the session's deadline
-// had passed when the keepalive was received (even if its expiry is not yet
-// committed), confirmed with a (batched) VerifyLeader round that started
-// after it was received, before the deadline is moved to received + TTL.
+// keepAlive renews a session on the leader (keepAliveMany of one).
+func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
+	return m.keepAliveMany(ctx, []fsm.SessionID{id})[0]
+}
+
+// keepAliveMany renews sessions on the leader and returns each one's
+// verdict: refused if the session's deadline had passed when the keepalive
+// was received (even if its expiry is not yet committed); otherwise, once
+// a (batched) VerifyLeader round that started after it was received
+// confirmed the leadership, its deadline moves to received + TTL.
 //
 // The round may wait a little for other keepalives to share it
-// (keepaliveWait): every round makes Raft heartbeat each follower at once,
-// and one per keepalive was most of an idle cluster's Raft traffic. The wait
-// costs the client only the time to the acknowledgement, not lease: the
-// deadline counts from when the keepalive was received.
-func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
+// (keepaliveWait, the least of the sessions'): every round makes Raft
+// heartbeat each follower at once, and one per keepalive was most of an
+// idle cluster's Raft traffic. The wait costs the client only the time to
+// the acknowledgement, not lease: the deadline counts from when the
+// keepalive was received.
+func (m *expiryManager) keepAliveMany(ctx context.Context, ids []fsm.SessionID) []error {
 	received := time.Now()
-	was, err := m.check(id, received)
-	if err != nil {
-		return err
+	verdicts := make([]error, len(ids))
+	wait, some := m.checkMany(ids, received, verdicts)
+	if !some {
+		return verdicts
 	}
-	if err := m.h.confirm(ctx, keepaliveWait(m.h.heartbeat, was.ttl, was.deadline.Sub(received))); err != nil {
-		return leadershipErr(err)
+	if err := m.h.confirm(ctx, wait); err != nil {
+		err = leadershipErr(err)
+		for i := range verdicts {
+			if verdicts[i] == nil {
+				verdicts[i] = err
+			}
+		}
+		return verdicts
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.leading {
-		return errNotLeader
+	for i, id := range ids {
+		if verdicts[i] != nil {
+			continue
+		}
+		if !m.leading {
+			verdicts[i] = errNotLeader
+			continue
+		}
+		l := m.sessions[id]
+		if l == nil || l.expiring {
+			verdicts[i] = ErrSessionExpired
+			continue
+		}
+		if d := received.Add(l.ttl); d.After(l.deadline) {
+			l.deadline, l.at = d, d
+			m.due.fix(l.slot)
+		}
 	}
-	l := m.sessions[id]
-	if l == nil || l.expiring {
-		return ErrSessionExpired
-	}
-	if d := received.Add(l.ttl); d.After(l.deadline) {
-		l.deadline, l.at = d, d
-		m.due.fix(l.slot)
-	}
-	return nil
+	return verdicts
 }
 
 // keepaliveWait is how long a keepalive's leadership round may wait for
@@ -89,18 +103,30 @@ func keepaliveWait(heartbeat, ttl, left time.Duration) time.Duration {
 	return max(0, min(heartbeat/2, ttl/50, left/4))
 }
 
-// check refuses a keepalive received past the session's deadline (or for a
-// session not known, or expiring) and returns the session's deadline as it
-// was when the keepalive was received.
-func (m *expiryManager) check(id fsm.SessionID, received time.Time) (deadline, error) {
+// checkMany refuses each keepalive received past its session's deadline
+// (or for a session not known, or expiring; every one when this node is
+// not leading) in verdicts, and returns the round's wait for the others
+// (the least keepaliveWait) and whether there are any.
+func (m *expiryManager) checkMany(ids []fsm.SessionID, received time.Time, verdicts []error) (wait time.Duration, some bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leading || m.h.fsm.Halted() != nil {
-		return deadline{}, errNotLeader
+		for i := range verdicts {
+			verdicts[i] = errNotLeader
+		}
+		return 0, false
 	}
-	l := m.sessions[id]
-	if l == nil || l.expiring || !received.Before(l.deadline) {
-		return deadline{}, ErrSessionExpired
+	for i, id := range ids {
+		l := m.sessions[id]
+		if l == nil || l.expiring || !received.Before(l.deadline) {
+			verdicts[i] = ErrSessionExpired
+			continue
+		}
+		w := keepaliveWait(m.h.heartbeat, l.ttl, l.deadline.Sub(received))
+		if !some || w < wait {
+			wait = w
+		}
+		some = true
 	}
-	return *l, nil
+	return wait, some
 }

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -50,5 +51,45 @@ func TestKeepalivesShareLeadershipRounds(t *testing.T) {
 			t.Fatalf("%d keepalives 2 ms apart took %d leadership rounds (at most %d expected: they wait briefly to share one)", sessions, rounds, sessions/4)
 		}
 		t.Logf("%d keepalives, %d leadership rounds", sessions, rounds)
+	})
+}
+
+// A follower's keepalives that come together (sessions renew on a shared
+// grid) reach the leader in one request, and each gets its own verdict: a
+// closed session's keepalive is refused, the others are renewed.
+func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, leader := startMemCluster(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f := c.Nodes[(leader+1)%3]
+		const sessions = 20
+		ids := make([]fsm.SessionID, sessions)
+		for i := range ids {
+			ids[i] = openSession(t, ctx, f, 10*time.Second)
+		}
+		closed := ids[7]
+		if r, err := f.Apply(ctx, fsm.CloseSession{Session: closed}); err != nil || r.Status != fsm.StatusOK {
+			t.Fatalf("close session: %v %+v", err, r)
+		}
+		time.Sleep(time.Second) // quiet
+		before := node.Forwards(f)
+		errs := make([]error, sessions)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Go(func() { errs[i] = f.KeepAlive(ctx, id) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			switch {
+			case ids[i] == closed && !errors.Is(err, node.ErrSessionExpired):
+				t.Errorf("keepalive of the closed session: %v, want ErrSessionExpired", err)
+			case ids[i] != closed && err != nil:
+				t.Errorf("keepalive of session %d: %v", ids[i], err)
+			}
+		}
+		if n := node.Forwards(f) - before; n > 2 {
+			t.Fatalf("%d keepalives at once sent %v requests to the leader, want them in one", sessions, n)
+		}
 	})
 }

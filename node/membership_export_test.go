@@ -79,3 +79,13 @@ func AskLeave(ctx context.Context, n *Node, addr, raftID string) (ok bool, reaso
 	err = n.callMembership(ctx, addr, opLeave, leaveMsg{RaftID: raftID}, &r)
 	return r.OK, r.Reason, err
 }
+
+// Forwards returns how many requests n sent to a leader (forwards_total,
+// every outcome).
+func Forwards(n *Node) float64 {
+	var sum float64
+	for _, o := range []string{"ok", "timeout", "closed", "error"} {
+		sum += counterValue(n.metrics.forwards.WithLabelValues(o))
+	}
+	return sum
+}

@@ -32,7 +32,9 @@ type Node struct {
 	verifier  *verifier
 	proposer  *batcher // leader: group commit into raft
 	forwarder *batcher // follower: group forwarding to the leader
-	members   *gossip  // gossip layer; nil without Config.Gossip
+	// keepalives: a follower's keepalives, in batches to the leader.
+	keepalives *keepaliveForwarder
+	members    *gossip // gossip layer; nil without Config.Gossip
 
 	id         *identity   // node id, incarnation, Raft id, cluster id
 	guard      *voteGuard  // between the Raft transport and Raft

@@ -34,6 +34,24 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 		err = n.expiry.keepAlive(ctx, id)
 		n.metrics.countKeepAlive(err)
 		return encodeKeepAliveReply(wireSafe(err)), nil
+	case kindKeepAliveBatch:
+		ids, err := decodeKeepAliveBatchRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		verdicts := make([]error, len(ids))
+		if !n.started.Load() {
+			for i := range verdicts {
+				verdicts[i] = errNotLeader
+			}
+		} else {
+			verdicts = n.expiry.keepAliveMany(ctx, ids)
+		}
+		for i, v := range verdicts {
+			n.metrics.countKeepAlive(v)
+			verdicts[i] = wireSafe(v)
+		}
+		return encodeKeepAliveBatchReply(verdicts), nil
 	case kindReadIndex:
 		if len(req) != 2 {
 			return nil, fmt.Errorf("%w: read-index request with a body", errWire)

@@ -53,6 +53,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// come straight back (see batcher).
 	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.commits, lingerFrac: proposerLinger, deferrable: n.wouldQueue}
 	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg, lingerFrac: forwarderLinger}
+	n.keepalives = &keepaliveForwarder{h: n.keepaliveForwarderHost()}
 	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
 	n.expiry = newExpiryManager(n.expiryHost())
 

@@ -72,6 +72,7 @@ func (n *Node) shutdown() error {
 	close(n.closed)
 	n.proposer.close()
 	n.forwarder.close()
+	n.keepalives.close()
 	n.commits.Wait()  // raft still runs: each batch's future is answered (committed, or leadership lost)
 	n.verifier.stop() // likewise its VerifyLeader round (raft drops one still queued at shutdown)
 	f := n.raft.Shutdown()

@@ -20,7 +20,8 @@ import (
 //	grant notice:       v, kindGrantNotice, n, n × (index, at, session, lock, owner[16], token)
 //	grant notice reply: v, kindGrantNotice
 //	peer-info request and reply: see peerinfo.go
-//	commit nudge (6): see nudge.go; snapshot ask (7): see snapshot_ask.go
+//	commit nudge (6): see nudge.go; snapshot ask (7): see snapshot_ask.go;
+//	keepalive batch (8): see keepalive_batch.go
 //
 // An apply request carries commands in the entry version the cluster
 // version allows (fsm.Downgrade), so that a leader of the previous release

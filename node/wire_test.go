@@ -98,6 +98,8 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodePeerInfoReply(peerInfo{NodeID: "n1", RaftID: "n1", MaxVersion: 2, ClusterVersion: 1, State: "leader", Term: 3, LastContact: 5}))
 	f.Add(encodePeerInfoRequest())
 	f.Add(encodeSnapshotAsk(36))
+	f.Add(encodeKeepAliveBatchRequest([]fsm.SessionID{1, 300}))
+	f.Add(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired}))
 	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
 	f.Add(v2)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -118,6 +120,17 @@ func FuzzWire(f *testing.F) {
 		if s, err := decodeKeepAliveRequest(b); err == nil {
 			if back, err := decodeKeepAliveRequest(encodeKeepAliveRequest(s)); err != nil || back != s {
 				t.Fatal("keepalive request round trip")
+			}
+		}
+		if ids, err := decodeKeepAliveBatchRequest(b); err == nil {
+			back, err := decodeKeepAliveBatchRequest(encodeKeepAliveBatchRequest(ids))
+			if err != nil || !reflect.DeepEqual(back, ids) || len(ids) == 0 || len(ids) > maxKeepaliveBatch {
+				t.Fatalf("keepalive batch round trip: %v (%d sessions)", err, len(ids))
+			}
+		}
+		for want := 1; want < 3; want++ {
+			if vs, err := decodeKeepAliveBatchReply(b, want); err == nil && len(vs) != want {
+				t.Fatalf("%d verdicts for %d", len(vs), want)
 			}
 		}
 		if grants, err := decodeGrantNotice(b); err == nil {
