@@ -24,6 +24,7 @@ import (
 	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/internal/ports"
 	"github.com/raftlock/raftlock/internal/procstop"
+	"github.com/raftlock/raftlock/node"
 )
 
 // replicaProc is one replica process: the test binary re-executed as the
@@ -506,7 +507,11 @@ func TestReplicaCluster(t *testing.T) {
 	if !strings.Contains(procs[0].logText(), "shutting down") {
 		t.Error("r1's log lacks the shutdown")
 	}
-	waitUntil(t, 30*time.Second, "r1 to leave the configuration", func() bool {
+	// A stop for a restart: the leader keeps r1 until it has been gone for
+	// the reap timeout (30 s by default), counted from when the leader saw
+	// it go — which may be a little after r1 exited on a busy machine.
+	reap := node.DefaultConfig().ReapTimeout
+	waitUntil(t, reap+30*time.Second, "r1 to be reaped from the configuration", func() bool {
 		st, err := r2.status()
 		if err != nil {
 			return false
