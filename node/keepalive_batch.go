@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -73,10 +74,11 @@ type keepaliveForwarderHost struct {
 	wg      *sync.WaitGroup
 	call    func(ctx context.Context, req []byte) ([]byte, error) // one RPC to the leader (callLeader)
 	attempt time.Duration                                         // a batch's deadline when a caller has none
+	log     *slog.Logger
 }
 
 func (n *Node) keepaliveForwarderHost() keepaliveForwarderHost {
-	return keepaliveForwarderHost{ctx: n.ctx, wg: &n.wg, call: n.callLeader, attempt: n.cfg.AttemptTimeout}
+	return keepaliveForwarderHost{ctx: n.ctx, wg: &n.wg, call: n.callLeader, attempt: n.cfg.AttemptTimeout, log: n.log}
 }
 
 // keepaliveBatch is one request: its sessions, and once done is closed
@@ -203,6 +205,10 @@ func (f *keepaliveForwarder) send(b *keepaliveBatch) {
 		f.mu.Lock()
 		f.single = time.Now().Add(legacyLeaderBackoff)
 		f.mu.Unlock()
+		if f.h.log != nil {
+			f.h.log.Info("the leader refused a keepalive batch (a previous release?): sending keepalives one by one",
+				"for", legacyLeaderBackoff, "err", err)
+		}
 		b.err = fmt.Errorf("%w: %w", errBatchRefused, err)
 	case err != nil:
 		b.err = err
