@@ -39,7 +39,10 @@ type AcquireRequest struct {
 // ValidForMS: the lease stays valid at least this long from when the
 // answer was sent (its session's validity; for a client-kept lease also
 // the time left to ask about it again). A client that counts it from when
-// it sent the request never overestimates it.
+// it sent the request never overestimates it. ValidUntilUnixMS is the end
+// of that window on the server's wall clock. The server keeps the lease
+// held until the window has ended also when it stops gracefully (Close);
+// a stopping server reports no window (ValidForMS 0).
 type AcquireResponse struct {
 	Lock             string `json:"lock"`
 	Token            uint64 `json:"token"`
@@ -49,6 +52,10 @@ type AcquireResponse struct {
 	TTLMS            int64  `json:"ttl_ms"`
 	Session          uint64 `json:"session"`
 }
+
+// validForMS is the time left until the end of a window, in whole
+// milliseconds (rounded down), 0 if it ended.
+func validForMS(until time.Time) int64 { return max(time.Until(until).Milliseconds(), 0) }
 
 // ReleaseRequest is the body of POST /v1/release.
 type ReleaseRequest struct {
@@ -173,10 +180,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	endCall(true)
 	context.AfterFunc(lease.Context(), func() { s.quotas.released(client) })
 	h := s.handles.add(lease, 2*s.limits.MaxAcquisitions, own, ttl)
-	_, validFor := s.handles.get(h)
+	_, until := s.handles.get(h)
 	writeJSON(w, http.StatusOK, AcquireResponse{
 		Lock: req.Lock, Token: lease.Token(), Handle: h,
-		ValidUntilUnixMS: sess.ValidUntil().UnixMilli(), ValidForMS: validFor.Milliseconds(), TTLMS: sess.TTL().Milliseconds(),
+		ValidUntilUnixMS: until.UnixMilli(), ValidForMS: validForMS(until), TTLMS: sess.TTL().Milliseconds(),
 		Session: uint64(sess.ID()),
 	})
 }
@@ -221,7 +228,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		writeBad(w, "handle: required (the handle an acquire answered)")
 		return
 	}
-	l, _ := s.handles.get(req.Handle)
+	l := s.handles.lookup(req.Handle)
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
 		return
@@ -265,7 +272,7 @@ func (s *Server) leaseFor(w http.ResponseWriter, r *http.Request) (*lockapi.Leas
 		writeBad(w, "handle: required")
 		return nil, h
 	}
-	l, _ := s.handles.get(h)
+	l := s.handles.lookup(h)
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindUnknownHandle, Detail: "no lease with this handle (released, or forgotten)"})
 	}
@@ -275,8 +282,8 @@ func (s *Server) leaseFor(w http.ResponseWriter, r *http.Request) (*lockapi.Leas
 // leaseJSON describes the lease of handle h (asking about it renews a
 // client-kept lease).
 func (s *Server) leaseJSON(l *lockapi.Lease, h string) LeaseJSON {
-	_, validFor := s.handles.get(h)
-	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: l.Token(), Handle: h, ValidForMS: validFor.Milliseconds()}
+	_, until := s.handles.get(h)
+	out := LeaseJSON{Valid: true, Lock: l.Name(), Token: l.Token(), Handle: h, ValidForMS: validForMS(until)}
 	if err := l.Err(); err != nil {
 		out.Valid, out.Error, out.ValidForMS = false, public(err.Error()), 0
 	}

@@ -19,9 +19,10 @@ import (
 // client that died does not hold its lock for as long as this replica
 // lives. Its session is closed when the lease ends.
 type handles struct {
-	mu sync.Mutex
-	m  map[string]*entry
-	wg sync.WaitGroup // closing own sessions
+	mu       sync.Mutex
+	m        map[string]*entry
+	stopping bool           // the server is stopping: no more windows are reported
+	wg       sync.WaitGroup // closing own sessions
 }
 
 type entry struct {
@@ -32,6 +33,12 @@ type entry struct {
 	ttl     time.Duration
 	renewBy time.Time   // the server releases the lease at this time unless asked about it
 	watch   *time.Timer // fires at renewBy
+
+	// promised is the end of the latest window reported to the client (the
+	// validity of an answer): a graceful stop releases the lease only once
+	// it has passed (drain). Monotonic.
+	promised  time.Time
+	releasing bool // drain is releasing it
 }
 
 func newHandles() *handles { return &handles{m: make(map[string]*entry)} }
@@ -85,28 +92,54 @@ func (h *handles) expireUnrenewed(e *entry) {
 	e.lease.Unlock(ctx)
 }
 
-// get returns the lease of a handle, and for a client-kept one renews it:
-// validFor is how long the lease stays valid from now at least (the
-// session's validity, and for a client-kept lease the time until it must
-// be asked about again).
-func (h *handles) get(id string) (l *lockapi.Lease, validFor time.Duration) {
+// get returns the lease of a handle, and for a client-kept one renews it,
+// for an answer that reports the lease's window: until is when that window
+// ends (the session's validity, and for a client-kept lease the time by
+// which it must be asked about again), and the lease stays held at least
+// until then, also through a graceful stop. Once the server is stopping,
+// the window ends now and a client-kept lease is not renewed.
+func (h *handles) get(id string) (l *lockapi.Lease, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.m[id]
 	if e == nil {
-		return nil, 0
+		return nil, time.Time{}
 	}
 	now := time.Now()
-	validFor = time.Until(e.lease.Session().ValidUntil())
-	if e.own && e.lease.Err() == nil {
+	if h.stopping || e.lease.Err() != nil {
+		return e.lease, now
+	}
+	until = e.lease.Session().ValidUntil()
+	if e.own {
 		e.renewBy = now.Add(e.ttl)
 		e.watch.Reset(e.ttl)
-		validFor = min(validFor, e.ttl)
+		until = minTime(until, e.renewBy)
 	}
-	if e.lease.Err() != nil || validFor < 0 {
-		validFor = 0
+	if until.Before(now) {
+		return e.lease, now
 	}
-	return e.lease, validFor
+	if until.After(e.promised) {
+		e.promised = until
+	}
+	return e.lease, until
+}
+
+// lookup returns the lease of a handle (nil if none) without renewing it
+// or reporting a window.
+func (h *handles) lookup(id string) *lockapi.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.m[id]; e != nil {
+		return e.lease
+	}
+	return nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // own reports whether handle id is a client-kept lease (its own session).

@@ -146,12 +146,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // none or it was lost (bounded by ctx).
 func (s *Server) Session(ctx context.Context) (*lockapi.Session, error) { return s.sess.Get(ctx) }
 
-// Close releases what HTTP clients hold (closing the shared session and
-// the acquisitions' own sessions) and stops the background work. Call it
-// before closing the node.
+// Close stops the server gracefully: it releases what HTTP clients hold,
+// each lease once the window last reported to its client has ended (at
+// most a TTL after the last answer; answers from now on report none), then
+// closes the shared session and the acquisitions' own sessions, and stops
+// the background work. Stop serving HTTP first, and close the node after.
+//
+// If ctx ends while a lease is still inside its window, Close returns an
+// error wrapping ctx's and leaves that lease held: its session ends with
+// the node, and the leader expires it after its TTL (and lock-delay). So
+// give ctx at least the server's TTL.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	<-s.done
+	if err := s.handles.drain(ctx); err != nil {
+		s.sess.leave()
+		return err
+	}
 	s.handles.closeOwn(ctx)
 	return s.sess.Close(ctx)
 }

@@ -147,3 +147,12 @@ func (m *SessionKeeper) Close(ctx context.Context) error {
 	}
 	return cur.Close(ctx)
 }
+
+// leave ends the keeper without closing the current session, which stays
+// open until its node closes (then the leader expires it); Get fails
+// afterwards.
+func (m *SessionKeeper) leave() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+}

@@ -170,8 +170,12 @@ func runChild(ctx context.Context, spec childSpec) error {
 	shCtx, cancelSh := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancelSh()
 	srv.Shutdown(shCtx)
-	api.Close(shCtx)
-	c.wsess.Close(shCtx)
+	// The API keeps each HTTP client's lease until the window reported to
+	// it has ended: at most a TTL.
+	apiCtx, cancelAPI := context.WithTimeout(context.Background(), spec.TTL+2*time.Second)
+	defer cancelAPI()
+	api.Close(apiCtx)
+	c.wsess.Close(apiCtx)
 	return nil
 }
 

@@ -130,7 +130,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return usage(err)
 	}
 	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Close keeps each HTTP client's lease until the window reported to
+		// it has ended: at most a TTL.
+		closeCtx, cancel := context.WithTimeout(context.Background(), c.TTL+5*time.Second)
 		defer cancel()
 		if err := api.Close(closeCtx); err != nil {
 			log.Warn("closing the HTTP sessions", "err", err)
