@@ -86,10 +86,11 @@ type Harness struct {
 	mu     sync.Mutex
 	h      *chaos.History
 	nextOp int
-	// terminated[i]: when replica i was stopped gracefully (its HTTP
-	// session closed: every lease of its clients ended then).
-	terminated [][]int64
-	probes     int
+	// oldTerms[i]: when replica i was stopped gracefully while it ran the
+	// previous release, whose stop ended every lease of its clients then
+	// (noteTerm).
+	oldTerms [][]int64
+	probes   int
 	// relays carry every Raft/RPC connection to each replica (network
 	// class); tmpfs are the mounted size-limited data dirs (disk class).
 	relays    []*relay
@@ -144,11 +145,11 @@ func Run(ctx context.Context, o Options) (h *chaos.History, workDir string, err 
 		h: &chaos.History{
 			Layer: "multi-process", Class: o.Class, Seed: o.Seed, Nodes: o.Replicas, TTL: int64(o.TTL), Faults: map[string]int{},
 		},
-		diskExits:  map[int]int{},
-		paused:     make([]chan struct{}, o.Replicas),
-		terminated: make([][]int64, o.Replicas),
-		down:       make([]atomic.Bool, o.Replicas),
-		holding:    make([]atomic.Int32, o.Replicas*o.ClientsPerReplica),
+		diskExits: map[int]int{},
+		paused:    make([]chan struct{}, o.Replicas),
+		oldTerms:  make([][]int64, o.Replicas),
+		down:      make([]atomic.Bool, o.Replicas),
+		holding:   make([]atomic.Int32, o.Replicas*o.ClientsPerReplica),
 	}
 	for i := range x.holding {
 		x.holding[i].Store(-1)

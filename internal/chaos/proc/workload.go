@@ -51,14 +51,16 @@ func (x *Harness) fault(kind, target string) func() {
 	}
 }
 
-// endedBy returns the first graceful stop of replica i within [from, to),
-// or to.
-func (x *Harness) endedBy(i int, from, to int64) int64 {
+// endedBy returns when a lease acquired through replica i by a call
+// invoked at from and answered at granted ended, if it was held until to:
+// at the first graceful stop of the previous release within [from, to)
+// (noteTerm; not before the answer), or at to.
+func (x *Harness) endedBy(i int, from, granted, to int64) int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, t := range x.terminated[i] {
+	for _, t := range x.oldTerms[i] {
 		if t >= from && t < to {
-			return t
+			return max(t, granted)
 		}
 	}
 	return to
@@ -201,10 +203,9 @@ func (x *Harness) client(ctx context.Context, c int) {
 			rel.Err = fmt.Sprintf("%d %s %v", code, eb.Error, err)
 		}
 		x.addOp(rel)
-		// A graceful stop of the replica closed its HTTP session: the lease
-		// ended then (the HTTP client cannot see it; an embedded worker
-		// would, through Lease.Done).
-		x.setValidTo(idx, x.endedBy(ri, op.Return, min(validTo, rel.Invoke)))
+		// A graceful stop of a replica running the previous release closed
+		// its HTTP session: the lease ended then (noteTerm).
+		x.setValidTo(idx, x.endedBy(ri, op.Invoke, op.Return, min(validTo, rel.Invoke)))
 		time.Sleep(time.Duration(rng.Int64N(int64(ttl / 8))))
 	}
 }
