@@ -28,6 +28,22 @@ func acquireVia(t *testing.T, api *Server, client, lock, extra string) (AcquireR
 	return ar, end
 }
 
+// askedUntil asks api about the lease of handle and returns the end of the
+// window it reported, or end if that is later.
+func askedUntil(t *testing.T, api *Server, handle string, end time.Time) time.Time {
+	t.Helper()
+	sent := time.Now()
+	var lj LeaseJSON
+	json.Unmarshal(serve(api, "10.0.0.1:1", "GET", "/v1/lease?handle="+handle, "").raw, &lj)
+	if !lj.Valid {
+		t.Fatalf("lease %s: %+v", handle, lj)
+	}
+	if e := sent.Add(time.Duration(lj.ValidForMS) * time.Millisecond); e.After(end) {
+		return e
+	}
+	return end
+}
+
 // grantedAt acquires lock through api, waiting, and returns when the grant
 // came.
 func grantedAt(api *Server, client, lock string) <-chan time.Time {
@@ -58,7 +74,10 @@ func TestStopKeepsReportedWindows(t *testing.T) {
 
 		shared, sharedEnd := acquireVia(t, stopping, "10.0.0.1:1", "shared", "")
 		kept, keptEnd := acquireVia(t, stopping, "10.0.0.1:1", "kept", `,"ttl_ms":1500`)
-		time.Sleep(200 * time.Millisecond)
+		// A keepalive later, asking about a lease reports a later window.
+		time.Sleep(500 * time.Millisecond)
+		sharedEnd = askedUntil(t, stopping, shared.Handle, sharedEnd)
+		keptEnd = askedUntil(t, stopping, kept.Handle, keptEnd)
 		waiters := map[string]<-chan time.Time{
 			"shared": grantedAt(other, "10.0.0.2:1", "shared"),
 			"kept":   grantedAt(other, "10.0.0.2:1", "kept"),

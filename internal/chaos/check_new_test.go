@@ -224,6 +224,37 @@ func TestCheckErrorMeaningAndBoundedCalls(t *testing.T) {
 	}
 }
 
+// A pause of the call's replica excuses only as much lateness as it
+// overlapped the call: before, any overlap (1 ms) excused any lateness.
+func TestCheckBoundedCallsAllowOnlyThePause(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		pause        [2]int64 // ms
+		ret          int64    // ms; deadline 400, TTL 50
+		wantViolated bool
+	}{
+		{"1 ms of pause, 500 ms late", [2]int64{390, 391}, 900, true},
+		{"pause before the call", [2]int64{100, 300}, 900, true},
+		{"400 ms of pause, 450 ms late", [2]int64{350, 750}, 850, false},
+		{"400 ms of pause, 500 ms late", [2]int64{350, 750}, 900, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := clean()
+			b.h.TTL = 50 * ms
+			b.h.Nemesis = []FaultEvent{{Kind: "sigstop", Target: "n1", Start: tc.pause[0] * ms, End: tc.pause[1] * ms}}
+			b.op(Op{Client: 3, Node: "n1", Kind: OpTryAcquire, Lock: "y", Invoke: 310, Return: tc.ret, Result: Fail, ErrKind: ErrNoQuorum, Deadline: 400 * ms})
+			r := checked(t, b)
+			got := false
+			for _, v := range r.Violations {
+				got = got || v.Check == CheckBoundedCall
+			}
+			if got != tc.wantViolated {
+				t.Fatalf("bounded-call violated %v, want %v: %+v", got, tc.wantViolated, r.Violations)
+			}
+		})
+	}
+}
+
 func TestCheckStampsUnreliable(t *testing.T) {
 	// A leader whose clock runs a day ahead stamps the release: with the
 	// stamps declared unreliable, the observation times are used.

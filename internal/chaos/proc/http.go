@@ -246,9 +246,6 @@ func (x *Harness) readEndState(ctx context.Context) bool {
 		}
 		es := &chaos.EndState{At: now(), Node: r.id}
 		for _, l := range out.Locks {
-			if strings.HasPrefix(l.Name, "probe-") {
-				continue
-			}
 			if l.Held && l.Holder != nil {
 				es.Holds = append(es.Holds, chaos.EndHold{Lock: l.Name, Session: l.Holder.Session, Owner: fmt.Sprintf("session-%d", l.Holder.Session), Token: l.Holder.Token})
 			}

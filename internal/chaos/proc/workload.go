@@ -82,8 +82,9 @@ type acquireResp struct {
 }
 
 type leaseResp struct {
-	Valid bool   `json:"valid"`
-	Error string `json:"error"`
+	Valid      bool   `json:"valid"`
+	Error      string `json:"error"`
+	ValidForMS int64  `json:"valid_for_ms"` // 0 from the previous release
 }
 
 // client is one Jepsen client: bound to one replica, it locks, writes
@@ -100,15 +101,23 @@ func (x *Harness) client(ctx context.Context, c int) {
 		}
 		lock := fmt.Sprintf("lock-%d", rng.IntN(x.o.Locks))
 		wait := rng.Float64() < 0.75
+		// A quarter of the acquisitions are client-kept (a session of their
+		// own, released unless asked about within its TTL), as the raftlock
+		// CLI acquires; the previous release ignores ttl_ms.
+		kept := rng.Float64() < 0.25
 		op := chaos.Op{Client: c, Node: node, Kind: chaos.OpAcquire, Lock: lock}
 		if !wait {
 			op.Kind = chaos.OpTryAcquire
 		}
 		timeout := ttl + time.Duration(rng.Int64N(int64(ttl)))
+		body := map[string]any{"lock": lock, "wait": wait, "timeout_ms": timeout.Milliseconds()}
+		if kept {
+			body["ttl_ms"] = ttl.Milliseconds()
+		}
 		var ar acquireResp
 		op.Invoke = now()
 		op.Deadline = op.Invoke + int64(timeout)
-		code, eb, err := x.call(ctx, ri, "POST", "/v1/acquire", map[string]any{"lock": lock, "wait": wait, "timeout_ms": timeout.Milliseconds()}, &ar, timeout+6*ttl)
+		code, eb, err := x.call(ctx, ri, "POST", "/v1/acquire", body, &ar, timeout+6*ttl)
 		op.Return = now()
 		switch {
 		case err == nil && code == 200:
@@ -156,6 +165,9 @@ func (x *Harness) client(ctx context.Context, c int) {
 			switch {
 			case err == nil && code == 200 && lr.Valid:
 				chk.Result = chaos.Valid // the checker extends the window to it
+				// and the window it reported, counted from the question,
+				// holds too (a graceful stop keeps the lease until then).
+				validTo = max(validTo, chk.Invoke+lr.ValidForMS*int64(time.Millisecond))
 			case err == nil && code == 200:
 				chk.Result, chk.Err = chaos.NotHolder, lr.Error
 				write = late
