@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
 // acquireVia acquires lock through api (body: the acquire's extra fields)
@@ -59,6 +61,14 @@ func grantedAt(api *Server, client, lock string) <-chan time.Time {
 	return ch
 }
 
+// twoReplicas starts a 3-node cluster and API servers on two of its nodes:
+// the one a test stops, and another.
+func twoReplicas(t *testing.T) (c *clustertest.Cluster, stopping, other *Server) {
+	t.Helper()
+	c = startCluster(t, 3)
+	return c, newAPI(t, c.Nodes[0], testLimits{}), newAPI(t, c.Nodes[1], testLimits{})
+}
+
 // A replica's graceful stop releases what its HTTP clients hold only once
 // the window it reported to them has ended: another replica's client is not
 // granted the lock inside it. Before, Close released everything at once
@@ -67,9 +77,7 @@ func grantedAt(api *Server, client, lock string) <-chan time.Time {
 // another replica granted it inside that window).
 func TestStopKeepsReportedWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, 3)
-		stopping := newAPI(t, c.Nodes[0], testLimits{})
-		other := newAPI(t, c.Nodes[1], testLimits{})
+		_, stopping, other := twoReplicas(t)
 		defer closeAPI(t, other)
 
 		shared, sharedEnd := acquireVia(t, stopping, "10.0.0.1:1", "shared", "")
@@ -125,9 +133,7 @@ func TestStopKeepsReportedWindows(t *testing.T) {
 // the session once the node is closed (after the window).
 func TestStopShorterThanAWindowReleasesNothingEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, 3)
-		stopping := newAPI(t, c.Nodes[0], testLimits{})
-		other := newAPI(t, c.Nodes[1], testLimits{})
+		c, stopping, other := twoReplicas(t)
 		defer closeAPI(t, other)
 
 		_, end := acquireVia(t, stopping, "10.0.0.1:1", "x", "")
