@@ -1,22 +1,19 @@
 package chaos
 
+import "slices"
+
 // Calls that cannot commit say why, within their deadline: a TryLock made
-// entirely inside a quorum loss (every replica cut off from every other)
+// entirely inside a quorum loss (every replica cut off from every other),
+// or on a replica a partition cut off from every quorum (FaultEvent.Cut),
 // fails with an error wrapping ErrNoQuorum (or the session's end), never a
 // bare deadline; and no call returns later than its deadline plus a TTL,
 // nor more than a TTL after its session ended — plus, when its replica's
 // process was paused during the call (a stopped process answers nothing),
 // the time the pause overlapped the call.
 func (c *checker) checkErrors() {
-	var windows [][2]int64
-	for _, f := range c.h.Nemesis {
-		if f.Kind == "quorum-loss" {
-			windows = append(windows, [2]int64{f.Start, f.End})
-		}
-	}
 	inside := func(op *Op) bool {
-		for _, w := range windows {
-			if op.Invoke >= w[0] && op.Return <= w[1] {
+		for _, f := range c.h.Nemesis {
+			if (f.Kind == "quorum-loss" || slices.Contains(f.Cut, op.Node)) && op.Invoke >= f.Start && op.Return <= f.End {
 				return true
 			}
 		}
@@ -49,7 +46,7 @@ func (c *checker) checkErrors() {
 		}
 		if op.Kind == OpTryAcquire && op.Result == Fail && op.ErrKind != "" && op.ErrKind != ErrNoQuorum && op.ErrKind != ErrSessionExpired && inside(op) {
 			if vague < maxReported {
-				c.fail(CheckErrorMeaning, op.Lock, "op %d (try-acquire by client %d on %s) during a quorum loss failed with %q (%s), not ErrNoQuorum", op.ID, op.Client, op.Node, op.Err, op.ErrKind)
+				c.fail(CheckErrorMeaning, op.Lock, "op %d (try-acquire by client %d on %s), cut off from every quorum, failed with %q (%s), not ErrNoQuorum", op.ID, op.Client, op.Node, op.Err, op.ErrKind)
 			}
 			vague++
 		}

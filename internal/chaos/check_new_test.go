@@ -201,6 +201,28 @@ func TestCheckLockDelay(t *testing.T) {
 	}
 }
 
+// A TryLock on a partition's minority side is checked like one inside a
+// quorum loss; one on the majority side is not (it may fail for other
+// reasons). Before, only quorum losses were checked.
+func TestCheckErrorMeaningOnAMinority(t *testing.T) {
+	for _, tc := range []struct {
+		node         string
+		wantViolated bool
+	}{{"n1", true}, {"n2", false}} {
+		b := clean()
+		b.h.TTL = 50 * ms
+		b.h.Nemesis = []FaultEvent{{Kind: "partition", Target: "[0] [1 2]", Start: 300 * ms, End: 600 * ms, Cut: []string{"n1"}}}
+		b.op(Op{Client: 3, Node: tc.node, Kind: OpTryAcquire, Lock: "y", Invoke: 310, Return: 320, Result: Fail, Err: "context deadline exceeded", ErrKind: ErrDeadline, Deadline: 400 * ms})
+		got := false
+		for _, v := range checked(t, b).Violations {
+			got = got || v.Check == CheckErrorMeaning
+		}
+		if got != tc.wantViolated {
+			t.Errorf("a bare deadline on %s (minority: n1): error-meaning violated %v, want %v", tc.node, got, tc.wantViolated)
+		}
+	}
+}
+
 func TestCheckErrorMeaningAndBoundedCalls(t *testing.T) {
 	b := clean()
 	b.h.TTL = 50 * ms

@@ -160,14 +160,22 @@ func (s *sim) harnessError(format string, args ...any) {
 }
 
 // fault counts a fault and returns a function that records its end.
-func (s *sim) fault(kind, target string) func() {
+func (s *sim) fault(kind, target string) func() { return s.faultCut(kind, target, nil) }
+
+// faultCut is fault for a fault that cuts the nodes cut (indexes) off from
+// every quorum (FaultEvent.Cut).
+func (s *sim) faultCut(kind, target string, cut []int) func() {
 	s.mu.Lock()
 	s.h.AddFault(kind)
 	s.mu.Unlock()
+	var ids []string
+	for _, i := range cut {
+		ids = append(ids, s.c.ID(i))
+	}
 	start := now()
 	return func() {
 		s.mu.Lock()
-		s.h.Nemesis = append(s.h.Nemesis, FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
+		s.h.Nemesis = append(s.h.Nemesis, FaultEvent{Kind: kind, Target: target, Start: start, End: now(), Cut: ids})
 		s.mu.Unlock()
 	}
 }

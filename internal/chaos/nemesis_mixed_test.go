@@ -36,8 +36,8 @@ func (s *sim) mixedStep(k int) {
 	case k < 12:
 		perm := r.Perm(n)
 		cut := 1 + r.IntN(n/2) // minority size
-		done := s.fault("partition", fmt.Sprint(perm[:cut], perm[cut:]))
 		s.c.Partition(perm[:cut], perm[cut:])
+		done := s.faultCut("partition", fmt.Sprint(perm[:cut], perm[cut:]), perm[:cut]) // from the cut on
 		time.Sleep(hold)
 		s.c.Heal()
 		done()

@@ -129,13 +129,13 @@ func (x *Harness) mixedStep(ctx context.Context, k int) {
 	case k < 75:
 		perm := r.Perm(n)
 		cut := 1 + r.IntN(n/2)
-		done := x.fault("partition", fmt.Sprintf("%v | %v", x.ids(perm[:cut]), x.ids(perm[cut:])))
 		for _, a := range perm[:cut] {
 			for _, b := range perm[cut:] {
 				x.block(a, b)
 				x.block(b, a)
 			}
 		}
+		done := x.faultCut("partition", fmt.Sprintf("%v | %v", x.ids(perm[:cut]), x.ids(perm[cut:])), perm[:cut]) // from the cut on
 		x.sleep(ctx, hold)
 		x.heal()
 		done()

@@ -38,15 +38,23 @@ func (x *Harness) addWrite(w chaos.Write) {
 }
 
 // fault counts a fault and returns a function that records its end.
-func (x *Harness) fault(kind, target string) func() {
+func (x *Harness) fault(kind, target string) func() { return x.faultCut(kind, target, nil) }
+
+// faultCut is fault for a fault that cuts the replicas cut (indexes) off
+// from every quorum (chaos.FaultEvent.Cut); call it once they are cut.
+func (x *Harness) faultCut(kind, target string, cut []int) func() {
 	x.mu.Lock()
 	x.h.AddFault(kind)
 	x.mu.Unlock()
 	x.logf("nemesis: %s %s", kind, target)
+	var ids []string
+	for _, i := range cut {
+		ids = append(ids, x.reps[i].id)
+	}
 	start := now()
 	return func() {
 		x.mu.Lock()
-		x.h.Nemesis = append(x.h.Nemesis, chaos.FaultEvent{Kind: kind, Target: target, Start: start, End: now()})
+		x.h.Nemesis = append(x.h.Nemesis, chaos.FaultEvent{Kind: kind, Target: target, Start: start, End: now(), Cut: ids})
 		x.mu.Unlock()
 	}
 }
