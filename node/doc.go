@@ -20,9 +20,9 @@
 // leader, forwarded (batched) from a follower — and return its result;
 // KeepAlive (keepalive.go) renews a session on the leader, never through
 // the log (a follower sends the keepalives that come together in one
-// request: keepalive_batch.go); Subscribe (events.go) delivers what the local FSM applies, and
-// with EarlyGrants the hand-offs the leader announces before this replica
-// applies them.
+// request: keepalive_batch.go); Subscribe (events.go) delivers what the
+// local FSM applies, and with EarlyGrants the hand-offs the leader
+// announces before this replica applies them.
 //
 // # Where each behaviour lives
 //
