@@ -212,6 +212,22 @@ func measureLimits(ctx context.Context, dir string, opts options) *report.Limits
 		}
 		l.BareRaft = append(l.BareRaft, rl...)
 	}
+	for _, store := range stores {
+		raftDir, err := os.MkdirTemp(dir, "bare-raft-batched-")
+		var bl []report.BatchedLimit
+		if err == nil {
+			bl, err = limits.BatchedRaft(ctx, raftDir, store, opts.BatchedWorkers, opts.BatchedDepths, opts.RaftDuration)
+			os.RemoveAll(raftDir)
+		}
+		if err != nil {
+			l.Errors = append(l.Errors, "bare raft, batched ("+store+"): "+err.Error())
+		}
+		for _, r := range bl {
+			logf("[limits] bare raft (%s), ideal group commit, %d workers, %d in flight, gather %v: %.0f commands/s, %.1f per entry, p50 %.2f ms",
+				store, r.Workers, r.Depth, r.Gather, r.CommandsPerSec, r.CommandsPerEntry, r.Latency.P50)
+		}
+		l.Batched = append(l.Batched, bl...)
+	}
 	return l
 }
 

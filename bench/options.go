@@ -34,6 +34,10 @@ type options struct {
 	FsyncIterations int           `json:"fsync_iterations"`
 	RaftAppliers    []int         `json:"raft_appliers"`
 	RaftDuration    time.Duration `json:"raft_duration_ns"`
+	// BatchedWorkers and BatchedDepths: the ideal group commit's worker
+	// counts and entries in flight (limits.BatchedRaft).
+	BatchedWorkers []int `json:"batched_workers"`
+	BatchedDepths  []int `json:"batched_depths"`
 }
 
 // defaults returns the full or the quick configuration. Full stays under
@@ -82,6 +86,8 @@ func defaults(quick bool) options {
 		FsyncIterations: 200,
 		RaftAppliers:    []int{1, 16, 64},
 		RaftDuration:    3 * time.Second,
+		BatchedWorkers:  []int{16, 64},
+		BatchedDepths:   []int{1, 2},
 	}
 	if quick {
 		o.Runs, o.KeepaliveRuns = 1, 1

@@ -150,6 +150,17 @@ func throughput(doc *report.Document) (*plot.Plot, vg.Length, vg.Length, error) 
 					return nil, 0, 0, err
 				}
 			}
+			xys = nil
+			for _, r := range report.BestBatched(doc.Limits.Batched, store) {
+				if r.CommandsPerSec > 0 {
+					xys = append(xys, plotter.XY{X: float64(r.Workers), Y: r.CommandsPerSec / 2})
+				}
+			}
+			if len(xys) >= 2 {
+				if err := line(p, "ideal group commit "+store, xys, true); err != nil {
+					return nil, 0, 0, err
+				}
+			}
 		}
 	}
 	if !drawn {

@@ -16,7 +16,9 @@ type Limits struct {
 	// with one per replica (the replicas of a run share this disk).
 	FsyncRates []FsyncRate `json:"fsync_rates,omitempty"`
 	BareRaft   []RaftLimit `json:"bare_raft,omitempty"`
-	Errors     []string    `json:"errors,omitempty"`
+	// Batched: the bare cluster under an ideal group commit (BatchedLimit).
+	Batched []BatchedLimit `json:"bare_raft_batched,omitempty"`
+	Errors  []string       `json:"errors,omitempty"`
 }
 
 // FsyncLimit is the latency of a 4 KiB append + fdatasync in the data dir.
@@ -40,6 +42,22 @@ type RaftLimit struct {
 	Appliers      int           `json:"appliers"`
 	CommitsPerSec float64       `json:"commits_per_s"`
 	Latency       stats.Latency `json:"latency"`
+}
+
+// BatchedLimit is the bare cluster's command rate under an ideal group
+// commit: Workers closed-loop workers (one command in flight each) in the
+// leader's process, every queued command packed into one entry whenever
+// fewer than Depth entries are in flight. An upper bound for a lock service
+// on this Raft and disk with that many workers: it has none of a service's
+// own costs (forwarding, linger, state machine, answers).
+type BatchedLimit struct {
+	Store            string        `json:"store"`
+	Workers          int           `json:"workers"`
+	Depth            int           `json:"depth"`
+	Gather           bool          `json:"gather"` // waited for every worker's command (at most 1 ms)
+	CommandsPerSec   float64       `json:"commands_per_s"`
+	CommandsPerEntry float64       `json:"commands_per_entry"`
+	Latency          stats.Latency `json:"latency"`
 }
 
 // WriteLimits writes the limits as markdown.
@@ -82,6 +100,23 @@ func WriteLimits(w io.Writer, l *Limits) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, store := range stores {
+		best := BestBatched(l.Batched, store)
+		if len(best) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "- the same bare cluster (%s) under an ideal group commit: closed-loop workers in the leader's process, "+
+			"every queued command in one entry, 1 or 2 entries in flight, sent at once or once every worker's command is queued "+
+			"(no forwarding, no state machine); the best of those four per worker count, an upper bound for a lock service on this Raft and disk:\n", storeName(store))
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "  | workers | commands/s | Lock+Unlock/s ceiling (÷2) | entries in flight | gathered | commands/entry | p50 ms |")
+		fmt.Fprintln(w, "  |--:|--:|--:|--:|---|--:|--:|")
+		for _, r := range best {
+			fmt.Fprintf(w, "  | %d | %s | %s | %d | %s | %.1f | %.2f |\n", r.Workers, FormatNumber(r.CommandsPerSec, 0),
+				FormatNumber(r.CommandsPerSec/2, 0), r.Depth, yesNo(r.Gather), r.CommandsPerEntry, r.Latency.P50)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, e := range l.Errors {
 		fmt.Fprintf(w, "- limit not measured: %s\n", e)
 	}
@@ -93,4 +128,31 @@ func storeName(store string) string {
 		return "raft-wal v0.4.2"
 	}
 	return "raft-boltdb/v2"
+}
+
+// BestBatched returns, for each worker count of store in ls (in the order
+// first seen), the measurement with the highest command rate.
+func BestBatched(ls []BatchedLimit, store string) []BatchedLimit {
+	var out []BatchedLimit
+	at := map[int]int{}
+	for _, r := range ls {
+		if r.Store != store {
+			continue
+		}
+		i, ok := at[r.Workers]
+		if !ok {
+			at[r.Workers] = len(out)
+			out = append(out, r)
+		} else if r.CommandsPerSec > out[i].CommandsPerSec {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -129,3 +129,31 @@ raftlock:
 		t.Errorf("growth:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// BestBatched keeps, per worker count of one store, the fastest of the
+// ideal group commit's measurements, in the order the counts came.
+func TestBestBatched(t *testing.T) {
+	ls := []BatchedLimit{
+		{Store: "bolt", Workers: 16, Depth: 1, CommandsPerSec: 100},
+		{Store: "bolt", Workers: 16, Depth: 1, Gather: true, CommandsPerSec: 300},
+		{Store: "wal", Workers: 16, Depth: 1, CommandsPerSec: 900},
+		{Store: "bolt", Workers: 16, Depth: 2, CommandsPerSec: 200},
+		{Store: "bolt", Workers: 64, Depth: 1, CommandsPerSec: 500},
+		{Store: "bolt", Workers: 64, Depth: 2, Gather: true, CommandsPerSec: 700},
+	}
+	got := BestBatched(ls, "bolt")
+	if len(got) != 2 || got[0] != ls[1] || got[1] != ls[5] {
+		t.Fatalf("bolt: %+v", got)
+	}
+	if got := BestBatched(ls, "wal"); len(got) != 1 || got[0] != ls[2] {
+		t.Fatalf("wal: %+v", got)
+	}
+	if got := BestBatched(ls, "none"); got != nil {
+		t.Fatalf("none: %+v", got)
+	}
+	var b strings.Builder
+	WriteLimits(&b, &Limits{BareRaft: []RaftLimit{{Store: "bolt", Appliers: 1, CommitsPerSec: 10}}, Batched: ls})
+	if !strings.Contains(b.String(), "| 64 | 700 | 350 | 2 | yes |") {
+		t.Errorf("limits text lacks the best 64-worker row:\n%s", b.String())
+	}
+}
