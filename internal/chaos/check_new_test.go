@@ -201,6 +201,62 @@ func TestCheckLockDelay(t *testing.T) {
 	}
 }
 
+// A version-2 lock-delay (timed by the leader from its own apply) may end
+// no earlier than the release was first seen plus DelayFor: 450 ms into a
+// 500 ms delay is flagged, though the version-1 slack (a tenth plus 100
+// ms) would let it pass; 500 ms is not.
+func TestCheckLockDelayTimedByTheLeader(t *testing.T) {
+	build := func(grantAt int64) *hb {
+		return newHB().
+			op(Op{Client: 0, Kind: OpAcquire, Lock: "x", Invoke: 0, Return: 10, Result: Granted, Token: 1, ValidTo: 100}).
+			ev(LogEvent{Index: 1, Kind: EvGranted, Lock: "x", Token: 1, At: 1, Observed: 5}).
+			ev(LogEvent{Index: 2, Kind: EvReleased, Lock: "x", Session: 7, Token: 1, Reason: "session-expired", Delayed: true, DelayFor: 500 * ms, At: 200, Observed: 200}).
+			op(Op{Client: 1, Kind: OpAcquire, Lock: "x", Invoke: 150, Return: grantAt + 10, Result: Granted, Token: 2, ValidTo: grantAt + 100}).
+			ev(LogEvent{Index: 3, Kind: EvGranted, Lock: "x", Token: 2, At: grantAt, Observed: grantAt}).
+			op(Op{Client: 1, Kind: OpRelease, Lock: "x", Token: 2, Invoke: grantAt + 100, Return: grantAt + 110, Result: OK}).
+			ev(LogEvent{Index: 4, Kind: EvReleased, Lock: "x", Token: 2, Reason: "owner", At: grantAt + 101, Observed: grantAt + 105})
+	}
+	early := build(650)
+	early.h.LockDelay = 500 * ms
+	requireViolation(t, checked(t, early), CheckLockDelay)
+	onTime := build(700)
+	onTime.h.LockDelay = 500 * ms
+	if r := checked(t, onTime); !r.OK() {
+		t.Fatalf("a delay that was respected flagged: %+v (porcupine %s)", r.Violations, r.Porcupine)
+	}
+}
+
+// An expiry of a session the workload opened with a lock-delay must put
+// the lock into lock-delay: a release the state machine did not flag as
+// delayed is flagged by the check, and so is the grant that follows it too
+// soon; the same release of a session without a lock-delay is not.
+func TestCheckLockDelayNotStarted(t *testing.T) {
+	build := func() *hb {
+		return newHB().
+			op(Op{Client: 0, Kind: OpAcquire, Lock: "x", Invoke: 0, Return: 10, Result: Granted, Token: 1, ValidTo: 100}).
+			ev(LogEvent{Index: 1, Kind: EvGranted, Lock: "x", Session: 7, Token: 1, At: 1, Observed: 5}).
+			ev(LogEvent{Index: 2, Kind: EvReleased, Lock: "x", Session: 7, Token: 1, Reason: "session-expired", At: 200, Observed: 200}).
+			op(Op{Client: 1, Kind: OpAcquire, Lock: "x", Invoke: 150, Return: 310, Result: Granted, Token: 2, ValidTo: 400}).
+			ev(LogEvent{Index: 3, Kind: EvGranted, Lock: "x", Session: 8, Token: 2, At: 300, Observed: 300}).
+			op(Op{Client: 1, Kind: OpRelease, Lock: "x", Token: 2, Invoke: 400, Return: 410, Result: OK}).
+			ev(LogEvent{Index: 4, Kind: EvReleased, Lock: "x", Session: 8, Token: 2, Reason: "owner", At: 401, Observed: 405})
+	}
+	b := build()
+	b.h.LockDelay = 500 * ms
+	b.h.DelaySessions = []uint64{7, 8}
+	r := checked(t, b)
+	requireViolation(t, r, CheckLockDelay)
+	if n := len(r.Violations); n != 2 {
+		t.Errorf("%d violations, want 2 (the release, the grant): %+v", n, r.Violations)
+	}
+	other := build()
+	other.h.LockDelay = 500 * ms
+	other.h.DelaySessions = []uint64{8}
+	if r := checked(t, other); !r.OK() {
+		t.Fatalf("an expiry of a session without a lock-delay flagged: %+v", r.Violations)
+	}
+}
+
 // A TryLock on a partition's minority side is checked like one inside a
 // quorum loss; one on the majority side is not (it may fail for other
 // reasons). Before, only quorum losses were checked.

@@ -149,6 +149,11 @@ type LogEvent struct {
 	Reason  string `json:"reason,omitempty"`
 	// Delayed: this release put the lock into lock-delay.
 	Delayed bool `json:"delayed,omitempty"`
+	// DelayFor: the delay's length, when the leader times it on its
+	// monotonic clock from its own apply of this release (cluster version
+	// 2 and later); 0 for a version-1 delay, which ends at a leader
+	// wall-clock time.
+	DelayFor int64 `json:"delay_for_ns,omitempty"`
 	// At is the entry's leader time: never later than its commit.
 	At int64 `json:"at"`
 	// Observed is the earliest time a replica was seen applying it: never
@@ -236,8 +241,14 @@ type History struct {
 	// follow the clients' clock (the clock class moves the leaders' wall
 	// clocks), so the checks use observation times instead.
 	StampsUnreliable bool `json:"stamps_unreliable,omitempty"`
-	// LockDelay is the lock-delay of the workload's sessions (0: none).
+	// LockDelay is the lock-delay of the workload's sessions (0: none; only
+	// the in-process layer, on fake time, uses lock-delays).
 	LockDelay int64 `json:"lock_delay_ns,omitempty"`
+	// DelaySessions are the sessions the workload opened with LockDelay:
+	// an expiry of one of them that releases a lock must put the lock into
+	// lock-delay (the lock-delay check does not take the state machine's
+	// word for which releases were delayed).
+	DelaySessions []uint64 `json:"delay_sessions,omitempty"`
 	// HarnessErrors are problems of the harness itself (the run proves
 	// nothing then): they fail the run like a violation.
 	HarnessErrors []string `json:"harness_errors,omitempty"`

@@ -135,6 +135,13 @@ func (s *sim) addOp(op Op) int {
 	return len(s.h.Ops) - 1
 }
 
+// addDelaySession records a session opened with the workload's lock-delay.
+func (s *sim) addDelaySession(id uint64) {
+	s.mu.Lock()
+	s.h.DelaySessions = append(s.h.DelaySessions, id)
+	s.mu.Unlock()
+}
+
 func (s *sim) setValidTo(i int, v int64) {
 	s.mu.Lock()
 	s.h.Ops[i].ValidTo = v

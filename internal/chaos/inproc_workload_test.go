@@ -110,6 +110,9 @@ func (s *sim) worker(id int) {
 				continue
 			}
 			w.sess, w.node = sess, i
+			if s.cfg.LockDelay > 0 {
+				s.addDelaySession(uint64(sess.ID()))
+			}
 		}
 		s.cycle(w, locks[w.rng.IntN(len(locks))])
 		time.Sleep(time.Duration(w.rng.Int64N(int64(s.cfg.TTL / 8))))

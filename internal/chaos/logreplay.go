@@ -151,6 +151,9 @@ func logEvent(e fsm.Event, seq int) LogEvent {
 		le.Reason = e.Reason.String()
 	}
 	le.Delayed = e.Kind == fsm.EventReleased && e.DelayUntil != 0
+	if le.Delayed {
+		le.DelayFor = int64(e.DelayFor)
+	}
 	return le
 }
 
