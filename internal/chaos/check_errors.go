@@ -4,7 +4,8 @@ import "slices"
 
 // Calls that cannot commit say why, within their deadline: a TryLock made
 // entirely inside a quorum loss (every replica cut off from every other),
-// or on a replica a partition cut off from every quorum (FaultEvent.Cut),
+// or on a replica a partition or a leader isolation cut off from every
+// quorum (FaultEvent.Cut),
 // fails with an error wrapping ErrNoQuorum (or the session's end), never a
 // bare deadline; and no call returns later than its deadline plus a TTL,
 // nor more than a TTL after its session ended — plus, when its replica's

@@ -176,8 +176,9 @@ type FaultEvent struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 	// Cut lists the nodes cut off from every quorum for the whole fault (a
-	// partition's minority side): error-meaning checks the TryLocks made
-	// on them as it checks every TryLock inside a quorum loss.
+	// partition's minority side, an isolated leader): error-meaning checks
+	// the TryLocks made on them as it checks every TryLock inside a quorum
+	// loss.
 	Cut []string `json:"cut,omitempty"`
 }
 

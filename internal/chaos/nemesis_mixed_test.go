@@ -42,10 +42,12 @@ func (s *sim) mixedStep(k int) {
 		s.c.Heal()
 		done()
 	case k < 22:
-		done := s.fault("isolate-leader", "")
+		var cut []int // the isolated leader is cut off from every quorum
 		if l, ok := s.leader(); ok {
 			s.c.Isolate(l)
+			cut = []int{l}
 		}
+		done := s.faultCut("isolate-leader", "", cut) // from the cut on
 		time.Sleep(hold)
 		s.c.Heal()
 		done()

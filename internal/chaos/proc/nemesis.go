@@ -141,7 +141,7 @@ func (x *Harness) mixedStep(ctx context.Context, k int) {
 		done()
 	case k < 85:
 		l, ok := x.leader(ctx)
-		done := x.fault("isolate-leader", x.ids([]int{l}))
+		var cut []int // the isolated leader is cut off from every quorum
 		if ok {
 			for b := range n {
 				if b != l {
@@ -149,7 +149,9 @@ func (x *Harness) mixedStep(ctx context.Context, k int) {
 					x.block(b, l)
 				}
 			}
+			cut = []int{l}
 		}
+		done := x.faultCut("isolate-leader", x.ids([]int{l}), cut) // from the cut on
 		x.sleep(ctx, hold)
 		x.heal()
 		done()
