@@ -45,6 +45,8 @@ const (
 	CheckLockDelay        = "lock-delay"        // a lock in lock-delay is not granted early
 	CheckErrorMeaning     = "error-meaning"     // a call that could not commit says why (ErrNoQuorum)
 	CheckBoundedCall      = "bounded-call"      // no call outlives its deadline
+	CheckExactlyOnce      = "exactly-once"      // an acquisition is granted at most once, never after it ended
+	CheckFIFO             = "fifo"              // no waiter is granted ahead of one queued before it
 )
 
 // Violation is one failed check.
@@ -209,6 +211,7 @@ func Check(h *History, o CheckOptions) *Report {
 		c.fail("harness", "", "%s", e)
 	}
 	c.checkLog()
+	c.checkOwners()
 	c.indexOps()
 	c.bounds()
 	c.checkAcks()

@@ -68,6 +68,12 @@ type Expect struct {
 	// StableFor (nanoseconds) in a configuration.
 	OddVoters bool  `json:"odd_voters,omitempty"`
 	StableFor int64 `json:"stable_for_ns,omitempty"`
+	// ExactlyOnce: the cluster was formed by this release, which raises
+	// the cluster version at formation (not the upgrade class, whose first
+	// replicas run the previous release at version 1, where a redelivered
+	// Acquire may legally be granted again): the exactly-once and FIFO
+	// checks read the log from the version raise on.
+	ExactlyOnce bool `json:"exactly_once,omitempty"`
 }
 
 // Unreachable is a member that Raft cannot reach from From to To.

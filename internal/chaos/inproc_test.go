@@ -278,6 +278,7 @@ func (s *sim) startCluster() {
 		}
 	}
 	s.h.Expect = s.class.expect(s)
+	s.h.Expect.ExactlyOnce = true // every in-process cluster runs this release
 }
 
 // startWorkload starts the workers and the sampler.

@@ -104,6 +104,7 @@ func (x *Harness) finish(ctx context.Context) error {
 		x.h.Expect.Addrs[r.id] = r.raftAddr()
 	}
 	x.h.LogDivergence = chaos.CompareLogs(logs, common)
+	x.h.Expect.ExactlyOnce = x.o.Class != "upgrade" // formed by this release
 	for i, rl := range logs {
 		events, d, last, complete, err := rl.Replay(common)
 		if err != nil {
