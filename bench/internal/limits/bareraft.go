@@ -69,6 +69,24 @@ func BareRaft(ctx context.Context, dir, store string, appliers []int, d time.Dur
 
 // measureApply runs n appliers against the leader for d.
 func measureApply(r *raft.Raft, n int, d time.Duration) report.RaftLimit {
+	all, elapsed := closedLoop(n, d, func() bool {
+		if err := r.Apply(command, 5*time.Second).Error(); err != nil {
+			time.Sleep(time.Millisecond)
+			return false
+		}
+		return true
+	})
+	return report.RaftLimit{
+		Appliers:      n,
+		CommitsPerSec: float64(len(all)) / elapsed.Seconds(),
+		Latency:       stats.Summarize(all),
+	}
+}
+
+// closedLoop runs n workers, each calling op over and over for d, and
+// returns the latencies of the calls that reported success and how long
+// it all took.
+func closedLoop(n int, d time.Duration, op func() bool) ([]int64, time.Duration) {
 	var (
 		mu  sync.Mutex
 		all []int64
@@ -81,11 +99,9 @@ func measureApply(r *raft.Raft, n int, d time.Duration) report.RaftLimit {
 			var lat []int64
 			for time.Now().Before(stop) {
 				t := time.Now()
-				if err := r.Apply(command, 5*time.Second).Error(); err != nil {
-					time.Sleep(time.Millisecond)
-					continue
+				if op() {
+					lat = append(lat, int64(time.Since(t)))
 				}
-				lat = append(lat, int64(time.Since(t)))
 			}
 			mu.Lock()
 			all = append(all, lat...)
@@ -93,12 +109,7 @@ func measureApply(r *raft.Raft, n int, d time.Duration) report.RaftLimit {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	return report.RaftLimit{
-		Appliers:      n,
-		CommitsPerSec: float64(len(all)) / elapsed.Seconds(),
-		Latency:       stats.Summarize(all),
-	}
+	return all, time.Since(start)
 }
 
 type raftCluster struct {

@@ -150,30 +150,12 @@ func measureBatched(r *raft.Raft, n, depth int, gather bool, d time.Duration) re
 			}
 		}
 	})
-	var (
-		mu      sync.Mutex
-		all     []int64
-		workers sync.WaitGroup
-	)
-	start := time.Now()
-	end := start.Add(d)
-	for range n {
-		workers.Go(func() {
-			done := make(chan struct{}, 1)
-			var lat []int64
-			for time.Now().Before(end) {
-				t := time.Now()
-				q.push(done)
-				<-done
-				lat = append(lat, int64(time.Since(t)))
-			}
-			mu.Lock()
-			all = append(all, lat...)
-			mu.Unlock()
-		})
-	}
-	workers.Wait()
-	elapsed := time.Since(start)
+	all, elapsed := closedLoop(n, d, func() bool {
+		done := make(chan struct{}, 1)
+		q.push(done)
+		<-done
+		return true
+	})
 	close(stop)
 	helpers.Wait()
 	l := report.BatchedLimit{
