@@ -115,7 +115,9 @@ func (s *sim) pauseFollower(l int, d time.Duration) {
 
 // drift makes every node's wall clock run fast or slow by up to 4 %
 // (inside the documented 5 % margin) for a while, with pauses: nothing
-// may break.
+// may break. Only Config.WallClock drifts: leases and lock-delays are timed
+// on the monotonic clock, which every node shares here, so this does not
+// exercise the clock-rate margin itself.
 func (s *sim) drift() {
 	done := s.fault("clock-drift", "")
 	for i := range s.c.Size() {
