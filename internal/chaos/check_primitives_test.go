@@ -223,6 +223,15 @@ func TestPrimitivesUnderFaults(t *testing.T) {
 		cancel()
 		wg.Wait()
 		time.Sleep(time.Second) // the last releases reach the observing replica
+		// Every worker has closed its session; one whose close failed
+		// expires within its TTL (1 s). Then nothing may be left: a permit,
+		// a read or write grant or a waiter still in the table belongs to a
+		// session that is gone (a grant left dangling).
+		time.Sleep(3 * time.Second)
+		for _, li := range c.Nodes[0].Locks("", 0) {
+			t.Errorf("end state: %s still has holder %v (held %v), %d shared grants (%d permits used), %d waiters",
+				li.Name, li.Holder.Session, li.Held, len(li.Shared), li.Used, len(li.Waiters))
+		}
 		close(stopLog)
 		<-logDone
 		if resynced {
