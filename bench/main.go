@@ -223,8 +223,8 @@ func measureLimits(ctx context.Context, dir string, opts options) *report.Limits
 			l.Errors = append(l.Errors, "bare raft, batched ("+store+"): "+err.Error())
 		}
 		for _, r := range bl {
-			logf("[limits] bare raft (%s), ideal group commit, %d workers, %d in flight, gather %v: %.0f commands/s, %.1f per entry, p50 %.2f ms",
-				store, r.Workers, r.Depth, r.Gather, r.CommandsPerSec, r.CommandsPerEntry, r.Latency.P50)
+			logf("[limits] bare raft (%s), ideal group commit, %d workers, %d in flight, gather %v (woken %v): %.0f commands/s, %.1f per entry, p50 %.2f ms",
+				store, r.Workers, r.Depth, r.Gather, r.Woken, r.CommandsPerSec, r.CommandsPerEntry, r.Latency.P50)
 		}
 		l.Batched = append(l.Batched, bl...)
 	}

@@ -18,8 +18,23 @@ const maxBatch = 512
 // gatherWait bounds how long a gathering batcher waits for every worker.
 const gatherWait = time.Millisecond
 
+// gatherWay is how a batcher waits before it packs an entry.
+type gatherWay struct {
+	gather bool // wait until every worker's command is queued (at most gatherWait)
+	woken  bool // while gathering, wake on each push rather than poll every pollEvery
+}
+
+// pollEvery is how often a polling gatherer looks at the queue.
+const pollEvery = 10 * time.Microsecond
+
+// gatherWays are the ways every worker count and depth is measured: greedy,
+// gathering by polling, gathering woken by each push. Neither gather is
+// best everywhere: polling wins with few workers (a wake-up per push costs
+// more than a 10 µs sleep), waking wins with many.
+var gatherWays = []gatherWay{{}, {gather: true}, {gather: true, woken: true}}
+
 // BatchedRaft measures the bare cluster under an ideal group commit. For
-// each number of workers, each depth and both ways of gathering, that many
+// each number of workers, each depth and each of gatherWays, that many
 // closed-loop workers (one command in flight each, in the leader's process,
 // no forwarding, no state machine) hand their 64-byte commands to a batcher
 // that packs the queued commands into one Raft entry whenever fewer than
@@ -38,7 +53,7 @@ func BatchedRaft(ctx context.Context, dir, store string, workers, depths []int, 
 	var out []report.BatchedLimit
 	for _, n := range workers {
 		for _, depth := range depths {
-			for _, gather := range []bool{false, true} {
+			for _, way := range gatherWays {
 				if err := ctx.Err(); err != nil {
 					return out, err
 				}
@@ -46,7 +61,7 @@ func BatchedRaft(ctx context.Context, dir, store string, workers, depths []int, 
 				if err != nil {
 					return out, err
 				}
-				l := measureBatched(leader, n, depth, gather, d)
+				l := measureBatched(leader, n, depth, way, d)
 				l.Store = store
 				out = append(out, l)
 			}
@@ -82,6 +97,24 @@ func (q *batchQueue) len() int {
 	return len(q.waiting)
 }
 
+// gatherWoken waits until n workers are queued, gatherWait has passed or
+// stop is closed (then false), waking on each push. It leaves a push's
+// token in ready for the dispatcher when it returns early.
+func (q *batchQueue) gatherWoken(n int, stop <-chan struct{}) bool {
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	for q.len() < n {
+		select {
+		case <-q.ready:
+		case <-t.C:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	return true
+}
+
 // take removes up to maxBatch waiting workers.
 func (q *batchQueue) take() []chan struct{} {
 	q.mu.Lock()
@@ -103,7 +136,7 @@ type batchInFlight struct {
 
 // measureBatched runs n workers through the ideal batcher with depth
 // entries in flight for d.
-func measureBatched(r *raft.Raft, n, depth int, gather bool, d time.Duration) report.BatchedLimit {
+func measureBatched(r *raft.Raft, n, depth int, way gatherWay, d time.Duration) report.BatchedLimit {
 	q := &batchQueue{ready: make(chan struct{}, 1)}
 	slots := make(chan struct{}, depth)
 	flights := make(chan batchInFlight, depth)
@@ -119,10 +152,15 @@ func measureBatched(r *raft.Raft, n, depth int, gather bool, d time.Duration) re
 				return
 			}
 			var batch []chan struct{}
-			if gather {
+			switch {
+			case way.woken:
+				if !q.gatherWoken(n, stop) {
+					return
+				}
+			case way.gather:
 				deadline := time.Now().Add(gatherWait)
 				for q.len() < n && time.Now().Before(deadline) {
-					time.Sleep(10 * time.Microsecond)
+					time.Sleep(pollEvery)
 				}
 			}
 			for batch == nil {
@@ -161,7 +199,8 @@ func measureBatched(r *raft.Raft, n, depth int, gather bool, d time.Duration) re
 	l := report.BatchedLimit{
 		Workers:        n,
 		Depth:          depth,
-		Gather:         gather,
+		Gather:         way.gather,
+		Woken:          way.woken,
 		CommandsPerSec: float64(len(all)) / elapsed.Seconds(),
 		Latency:        stats.Summarize(all),
 	}

@@ -54,7 +54,8 @@ type BatchedLimit struct {
 	Store            string        `json:"store"`
 	Workers          int           `json:"workers"`
 	Depth            int           `json:"depth"`
-	Gather           bool          `json:"gather"` // waited for every worker's command (at most 1 ms)
+	Gather           bool          `json:"gather"`          // waited for every worker's command (at most 1 ms)
+	Woken            bool          `json:"woken,omitempty"` // the gather woke on each push (else it polled every 10 µs)
 	CommandsPerSec   float64       `json:"commands_per_s"`
 	CommandsPerEntry float64       `json:"commands_per_entry"`
 	Latency          stats.Latency `json:"latency"`
@@ -107,13 +108,13 @@ func WriteLimits(w io.Writer, l *Limits) {
 		}
 		fmt.Fprintf(w, "- the same bare cluster (%s) under an ideal group commit: closed-loop workers in the leader's process, "+
 			"every queued command in one entry, 1 or 2 entries in flight, sent at once or once every worker's command is queued "+
-			"(no forwarding, no state machine); the best of those four per worker count, an upper bound for a lock service on this Raft and disk:\n", storeName(store))
+			"(found by polling the queue or woken by each push; no forwarding, no state machine); the best of those six per worker count, an upper bound for a lock service on this Raft and disk:\n", storeName(store))
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "  | workers | commands/s | Lock+Unlock/s ceiling (÷2) | entries in flight | gathered | commands/entry | p50 ms |")
 		fmt.Fprintln(w, "  |--:|--:|--:|--:|---|--:|--:|")
 		for _, r := range best {
 			fmt.Fprintf(w, "  | %d | %s | %s | %d | %s | %.1f | %.2f |\n", r.Workers, FormatNumber(r.CommandsPerSec, 0),
-				FormatNumber(r.CommandsPerSec/2, 0), r.Depth, yesNo(r.Gather), r.CommandsPerEntry, r.Latency.P50)
+				FormatNumber(r.CommandsPerSec/2, 0), r.Depth, gatherName(r), r.CommandsPerEntry, r.Latency.P50)
 		}
 		fmt.Fprintln(w)
 	}
@@ -150,9 +151,13 @@ func BestBatched(ls []BatchedLimit, store string) []BatchedLimit {
 	return out
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
+// gatherName says how a batched measurement gathered its entries.
+func gatherName(r BatchedLimit) string {
+	switch {
+	case r.Woken:
+		return "woken"
+	case r.Gather:
+		return "polled"
 	}
 	return "no"
 }

@@ -140,9 +140,10 @@ func TestBestBatched(t *testing.T) {
 		{Store: "bolt", Workers: 16, Depth: 2, CommandsPerSec: 200},
 		{Store: "bolt", Workers: 64, Depth: 1, CommandsPerSec: 500},
 		{Store: "bolt", Workers: 64, Depth: 2, Gather: true, CommandsPerSec: 700},
+		{Store: "bolt", Workers: 64, Depth: 2, Gather: true, Woken: true, CommandsPerSec: 800},
 	}
 	got := BestBatched(ls, "bolt")
-	if len(got) != 2 || got[0] != ls[1] || got[1] != ls[5] {
+	if len(got) != 2 || got[0] != ls[1] || got[1] != ls[6] {
 		t.Fatalf("bolt: %+v", got)
 	}
 	if got := BestBatched(ls, "wal"); len(got) != 1 || got[0] != ls[2] {
@@ -153,7 +154,7 @@ func TestBestBatched(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteLimits(&b, &Limits{BareRaft: []RaftLimit{{Store: "bolt", Appliers: 1, CommitsPerSec: 10}}, Batched: ls})
-	if !strings.Contains(b.String(), "| 64 | 700 | 350 | 2 | yes |") {
+	if !strings.Contains(b.String(), "| 16 | 300 | 150 | 1 | polled |") || !strings.Contains(b.String(), "| 64 | 800 | 400 | 2 | woken |") {
 		t.Errorf("limits text lacks the best 64-worker row:\n%s", b.String())
 	}
 }
