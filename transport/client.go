@@ -195,7 +195,15 @@ func (c *clientConn) roundTrip(ctx context.Context, req []byte) callResult {
 		}
 		aux = uint64(min(rem, maxDeadlineNanos))
 	}
-	if !c.send(newFrame(kindRequest, 0, id, aux, req), ctx.Done()) {
+	f := newFrame(kindRequest, 0, id, aux, req)
+	if tried, ok := c.writeDirect(f, ctx); tried && !ok {
+		// Part of the frame may have reached the peer: not unsent.
+		c.forget(id)
+		if err := ctx.Err(); err != nil {
+			return callResult{err: err}
+		}
+		return callResult{err: c.err}
+	} else if !tried && !c.send(f, ctx.Done()) {
 		c.forget(id)
 		if err := ctx.Err(); err != nil {
 			return callResult{err: err}

@@ -80,9 +80,9 @@
 // response. Calls to one peer are multiplexed over a small pool of
 // connections (Config.RPCConnsPerPeer): each request is a frame with a call
 // id, the peer answers in any order, a writer goroutine per connection
-// batches frames into few writes (a reply is written by its handler's
-// goroutine when nothing waits for the writer), and no goroutine is started
-// per call on the caller's side.
+// batches frames into few writes (a request or reply is written by the
+// caller's or handler's own goroutine when nothing waits for the writer),
+// and no goroutine is started per call on the caller's side.
 // Every call is bounded by its context: the caller returns as soon as ctx
 // ends, the peer is told to cancel the handler, and the remaining deadline
 // travels with the request so the handler's context expires with the

@@ -24,8 +24,8 @@ const (
 
 // muxConn is the part of an RPC connection shared by client and server: a
 // writer goroutine that batches queued frames into few writes, keepalive
-// and liveness checks, and the failure state. A server's reply skips the
-// queue when nothing waits in it (writeReply).
+// and liveness checks, and the failure state. A server's reply and a
+// client's request skip the queue when nothing waits in it (direct.go).
 type muxConn struct {
 	t        *Transport
 	raw      net.Conn // closed on failure (and by Transport.Close)
@@ -55,6 +55,10 @@ type muxConn struct {
 	// wall-clock step can neither kill a healthy connection nor hide a
 	// dead one.
 	heard atomic.Bool
+	// cutMu guards cuttable: a direct write that its sender's context may
+	// cut short is running (direct.go).
+	cutMu    sync.Mutex
+	cuttable bool
 }
 
 // newMuxConn returns the shared part of an RPC connection; a client pings
@@ -125,37 +129,6 @@ func (m *muxConn) trySend(f []byte) {
 	default:
 		m.queued.Add(-1)
 	}
-}
-
-// maxDirectReply is the largest reply writeReply writes on the handler's
-// goroutine; larger ones go through the writer goroutine.
-const maxDirectReply = 16 << 10
-
-// writeReply sends a server's reply: written and flushed at once on the
-// calling (handler) goroutine when the writer is idle and nothing is
-// queued, else queued as by send. The direct write saves the hand-off to
-// the writer goroutine, which on an idle machine costs a thread wake-up
-// per call (BenchmarkRPCIdle: a cold call's p50 from about 80 to 50 µs).
-// It blocks at most as a queued write would (the write deadline); the
-// handler has no caller of its own to return to.
-func (m *muxConn) writeReply(f []byte) bool {
-	if m.dead() {
-		return false
-	}
-	if len(f) <= maxDirectReply && m.wmu.TryLock() {
-		if m.queued.Load() == 0 {
-			m.bw.Write(f)
-			err := m.flushLocked()
-			m.wmu.Unlock()
-			if err != nil {
-				m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
-				return false
-			}
-			return true
-		}
-		m.wmu.Unlock()
-	}
-	return m.send(f, nil)
 }
 
 // writeLoop writes queued frames, flushing when the queue runs dry, and

@@ -349,7 +349,7 @@ func TestDialFailure(t *testing.T) {
 
 // TestRepliesDirectAndQueuedKeepFrames: a reply is written by its handler
 // when the connection's writer is idle and queued otherwise (writeReply);
-// with many concurrent calls whose replies straddle maxDirectReply both
+// with many concurrent calls whose replies straddle maxDirect both
 // paths run at once on each connection, and every caller must still get
 // its own reply, whole.
 func TestRepliesDirectAndQueuedKeepFrames(t *testing.T) {
@@ -357,7 +357,7 @@ func TestRepliesDirectAndQueuedKeepFrames(t *testing.T) {
 	cli := startTransport(t, testConfig(nil), nil)
 	const calls = 30
 	callEchoes(t, cli, srv.Addr(), 32, calls, func(g, i int) int {
-		return (g*calls + i) % 7 * (maxDirectReply / 3) // 0 .. 2×maxDirectReply
+		return (g*calls + i) % 7 * (maxDirect / 3) // 0 .. 2×maxDirect
 	})
 }
 
