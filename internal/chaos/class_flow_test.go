@@ -13,12 +13,15 @@ import (
 // stalls past AttemptTimeout while the other carries the retry: the
 // original request (and, later still, its cancel frame) arrives after the
 // retry was answered — a delayed duplicate, delivered out of order. Or the
+// network delivers a follower's whole conversation with the leader twice,
+// the copy late and on a connection of its own (replayForward). Or the
 // replies of one connection are late, or one direction of one Raft or RPC
 // connection is black-holed.
 //
 // A delayed duplicate Acquire must never resurrect an acquisition its
-// client has released (ghost-holder at the end: every holder and waiter
-// belongs to an acquisition a live client knows).
+// client has released: exactly-once in the log (an acquisition granted
+// again, or after it ended), ghost-holder at the end (every holder and
+// waiter belongs to an acquisition a live client knows).
 func init() {
 	register(&faultClass{name: "flow", nemesis: flowNemesis})
 	ciDuration["flow"] = 30 * time.Second
@@ -34,13 +37,15 @@ var (
 func flowNemesis(s *sim) {
 	for s.sleepUntilEnd(s.gap()) {
 		switch k := s.rng.IntN(100); {
-		case k < 45:
+		case k < 35:
 			s.stallForward()
-		case k < 60:
+		case k < 55:
+			s.replayForward()
+		case k < 65:
 			s.flowFault(prefaceRPC, memnet.Backward, false)
-		case k < 75:
+		case k < 77:
 			s.flowFault(prefaceRaft, memnet.Forward, s.rng.IntN(2) == 0)
-		case k < 85:
+		case k < 87:
 			s.flowFault(prefaceRPC, memnet.Forward, true)
 		default:
 			s.mixedStep(s.rng.IntN(64))

@@ -44,6 +44,8 @@ type pipe struct {
 	preface []byte
 	// flow are the per-connection faults of each direction (flows.go).
 	flow [2]flowFault
+	// taps record the dialer's writes (tap.go); set when the pipe is made.
+	taps []*tapFlow
 }
 
 func newPipe(n *Network, hosts [2]string) *pipe {
@@ -229,7 +231,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 
 // Write queues b for the peer. It blocks while the direction's buffer is
 // full. While the direction is cut, it discards b and reports success (a
-// black hole); the connection is then reset when the cut heals.
+// black hole); the connection is then reset when the cut heals. A Tap
+// that selected the connection records the dialer's b (tap.go).
 func (c *Conn) Write(b []byte) (int, error) {
 	p := c.p
 	p.mu.Lock()
@@ -237,7 +240,7 @@ func (c *Conn) Write(b []byte) (int, error) {
 	d := &p.dirs[c.side]
 	from, to := p.hosts[c.side], p.hosts[1-c.side]
 	total := 0
-	for {
+	for first := true; ; first = false {
 		switch {
 		case p.closed[c.side]:
 			return total, c.opErr("write", net.ErrClosed)
@@ -253,6 +256,11 @@ func (c *Conn) Write(b []byte) (int, error) {
 		}
 		if c.side == 0 && len(p.preface) < prefaceLen {
 			p.preface = append(p.preface, b[:min(len(b), prefaceLen-len(p.preface))]...)
+		}
+		if first && c.side == 0 {
+			for _, tf := range p.taps {
+				tf.record(b)
+			}
 		}
 		f := p.net.faults.Load()
 		if f.cut(from, to) || p.flow[c.side].cut || f.ruleCuts(p, Direction(c.side)) {

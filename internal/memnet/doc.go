@@ -24,7 +24,11 @@
 // Faults act on single connections too (flows.go): Flows lists the live
 // connections (selected by hosts and by the dialer's first bytes, e.g. a
 // protocol type byte), DelayFlow delays one direction of one connection,
-// CutFlow black-holes it, ClearFlows removes both.
+// CutFlow black-holes it, ClearFlows removes both, ResetFlow resets it.
+//
+// A Tap (tap.go) records what dialers write on the connections it selects,
+// and Replay sends such a conversation again, late, on a connection of its
+// own: a network that delivers a client's requests twice.
 //
 // All methods of Network, Host, listeners and connections are safe for
 // concurrent use.

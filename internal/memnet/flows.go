@@ -114,6 +114,14 @@ func (n *Network) CutFlow(id uint64, dir Direction) bool {
 	return true
 }
 
+// ResetFlow resets connection id at once, like a TCP RST (DropConns for
+// one connection): both ends see ECONNRESET on their next read or write.
+// It reports whether the connection was still live.
+func (n *Network) ResetFlow(id uint64) bool {
+	p := n.flow(id)
+	return p != nil && p.reset()
+}
+
 // flowRule is a standing CutFlows rule.
 type flowRule struct {
 	filter FlowFilter

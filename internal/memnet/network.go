@@ -46,6 +46,7 @@ type Network struct {
 	nextPort  int
 	nextFlow  uint64
 	changed   chan struct{} // closed and replaced whenever faults change
+	taps      []*Tap        // recording connections made from now on (tap.go)
 }
 
 // New returns an empty network whose connections buffer DefaultBufferSize
@@ -247,6 +248,7 @@ func (n *Network) connect(from string, l *listener) (*Conn, error) {
 	p := newPipe(n, [2]string{from, l.host})
 	n.nextFlow++
 	p.id, p.addr = n.nextFlow, l.addr.String()
+	p.taps = n.tapsFor(from, l.host, FlowInfo{ID: p.id, From: from, To: l.host, Addr: p.addr})
 	dialer := &Conn{p: p, side: 0, laddr: localAddr, raddr: l.addr}
 	acceptor := &Conn{p: p, side: 1, laddr: l.addr, raddr: localAddr}
 	p.ends = [2]*Conn{dialer, acceptor}
