@@ -294,9 +294,18 @@ func (n *Node) wallNow() time.Time {
 const proposalsInFlight = 1
 
 // proposerLinger is the leader proposer's linger, as a fraction of the last
-// batch's commit time (see batcher). Measured on 16 callers in the leader's
-// process: 6.1k → 12.2k proposals/s; a lone caller never waits.
-const proposerLinger = 0.25
+// batch's commit time (see batcher; at most maxLinger). A lone caller never
+// waits. The linger must outlast a forwarded caller's way around — the
+// answer's trip to its follower, the caller's next command, that
+// follower's forward back — or those callers miss the entry and split into
+// cohorts. Measured with the bench's workers spread over three processes
+// (2026-12-02, raft-wal and bolt, `RAFTLOCK_BENCH_METRICS` dumps of the
+// leader): a quarter packed 11–13 commands per entry for 16 workers and
+// 43–48 for 64; a half, with two forwards in flight, 15–15.7 and 50–58, at
+// the same share of time Raft has an entry in flight (0.71–0.80 of the
+// window either way). In one process, 16 callers on the leader alone: none
+// 6.1k, a quarter 12.2k proposals/s.
+const proposerLinger = 0.5
 
 // forwarderLinger is a follower forwarder's linger, as a fraction of the
 // last forward's round trip. Without it, callers answered by one forward
@@ -305,8 +314,18 @@ const proposerLinger = 0.25
 // 3.8k-4.4k Lock+Unlock/s in-process with it, 64 from 5.9k to 10.8k.
 const forwarderLinger = 0.25
 
-// forwardsInFlight is how many forward RPCs a follower runs at once.
-const forwardsInFlight = 4
+// forwardsInFlight is how many forward RPCs a follower runs at once. The
+// leader commits one entry at a time (proposalsInFlight), so forwards
+// beyond the one waiting for the entry in flight and the one gathering for
+// the next only split a follower's callers over more arrivals at the
+// leader, some of which miss the next entry. `BenchmarkProposeSpread` (16
+// and 64 callers over three nodes), commands per leader entry: 4 in flight
+// 11.3–12.9 and 41–51; 2 in flight 14.6–15.5 and 48–55; 1 in flight 15.0–15.3
+// and 49–54, but with every caller on one follower waiting for its own
+// apply (`BenchmarkPropose` follower, Apply) 1 in flight packs 5.0 and 17–18
+// against 6.9 and 23 with 2. (4 in flight was chosen before either linger
+// existed: then it took 16 callers on a follower from 2.2k to 3.7k Lock+Unlock/s.)
+const forwardsInFlight = 2
 
 // failAll finishes every proposal of a batch with err.
 func failAll(batch []*proposal, err error) {

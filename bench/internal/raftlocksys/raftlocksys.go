@@ -80,6 +80,10 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 		c.Peers = append(c.Peers, node.Peer{ID: nodeID(i), Addr: a[0]})
 	}
 	c.Logger = slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelError}))
+	dump := newMetricsDump(s.name, cfg.Index)
+	if dump != nil {
+		c.Registerer = dump.reg
+	}
 	n, err := node.Start(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("raftlock: start node %d: %w", cfg.Index, err)
@@ -88,10 +92,13 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 		n.Close(context.Background())
 		return nil, fmt.Errorf("raftlock: node %d: %w", cfg.Index, err)
 	}
-	return &replica{n: n}, nil
+	return &replica{n: n, dump: dump}, nil
 }
 
-type replica struct{ n *node.Node }
+type replica struct {
+	n    *node.Node
+	dump *metricsDump // nil unless EnvMetrics is set
+}
 
 func (r *replica) NewSession(ctx context.Context, ttl time.Duration) (lockservice.Session, error) {
 	s, err := lockapi.NewSession(ctx, r.n, lockapi.WithTTL(ttl))
@@ -106,7 +113,10 @@ func (r *replica) Status(context.Context) (lockservice.Status, error) {
 	return lockservice.Status{Leader: st.State == "leader", LogIndex: st.CommitIndex}, nil
 }
 
-func (r *replica) Close(ctx context.Context) error { return r.n.Close(ctx) }
+func (r *replica) Close(ctx context.Context) error {
+	r.dump.close()
+	return r.n.Close(ctx)
+}
 
 // Snapshot implements lockservice.Snapshotter: a Raft snapshot.
 func (r *replica) Snapshot(ctx context.Context) (int64, error) {
