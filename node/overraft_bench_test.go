@@ -22,7 +22,14 @@ import (
 // so that the machine's drift falls on all three alike; compare cmds/s and
 // p50 within a round.
 func BenchmarkOverRaft(b *testing.B) {
-	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming()})
+	for _, store := range []node.LogStore{node.LogStoreBolt, node.LogStoreWAL} {
+		b.Run("store="+string(store), func(b *testing.B) { benchOverRaft(b, store) })
+	}
+}
+
+func benchOverRaft(b *testing.B, store node.LogStore) {
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
+		Configure: func(_ int, cfg *node.Config) { cfg.LogStore = store }})
 	leader := c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
 	n := c.Nodes[leader]
