@@ -38,15 +38,30 @@ func BenchmarkPropose(b *testing.B) {
 		}
 		for _, callers := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/callers=%d", where, callers), func(b *testing.B) {
-				before := commitStats(b, regs[leader])
-				benchPropose(b, n, callers)
-				after := commitStats(b, regs[leader])
-				if batches := after.batches - before.batches; batches > 0 {
-					b.ReportMetric((after.commands-before.commands)/batches, "cmds/batch")
-					b.ReportMetric(1000*(after.seconds-before.seconds)/batches, "batch-ms")
-				}
+				reportBatches(b, regs[leader], func() { benchPropose(b, n, callers) })
 			})
 		}
+	}
+}
+
+// BenchmarkProposeSpread: the bench's distinct-lock workload in one
+// process — 16 or 64 callers spread evenly over the three nodes, each
+// proposing (Propose, as lockapi does) acquire and release of its own lock
+// in turn; two thirds of them forward. cmds/batch shows how full group
+// commit packs the leader's entries against the callers there are.
+func BenchmarkProposeSpread(b *testing.B) {
+	regs := make([]*prometheus.Registry, 3)
+	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
+		Configure: func(i int, cfg *node.Config) {
+			regs[i] = prometheus.NewRegistry()
+			cfg.Registerer = regs[i]
+		}})
+	leader := c.WaitLeader(30 * time.Second)
+	c.WaitReady(30 * time.Second)
+	for _, callers := range []int{16, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			reportBatches(b, regs[leader], func() { benchCallers(b, c.Nodes, callers, false) })
+		})
 	}
 }
 
@@ -75,12 +90,23 @@ func commitStats(b *testing.B, reg *prometheus.Registry) batchTotals {
 }
 
 func benchPropose(b *testing.B, n *node.Node, callers int) {
+	benchCallers(b, []*node.Node{n}, callers, true)
+}
+
+// benchCallers runs callers closed-loop goroutines, spread evenly over nodes
+// (caller w on nodes[w%len(nodes)], with a session there), each committing
+// acquire and release of its own lock in turn — with Apply (apply) or
+// Propose — and reports proposals/s and the latency percentiles.
+func benchCallers(b *testing.B, nodes []*node.Node, callers int, apply bool) {
 	ctx := context.Background()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
-	if err != nil {
-		b.Fatal(err)
+	sessions := make([]fsm.SessionID, len(nodes))
+	for i, n := range nodes {
+		r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions[i] = r.Session
 	}
-	s := r.Session
 	lat := make([][]time.Duration, callers)
 	var wg sync.WaitGroup
 	per := (b.N + callers - 1) / callers
@@ -90,6 +116,7 @@ func benchPropose(b *testing.B, n *node.Node, callers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			n, s := nodes[w%len(nodes)], sessions[w%len(nodes)]
 			owner := newOwner()
 			name := fmt.Sprintf("bench-%d-%d", s, w)
 			for i := range per {
@@ -98,7 +125,13 @@ func benchPropose(b *testing.B, n *node.Node, callers int) {
 					cmd = fsm.Release{Lock: name, Owner: owner}
 				}
 				t0 := time.Now()
-				if _, err := n.Apply(ctx, cmd); err != nil {
+				var err error
+				if apply {
+					_, err = n.Apply(ctx, cmd)
+				} else {
+					_, _, err = n.Propose(ctx, cmd)
+				}
+				if err != nil {
 					b.Error(err)
 					return
 				}
@@ -114,7 +147,21 @@ func benchPropose(b *testing.B, n *node.Node, callers int) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "proposals/s")
 	b.ReportMetric(float64(pct(all, 0.50).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(pct(all, 0.99).Microseconds())/1000, "p99-ms")
-	n.Apply(ctx, fsm.CloseSession{Session: s})
+	for i, n := range nodes {
+		n.Apply(ctx, fsm.CloseSession{Session: sessions[i]})
+	}
+}
+
+// reportBatches runs run and reports the leader's commands per entry and
+// commit time over it (reg is the leader's registry).
+func reportBatches(b *testing.B, reg *prometheus.Registry, run func()) {
+	before := commitStats(b, reg)
+	run()
+	after := commitStats(b, reg)
+	if batches := after.batches - before.batches; batches > 0 {
+		b.ReportMetric((after.commands-before.commands)/batches, "cmds/batch")
+		b.ReportMetric(1000*(after.seconds-before.seconds)/batches, "batch-ms")
+	}
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {
