@@ -23,14 +23,7 @@ import (
 // op is one command (acquire or release of the caller's own lock, taking
 // turns). Reports p50/p99 latency.
 func BenchmarkPropose(b *testing.B) {
-	regs := make([]*prometheus.Registry, 3)
-	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
-		Configure: func(i int, cfg *node.Config) {
-			regs[i] = prometheus.NewRegistry()
-			cfg.Registerer = regs[i]
-		}})
-	leader := c.WaitLeader(30 * time.Second)
-	c.WaitReady(30 * time.Second)
+	c, regs, leader := startMetered(b)
 	for _, where := range []string{"leader", "follower"} {
 		n := c.Nodes[leader]
 		if where == "follower" {
@@ -50,6 +43,18 @@ func BenchmarkPropose(b *testing.B) {
 // in turn; two thirds of them forward. cmds/batch shows how full group
 // commit packs the leader's entries against the callers there are.
 func BenchmarkProposeSpread(b *testing.B) {
+	c, regs, leader := startMetered(b)
+	for _, callers := range []int{16, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			reportBatches(b, regs[leader], func() { benchCallers(b, c.Nodes, callers, false) })
+		})
+	}
+}
+
+// startMetered starts a 3-node cluster over loopback TCP (bolt, fsync on,
+// LAN timings) with a Prometheus registry per node, and returns it with the
+// registries and the leader's index once every node is ready.
+func startMetered(b *testing.B) (*clustertest.Cluster, []*prometheus.Registry, int) {
 	regs := make([]*prometheus.Registry, 3)
 	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Durable: true, Timing: node.LANTiming(),
 		Configure: func(i int, cfg *node.Config) {
@@ -58,11 +63,7 @@ func BenchmarkProposeSpread(b *testing.B) {
 		}})
 	leader := c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
-	for _, callers := range []int{16, 64} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			reportBatches(b, regs[leader], func() { benchCallers(b, c.Nodes, callers, false) })
-		})
-	}
+	return c, regs, leader
 }
 
 // batchTotals are the leader's group-commit counters: entries, commands in
