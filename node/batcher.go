@@ -40,10 +40,11 @@ func (p *proposal) finish(o outcome) {
 // again) answered by one batch come back a moment after it finishes. If the
 // next batch left with only the proposals already waiting, the callers would
 // split into cohorts that alternate batches, each batch carrying a fraction of
-// them. So when a batch of several proposals finishes and fewer than
-// (its size + those waiting) are pending, the next batch waits for that many,
-// but never longer than lingerFrac of the finished batch's run time (capped
-// by maxLinger). A lone caller never waits: a batch of one sets no linger.
+// them. So when a batch of several proposals finishes and fewer than (its
+// returning callers + those waiting) are pending, the next batch waits for
+// that many, but never longer than lingerFrac of the finished batch's run
+// time (capped by maxLinger). A lone caller never waits: a batch of one
+// sets no linger, nor does a batch whose other proposals only queue.
 //
 // Hold (when deferrable is set): a batch made only of deferrable proposals
 // waits for one that is not, or for the last batch's run time (at most
@@ -145,7 +146,7 @@ func (b *batcher) runBatch(run func(batch []*proposal), batch []*proposal) {
 	b.mu.Lock()
 	b.running--
 	b.lastRun = took
-	b.lingerLocked(len(batch), took)
+	b.lingerLocked(returning(batch), took)
 	b.startLocked()
 	b.mu.Unlock()
 }
@@ -189,7 +190,24 @@ func (b *batcher) startLocked() {
 	}
 }
 
-// lingerLocked arms the linger after a batch of size n that ran for took.
+// returning counts the proposals of a finished batch whose callers are
+// expected back a moment later: all but the deferrable ones (an Acquire
+// that queues is followed by its caller's wait for the grant, not by its
+// next command). On a contended lock a batch of a Release and the previous
+// holder's re-Acquire would otherwise make the next batch wait for two,
+// while only the next holder's Release comes.
+func returning(batch []*proposal) int {
+	n := 0
+	for _, p := range batch {
+		if !p.deferrable {
+			n++
+		}
+	}
+	return n
+}
+
+// lingerLocked arms the linger after a batch that ran for took, n of whose
+// callers are expected back (returning).
 func (b *batcher) lingerLocked(n int, took time.Duration) {
 	if b.lingerFrac <= 0 || n < 2 || b.closed || b.timer != nil {
 		return

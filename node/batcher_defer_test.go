@@ -126,3 +126,36 @@ func TestBatcherHoldsBackDeferrable(t *testing.T) {
 		})
 	})
 }
+
+// A batch whose proposals, but one, only queue sets no linger: on a
+// contended lock the batch of a Release and the previous holder's
+// re-Acquire is followed by the next holder's Release alone, which must
+// leave as soon as it comes rather than wait for a second caller.
+func TestBatcherNoLingerForQueuedAcquires(t *testing.T) {
+	const commit = 8 * time.Millisecond
+	const gap = 100 * time.Microsecond // the next holder's Release comes
+	for _, second := range []fsm.Command{fsm.Acquire{Lock: "x", Wait: true}, fsm.Release{Lock: "y"}} {
+		inBubble(t, commit, func(t *testing.T, d *deferBatcher) {
+			busy := d.propose(fsm.Tick{}) // the Release and the re-Acquire gather behind it
+			r := d.propose(fsm.Release{Lock: "x"})
+			a := d.propose(second)
+			busy.wait()
+			r.wait()
+			a.wait()
+			time.Sleep(gap)
+			d.propose(fsm.Release{Lock: "x"}).wait()
+			n := len(d.sizes)
+			if n != 4 || d.sizes[2] != 2 {
+				t.Fatalf("batches %v: want the Release and the %s in one batch, then the next Release", d.sizes, second.Op())
+			}
+			got := d.starts[3] - (d.starts[2] + commit)
+			want := gap // no linger: a queued Acquire's caller does not come back
+			if _, release := second.(fsm.Release); release {
+				want = min(time.Duration(proposerLinger*float64(commit)), maxLinger) // two callers expected back: the linger runs out
+			}
+			if got != want {
+				t.Fatalf("after a batch of a Release and a %s the next Release left %v after it, want %v", second.Op(), got, want)
+			}
+		})
+	}
+}
