@@ -301,9 +301,10 @@ const proposalsInFlight = 1
 // cohorts. Measured with the bench's workers spread over three processes
 // (2026-12-02, raft-wal and bolt, `RAFTLOCK_BENCH_METRICS` dumps of the
 // leader): a quarter packed 11–13 commands per entry for 16 workers and
-// 43–48 for 64; a half, with two forwards in flight, 15–15.7 and 50–58, at
-// the same share of time Raft has an entry in flight (0.71–0.80 of the
-// window either way). In one process, 16 callers on the leader alone: none
+// 43–48 for 64; a half, with two forwards in flight, 14.4–15.7 and 47–56.
+// The share of time Raft had an entry in flight was the same, 0.71–0.80 of
+// the window, with a quarter and with a half (measured with one forward in
+// flight). In one process, 16 callers on the leader alone: none
 // 6.1k, a quarter 12.2k proposals/s.
 const proposerLinger = 0.5
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 // EnvMetrics names a directory: when set in the benchmark's environment
@@ -62,20 +61,5 @@ func (d *metricsDump) close() {
 }
 
 func (d *metricsDump) write(now time.Time) error {
-	mfs, err := d.reg.Gather()
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(fmt.Sprintf("%s-%d.txt", d.path, now.Unix()))
-	if err != nil {
-		return err
-	}
-	enc := expfmt.NewEncoder(f, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
+	return prometheus.WriteToTextfile(fmt.Sprintf("%s-%d.txt", d.path, now.Unix()), d.reg)
 }
