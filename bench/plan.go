@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/raftlock/raftlock/bench/internal/cluster"
+	"github.com/raftlock/raftlock/bench/internal/floorsys"
 	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 	"github.com/raftlock/raftlock/bench/internal/report"
 	"github.com/raftlock/raftlock/bench/internal/workload"
@@ -29,7 +30,18 @@ type bench struct {
 type step struct {
 	name string
 	run  func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error)
-	only []string // the systems that have what it needs (nil: every system)
+	only []string // the lock services that have what it needs (nil: every one)
+	// floors: the floor systems (floorsys) run it too. They have no queue
+	// and no sessions: only workloads whose locks are never contended.
+	floors bool
+}
+
+// runs reports whether the step runs on sys.
+func (s step) runs(sys string) bool {
+	if floorsys.IsFloor(sys) {
+		return s.floors
+	}
+	return s.only == nil || slices.Contains(s.only, sys)
 }
 
 // roundSteps are the workloads that share one cluster in round r, in order.
@@ -41,40 +53,40 @@ func (b *bench) roundSteps(r int) []step {
 			name := map[bool]string{false: "uncontended (follower)", true: "uncontended (leader)"}[onLeader]
 			steps = append(steps, step{name, func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 				return workload.Uncontended(ctx, cl, p, onLeader)
-			}, nil})
+			}, nil, true})
 		}
 	}
 	if b.opts.has("distinct") {
 		for _, n := range p.DistinctWorkers {
 			steps = append(steps, step{fmt.Sprintf("distinct(%d)", n), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 				return workload.Distinct(ctx, cl, p, n)
-			}, nil})
+			}, nil, true})
 		}
 	}
 	if b.opts.has("contended") {
 		steps = append(steps, step{"contended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Contended(ctx, cl, p)
-		}, nil})
+		}, nil, false})
 	}
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Semaphore(ctx, cl, p)
-		}, []string{raftlocksys.Name, raftlocksys.WALName, raftlocksys.HB1sName}})
+		}, []string{raftlocksys.Name, raftlocksys.WALName, raftlocksys.HB1sName}, false})
 	}
 	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
 		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.RWLock(ctx, cl, p)
-		}, nil})
+		}, nil, false})
 	}
 	if b.opts.has("keepalive") && r < b.opts.KeepaliveRuns {
 		steps = append(steps, step{"keepalive", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Keepalive(ctx, cl, p)
-		}, nil})
+		}, nil, false})
 	}
 	if b.opts.has("failover") {
 		steps = append(steps, step{"failover", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Failover(ctx, cl, p)
-		}, nil})
+		}, nil, false})
 	}
 	return steps
 }
@@ -100,7 +112,7 @@ func (b *bench) run(ctx context.Context) {
 		p := b.opts.Params
 		st := []step{{"storm", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Storm(ctx, cl, p)
-		}, nil}}
+		}, nil, false}}
 		for _, sys := range b.opts.Systems {
 			b.onCluster(ctx, sys, "storm", st)
 		}
@@ -109,7 +121,7 @@ func (b *bench) run(ctx context.Context) {
 		p := b.opts.Params
 		mem := []step{{"memory", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Memory(ctx, cl, p)
-		}, nil}}
+		}, nil, false}}
 		for r := range b.opts.MemoryRuns {
 			for _, sys := range order(b.opts.Systems, r) {
 				b.onCluster(ctx, sys, fmt.Sprintf("memory run %d/%d", r+1, b.opts.MemoryRuns), mem)
@@ -143,7 +155,7 @@ func (b *bench) onCluster(ctx context.Context, sys, label string, steps []step) 
 		if ctx.Err() != nil {
 			return
 		}
-		if s.only != nil && !slices.Contains(s.only, sys) {
+		if !s.runs(sys) {
 			continue
 		}
 		res, err := s.run(ctx, cl)
@@ -198,7 +210,7 @@ func (b *bench) runScale(ctx context.Context) {
 	for r, size := range p.ScaleSizes {
 		st := []step{{fmt.Sprintf("scale(%d sessions, %d locks)", size.Sessions, size.Locks), func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Scale(ctx, cl, p, size)
-		}, nil}}
+		}, nil, false}}
 		for _, sys := range order(b.opts.Systems, r) {
 			if sys == "etcd" && size.Locks > p.ScaleEtcdMaxLocks {
 				b.problem("etcd scale(%d locks): not run (above -scale-etcd-max-locks %d)", size.Locks, p.ScaleEtcdMaxLocks)

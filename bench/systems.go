@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/bench/internal/etcdsys"
+	"github.com/raftlock/raftlock/bench/internal/floorsys"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/raftlocksys"
 )
@@ -15,6 +16,8 @@ func init() {
 	lockservice.Register(raftlocksys.System())
 	lockservice.Register(raftlocksys.WALSystem())
 	lockservice.Register(raftlocksys.HB1sSystem())
+	lockservice.Register(floorsys.System())
+	lockservice.Register(floorsys.WALSystem())
 }
 
 // defaultSystems are the systems a run benchmarks without -systems: every

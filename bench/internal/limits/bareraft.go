@@ -191,29 +191,45 @@ func openStore(dir, store string, c *raftCluster) (logStore, error) {
 }
 
 func startNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
+	tm := Timing{Heartbeat: heartbeatTimeout, Election: electionTimeout, LeaderLease: leaderLeaseTimeout, Commit: commitTimeout}
+	r, closes, err := StartNode(dir, store, id, t, servers, countFSM{}, tm, logger)
+	c.closes = append(c.closes, closes...)
+	return r, err
+}
+
+// Timing are the Raft timeouts of a node StartNode starts.
+type Timing struct{ Heartbeat, Election, LeaderLease, Commit time.Duration }
+
+// StartNode bootstraps (servers) and starts a bare hashicorp/raft node in
+// dir with store (StoreBolt or StoreWAL, opened as raftlock opens them),
+// the given state machine, transport and timeouts. closes release its
+// stores, to be called after the node's Shutdown, also when err is not nil.
+func StartNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, fsm raft.FSM, tm Timing, logger hclog.Logger) (r *raft.Raft, closes []func() error, err error) {
+	c := &raftCluster{}
 	db, err := openStore(dir, store, c)
 	if err != nil {
-		return nil, err
+		return nil, c.closes, err
 	}
 	logs, err := raft.NewLogCache(logCacheSize, db)
 	if err != nil {
-		return nil, err
+		return nil, c.closes, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, logger)
 	if err != nil {
-		return nil, err
+		return nil, c.closes, err
 	}
 	conf := raft.DefaultConfig()
 	conf.LocalID = id
-	conf.HeartbeatTimeout = heartbeatTimeout
-	conf.ElectionTimeout = electionTimeout
-	conf.LeaderLeaseTimeout = leaderLeaseTimeout
-	conf.CommitTimeout = commitTimeout
+	conf.HeartbeatTimeout = tm.Heartbeat
+	conf.ElectionTimeout = tm.Election
+	conf.LeaderLeaseTimeout = tm.LeaderLease
+	conf.CommitTimeout = tm.Commit
 	conf.Logger = logger
 	if err := raft.BootstrapCluster(conf, logs, db, snaps, t, raft.Configuration{Servers: servers}); err != nil {
-		return nil, err
+		return nil, c.closes, err
 	}
-	return raft.NewRaft(conf, countFSM{}, logs, db, snaps, t)
+	r, err = raft.NewRaft(conf, fsm, logs, db, snaps, t)
+	return r, c.closes, err
 }
 
 // leader waits for a leader and returns it.

@@ -10,7 +10,7 @@ import (
 // Systems are the table's value columns, in order (those with a value in
 // some metric); every system after the first also has a ratio column
 // against RatioDen.
-var Systems = []string{"etcd", "raftlock", "raftlock-wal", "raftlock-hb1s"}
+var Systems = []string{"etcd", "raftlock", "raftlock-wal", "raftlock-hb1s", "raft-floor", "raft-floor-wal"}
 
 // RatioNum and RatioDen name the main ratio's systems (JSON's ratio).
 const (
