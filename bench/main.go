@@ -4,8 +4,8 @@
 // plus the machine's limits (fsync latency, a bare hashicorp/raft cluster's
 // commit rate). It prints a markdown table and writes a JSON file.
 //
-//	go run .          # full, under 10 minutes
-//	go run . -quick   # under 2 minutes
+//	go run .          # full, about 15 minutes
+//	go run . -quick   # under 3 minutes
 //
 // See README.md for what is measured and how.
 package main
@@ -43,7 +43,7 @@ func main() {
 }
 
 func run() (code int) {
-	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 2 minutes)")
+	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 3 minutes)")
 	systems := flag.String("systems", strings.Join(defaultSystems(), ","), "comma-separated systems to benchmark (also: "+raftlocksys.HB1sName+")")
 	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
