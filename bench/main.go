@@ -243,6 +243,11 @@ func printReport(doc *report.Document, b *bench) {
 	report.WriteLimits(w, doc.Limits)
 	fmt.Fprintln(w)
 	report.WriteTable(w, b.metrics.Metrics())
+	var floor strings.Builder
+	report.WriteFloorShares(&floor, b.metrics.Metrics())
+	if floor.Len() > 0 {
+		fmt.Fprintf(w, "\nraftlock against the floor of the same run (its median as a share of the floor's; bench/README.md, \"The floor\"):\n\n%s", floor.String())
+	}
 	writeGrowth(w, b)
 	if len(doc.Problems) > 0 {
 		fmt.Fprintln(w, "\nNotes:")

@@ -158,3 +158,29 @@ func TestBestBatched(t *testing.T) {
 		t.Errorf("limits text lacks the best 64-worker row:\n%s", b.String())
 	}
 }
+
+func TestFloorShares(t *testing.T) {
+	ops := Def{Key: "u.ops", Workload: "1. uncontended", Name: "Lock+Unlock/s", Higher: true}
+	p99 := Def{Key: "u.p99", Workload: "1. uncontended", Name: "p99", Unit: "ms"}
+	ho := Def{Key: "c.ho", Workload: "3. contended", Name: "handoffs/s", Higher: true}
+	var c Collector
+	c.Add("etcd", []Sample{{ops, 100}, {p99, 4}, {ho, 10}})
+	var b strings.Builder
+	if err := WriteFloorShares(&b, c.Metrics()); err != nil || b.Len() != 0 {
+		t.Fatalf("no floor ran: wrote %q, %v", b.String(), err)
+	}
+	c.Add("raftlock", []Sample{{ops, 300}, {p99, 2}, {ho, 50}})
+	c.Add("raft-floor", []Sample{{ops, 400}, {p99, 1}})
+	c.Add("raftlock-wal", []Sample{{ops, 600}, {ho, 90}})
+	if err := WriteFloorShares(&b, c.Metrics()); err != nil {
+		t.Fatal(err)
+	}
+	// Only rates, only pairs that both ran; hand-offs have no floor.
+	want := `| workload | metric | raftlock of raft-floor |
+|---|---|--:|
+| 1. uncontended | Lock+Unlock/s | 75 % |
+`
+	if got := b.String(); got != want {
+		t.Errorf("floor shares:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,53 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// FloorPairs are the systems measured against a floor (bench/internal/floorsys)
+// of the same run: each lock service with the floor on its log store.
+var FloorPairs = [][2]string{{"raftlock", "raft-floor"}, {"raftlock-wal", "raft-floor-wal"}}
+
+// WriteFloorShares writes, for every rate (higher is better) that a pair of
+// FloorPairs has both medians of, the lock service's median as a share of
+// its floor's: what the service keeps of what the architecture reaches on
+// the machine. It writes nothing when no pair ran.
+func WriteFloorShares(w io.Writer, metrics []*Metric) error {
+	var pairs [][2]string
+	for _, p := range FloorPairs {
+		for _, m := range metrics {
+			if m.Higher && !m.Hidden && len(m.Runs[p[0]]) > 0 && len(m.Runs[p[1]]) > 0 {
+				pairs = append(pairs, p)
+				break
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("| workload | metric |")
+	for _, p := range pairs {
+		fmt.Fprintf(&b, " %s of %s |", p[0], p[1])
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("--:|", len(pairs)) + "\n")
+	for _, m := range metrics {
+		if !m.Higher || m.Hidden {
+			continue
+		}
+		cells, have := make([]string, len(pairs)), false
+		for i, p := range pairs {
+			cells[i] = "n/a"
+			if r, ok := m.Ratio(p[0], p[1]); ok {
+				cells[i], have = fmt.Sprintf("%.0f %%", 100*r), true
+			}
+		}
+		if have {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", m.Workload, m.Name, strings.Join(cells, " | "))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
