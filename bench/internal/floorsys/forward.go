@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // The forward: a follower sends its callers' commands to the leader over
@@ -181,6 +182,11 @@ func serve(l net.Listener, g *groupCommit, stop <-chan struct{}, conns *sync.Wai
 		conn, err := l.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select { // a transient error (out of descriptors): do not spin
+			case <-time.After(10 * time.Millisecond):
+			case <-stop:
 				return
 			}
 			continue
