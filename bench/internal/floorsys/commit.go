@@ -1,6 +1,7 @@
 package floorsys
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -49,10 +50,7 @@ func (g *groupCommit) submit(w waiter) {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		w.done(resFailed)
-		if w.out != nil {
-			w.out.flush()
-		}
+		finish([]waiter{w}, nil)
 		return
 	}
 	g.queue = append(g.queue, w)
@@ -134,19 +132,26 @@ func (g *groupCommit) commit(batch []waiter) {
 			res, _ = f.Response().([]byte)
 		}
 	}
+	finish(batch, res)
+}
+
+// finish hands each command of batch its result (resFailed beyond res),
+// then wakes the writers of the forwarded ones, each once: an entry's
+// replies to one follower leave in one write.
+func finish(batch []waiter, res []byte) {
+	var outs []*frameWriter // a few: one per follower connection
 	for i, w := range batch {
+		r := byte(resFailed)
 		if i < len(res) {
-			w.done(res[i])
-		} else {
-			w.done(resFailed)
+			r = res[i]
+		}
+		w.done(r)
+		if w.out != nil && !slices.Contains(outs, w.out) {
+			outs = append(outs, w.out)
 		}
 	}
-	flushed := map[*frameWriter]bool{}
-	for _, w := range batch {
-		if w.out != nil && !flushed[w.out] {
-			flushed[w.out] = true
-			w.out.flush()
-		}
+	for _, o := range outs {
+		o.flush()
 	}
 }
 
@@ -156,10 +161,5 @@ func (g *groupCommit) close() {
 	queue := g.queue
 	g.queue = nil
 	g.mu.Unlock()
-	for _, w := range queue {
-		w.done(resFailed)
-		if w.out != nil {
-			w.out.flush()
-		}
-	}
+	finish(queue, nil)
 }

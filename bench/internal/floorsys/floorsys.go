@@ -114,10 +114,10 @@ type replica struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	fwd      *client // to the leader at fwdAddr
-	fwdAddr  string
-	closedMu sync.Once
+	mu        sync.Mutex
+	fwd       *client // to the leader at fwdAddr
+	fwdAddr   string
+	closeOnce sync.Once
 }
 
 // propose commits op on name: through the local group commit on the
@@ -194,7 +194,7 @@ func (r *replica) Status(context.Context) (lockservice.Status, error) {
 
 func (r *replica) Close(context.Context) error {
 	var err error
-	r.closedMu.Do(func() {
+	r.closeOnce.Do(func() {
 		close(r.stop)
 		if r.l != nil {
 			r.l.Close()

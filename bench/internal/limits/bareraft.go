@@ -162,18 +162,18 @@ type logStore interface {
 
 // openStore opens a bare node's store like the node package does: bolt
 // with its options, or raft-wal with a bolt meta store that is closed too.
-func openStore(dir, store string, c *raftCluster) (logStore, error) {
+// closes release it.
+func openStore(dir, store string) (st logStore, closes []func() error, err error) {
 	if store == StoreWAL {
 		if err := os.MkdirAll(dir+".wal", 0o700); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		meta := &metadb.BoltMetaDB{}
 		w, err := wal.Open(dir+".wal", wal.WithMetaStore(meta))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		c.closes = append(c.closes, w.Close, meta.Close)
-		return w, nil
+		return w, []func() error{w.Close, meta.Close}, nil
 	}
 	db, err := raftboltdb.New(raftboltdb.Options{
 		Path: dir + ".db",
@@ -184,10 +184,9 @@ func openStore(dir, store string, c *raftCluster) (logStore, error) {
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	c.closes = append(c.closes, db.Close)
-	return db, nil
+	return db, []func() error{db.Close}, nil
 }
 
 func startNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
@@ -205,18 +204,17 @@ type Timing struct{ Heartbeat, Election, LeaderLease, Commit time.Duration }
 // the given state machine, transport and timeouts. closes release its
 // stores, to be called after the node's Shutdown, also when err is not nil.
 func StartNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, fsm raft.FSM, tm Timing, logger hclog.Logger) (r *raft.Raft, closes []func() error, err error) {
-	c := &raftCluster{}
-	db, err := openStore(dir, store, c)
+	db, closes, err := openStore(dir, store)
 	if err != nil {
-		return nil, c.closes, err
+		return nil, closes, err
 	}
 	logs, err := raft.NewLogCache(logCacheSize, db)
 	if err != nil {
-		return nil, c.closes, err
+		return nil, closes, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, logger)
 	if err != nil {
-		return nil, c.closes, err
+		return nil, closes, err
 	}
 	conf := raft.DefaultConfig()
 	conf.LocalID = id
@@ -226,10 +224,10 @@ func StartNode(dir, store string, id raft.ServerID, t raft.Transport, servers []
 	conf.CommitTimeout = tm.Commit
 	conf.Logger = logger
 	if err := raft.BootstrapCluster(conf, logs, db, snaps, t, raft.Configuration{Servers: servers}); err != nil {
-		return nil, c.closes, err
+		return nil, closes, err
 	}
 	r, err = raft.NewRaft(conf, fsm, logs, db, snaps, t)
-	return r, c.closes, err
+	return r, closes, err
 }
 
 // leader waits for a leader and returns it.
