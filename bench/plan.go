@@ -96,6 +96,11 @@ func (b *bench) roundSteps(r int) []step {
 // order of the systems flips every round so that drift of the machine
 // favours neither.
 func (b *bench) run(ctx context.Context) {
+	for _, sys := range b.opts.Systems {
+		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") {
+			b.problem("%s: not run (it runs only the uncontended and distinct workloads, and neither is selected)", sys)
+		}
+	}
 	for r := range b.opts.Runs {
 		steps := b.roundSteps(r)
 		if len(steps) == 0 {
