@@ -69,10 +69,12 @@ func openStorage(cfg *Config, logger hclog.Logger) (*storage, error) {
 		st.close()
 		return nil, fmt.Errorf("node: log cache: %w", err)
 	}
-	if st.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsKept, logger); err != nil {
+	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsKept, logger)
+	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("node: snapshot store: %w", err)
 	}
+	st.snaps = stepSyncStore{SnapshotStore: files, base: cfg.DataDir, logger: logger}
 	return st, nil
 }
 
