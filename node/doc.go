@@ -72,7 +72,9 @@
 //     snapshots under DataDir, or memory; fault injection for tests.
 //     Snapshots (storage_snapshot.go) are paced so that their encoding
 //     leaves the processor to Raft and the applies
-//     (storage_snapshot_pace.go).
+//     (storage_snapshot_pace.go), and written back to the disk in steps
+//     so that their final sync does not stall the log's fsyncs
+//     (storage_snapshot_writeback.go).
 //   - Metrics (metrics.go): raftlock_node_*.
 //
 // # Goroutines
