@@ -13,7 +13,7 @@ import (
 // a million locks that is 80 MiB handed to the disk at once, and the log
 // store's fsyncs — every commit waits for one — queue behind it: on a
 // 2-core host with one disk, every 1M-lock snapshot ended in a stall of
-// 33–50 ms for a Lock+Unlock on another replica (several times its quiet
+// 36–55 ms for a Lock+Unlock on another replica (several times its quiet
 // p99). stepSyncStore starts the writeback of every snapshotWritebackStep
 // bytes as they are written and waits for it (sync_file_range on Linux), so
 // that the disk gets the snapshot in small pieces between the log's fsyncs
