@@ -37,7 +37,7 @@ type Node struct {
 	members    *gossip // gossip layer; nil without Config.Gossip
 
 	id         *identity   // node id, incarnation, Raft id, cluster id
-	guard      *voteGuard  // between the Raft transport and Raft
+	guard      *voteGuard  // the vote policy; the transport enforces it (RaftVoteGate)
 	formation  *formation  // founding a cluster; nil if this node does not found one
 	joins      joinTable   // static mode, on the leader: nodes asking to be added
 	refusals   refusals    // why this node was refused, or refused others

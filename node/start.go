@@ -81,6 +81,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.id, err = loadIdentity(n.store.stable, cfg.ID, hasState); err != nil {
 		return nil, err
 	}
+	n.guard = &voteGuard{self: raft.ServerID(n.id.raftID), config: n.latestConfig, refused: n.metrics.votesRefused.Inc}
 	n.trans, err = transport.New(transport.Config{
 		BindAddr:       cfg.BindAddr,
 		AdvertiseAddr:  cfg.AdvertiseAddr,
@@ -93,6 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Identity:       n.helloIdentity,
 		CheckPeer:      n.checkPeer,
 		AcceptLegacy:   n.acceptLegacy,
+		RaftVoteGate:   n.guard.allow,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -112,8 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.guard = newVoteGuard(n.trans.RaftTransport(), rc.LocalID, n.latestConfig, n.metrics.votesRefused.Inc)
-	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed}, n.store.logs, n.store.stable, n.store.snaps, n.guard); err != nil {
+	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed}, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true) // publishes raft and formation to the RPC handlers
@@ -160,9 +161,6 @@ func (n *Node) abortStart() {
 	}
 	if n.raft != nil {
 		n.raft.Shutdown().Error()
-	}
-	if n.guard != nil {
-		n.guard.halt()
 	}
 	if n.trans != nil {
 		n.trans.Close()

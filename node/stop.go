@@ -78,7 +78,6 @@ func (n *Node) shutdown() error {
 	f := n.raft.Shutdown()
 	n.trans.Close()
 	err := f.Error()
-	n.guard.halt()
 	n.waitRaftConns()
 	n.wg.Wait()
 	if cerr := n.store.close(); cerr != nil && err == nil {

@@ -77,6 +77,17 @@ type Config struct {
 	// version 1 regardless.
 	AcceptLegacy func() bool
 
+	// RaftVoteGate, when set, is asked for every inbound RequestVote and
+	// RequestPreVote before raft reads it; false refuses it: the
+	// connection is closed with the request unread, and the candidate's
+	// raft counts the failed RPC as a vote not granted (every other RPC on
+	// every other connection passes untouched). It runs on the
+	// connection's reader goroutine, once per vote request, and must not
+	// block. Nil: every vote request reaches raft. A node uses it to keep
+	// itself from voting while it is not a voter of its own configuration
+	// (node's vote policy), without a hop between raft and its transport.
+	RaftVoteGate func() bool
+
 	// HandshakeTimeout bounds, for each accepted connection, the TLS
 	// handshake, the arrival of the protocol preface and the hello.
 	// Default 5s.

@@ -74,6 +74,14 @@
 // sent. Payload bytes (an entry's Data, snapshot data) are not bounded:
 // they cost about what arrived, only while bytes keep arriving.
 //
+// The same guard holds the vote gate (Config.RaftVoteGate): at the type
+// byte of an inbound RequestVote or RequestPreVote it asks the gate, and
+// on a no closes the connection with the request unread (raft on this node
+// sees the stream end; the candidate's RPC fails, which its raft counts as
+// a vote not granted). Nothing else is held back, and nothing stands
+// between raft's NetworkTransport and raft: the gate costs replication no
+// goroutine hand-off.
+//
 // # RPC
 //
 // Call sends an opaque request to a peer's Handler and waits for the

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -33,8 +34,14 @@ import (
 // arrived, and only while bytes keep arriving (RaftIdleTimeout). The guard
 // itself allocates nothing per message.
 //
-// A raftGuard is used by one reader; the zero value expects a type byte.
+// The guard also holds the vote gate (Config.RaftVoteGate): when a
+// request's type byte says RequestVote or RequestPreVote and the gate says
+// no, feed returns errVoteRefused before that byte reaches raft.
+//
+// A raftGuard is used by one reader; the zero value expects a type byte
+// and lets every vote request pass.
 type raftGuard struct {
+	vote  func() bool // nil: every vote request passes
 	st    guardState
 	rpc   byte
 	hdr   [9]byte // a value's header bytes (type byte first)
@@ -72,8 +79,14 @@ const (
 	// Raft's RPC types (net_transport.go): AppendEntries, RequestVote,
 	// InstallSnapshot, TimeoutNow, RequestPreVote.
 	raftRPCTypes        = 5
+	raftRequestVote     = 1
 	raftInstallSnapshot = 2
+	raftRequestPreVote  = 4
 )
+
+// errVoteRefused: the vote gate refused a RequestVote or RequestPreVote.
+// Not a protocol violation: the peer did nothing wrong.
+var errVoteRefused = errors.New("transport: vote request refused: this node may not vote now")
 
 // feed inspects the next bytes of the stream, in order. It returns an error
 // wrapping ErrProtocol at the first violation (and must not be fed again).
@@ -83,6 +96,9 @@ func (g *raftGuard) feed(b []byte) error {
 		case guardRPC:
 			if b[0] >= raftRPCTypes {
 				return fmt.Errorf("%w: unknown Raft RPC type %d", ErrProtocol, b[0])
+			}
+			if (b[0] == raftRequestVote || b[0] == raftRequestPreVote) && g.vote != nil && !g.vote() {
+				return errVoteRefused
 			}
 			g.rpc, g.vals, g.sizeSet, g.st = b[0], 0, false, guardValue
 			b = b[1:]

@@ -77,6 +77,7 @@ type raftConn struct {
 // preface version.
 func newInboundRaftConn(t *Transport, raw, conn net.Conn, version byte) *raftConn {
 	c := &raftConn{Conn: conn, raw: raw, t: t, accepted: true, idle: t.cfg.RaftIdleTimeout, closed: make(chan struct{})}
+	c.guard.vote = t.cfg.RaftVoteGate
 	if version == versionHello {
 		c.framed = true
 		c.br = bufio.NewReaderSize(conn, inboundRaftBuf)
@@ -136,9 +137,17 @@ func (c *raftConn) Read(b []byte) (int, error) {
 }
 
 // guarded passes bytes read from an inbound connection through the guard:
-// bytes that break its bounds never reach raft, and close the connection.
+// bytes that break its bounds, or a vote request the vote gate refuses,
+// never reach raft, and close the connection. A refused vote reads as the
+// end of the stream (io.EOF), so raft ends the connection quietly: the
+// peer broke no rule.
 func (c *raftConn) guarded(b []byte, err error) (int, error) {
 	if gerr := c.guard.feed(b); gerr != nil {
+		if errors.Is(gerr, errVoteRefused) {
+			c.t.log.Debug("transport: closing Raft connection: vote request refused", "remote", c.raw.RemoteAddr().String())
+			c.Close()
+			return 0, io.EOF
+		}
 		c.violation(gerr)
 		return 0, gerr
 	}
