@@ -32,11 +32,12 @@ type voteGuard struct {
 // candidate's raft counts the failed RPC as a vote not granted (and logs a
 // warning naming this node). Every other RPC reaches raft untouched, on
 // raft's own consumer channel: the guard adds no hop to replication.
-// (It did: as a goroutine relaying every RPC between the transport and
-// raft, it put one more goroutine wake-up into every AppendEntries on
-// every follower. With the relay bypassed, one worker on a follower
-// (raft-wal) went from 0.85 to 0.96 of the floor's Lock+Unlock/s, medians
-// of 18 alternating rounds each; bench README, "The vote guard's hop".)
+// (It was a goroutine relaying every RPC between the transport and raft:
+// one more goroutine wake-up in every AppendEntries on every follower, seen
+// in a trace of one forwarded command. Removing it moved no benchmark row
+// measurably — one worker on a follower, raft-wal, 0.94 of the floor's
+// Lock+Unlock/s before and after, medians of 24 alternating rounds each;
+// bench README, "The vote guard's hop".)
 func (g *voteGuard) allow() bool {
 	if g.mayVote() {
 		return true
