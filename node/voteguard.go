@@ -37,7 +37,7 @@ type voteGuard struct {
 // in a trace of one forwarded command. Removing it moved no benchmark row
 // measurably — one worker on a follower, raft-wal, 0.94 of the floor's
 // Lock+Unlock/s before and after, medians of 24 alternating rounds each;
-// bench README, "The vote guard's hop".)
+// bench README, "One forwarded command, hop by hop".)
 func (g *voteGuard) allow() bool {
 	if g.mayVote() {
 		return true
