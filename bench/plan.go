@@ -31,8 +31,9 @@ type step struct {
 	name string
 	run  func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error)
 	only []string // the lock services that have what it needs (nil: every one)
-	// floors: the floor systems (floorsys) run it too. They have no queue
-	// and no sessions: only workloads whose locks are never contended.
+	// floors: the floor systems (floorsys) run it too. They have plain
+	// locks with a FIFO line and no sessions: only workloads that need
+	// nothing else (no semaphores, read-write locks, expiry or failover).
 	floors bool
 }
 
@@ -66,7 +67,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("contended") {
 		steps = append(steps, step{"contended", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Contended(ctx, cl, p)
-		}, nil, false})
+		}, nil, true})
 	}
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
@@ -97,8 +98,8 @@ func (b *bench) roundSteps(r int) []step {
 // favours neither.
 func (b *bench) run(ctx context.Context) {
 	for _, sys := range b.opts.Systems {
-		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") {
-			b.problem("%s: not run (it runs only the uncontended and distinct workloads, and neither is selected)", sys)
+		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") && !b.opts.has("contended") {
+			b.problem("%s: not run (it runs only the uncontended, distinct and contended workloads, and none is selected)", sys)
 		}
 	}
 	for r := range b.opts.Runs {

@@ -1,6 +1,7 @@
 package floorsys
 
 import (
+	"encoding/binary"
 	"slices"
 	"sync"
 	"time"
@@ -28,21 +29,37 @@ type waiter struct {
 }
 
 // groupCommit is the leader's group commit: one entry in flight; each next
-// entry waits until as many commands are queued as the last entry carried
+// entry waits until as many commands are queued as the last entry answered
+// callers (a Lock put in line is not answered; a waiter it granted is)
 // plus those queued when it finished — its callers back, each with its
 // next command — or gatherWait has passed. It runs on every replica and
 // refuses commands (resFailed) while its replica is not the leader.
+//
+// A Lock of a held name is parked, not answered: the entry's result says
+// resQueued, and the caller (local, or the follower's forwarded call) gets
+// its resOK when a later entry's Unlock grants the name to its waiter id —
+// the hand-off's one message to the waiter's replica is that deferred
+// reply. Parked waiters live in this leader's memory only: when it stops
+// being the leader or closes they are failed (resFailed), and a waiter
+// whose caller gave up keeps its place in line (the floor has no sessions
+// to end it), so a name granted to it stays held.
 type groupCommit struct {
-	r *raft.Raft
+	r      *raft.Raft
+	idBase uint64 // this replica's waiter ids: idBase | a counter
 
 	mu     sync.Mutex
 	queue  []waiter
 	closed bool
 	kick   chan struct{} // a token: something was queued
+
+	// The run goroutine's only:
+	nextID uint64
+	parked map[uint64]waiter // waiter id → a Lock in line
 }
 
-func newGroupCommit(r *raft.Raft) *groupCommit {
-	return &groupCommit{r: r, kick: make(chan struct{}, 1)}
+// newGroupCommit returns replica index's group commit (index < 256).
+func newGroupCommit(r *raft.Raft, index int) *groupCommit {
+	return &groupCommit{r: r, idBase: uint64(index) << 56, kick: make(chan struct{}, 1), parked: map[uint64]waiter{}}
 }
 
 // submit queues a command; done is called once with its result.
@@ -50,7 +67,7 @@ func (g *groupCommit) submit(w waiter) {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		finish([]waiter{w}, nil)
+		finishAll([]waiter{w})
 		return
 	}
 	g.queue = append(g.queue, w)
@@ -98,9 +115,8 @@ func (g *groupCommit) run(stop <-chan struct{}) {
 				return
 			}
 		}
-		batch := g.take()
-		g.commit(batch)
-		want = min(len(batch)+g.queued(), maxBatch)
+		woken := g.commit(g.take())
+		want = min(woken+g.queued(), maxBatch)
 	}
 }
 
@@ -119,33 +135,80 @@ func (g *groupCommit) gather(want int, timeout <-chan time.Time, stop <-chan str
 	return true
 }
 
-// commit proposes batch as one entry and hands each command its result.
-func (g *groupCommit) commit(batch []waiter) {
+// commit proposes batch as one entry (each Lock given a waiter id) and
+// hands each command its result, parking the Locks put in line and waking
+// the waiters the entry's Unlocks granted. It returns how many callers it
+// answered (each may come back with its next command).
+func (g *groupCommit) commit(batch []waiter) (woken int) {
 	data := make([]byte, 0, len(batch)*cmdSize)
+	ids := make([]uint64, len(batch))
 	for i := range batch {
+		if batch[i].cmd[0] == opLock {
+			g.nextID++
+			ids[i] = g.idBase | g.nextID
+			binary.BigEndian.PutUint64(batch[i].cmd[idAt:], ids[i])
+		}
 		data = append(data, batch[i].cmd[:]...)
 	}
-	var res []byte
+	var out *applied
 	if g.r.State() == raft.Leader {
 		f := g.r.Apply(data, applyTimeout)
 		if f.Error() == nil {
-			res, _ = f.Response().([]byte)
+			out, _ = f.Response().(*applied)
 		}
 	}
-	finish(batch, res)
-}
-
-// finish hands each command of batch its result (resFailed beyond res),
-// then wakes the writers of the forwarded ones, each once: an entry's
-// replies to one follower leave in one write.
-func finish(batch []waiter, res []byte) {
+	if out == nil { // not committed, or no longer the leader
+		finishAll(batch)
+		return len(batch) + g.failParked()
+	}
 	var outs []*frameWriter // a few: one per follower connection
+	wake := func(w waiter, r byte) {
+		woken++
+		w.done(r)
+		if w.out != nil && !slices.Contains(outs, w.out) {
+			outs = append(outs, w.out)
+		}
+	}
 	for i, w := range batch {
 		r := byte(resFailed)
-		if i < len(res) {
-			r = res[i]
+		if i < len(out.res) {
+			r = out.res[i]
 		}
-		w.done(r)
+		if r == resQueued {
+			g.parked[ids[i]] = w
+			continue
+		}
+		wake(w, r)
+	}
+	for _, id := range out.grants {
+		if w, ok := g.parked[id]; ok {
+			delete(g.parked, id)
+			wake(w, resOK)
+		}
+	}
+	for _, o := range outs { // an entry's replies to one follower leave in one write
+		o.flush()
+	}
+	return woken
+}
+
+// failParked fails every parked waiter and returns how many there were.
+func (g *groupCommit) failParked() int {
+	parked := make([]waiter, 0, len(g.parked))
+	for id, w := range g.parked {
+		parked = append(parked, w)
+		delete(g.parked, id)
+	}
+	finishAll(parked)
+	return len(parked)
+}
+
+// finishAll fails every waiter of batch (resFailed), then wakes the writers
+// of the forwarded ones, each once.
+func finishAll(batch []waiter) {
+	var outs []*frameWriter
+	for _, w := range batch {
+		w.done(resFailed)
 		if w.out != nil && !slices.Contains(outs, w.out) {
 			outs = append(outs, w.out)
 		}
@@ -155,11 +218,13 @@ func finish(batch []waiter, res []byte) {
 	}
 }
 
+// close fails what is queued and parked (the run goroutine's, as it ends).
 func (g *groupCommit) close() {
 	g.mu.Lock()
 	g.closed = true
 	queue := g.queue
 	g.queue = nil
 	g.mu.Unlock()
-	finish(queue, nil)
+	finishAll(queue)
+	g.failParked()
 }

@@ -4,10 +4,17 @@
 // raftlock's default timeouts, three replicas in three processes with the
 // workers in them, a follower's commands forwarded to the leader, and the
 // leader's group commit — with nothing else. Its state machine is a set of
-// held names (Lock of a held name is refused, not queued); it has no
-// sessions (NewSession and Close cost nothing, a session is never lost, the
-// TTL is ignored), no leases, fencing tokens, request numbers, quotas,
-// announcements, metrics or retries. The forward is one TCP connection per
+// held names, each with a FIFO line of waiters: a Lock of a held name waits
+// in line, and an Unlock hands the name to the first waiter in the same
+// entry. The waiter learns of it the cheapest way the layout allows: the
+// leader holds back the answer to its Lock (a local caller's, or the reply
+// to its replica's forwarded call) until the entry that granted it is
+// applied on the leader — one message from the leader to the waiter's
+// replica per hand-off, as raftlock's grant announcement, but to that
+// replica only. It has no sessions (NewSession and Close cost nothing, a
+// session is never lost, the TTL is ignored), no leases, fencing tokens,
+// request numbers, quotas, metrics or retries, and its waiters do not
+// survive a change of leader (they fail). The forward is one TCP connection per
 // follower with no forward limit and no linger of its own (frames queued
 // together are written together); the leader keeps one entry in flight and
 // sends the next once the last one's callers are back with their next
@@ -15,8 +22,8 @@
 //
 // What raftlock adds to a Lock+Unlock on top of this is its own cost; what
 // this floor costs on a machine is what the architecture costs there. It
-// answers the distinct and uncontended workloads only: any workload that
-// waits for a held lock fails on it.
+// answers the uncontended, distinct and contended (one lock, hand-offs)
+// workloads.
 package floorsys
 
 import (
@@ -44,9 +51,8 @@ const (
 
 // Errors of a Lock or Unlock.
 var (
-	// ErrRefused: Lock of a held name or Unlock of a free one (the floor
-	// has no queue).
-	ErrRefused = errors.New("floor: refused (held, or not held)")
+	// ErrRefused: Unlock of a name that is not held, or a name too long.
+	ErrRefused = errors.New("floor: refused (not held)")
 	// ErrNotCommitted: no leader, a lost forward connection or a replica
 	// shutting down; the command may or may not have committed.
 	ErrNotCommitted = errors.New("floor: not committed")
@@ -88,7 +94,7 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 		rep.Close(ctx)
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	rep.g = newGroupCommit(r)
+	rep.g = newGroupCommit(r, cfg.Index)
 	rep.wg.Go(func() { rep.g.run(rep.stop) })
 	rep.wg.Go(func() { serve(rep.l, rep.g, rep.stop, &rep.wg) })
 	for { // the seam's contract: return once a leader is known

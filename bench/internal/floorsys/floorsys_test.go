@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,29 +103,118 @@ func TestFloorLocksOnEveryReplica(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			// A held name is refused, from the leader and through a forward;
-			// Unlock of a free name too.
-			follower := (leader + 1) % 3
-			s, _ := reps[leader].NewSession(ctx, time.Minute)
-			held, err := s.Lock(ctx, "held")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, i := range []int{leader, follower} {
+			// Unlock of a free name is refused, from the leader and through a forward.
+			for _, i := range []int{leader, (leader + 1) % 3} {
 				s, _ := reps[i].NewSession(ctx, time.Minute)
-				if _, err := s.Lock(ctx, "held"); !errors.Is(err, ErrRefused) {
-					t.Errorf("replica %d: Lock of a held name: %v, want ErrRefused", i, err)
+				l, err := s.Lock(ctx, "once")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); !errors.Is(err, ErrRefused) {
+					t.Errorf("replica %d: second Unlock: %v, want ErrRefused", i, err)
 				}
 			}
-			if err := held.Unlock(ctx); err != nil {
-				t.Fatal(err)
+		})
+	}
+}
+
+// Waiters on a held name line up in the order their Locks committed, on
+// the leader and through forwards, and each Unlock hands the name to the next.
+func TestFloorHandsOffInLine(t *testing.T) {
+	reps, leader := startFloor(t, WALSystem())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, _ := reps[leader].NewSession(ctx, time.Minute)
+	held, err := s.Lock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type grant struct {
+		l   lockservice.Lease
+		err error
+	}
+	var waiters []chan grant
+	for _, i := range []int{(leader + 1) % 3, leader, (leader + 2) % 3} {
+		before, _ := reps[leader].Status(ctx)
+		ch := make(chan grant, 1)
+		ws, _ := reps[i].NewSession(ctx, time.Minute)
+		go func() { l, err := ws.Lock(ctx, "x"); ch <- grant{l, err} }()
+		for { // its Lock is in line once the leader committed it
+			if st, _ := reps[leader].Status(ctx); st.LogIndex > before.LogIndex {
+				break
 			}
-			if err := held.Unlock(ctx); !errors.Is(err, ErrRefused) {
-				t.Errorf("second Unlock: %v, want ErrRefused", err)
+			if ctx.Err() != nil {
+				t.Fatal("the waiter's Lock did not commit")
 			}
-			fs, _ := reps[follower].NewSession(ctx, time.Minute)
-			if _, err := fs.Lock(ctx, "held"); err != nil {
-				t.Errorf("Lock after Unlock, forwarded: %v", err)
+			time.Sleep(time.Millisecond)
+		}
+		waiters = append(waiters, ch)
+	}
+	for k, ch := range waiters {
+		select {
+		case g := <-ch:
+			t.Fatalf("waiter %d granted while the name was held: %v", k, g.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var g grant
+		select {
+		case g = <-ch:
+		case <-ctx.Done():
+			t.Fatalf("waiter %d not granted after the Unlock before it", k)
+		}
+		if g.err != nil {
+			t.Fatalf("waiter %d: %v", k, g.err)
+		}
+		held = g.l
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Unlock(ctx); !errors.Is(err, ErrRefused) {
+		t.Errorf("Unlock after the line emptied: %v, want ErrRefused", err)
+	}
+}
+
+// The contended workload's shape: workers on every replica loop on one
+// name; never two hold it at once, and every Lock is granted.
+func TestFloorContendedExclusion(t *testing.T) {
+	for _, sys := range []lockservice.System{System(), WALSystem()} {
+		t.Run(sys.Name(), func(t *testing.T) {
+			reps, _ := startFloor(t, sys)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var holders, grants atomic.Int32
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() {
+					s, _ := reps[w%3].NewSession(ctx, time.Minute)
+					for range 25 {
+						l, err := s.Lock(ctx, "one")
+						if err != nil {
+							t.Errorf("worker %d: %v", w, err)
+							return
+						}
+						if holders.Add(1) != 1 {
+							t.Errorf("worker %d: granted while another held the name", w)
+						}
+						grants.Add(1)
+						holders.Add(-1)
+						if err := l.Unlock(ctx); err != nil {
+							t.Errorf("worker %d: unlock: %v", w, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if got := grants.Load(); got != 8*25 {
+				t.Errorf("%d grants, want %d", got, 8*25)
 			}
 		})
 	}

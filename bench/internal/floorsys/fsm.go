@@ -5,27 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/hashicorp/raft"
 )
 
-// A command is cmdSize bytes: op, the name's length, the name, zero padding.
-// An entry is a run of commands; the state machine answers it with one
-// result byte per command.
+// A command is cmdSize bytes: op, the name's length, the name, zero padding,
+// and in its last 8 bytes the waiter id the leader's group commit gives a
+// Lock when it puts it in an entry (big-endian; see groupCommit.commit). An
+// entry is a run of commands; the state machine answers it with an
+// *applied: one result byte per command and the waiters it granted.
 const (
 	cmdSize = 64
-	maxName = cmdSize - 2
+	idAt    = cmdSize - 8
+	maxName = idAt - 2
 
 	opLock   = 1
 	opUnlock = 2
 
-	resOK      = 0 // done
-	resRefused = 1 // Lock of a held name, Unlock of a free one
+	resOK      = 0 // done (a Lock: granted)
+	resRefused = 1 // Unlock of a free name
 	resFailed  = 2 // not committed (no leader, lost connection, shut down)
+	resQueued  = 3 // a Lock of a held name: in line (granted later, by an Unlock)
 )
 
-// encodeCommand writes op on name into dst (cmdSize bytes).
+// encodeCommand writes op on name into dst (cmdSize bytes, no waiter id).
 func encodeCommand(dst []byte, op byte, name string) error {
 	if len(name) > maxName {
 		return fmt.Errorf("floor: name of %d bytes (at most %d)", len(name), maxName)
@@ -36,53 +41,68 @@ func encodeCommand(dst []byte, op byte, name string) error {
 	return nil
 }
 
-// heldNames is the state machine: the names held. hashicorp/raft calls
-// Apply and Snapshot from one goroutine, so it needs no lock.
-type heldNames struct{ held map[string]struct{} }
+// applied is what Apply returns for an entry.
+type applied struct {
+	res    []byte   // per command
+	grants []uint64 // the waiter ids an Unlock of the entry handed its name to, in order
+}
 
-func newHeldNames() *heldNames { return &heldNames{held: map[string]struct{}{}} }
+// heldNames is the state machine: the names held, each with its line of
+// waiter ids (FIFO). Unlock of a name with a line hands it to the first
+// waiter (the name stays held); without one it frees the name. hashicorp/raft
+// calls Apply and Snapshot from one goroutine, so it needs no lock.
+type heldNames struct{ held map[string][]uint64 }
 
-// Apply runs an entry's commands in order and returns their results; bytes
-// that are not a whole command are refused.
+func newHeldNames() *heldNames { return &heldNames{held: map[string][]uint64{}} }
+
+// Apply runs an entry's commands in order; bytes that are not a whole
+// command are refused.
 func (h *heldNames) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data)%cmdSize != 0 {
-		return []byte(nil)
+		return &applied{}
 	}
-	out := make([]byte, len(l.Data)/cmdSize)
-	for i := range out {
+	out := &applied{res: make([]byte, len(l.Data)/cmdSize)}
+	for i := range out.res {
 		c := l.Data[i*cmdSize : (i+1)*cmdSize]
 		n := int(c[1])
 		if n > maxName {
-			out[i] = resRefused
+			out.res[i] = resRefused
 			continue
 		}
 		name := string(c[2 : 2+n])
-		_, held := h.held[name]
+		line, held := h.held[name]
 		switch {
 		case c[0] == opLock && !held:
-			h.held[name] = struct{}{}
+			h.held[name] = nil
+		case c[0] == opLock:
+			h.held[name] = append(line, binary.BigEndian.Uint64(c[idAt:]))
+			out.res[i] = resQueued
+		case c[0] == opUnlock && held && len(line) > 0:
+			out.grants = append(out.grants, line[0])
+			h.held[name] = line[1:]
 		case c[0] == opUnlock && held:
 			delete(h.held, name)
 		default:
-			out[i] = resRefused
+			out.res[i] = resRefused
 		}
 	}
 	return out
 }
 
-// Snapshot copies the names; Persist writes them (length-prefixed, sorted).
+// Snapshot copies the names and lines; Persist writes them (sorted by name,
+// each as its length-prefixed name, the line's length and its ids).
 func (h *heldNames) Snapshot() (raft.FSMSnapshot, error) {
-	names := make([]string, 0, len(h.held))
-	for n := range h.held {
-		names = append(names, n)
+	s := make(namesSnapshot, len(h.held))
+	for n, line := range h.held {
+		s[n] = slices.Clone(line)
 	}
-	return namesSnapshot(names), nil
+	return s, nil
 }
 
 // Restore replaces the names with a snapshot's.
 func (h *heldNames) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	held := map[string]struct{}{}
+	held := map[string][]uint64{}
 	var size [2]byte
 	for {
 		if _, err := io.ReadFull(rc, size[:]); errors.Is(err, io.EOF) {
@@ -91,23 +111,38 @@ func (h *heldNames) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("floor: snapshot: %w", err)
 		}
 		name := make([]byte, binary.BigEndian.Uint16(size[:]))
+		var count [4]byte
 		if _, err := io.ReadFull(rc, name); err != nil {
 			return fmt.Errorf("floor: snapshot: %w", err)
 		}
-		held[string(name)] = struct{}{}
+		if _, err := io.ReadFull(rc, count[:]); err != nil {
+			return fmt.Errorf("floor: snapshot: %w", err)
+		}
+		ids := make([]byte, 8*int(binary.BigEndian.Uint32(count[:])))
+		if _, err := io.ReadFull(rc, ids); err != nil {
+			return fmt.Errorf("floor: snapshot: %w", err)
+		}
+		var line []uint64
+		for i := 0; i < len(ids); i += 8 {
+			line = append(line, binary.BigEndian.Uint64(ids[i:]))
+		}
+		held[string(name)] = line
 	}
 	h.held = held
 	return nil
 }
 
-type namesSnapshot []string
+type namesSnapshot map[string][]uint64
 
 func (s namesSnapshot) Persist(sink raft.SnapshotSink) error {
-	sort.Strings(s)
 	var buf []byte
-	for _, n := range s {
+	for _, n := range slices.Sorted(maps.Keys(s)) {
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(n)))
 		buf = append(buf, n...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s[n])))
+		for _, id := range s[n] {
+			buf = binary.BigEndian.AppendUint64(buf, id)
+		}
 	}
 	if _, err := sink.Write(buf); err != nil {
 		sink.Cancel()
