@@ -45,7 +45,8 @@ type waiter struct {
 // to end it), so a name granted to it stays held.
 type groupCommit struct {
 	r      *raft.Raft
-	idBase uint64 // this replica's waiter ids: idBase | a counter
+	fsm    *heldNames // read for onlyLining
+	idBase uint64     // this replica's waiter ids: idBase | a counter
 
 	mu     sync.Mutex
 	queue  []waiter
@@ -57,9 +58,10 @@ type groupCommit struct {
 	parked map[uint64]waiter // waiter id → a Lock in line
 }
 
-// newGroupCommit returns replica index's group commit (index < 256).
-func newGroupCommit(r *raft.Raft, index int) *groupCommit {
-	return &groupCommit{r: r, idBase: uint64(index) << 56, kick: make(chan struct{}, 1), parked: map[uint64]waiter{}}
+// newGroupCommit returns replica index's group commit (index < 256) over
+// its state machine.
+func newGroupCommit(r *raft.Raft, fsm *heldNames, index int) *groupCommit {
+	return &groupCommit{r: r, fsm: fsm, idBase: uint64(index) << 56, kick: make(chan struct{}, 1), parked: map[uint64]waiter{}}
 }
 
 // submit queues a command; done is called once with its result.
@@ -98,6 +100,7 @@ func (g *groupCommit) take() []waiter {
 func (g *groupCommit) run(stop <-chan struct{}) {
 	defer g.close()
 	want := 1
+	var lastCommit time.Duration
 	for {
 		// Wait for the first command, then for the rest of the cohort.
 		for g.queued() == 0 {
@@ -115,9 +118,53 @@ func (g *groupCommit) run(stop <-chan struct{}) {
 				return
 			}
 		}
+		if g.onlyLining() {
+			t := time.NewTimer(min(lastCommit, gatherWait))
+			ok := g.hold(t.C, stop)
+			t.Stop()
+			if !ok {
+				return
+			}
+		}
+		start := time.Now()
 		woken := g.commit(g.take())
+		lastCommit = time.Since(start)
 		want = min(woken+g.queued(), maxBatch)
 	}
+}
+
+// onlyLining reports whether every queued command is a Lock of a name held
+// in the leader's state: one that would only join a line. As raftlock's
+// proposer (node/batcher_defer.go), the leader holds such a batch back
+// until another command comes (the Unlock that hands the name on, after
+// which both leave in one entry) or for the last commit's time (at most
+// gatherWait): otherwise the previous holder's Lock, sent the moment its
+// Unlock is answered, would leave alone and the new holder's Unlock would
+// wait a whole commit behind it.
+func (g *groupCommit) onlyLining() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range g.queue {
+		if w.cmd[0] != opLock || !g.fsm.wouldQueue(commandName(&w.cmd)) {
+			return false
+		}
+	}
+	return len(g.queue) > 0
+}
+
+// hold waits while onlyLining holds, until timeout fires (true), or stop
+// closes (false).
+func (g *groupCommit) hold(timeout <-chan time.Time, stop <-chan struct{}) bool {
+	for g.onlyLining() {
+		select {
+		case <-g.kick:
+		case <-timeout:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	return true
 }
 
 // gather waits until want commands are queued or timeout fires (true), or

@@ -14,7 +14,9 @@
 // replica only. It has no sessions (NewSession and Close cost nothing, a
 // session is never lost, the TTL is ignored), no leases, fencing tokens,
 // request numbers, quotas, metrics or retries, and its waiters do not
-// survive a change of leader (they fail). The forward is one TCP connection per
+// survive a change of leader (they fail). As raftlock's leader, it holds a
+// batch of Locks that would only join a line back until another command
+// comes, or for the last commit's time (at most gatherWait). The forward is one TCP connection per
 // follower with no forward limit and no linger of its own (frames queued
 // together are written together); the leader keeps one entry in flight and
 // sends the next once the last one's callers are back with their next
@@ -84,7 +86,8 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 	}
 	t := node.LANTiming()
 	tm := limits.Timing{Heartbeat: t.HeartbeatTimeout, Election: t.ElectionTimeout, LeaderLease: t.LeaderLeaseTimeout, Commit: t.CommitTimeout}
-	r, closes, err := limits.StartNode(cfg.DataDir+"/raft", s.store, servers[cfg.Index].ID, trans, servers, newHeldNames(), tm, logger)
+	fsm := newHeldNames()
+	r, closes, err := limits.StartNode(cfg.DataDir+"/raft", s.store, servers[cfg.Index].ID, trans, servers, fsm, tm, logger)
 	rep := &replica{addrs: cfg.Addrs, r: r, trans: trans, closes: closes, stop: make(chan struct{})}
 	if err != nil {
 		rep.Close(ctx)
@@ -94,7 +97,7 @@ func (s system) StartReplica(ctx context.Context, cfg lockservice.ReplicaConfig)
 		rep.Close(ctx)
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	rep.g = newGroupCommit(r, cfg.Index)
+	rep.g = newGroupCommit(r, fsm, cfg.Index)
 	rep.wg.Go(func() { rep.g.run(rep.stop) })
 	rep.wg.Go(func() { serve(rep.l, rep.g, rep.stop, &rep.wg) })
 	for { // the seam's contract: return once a leader is known

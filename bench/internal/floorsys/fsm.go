@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -50,10 +51,30 @@ type applied struct {
 // heldNames is the state machine: the names held, each with its line of
 // waiter ids (FIFO). Unlock of a name with a line hands it to the first
 // waiter (the name stays held); without one it frees the name. hashicorp/raft
-// calls Apply and Snapshot from one goroutine, so it needs no lock.
-type heldNames struct{ held map[string][]uint64 }
+// calls Apply, Snapshot and Restore from one goroutine; mu is for the
+// leader's group commit, which asks wouldQueue from another.
+type heldNames struct {
+	mu   sync.Mutex
+	held map[string][]uint64
+}
 
 func newHeldNames() *heldNames { return &heldNames{held: map[string][]uint64{}} }
+
+// wouldQueue reports whether a Lock of name would join a line now.
+func (h *heldNames) wouldQueue(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, held := h.held[name]
+	return held
+}
+
+// commandName returns the name of an encoded command (empty if malformed).
+func commandName(c *[cmdSize]byte) string {
+	if int(c[1]) > maxName {
+		return ""
+	}
+	return string(c[2 : 2+int(c[1])])
+}
 
 // Apply runs an entry's commands in order; bytes that are not a whole
 // command are refused.
@@ -62,6 +83,8 @@ func (h *heldNames) Apply(l *raft.Log) any {
 		return &applied{}
 	}
 	out := &applied{res: make([]byte, len(l.Data)/cmdSize)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for i := range out.res {
 		c := l.Data[i*cmdSize : (i+1)*cmdSize]
 		n := int(c[1])
@@ -92,6 +115,8 @@ func (h *heldNames) Apply(l *raft.Log) any {
 // Snapshot copies the names and lines; Persist writes them (sorted by name,
 // each as its length-prefixed name, the line's length and its ids).
 func (h *heldNames) Snapshot() (raft.FSMSnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	s := make(namesSnapshot, len(h.held))
 	for n, line := range h.held {
 		s[n] = slices.Clone(line)
@@ -128,7 +153,9 @@ func (h *heldNames) Restore(rc io.ReadCloser) error {
 		}
 		held[string(name)] = line
 	}
+	h.mu.Lock()
 	h.held = held
+	h.mu.Unlock()
 	return nil
 }
 
