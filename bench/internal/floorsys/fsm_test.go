@@ -95,3 +95,34 @@ type memSink struct{ bytes.Buffer }
 func (*memSink) ID() string    { return "mem" }
 func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
+
+// The leader holds back a batch only while every queued command is a Lock
+// of a held name.
+func TestOnlyLining(t *testing.T) {
+	h := newHeldNames()
+	h.Apply(entry(t, lock("a", 1)))
+	g := newGroupCommit(nil, h, 0)
+	queue := func(c cmd) {
+		var w waiter
+		if err := encodeCommand(w.cmd[:], c.op, c.name); err != nil {
+			t.Fatal(err)
+		}
+		g.queue = append(g.queue, w)
+	}
+	if g.onlyLining() {
+		t.Error("an empty queue is held back")
+	}
+	queue(lock("a", 0))
+	if !g.onlyLining() {
+		t.Error("a Lock of a held name alone is not held back")
+	}
+	queue(lock("b", 0))
+	if g.onlyLining() {
+		t.Error("held back with a Lock of a free name queued")
+	}
+	g.queue = g.queue[:1]
+	queue(unlock("a"))
+	if g.onlyLining() {
+		t.Error("held back with an Unlock queued")
+	}
+}
