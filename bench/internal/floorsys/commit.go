@@ -155,22 +155,19 @@ func (g *groupCommit) onlyLining() bool {
 // hold waits while onlyLining holds, until timeout fires (true), or stop
 // closes (false).
 func (g *groupCommit) hold(timeout <-chan time.Time, stop <-chan struct{}) bool {
-	for g.onlyLining() {
-		select {
-		case <-g.kick:
-		case <-timeout:
-			return true
-		case <-stop:
-			return false
-		}
-	}
-	return true
+	return g.waitWhile(g.onlyLining, timeout, stop)
 }
 
 // gather waits until want commands are queued or timeout fires (true), or
 // stop closes (false).
 func (g *groupCommit) gather(want int, timeout <-chan time.Time, stop <-chan struct{}) bool {
-	for g.queued() < want {
+	return g.waitWhile(func() bool { return g.queued() < want }, timeout, stop)
+}
+
+// waitWhile re-checks cond at every kick while it holds, until timeout
+// fires (true) or stop closes (false).
+func (g *groupCommit) waitWhile(cond func() bool, timeout <-chan time.Time, stop <-chan struct{}) bool {
+	for cond() {
 		select {
 		case <-g.kick:
 		case <-timeout:
