@@ -15,7 +15,9 @@ import (
 // 2 × Timing.CommitTimeout later). So as soon as the leader has applied such an entry, it also tells
 // every other replica directly: "these grants are committed". A follower
 // hands them to the Subscriptions that asked for early grants
-// (EventFilter.EarlyGrants): the waiter wakes after one RPC instead. (An
+// (EventFilter.EarlyGrants): the waiter wakes after one RPC instead. A grant
+// is announced only to the replica its waiter lives on, when the leader
+// knows it (announce_route.go). (An
 // earlier version proposed a Noop entry to carry the commit index; that
 // cost an fsync on every replica and delayed the next batch: 8 workers on
 // one lock went from about 300 to 380–470 handoffs/s without it.)
@@ -28,11 +30,12 @@ type announcer struct {
 	h announcerHost
 
 	mu      sync.Mutex
-	grants  []fsm.Event            // applied on this leader, not yet queued
-	queues  map[string][]fsm.Event // peer address → grants to send after the one in flight
-	busy    map[string]bool        // peer address → an announcement is in flight
-	peers   []string               // the other replicas' addresses (cached)
-	peersAt time.Time              // when peers was read
+	grants  []fsm.Event              // applied on this leader, not yet queued
+	queues  map[string][]fsm.Event   // peer address → grants to send after the one in flight
+	busy    map[string]bool          // peer address → an announcement is in flight
+	peers   []announcePeer           // the other replicas (cached)
+	peersAt time.Time                // when peers was read
+	homes   map[fsm.SessionID]string // session → the Raft id of its replica, "" for this one (announce_route.go)
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
@@ -49,19 +52,19 @@ const announceTimeout = time.Second
 type announcerHost struct {
 	ctx   context.Context                                             // ends when the node closes
 	wg    *sync.WaitGroup                                             // the node's goroutines
-	peers func() []string                                             // the other replicas' addresses
+	peers func() []announcePeer                                       // the other replicas
 	send  func(ctx context.Context, addr string, notice []byte) error // one RPC
 	sent  func(err error)                                             // metric
 }
 
 func newAnnouncer(h announcerHost) *announcer {
-	return &announcer{h: h, queues: map[string][]fsm.Event{}, busy: map[string]bool{}}
+	return &announcer{h: h, queues: map[string][]fsm.Event{}, busy: map[string]bool{}, homes: map[fsm.SessionID]string{}}
 }
 
 // announcerHost returns the node's side of the seam.
 func (n *Node) announcerHost() announcerHost {
 	return announcerHost{
-		ctx: n.ctx, wg: &n.wg, peers: n.otherServers,
+		ctx: n.ctx, wg: &n.wg, peers: n.announcePeers,
 		send: func(ctx context.Context, addr string, notice []byte) error {
 			_, err := n.trans.Call(ctx, addr, notice)
 			return err
@@ -82,8 +85,9 @@ func (a *announcer) collect(events []fsm.Event) {
 	}
 }
 
-// announce queues the grants collected so far for every other replica and
-// starts a sender for each peer that has none running. It does not wait.
+// announce queues the grants collected so far for the replicas their
+// waiters live on (planAnnouncements) and starts a sender for each peer that
+// has none running. It does not wait.
 func (a *announcer) announce() {
 	a.mu.Lock()
 	grants, refresh := a.grants, time.Since(a.peersAt) > peersTTL
@@ -92,7 +96,7 @@ func (a *announcer) announce() {
 	if len(grants) == 0 {
 		return
 	}
-	var peers []string
+	var peers []announcePeer
 	if refresh {
 		peers = a.h.peers() // outside the lock: it waits for raft
 	}
@@ -101,8 +105,8 @@ func (a *announcer) announce() {
 	if refresh {
 		a.peers, a.peersAt = peers, time.Now()
 	}
-	for _, p := range a.peers {
-		q, g := a.queues[p], grants
+	for p, g := range planAnnouncements(grants, a.homes, a.peers) {
+		q := a.queues[p]
 		if room := maxPendingGrants - len(q); room < len(g) {
 			g = g[:max(room, 0)] // this peer's queue only
 		}

@@ -15,9 +15,9 @@ import (
 // only what fits; that must not cut what later peers get.
 func TestAnnounceTruncatesOnlyTheFullPeersQueue(t *testing.T) {
 	a := newAnnouncer(announcerHost{})
-	a.peers, a.peersAt = []string{"full", "empty"}, time.Now()
+	a.peers, a.peersAt = []announcePeer{{"f~1", "full"}, {"e~1", "empty"}}, time.Now()
 	for _, p := range a.peers {
-		a.busy[p] = true // a sender runs already: announce only queues
+		a.busy[p.addr] = true // a sender runs already: announce only queues
 	}
 	a.queues["full"] = make([]fsm.Event, maxPendingGrants-1)
 	grants := []fsm.Event{
@@ -47,7 +47,7 @@ func TestAnnouncerBackPressure(t *testing.T) {
 		notices := map[string][]int{} // peer → grants per notice
 		release := make(chan struct{})
 		a := newAnnouncer(announcerHost{ctx: ctx, wg: &wg,
-			peers: func() []string { return []string{"slow", "fast", "down"} },
+			peers: func() []announcePeer { return []announcePeer{{"s~1", "slow"}, {"f~1", "fast"}, {"d~1", "down"}} },
 			send: func(ctx context.Context, addr string, notice []byte) error {
 				grants, err := decodeGrantNotice(notice)
 				if err != nil {

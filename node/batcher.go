@@ -20,6 +20,11 @@ type proposal struct {
 	in *batcher // the batcher it was submitted to
 
 	deferrable bool // set by classify (submit, runInline) from batcher.deferrable (batcher_defer.go)
+
+	// origin is who proposed the command, for the leader's announcements
+	// (announce_route.go): "" this node, else the forwarding peer's Raft id
+	// (originOf) or originUnknown.
+	origin string
 }
 
 func newProposal(ctx context.Context, cmd fsm.Command) *proposal {

@@ -21,15 +21,15 @@ func (n *Node) others() ([]raft.Server, bool) {
 	return out, true
 }
 
-// otherServers returns the Raft addresses of the other servers in the
-// configuration (none if it cannot be read).
-func (n *Node) otherServers() []string {
+// announcePeers returns the other servers in the configuration as the
+// announcer addresses them (none if it cannot be read).
+func (n *Node) announcePeers() []announcePeer {
 	others, _ := n.others()
-	addrs := make([]string, len(others))
+	peers := make([]announcePeer, len(others))
 	for i, s := range others {
-		addrs[i] = string(s.Address)
+		peers[i] = announcePeer{id: string(s.ID), addr: string(s.Address)}
 	}
-	return addrs
+	return peers
 }
 
 // hasOtherVoters reports whether another server is a voter.

@@ -44,9 +44,10 @@
 //   - Read barrier (reads.go): Sync asks the leader for raft's commit index
 //     (after its takeover barrier) and waits until the local FSM applied it
 //     (applied.go); verify.go batches the leader's VerifyLeader rounds.
-//   - Grant announcements (announce.go): the leader tells the other
-//     replicas at once about hand-off grants it applied, so that a waiter on
-//     a follower wakes after one RPC.
+//   - Grant announcements (announce.go, announce_route.go): the leader
+//     tells the replica a waiter lives on at once about the hand-off grant it
+//     applied (every other replica when it does not know which), so that a
+//     waiter on a follower wakes after one RPC.
 //   - Subscriptions (events.go, observer.go): the FSM observer fans events
 //     out to subscriptions by owner, session, lock or all, never blocking.
 //   - Versions (version.go, halt.go): the cluster version in the log, raised

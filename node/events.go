@@ -17,7 +17,11 @@ import (
 // longer. An announced grant is committed, but it arrives out of apply
 // order and arrives again when this replica applies it: a subscriber that
 // sets EarlyGrants must treat an EventGranted idempotently and must not
-// expect the local reads to show it yet. Announcements are best effort; the
+// expect the local reads to show it yet. The leader announces a grant to the
+// replica that sent it the waiter's queued Acquire — the one the waiter's
+// session lives on — or, when it does not know that replica (it became leader
+// after the Acquire), to every replica; a subscription on another replica
+// gets the grant when it applies it. Announcements are best effort; the
 // applied event always follows.
 type EventFilter struct {
 	Owner       fsm.OwnerID

@@ -22,6 +22,7 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 		}
 	}
 	n.events.dispatch(events)
+	n.announcer.forgetHomes(events)
 	n.expiry.observe(events)
 	n.metrics.observeEvents(events)
 	for i := range events {

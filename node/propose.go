@@ -168,6 +168,7 @@ func (n *Node) commit(batch []*proposal) {
 		return
 	}
 	fail := func(err error) { failAll(batch, err) }
+	n.announcer.noteHomes(batch) // before the entry: a later entry may hand one of them a grant
 	data, err := fsm.EncodeEntry(fsm.Entry{At: n.wallNow().UnixNano(), Commands: cmds})
 	if err != nil {
 		fail(fmt.Errorf("%w: %w", ErrInvalidArgument, err))

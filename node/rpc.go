@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/transport"
 )
 
 // handleRPC serves requests forwarded by other replicas. Malformed requests
@@ -104,6 +105,10 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 		}
 		return outs
 	}
+	origin := originUnknown
+	if peer, ok := transport.PeerFromContext(ctx); ok {
+		origin = originOf(peer.Identity.NodeID, peer.Identity.Incarnation)
+	}
 	ps := make([]*proposal, len(cmds))
 	var group []*proposal
 	for i, c := range cmds {
@@ -112,6 +117,7 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 			continue
 		}
 		ps[i] = newProposal(ctx, c)
+		ps[i].origin = origin
 		group = append(group, ps[i])
 	}
 	// The handler commits the batch itself when the proposer is idle (it

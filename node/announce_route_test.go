@@ -1,0 +1,91 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/node"
+)
+
+// The leader announces a hand-off grant only to the replica its waiter lives
+// on: one notice for a waiter on a follower (the other follower gets none),
+// none for a waiter on the leader itself (its own apply delivered it). Before
+// the change every grant went to every other replica: two notices each.
+func TestGrantAnnouncedOnlyToTheWaitersReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		regs := make([]*prometheus.Registry, 3)
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+			regs[i] = prometheus.NewRegistry()
+			cfg.Registerer = regs[i]
+		}})
+		leader := c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
+		holderSession := openSession(t, ctx, l, time.Minute)
+
+		for _, tc := range []struct {
+			name    string
+			waiter  *node.Node
+			notices float64
+		}{
+			{"waiter on a follower", f, 1},
+			{"waiter on the leader", l, 0},
+		} {
+			ws := openSession(t, ctx, tc.waiter, time.Minute)
+			holder, waiter := newOwner(), newOwner()
+			if r, err := l.Apply(ctx, fsm.Acquire{Session: holderSession, Lock: tc.name, Owner: holder}); err != nil || r.Status != fsm.StatusGranted {
+				t.Fatalf("%s: holder: %v %+v", tc.name, err, r)
+			}
+			if r, err := tc.waiter.Apply(ctx, fsm.Acquire{Session: ws, Lock: tc.name, Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+				t.Fatalf("%s: waiter: %v %+v", tc.name, err, r)
+			}
+			synctest.Wait()
+			before := announcements(t, regs[leader])
+			if r, err := l.Apply(ctx, fsm.Release{Lock: tc.name, Owner: holder}); err != nil || r.Status != fsm.StatusOK {
+				t.Fatalf("%s: release: %v %+v", tc.name, err, r)
+			}
+			if err := tc.waiter.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := tc.waiter.Holder(tc.name); !ok || h.Owner != waiter {
+				t.Fatalf("%s: holder after the release %+v (held %v), want the waiter", tc.name, h, ok)
+			}
+			synctest.Wait() // the announcements' RPCs are done
+			if got := announcements(t, regs[leader]) - before; got != tc.notices {
+				t.Errorf("%s: the leader sent %v grant notices, want %v", tc.name, got, tc.notices)
+			}
+		}
+	})
+}
+
+// announcements reads raftlock_node_grant_announcements_total{outcome="ok"}.
+func announcements(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "raftlock_node_grant_announcements_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "outcome" && lp.GetValue() == "ok" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal("no raftlock_node_grant_announcements_total{outcome=\"ok\"}")
+	return 0
+}
