@@ -6,11 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,13 +16,7 @@ import (
 // the change every grant went to every other replica: two notices each.
 func TestGrantAnnouncedOnlyToTheWaitersReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		regs := make([]*prometheus.Registry, 3)
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
-			regs[i] = prometheus.NewRegistry()
-			cfg.Registerer = regs[i]
-		}})
-		leader := c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
+		c, leader := startMemCluster(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
@@ -49,7 +39,7 @@ func TestGrantAnnouncedOnlyToTheWaitersReplica(t *testing.T) {
 				t.Fatalf("%s: waiter: %v %+v", tc.name, err, r)
 			}
 			synctest.Wait()
-			before := announcements(t, regs[leader])
+			before := node.GrantAnnouncements(l, "ok")
 			if r, err := l.Apply(ctx, fsm.Release{Lock: tc.name, Owner: holder}); err != nil || r.Status != fsm.StatusOK {
 				t.Fatalf("%s: release: %v %+v", tc.name, err, r)
 			}
@@ -60,32 +50,9 @@ func TestGrantAnnouncedOnlyToTheWaitersReplica(t *testing.T) {
 				t.Fatalf("%s: holder after the release %+v (held %v), want the waiter", tc.name, h, ok)
 			}
 			synctest.Wait() // the announcements' RPCs are done
-			if got := announcements(t, regs[leader]) - before; got != tc.notices {
+			if got := node.GrantAnnouncements(l, "ok") - before; got != tc.notices {
 				t.Errorf("%s: the leader sent %v grant notices, want %v", tc.name, got, tc.notices)
 			}
 		}
 	})
-}
-
-// announcements reads raftlock_node_grant_announcements_total{outcome="ok"}.
-func announcements(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != "raftlock_node_grant_announcements_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "outcome" && lp.GetValue() == "ok" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatal("no raftlock_node_grant_announcements_total{outcome=\"ok\"}")
-	return 0
 }

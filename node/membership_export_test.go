@@ -31,6 +31,11 @@ func MembershipChanges(n *Node, action, result string) float64 {
 	return counterValue(n.metrics.memberChanges.WithLabelValues(action, result))
 }
 
+// GrantAnnouncements returns the node's grant_announcements_total{outcome}.
+func GrantAnnouncements(n *Node, outcome string) float64 {
+	return counterValue(n.metrics.announcements.WithLabelValues(outcome))
+}
+
 // The node's collectors, the membership ones included, register together.
 func TestMetricsRegister(t *testing.T) {
 	m := newMetrics(&Node{})
