@@ -69,10 +69,7 @@ func (a *announcer) noteHomes(batch []*proposal) {
 			delete(a.homes, c.Session)
 			continue
 		}
-		if h, ok := a.homes[c.Session]; ok && h == p.origin {
-			continue
-		}
-		if _, ok := a.homes[c.Session]; ok || len(a.homes) < maxHomes {
+		if h, known := a.homes[c.Session]; (known && h != p.origin) || (!known && len(a.homes) < maxHomes) {
 			a.homes[c.Session] = p.origin
 		}
 	}
