@@ -1,10 +1,6 @@
 package node
 
-import (
-	"strings"
-
-	"github.com/raftlock/raftlock/fsm"
-)
+import "github.com/raftlock/raftlock/fsm"
 
 // Where a grant is announced. A waiter waits on the replica its session lives
 // on, and that replica is the one that sent the leader the waiting Acquire
@@ -113,17 +109,13 @@ func planAnnouncements(grants []fsm.Event, homes map[fsm.SessionID]string, peers
 	return plan
 }
 
-// peerFor finds the peer a home names: by Raft id, or by node id for a
-// server whose Raft id is its node id (a data dir from before incarnations).
+// peerFor finds the peer a home names: the same node id, and the same
+// incarnation unless the peer's Raft id has none (a data dir from before
+// incarnations) — the rule join and probe apply to a Raft id too.
 func peerFor(peers []announcePeer, home string) (announcePeer, bool) {
+	node, inc := splitRaftID(home)
 	for _, p := range peers {
-		if p.id == home {
-			return p, true
-		}
-	}
-	node, _ := splitRaftID(home)
-	for _, p := range peers {
-		if !strings.Contains(p.id, raftIDSep) && p.id == node {
+		if pnode, pinc := splitRaftID(p.id); pnode == node && (pinc == "" || pinc == inc) {
 			return p, true
 		}
 	}

@@ -16,34 +16,31 @@ func TestPlanAnnouncements(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		peers  []announcePeer
 		grants []fsm.Event
 		homes  map[fsm.SessionID]string
 		want   map[string][]fsm.SessionID // address → sessions of the grants sent there
 	}{
-		{"unknown home: every peer", []fsm.Event{grant(1)}, nil,
+		{"unknown home: every peer", peers, []fsm.Event{grant(1)}, nil,
 			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
-		{"home on this leader: nobody", []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: ""},
+		{"home on this leader: nobody", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: ""},
 			map[string][]fsm.SessionID{}},
-		{"home on a peer: that peer", []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~2"},
+		{"home on a peer: that peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~2"},
 			map[string][]fsm.SessionID{"addr-b": {1}}},
-		{"pre-incarnation server matched by node id", []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "c~9"},
+		{"pre-incarnation server matched by node id", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "c~9"},
 			map[string][]fsm.SessionID{"addr-c": {1}}},
-		{"another incarnation of a peer is not that peer", []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~1"},
+		{"another incarnation of a peer is not that peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~1"},
 			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
-		{"home left the configuration: every peer", []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "gone~1"},
+		{"home left the configuration: every peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "gone~1"},
 			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
-		{"mixed, in grant order per peer", []fsm.Event{grant(1), grant(2), grant(3), grant(4)},
+		{"mixed, in grant order per peer", peers, []fsm.Event{grant(1), grant(2), grant(3), grant(4)},
 			map[fsm.SessionID]string{1: "b~2", 2: "", 3: "c"},
 			map[string][]fsm.SessionID{"addr-b": {1, 4}, "addr-c": {3, 4}}},
-		{"no peers", []fsm.Event{grant(1)}, nil, map[string][]fsm.SessionID{}},
+		{"no peers", nil, []fsm.Event{grant(1)}, nil, map[string][]fsm.SessionID{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ps := peers
-			if tc.name == "no peers" {
-				ps = nil
-			}
 			got := map[string][]fsm.SessionID{}
-			for addr, gs := range planAnnouncements(tc.grants, tc.homes, ps) {
+			for addr, gs := range planAnnouncements(tc.grants, tc.homes, tc.peers) {
 				for _, g := range gs {
 					got[addr] = append(got[addr], g.Session)
 				}
