@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +38,17 @@ func benchSession(b *testing.B, n *node.Node) *Session {
 	return s
 }
 
-func report(b *testing.B, lat []time.Duration, ops int, elapsed time.Duration, unit string) {
+// cpuTime is the CPU time (user+system) this process has used so far: all
+// three replicas of the in-process cluster.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func report(b *testing.B, lat []time.Duration, ops int, elapsed, cpu time.Duration, unit string) {
 	slices.Sort(lat)
 	at := func(p float64) float64 {
 		if len(lat) == 0 {
@@ -48,6 +59,9 @@ func report(b *testing.B, lat []time.Duration, ops int, elapsed time.Duration, u
 	b.ReportMetric(float64(ops)/elapsed.Seconds(), unit)
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+	// CPU per operation across the three replicas: what a busy machine
+	// charges for each one.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(max(ops, 1)), "cpu-us/op")
 }
 
 // BenchmarkLockUnlock: Lock+Unlock pairs, each worker on its own lock.
@@ -68,7 +82,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			lat := make([][]time.Duration, tc.workers)
 			var wg sync.WaitGroup
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			for w := range tc.workers {
 				wg.Add(1)
 				go func() {
@@ -90,9 +104,9 @@ func BenchmarkLockUnlock(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), cpuTime()-cpu0
 			b.StopTimer()
-			report(b, slices.Concat(lat...), per*tc.workers, elapsed, "lock+unlock/s")
+			report(b, slices.Concat(lat...), per*tc.workers, elapsed, cpu, "lock+unlock/s")
 			reportStrays(b, per*tc.workers, s)
 		})
 	}
@@ -113,7 +127,7 @@ func BenchmarkHandoff(b *testing.B) {
 	grants := 0
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	first := c.Nodes[0].AppliedIndex()
 	for _, s := range sessions {
 		wg.Add(1)
@@ -149,9 +163,9 @@ func BenchmarkHandoff(b *testing.B) {
 	// Stop the others once b.N grants happened: each waiter still queued
 	// gets the lock once more and then sees grants >= b.N.
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
-	report(b, gaps, grants, elapsed, "handoffs/s")
+	report(b, gaps, grants, elapsed, cpu, "handoffs/s")
 	b.ReportMetric(float64(c.Nodes[0].AppliedIndex()-first)/float64(grants), "entries/handoff")
 	reportStrays(b, grants, sessions...)
 }

@@ -43,6 +43,7 @@ func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 		{Def: d.p99, Value: nanIfEmpty(l, l.P99)},
 		{Def: d.overlaps, Value: float64(overlaps)},
 		{Def: d.errs, Value: float64(run.errors.Count)},
+		{Def: d.cpu, Value: cpuPerOp(run, len(grants))},
 	}, Notes: errorsNote(run.errors), CDFs: cdf(fmt.Sprintf("%d workers, one lock: Unlock → next grant", p.ContendedWorkers), gaps)}
 	if overlaps > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("MUTUAL EXCLUSION: %d grants came before the previous holder called Unlock", overlaps))

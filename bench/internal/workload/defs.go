@@ -18,7 +18,14 @@ func hidden(workload, key, name string) report.Def {
 }
 
 // lockUnlockDefs are the metrics of a Lock+Unlock loop (workloads 1 and 2).
-type lockUnlockDefs struct{ ops, p50, p99, errs report.Def }
+type lockUnlockDefs struct{ ops, p50, p99, errs, cpu report.Def }
+
+// cpuDef is the CPU-per-operation metric of workload w (key prefix k): the
+// three replica processes' CPU over the window, client work included, per
+// completed operation — what a machine pays for one.
+func cpuDef(w, k, op string) report.Def {
+	return def(w, k+"cpu_us_per_op", "CPU per "+op+", all replica processes", "µs", 0, false)
+}
 
 func uncontendedDefs(onLeader bool) lockUnlockDefs {
 	w, k := "1. uncontended, 1 worker in a follower's process", "uncontended."
@@ -30,6 +37,7 @@ func uncontendedDefs(onLeader bool) lockUnlockDefs {
 		p50:  def(w, k+"p50_ms", "Lock+Unlock p50", "ms", 2, false),
 		p99:  def(w, k+"p99_ms", "Lock+Unlock p99", "ms", 2, false),
 		errs: hidden(w, k+"errors", "failed operations"),
+		cpu:  cpuDef(w, k, "Lock+Unlock"),
 	}
 }
 
@@ -41,10 +49,11 @@ func distinctDefs(n int) lockUnlockDefs {
 		p50:  def(w, k+"p50_ms", "Lock+Unlock p50", "ms", 2, false),
 		p99:  def(w, k+"p99_ms", "Lock+Unlock p99", "ms", 2, false),
 		errs: hidden(w, k+"errors", "failed operations"),
+		cpu:  cpuDef(w, k, "Lock+Unlock"),
 	}
 }
 
-type contendedDefSet struct{ rate, p50, p99, overlaps, errs report.Def }
+type contendedDefSet struct{ rate, p50, p99, overlaps, errs, cpu report.Def }
 
 func contendedDefs(p Params) contendedDefSet {
 	w := fmt.Sprintf("3. %d workers, one lock", p.ContendedWorkers)
@@ -54,6 +63,7 @@ func contendedDefs(p Params) contendedDefSet {
 		p99:      def(w, "contended.handoff_p99_ms", "Unlock call → next grant p99", "ms", 2, false),
 		overlaps: hidden(w, "contended.overlaps", "grants before the previous holder's Unlock call (must be 0)"),
 		errs:     hidden(w, "contended.errors", "failed operations"),
+		cpu:      cpuDef(w, "contended.", "hand-off"),
 	}
 }
 

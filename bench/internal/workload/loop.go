@@ -24,6 +24,10 @@ type loopRun struct {
 	from, to int64         // measurement window (mono ns): after the warm-up
 	errors   agent.Errors  // operation errors, all replicas
 	failed   map[int]error // replicas whose Loop call failed (killed ones)
+	// cpu is the CPU time every replica process (its node and its workers)
+	// used over the window, summed; 0 when it could not be read (a replica
+	// died or was started in the window).
+	cpu time.Duration
 }
 
 // window is the measured duration.
@@ -86,6 +90,7 @@ func runLoop(ctx context.Context, cl *cluster.Cluster, p Params, spec loopSpec) 
 	if spec.during != nil {
 		wg.Go(func() { spec.during(run.startAt) })
 	}
+	wg.Go(func() { run.cpu = windowUsage(callCtx, cl, run.from, run.to) })
 	eachReplica(byReplica, func(r int, ws []int) error {
 		specs := make([]agent.WorkerSpec, len(ws))
 		for k, w := range ws {
@@ -121,6 +126,34 @@ func runLoop(ctx context.Context, cl *cluster.Cluster, p Params, spec loopSpec) 
 		return nil, err
 	}
 	return run, nil
+}
+
+// windowUsage returns the CPU time the replica processes used from the
+// mono instant from to the instant to, summed; 0 if the set of live
+// processes changed or /proc could not be read.
+func windowUsage(ctx context.Context, cl *cluster.Cluster, from, to int64) time.Duration {
+	if sleep(ctx, mono.Until(from)) != nil {
+		return 0
+	}
+	use0, err := cl.Usage()
+	if err != nil {
+		return 0
+	}
+	if sleep(ctx, mono.Until(to)) != nil {
+		return 0
+	}
+	use1, err := cl.Usage()
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for i := range use0 {
+		if (use0[i].CPU > 0) != (use1[i].CPU > 0) {
+			return 0
+		}
+		sum += use1[i].CPU - use0[i].CPU
+	}
+	return sum
 }
 
 // eachReplica calls fn concurrently for every replica of m and joins errors.

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/cluster"
@@ -71,7 +72,17 @@ func throughputSamples(run *loopRun, d lockUnlockDefs) Result {
 		{Def: d.p50, Value: nanIfEmpty(l, l.P50)},
 		{Def: d.p99, Value: nanIfEmpty(l, l.P99)},
 		{Def: d.errs, Value: float64(run.errors.Count)},
+		{Def: d.cpu, Value: cpuPerOp(run, len(done))},
 	}, Notes: errorsNote(run.errors)}
+}
+
+// cpuPerOp is the CPU time of every replica process (node and workers) over
+// the window per completed operation, in microseconds; NaN if unknown.
+func cpuPerOp(run *loopRun, ops int) float64 {
+	if run.cpu <= 0 || ops == 0 {
+		return math.NaN()
+	}
+	return float64(run.cpu.Microseconds()) / float64(ops)
 }
 
 // lockUnlockLatencies returns Lock call → Unlock return of the window's
