@@ -245,8 +245,8 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 			m.h.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)
 			continue
 		}
-		m.h.expired(out.res.Count)
-		m.h.log.Info("sessions expired", "count", out.res.Count, "index", out.index)
+		m.h.expired(out.result().Count)
+		m.h.log.Info("sessions expired", "count", out.result().Count, "index", out.index)
 	}
 	return next
 }

@@ -113,7 +113,7 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 		out := m.h.propose(ctx, fsm.EndDelay{Delays: chunk})
 		if out.err == nil {
 			m.h.delayEnded(true)
-			m.h.log.Debug("lock-delays ended", "count", out.res.Count, "index", out.index)
+			m.h.log.Debug("lock-delays ended", "count", out.result().Count, "index", out.index)
 			continue
 		}
 		m.h.delayEnded(false)

@@ -75,7 +75,7 @@ func (r *expiryRig) propose(_ context.Context, cmd fsm.Command) outcome {
 	if resp.Err != nil {
 		return outcome{err: resp.Err}
 	}
-	return outcome{res: resp.Results[0], index: r.index}
+	return outcome{res: &resp.Results[0], index: r.index}
 }
 
 func (r *expiryRig) mustApply(cmd fsm.Command) fsm.Result {
@@ -84,7 +84,7 @@ func (r *expiryRig) mustApply(cmd fsm.Command) fsm.Result {
 	if out.err != nil {
 		r.t.Fatal(out.err)
 	}
-	return out.res
+	return out.result()
 }
 
 // lead runs the manager as leader until the test's cleanup.

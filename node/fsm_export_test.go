@@ -26,7 +26,7 @@ func DecodeApplyReply(b []byte, n int) ([]fsm.Result, []error, error) {
 	}
 	res, errs := make([]fsm.Result, n), make([]error, n)
 	for i, o := range outs {
-		res[i], errs[i] = o.res, o.err
+		res[i], errs[i] = o.result(), o.err
 	}
 	return res, errs, nil
 }
@@ -47,7 +47,7 @@ func AskPeerInfo(ctx context.Context, n *Node, addr string) (PeerInfo, error) {
 // ProposeAsLeader proposes a leader-only command through n (its leader).
 func ProposeAsLeader(ctx context.Context, n *Node, cmd fsm.Command) (fsm.Result, error) {
 	out := n.proposeAsLeader(ctx, cmd)
-	return out.res, out.err
+	return out.result(), out.err
 }
 
 // QuotaRefusals returns the node's quota_refusals_total{quota}.

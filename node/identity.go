@@ -220,11 +220,11 @@ func (n *Node) initCluster(ctx context.Context) {
 			cid = hex.EncodeToString(b[:])
 		}
 		out := n.proposeAsLeader(ctx, fsm.InitCluster{ID: cid})
-		if out.err == nil && out.res.Status == fsm.StatusOK {
+		if out.err == nil && out.result().Status == fsm.StatusOK {
 			n.log.Info("cluster id recorded in the replicated state", "cluster_id", cid, "index", out.index)
 			return
 		}
-		n.log.Warn("recording the cluster id failed; will retry", "err", out.err, "status", out.res.Status)
+		n.log.Warn("recording the cluster id failed; will retry", "err", out.err, "status", out.result().Status)
 		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {
 			return
 		}

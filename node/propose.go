@@ -76,7 +76,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 	if err != nil {
 		return fsm.Result{}, 0, err
 	}
-	return out.res, out.index, nil
+	return out.result(), out.index, nil
 }
 
 // checkClientCommand refuses, before anything is proposed, a command that
@@ -198,7 +198,7 @@ func (n *Node) commit(batch []*proposal) {
 	}
 	for i, p := range batch {
 		n.metrics.countQuota(resp.Results[i])
-		p.finish(outcome{res: resp.Results[i], index: f.Index()})
+		p.finish(outcome{res: &resp.Results[i], index: f.Index()})
 	}
 	n.announcer.announce() // the hand-offs this entry made, if any
 }

@@ -142,6 +142,9 @@ func outcomeLabel(err error) string {
 // follower's retry is safe (exactly-once or idempotent commands). A command
 // that never left the leader's batcher stays "not proposed".
 func wireSafe(err error) error {
+	if err == nil {
+		return nil // the common case, without errors.As's allocation
+	}
 	var unknown errUnknown
 	switch {
 	case errors.Is(err, ErrNotProposed):

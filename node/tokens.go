@@ -32,8 +32,8 @@ import (
 func (n *Node) raiseTokens(ctx context.Context) bool {
 	for n.fsm.ClusterVersion() >= 3 {
 		out := n.proposeAsLeader(ctx, fsm.RaiseTokens{})
-		if out.err == nil && out.res.Status == fsm.StatusOK {
-			n.log.Debug("token counter raised to the leader's time", "token", uint64(out.res.Token), "index", out.index)
+		if out.err == nil && out.result().Status == fsm.StatusOK {
+			n.log.Debug("token counter raised to the leader's time", "token", uint64(out.result().Token), "index", out.index)
 			return true
 		}
 		if errors.Is(out.err, errNotLeader) {
@@ -41,7 +41,7 @@ func (n *Node) raiseTokens(ctx context.Context) bool {
 			n.log.Debug("token counter not raised: no longer the leader")
 			return false
 		}
-		n.log.Warn("raising the token counter failed; will retry", "err", out.err, "status", out.res.Status)
+		n.log.Warn("raising the token counter failed; will retry", "err", out.err, "status", out.result().Status)
 		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {
 			return false
 		}

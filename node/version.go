@@ -57,12 +57,12 @@ func (n *Node) raiseClusterVersion(ctx context.Context, duties func()) {
 			n.log.Debug("cannot raise the cluster version yet", "version", cur, "err", err)
 		case target > cur:
 			out := n.proposeAsLeader(ctx, fsm.SetClusterVersion{Version: target})
-			if out.err == nil && out.res.Status == fsm.StatusOK {
+			if out.err == nil && out.result().Status == fsm.StatusOK {
 				n.log.Info("cluster version raised", "from", cur, "to", target, "index", out.index)
 				duties()
 				continue
 			}
-			n.log.Warn("raising the cluster version failed; will retry", "to", target, "err", out.err, "status", out.res.Status)
+			n.log.Warn("raising the cluster version failed; will retry", "to", target, "err", out.err, "status", out.result().Status)
 		default:
 			n.log.Debug("a server does not support a higher cluster version yet", "version", cur)
 		}
@@ -98,11 +98,11 @@ func (n *Node) supportedVersion(ctx context.Context) (uint64, error) {
 func (n *Node) syncLimits(ctx context.Context) {
 	for n.fsm.ClusterVersion() >= 2 && n.fsm.Limits() != n.cfg.Limits {
 		out := n.proposeAsLeader(ctx, fsm.SetLimits{Limits: n.cfg.Limits})
-		if out.err == nil && out.res.Status == fsm.StatusOK {
+		if out.err == nil && out.result().Status == fsm.StatusOK {
 			n.log.Info("quotas set", "limits", fmt.Sprintf("%+v", n.cfg.Limits), "index", out.index)
 			return
 		}
-		n.log.Warn("proposing the quotas failed; will retry", "err", out.err, "status", out.res.Status)
+		n.log.Warn("proposing the quotas failed; will retry", "err", out.err, "status", out.result().Status)
 		if sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout) != nil {
 			return
 		}

@@ -24,7 +24,7 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("apply request: %v %+v", err, got)
 	}
 	outs := []outcome{
-		{res: fsm.Result{Status: fsm.StatusGranted, Session: 3, Token: 9}, index: 42},
+		{res: &fsm.Result{Status: fsm.StatusGranted, Session: 3, Token: 9}, index: 42},
 		{err: errNotLeader},
 		{err: ErrSessionExpired},
 	}
@@ -32,7 +32,7 @@ func TestWireRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back[0].res != outs[0].res || back[0].index != 42 || back[0].err != nil {
+	if back[0].result() != outs[0].result() || back[0].index != 42 || back[0].err != nil {
 		t.Fatalf("outcome 0: %+v", back[0])
 	}
 	if !errors.Is(back[1].err, errNotLeader) || !errors.Is(back[2].err, ErrSessionExpired) {
@@ -89,7 +89,7 @@ func TestWireRoundTrip(t *testing.T) {
 func FuzzWire(f *testing.F) {
 	req, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}}})
 	f.Add(req)
-	f.Add(encodeApplyReply([]outcome{{res: fsm.Result{Status: fsm.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
+	f.Add(encodeApplyReply([]outcome{{res: &fsm.Result{Status: fsm.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
 	f.Add(encodeKeepAliveRequest(5))
 	f.Add(encodeKeepAliveReply(ErrSessionExpired))
 	f.Add(encodeReadIndexReply(3, nil))
