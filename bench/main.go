@@ -48,7 +48,7 @@ func run() (code int) {
 	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
 	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")
-	keepaliveRuns := flag.Int("keepalive-runs", 0, "rounds that also run the keepalive window (0: the first 2, at most -runs)")
+	keepaliveRuns := flag.Int("keepalive-runs", 0, "rounds that also run the keepalive window (0: every round; at most -runs)")
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
 	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")

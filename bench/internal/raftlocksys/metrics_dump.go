@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // EnvMetrics names a directory: when set in the benchmark's environment
@@ -14,7 +16,10 @@ import (
 // node's Prometheus metrics and writes them there once a second, in the
 // text format, as metrics-<system>-r<index>-<unix seconds>.txt (group-commit
 // batch sizes, forwards, commit latency since the replica started; replica
-// processes are killed, so there is no last write at exit). The difference
+// processes are killed, so there is no last write at exit), and the Go
+// runtime's CPU estimates by class (/cpu/classes/...: user code, GC,
+// scavenger, idle; the runtime updates them at each GC cycle) and GC
+// cycles. The difference
 // of two files is what happened between them. Diagnostic only: a file that
 // cannot be written is reported on stderr.
 const EnvMetrics = "RAFTLOCK_BENCH_METRICS"
@@ -33,6 +38,8 @@ func newMetricsDump(system string, index int) *metricsDump {
 		return nil
 	}
 	d := &metricsDump{reg: prometheus.NewRegistry(), path: filepath.Join(dir, fmt.Sprintf("metrics-%s-r%d", system, index)), stop: make(chan struct{})}
+	d.reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/(cpu/classes|gc/cycles)/`)})))
 	go d.loop()
 	return d
 }
