@@ -77,52 +77,34 @@ func BenchmarkLockUnlock(b *testing.B) {
 				n = c.Nodes[leader]
 			}
 			s := benchSession(b, n)
-			ctx := context.Background()
-			per := (b.N + tc.workers - 1) / tc.workers
-			lat := make([][]time.Duration, tc.workers)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start, cpu0 := time.Now(), cpuTime()
-			for w := range tc.workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					name := fmt.Sprintf("bench:%d:%d", s.ID(), w)
-					for range per {
-						t0 := time.Now()
-						l, err := s.Lock(ctx, name)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := l.Unlock(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[w] = append(lat[w], time.Since(t0))
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed, cpu := time.Since(start), cpuTime()-cpu0
-			b.StopTimer()
-			report(b, slices.Concat(lat...), per*tc.workers, elapsed, cpu, "lock+unlock/s")
-			reportStrays(b, per*tc.workers, s)
+			ops := lockUnlockLoop(b, tc.workers, func(int) *Session { return s })
+			reportStrays(b, ops, s)
 		})
 	}
 }
 
 // BenchmarkLockUnlockCPU: the CPU each Lock+Unlock costs the three replicas
 // of an in-memory cluster (no fsync, whose kernel time would swamp it): 64
-// workers on a follower, each on its own lock. cpu-us/op is the figure to
-// watch; on a machine whose cores are shared the distinct-lock rows of the
-// bench move with it.
+// workers spread over the three nodes as the bench's distinct-lock workload
+// spreads them over its processes, each with its own session and lock.
+// cpu-us/op is the figure to watch; on a machine whose cores are shared the
+// distinct-lock rows of the bench move with it.
 func BenchmarkLockUnlockCPU(b *testing.B) {
 	c := clustertest.Start(b, clustertest.Options{Nodes: 3, Timing: node.LANTiming()})
-	leader := c.WaitLeader(30 * time.Second)
+	c.WaitLeader(30 * time.Second)
 	c.WaitReady(30 * time.Second)
-	s := benchSession(b, c.Nodes[c.Follower(leader)])
 	const workers = 64
+	sessions := make([]*Session, workers)
+	for w := range sessions {
+		sessions[w] = benchSession(b, c.Nodes[w%len(c.Nodes)])
+	}
+	lockUnlockLoop(b, workers, func(w int) *Session { return sessions[w] })
+}
+
+// lockUnlockLoop runs b.N Lock+Unlock pairs on workers goroutines, worker w
+// on its own lock through session(w), reports the rate, latency and CPU per
+// pair, and returns the pairs done.
+func lockUnlockLoop(b *testing.B, workers int, session func(w int) *Session) int {
 	ctx := context.Background()
 	per := (b.N + workers - 1) / workers
 	lat := make([][]time.Duration, workers)
@@ -130,8 +112,9 @@ func BenchmarkLockUnlockCPU(b *testing.B) {
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()
 	for w := range workers {
+		s := session(w)
 		wg.Go(func() {
-			name := fmt.Sprintf("cpu:%d", w)
+			name := fmt.Sprintf("bench:%d:%d", s.ID(), w)
 			for range per {
 				t0 := time.Now()
 				l, err := s.Lock(ctx, name)
@@ -151,6 +134,7 @@ func BenchmarkLockUnlockCPU(b *testing.B) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	report(b, slices.Concat(lat...), per*workers, elapsed, cpu, "lock+unlock/s")
+	return per * workers
 }
 
 // BenchmarkHandoff: 8 workers (on all three replicas) contend for one lock;
