@@ -143,7 +143,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 	}
 	s.id = r.Session
 	s.validUntil = sent.Add(cfg.ttl - s.margin) // the open counts as the first keepalive
-	if s.sub, err = n.Subscribe(node.EventFilter{Session: s.id, EarlyGrants: true}, 256); err != nil {
+	if s.sub, err = n.Subscribe(node.EventFilter{Session: s.id, EarlyGrants: true, OnEarlyGrant: s.earlyGrant}, 256); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())

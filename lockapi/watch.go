@@ -94,6 +94,26 @@ func (s *Session) handle(e fsm.Event) {
 	}
 }
 
+// earlyGrant hands a grant the leader announced (before this replica
+// applied it) straight to the Lock call waiting for it, on the goroutine
+// that received the announcement: the watch would only do the same, a
+// goroutine hand-off later. An announced grant is committed; one for an
+// owner with no pending call is left to the applied event, which the watch
+// judges in order (handle); so is one the session has already judged by a
+// resync. Never blocks.
+func (s *Session) earlyGrant(e fsm.Event) {
+	if e.Kind != fsm.EventGranted {
+		return
+	}
+	s.mu.Lock()
+	p := s.pending[e.Owner]
+	stale := e.Index <= s.syncedAt
+	s.mu.Unlock()
+	if p != nil && !stale {
+		p.grant(e.Token, e.Index)
+	}
+}
+
 // resync re-reads what the session cares about after events were missed or
 // the replica restored a snapshot.
 func (s *Session) resync() {

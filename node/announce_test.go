@@ -107,3 +107,59 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 	}
 	return wasEarly
 }
+
+// With OnEarlyGrant, an announced grant goes to the hook (on the goroutine
+// that received the announcement) and not to C; the applied grant still
+// arrives on C, once. A hook without EarlyGrants is refused.
+func TestEarlyGrantHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, leader := startMemCluster(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
+		sl, sf := openSession(t, ctx, l, time.Minute), openSession(t, ctx, f, time.Minute)
+		hook := func(fsm.Event) {}
+		if _, err := f.Subscribe(node.EventFilter{Session: sf, OnEarlyGrant: hook}, 1); !errors.Is(err, node.ErrInvalidArgument) {
+			t.Fatalf("OnEarlyGrant without EarlyGrants: %v", err)
+		}
+
+		holder, waiter := newOwner(), newOwner()
+		first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: "h", Owner: holder})
+		if err != nil || first.Status != fsm.StatusGranted {
+			t.Fatalf("holder: %v %+v", err, first)
+		}
+		if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: "h", Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+			t.Fatalf("waiter: %v %+v", err, r)
+		}
+		hooked := make(chan fsm.Event, 8)
+		sub, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true, OnEarlyGrant: func(e fsm.Event) { hooked <- e }}, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := l.Apply(ctx, fsm.Release{Lock: "h", Owner: holder}); err != nil || r.Status != fsm.StatusOK {
+			t.Fatalf("release: %v %+v", err, r)
+		}
+		if err := f.Sync(ctx); err != nil { // the follower has applied the grant
+			t.Fatal(err)
+		}
+		synctest.Wait() // and the announcement has been handled
+
+		if len(hooked) != 1 {
+			t.Fatalf("the hook got %d announced grants, want 1", len(hooked))
+		}
+		e := <-hooked
+		if e.Kind != fsm.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != "h" || e.Token <= first.Token {
+			t.Fatalf("hook got %+v, want the waiter's grant with a token above %d", e, first.Token)
+		}
+		if len(sub.C) != 1 {
+			t.Fatalf("C holds %d events, want only the applied grant", len(sub.C))
+		}
+		if a := <-sub.C; a.Kind != fsm.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
+			t.Fatalf("applied %+v, announced %+v", a, e)
+		}
+	})
+}

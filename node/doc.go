@@ -22,7 +22,8 @@
 // the log (a follower sends the keepalives that come together in one
 // request: keepalive_batch.go); Subscribe (events.go) delivers what the
 // local FSM applies, and with EarlyGrants the hand-offs the leader
-// announces before this replica applies them.
+// announces before this replica applies them (OnEarlyGrant: straight to the
+// subscriber's waiter, on the goroutine that received the announcement).
 //
 // # Where each behaviour lives
 //

@@ -23,12 +23,21 @@ import (
 // after the Acquire), to every replica; a subscription on another replica
 // gets the grant when it applies it. Announcements are best effort; the
 // applied event always follows.
+//
+// OnEarlyGrant (with EarlyGrants only), when set, takes the announced grants
+// instead of C: it is called with each one on the goroutine that received
+// the announcement, after the node has released its own locks, and must not
+// block. A subscriber whose waiters wait on channels of their own hands an
+// announced grant to its waiter there, one goroutine hand-off sooner than
+// through C and the subscriber's goroutine. The applied EventGranted still
+// arrives on C.
 type EventFilter struct {
-	Owner       fsm.OwnerID
-	Session     fsm.SessionID
-	Lock        string
-	All         bool
-	EarlyGrants bool
+	Owner        fsm.OwnerID
+	Session      fsm.SessionID
+	Lock         string
+	All          bool
+	EarlyGrants  bool
+	OnEarlyGrant func(fsm.Event)
 }
 
 // Subscription receives the events the local FSM applies that match its
@@ -154,7 +163,7 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	send := func(list []*Subscription, e fsm.Event) { h.send(list, e, false) }
+	send := h.send
 	for _, e := range events {
 		send(h.all, e)
 		if !e.Owner.IsZero() {
@@ -173,14 +182,32 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 }
 
 // dispatchEarly delivers announced grants to the Owner and Session
-// subscriptions that asked for them; never blocks.
+// subscriptions that asked for them: on C, or to OnEarlyGrant once the hub's
+// lock is released (so that a hook may take locks of its own that are held
+// around Subscribe or Close). Never blocks unless a hook does.
 func (h *eventHub) dispatchEarly(grants []fsm.Event) {
+	type call struct {
+		hook func(fsm.Event)
+		e    fsm.Event
+	}
+	var calls []call
 	h.mu.RLock()
-	defer h.mu.RUnlock()
-	send := func(list []*Subscription, e fsm.Event) { h.send(list, e, true) }
 	for _, e := range grants {
-		send(h.byOwner[e.Owner], e)
-		send(h.bySession[e.Session], e)
+		for _, list := range [2][]*Subscription{h.byOwner[e.Owner], h.bySession[e.Session]} {
+			for _, s := range list {
+				switch {
+				case !s.filter.EarlyGrants:
+				case s.filter.OnEarlyGrant != nil:
+					calls = append(calls, call{s.filter.OnEarlyGrant, e})
+				case !s.deliver(e) && h.dropped != nil:
+					h.dropped()
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range calls {
+		c.hook(c.e)
 	}
 }
 
@@ -211,11 +238,10 @@ func resync(list []*Subscription) {
 	}
 }
 
-// send delivers e to the subscriptions of list (with earlyOnly, only to
-// those that asked for early grants), counting drops.
-func (h *eventHub) send(list []*Subscription, e fsm.Event, earlyOnly bool) {
+// send delivers e to the subscriptions of list, counting drops.
+func (h *eventHub) send(list []*Subscription, e fsm.Event) {
 	for _, s := range list {
-		if (!earlyOnly || s.filter.EarlyGrants) && !s.deliver(e) && h.dropped != nil {
+		if !s.deliver(e) && h.dropped != nil {
 			h.dropped()
 		}
 	}

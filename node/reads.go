@@ -62,6 +62,9 @@ func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 	if f.EarlyGrants && f.Owner.IsZero() && f.Session == 0 {
 		return nil, fmt.Errorf("%w: EarlyGrants needs an Owner or Session filter", ErrInvalidArgument)
 	}
+	if f.OnEarlyGrant != nil && !f.EarlyGrants {
+		return nil, fmt.Errorf("%w: OnEarlyGrant needs EarlyGrants", ErrInvalidArgument)
+	}
 	return n.events.add(f, max(buf, 1)), nil
 }
 
