@@ -22,11 +22,7 @@ import (
 // announcement to be right and at least one to be early.
 func TestGrantAnnouncedToFollower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, leader := startMemCluster(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
-		sl, sf := openSession(t, ctx, l, time.Minute), openSession(t, ctx, f, time.Minute)
+		ctx, l, f, sl, sf := leaderAndFollowerSessions(t)
 		if _, err := f.Subscribe(node.EventFilter{Lock: "l", EarlyGrants: true}, 1); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("EarlyGrants with a Lock filter: %v", err)
 		}
@@ -40,6 +36,18 @@ func TestGrantAnnouncedToFollower(t *testing.T) {
 			t.Fatal("in 5 hand-offs, the follower had always applied the grant before its announcement arrived")
 		}
 	})
+}
+
+// leaderAndFollowerSessions starts an in-memory cluster and opens a
+// session on its leader (sl) and on a follower (sf); ctx bounds the test
+// (10 s of the bubble's time).
+func leaderAndFollowerSessions(t *testing.T) (ctx context.Context, l, f *node.Node, sl, sf fsm.SessionID) {
+	t.Helper()
+	c, leader := startMemCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	l, f = c.Nodes[leader], c.Nodes[c.Follower(leader)]
+	return ctx, l, f, openSession(t, ctx, l, time.Minute), openSession(t, ctx, f, time.Minute)
 }
 
 // announcedEarly hands lock name over from a holder on l to a waiter on f,
@@ -113,11 +121,7 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 // arrives on C, once. A hook without EarlyGrants is refused.
 func TestEarlyGrantHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, leader := startMemCluster(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		l, f := c.Nodes[leader], c.Nodes[c.Follower(leader)]
-		sl, sf := openSession(t, ctx, l, time.Minute), openSession(t, ctx, f, time.Minute)
+		ctx, l, f, sl, sf := leaderAndFollowerSessions(t)
 		hook := func(fsm.Event) {}
 		if _, err := f.Subscribe(node.EventFilter{Session: sf, OnEarlyGrant: hook}, 1); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("OnEarlyGrant without EarlyGrants: %v", err)
