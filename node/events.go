@@ -163,17 +163,16 @@ func (h *eventHub) dispatch(events []fsm.Event) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	send := h.send
 	for _, e := range events {
-		send(h.all, e)
+		h.send(h.all, e)
 		if !e.Owner.IsZero() {
-			send(h.byOwner[e.Owner], e)
+			h.send(h.byOwner[e.Owner], e)
 		}
 		if e.Session != 0 {
-			send(h.bySession[e.Session], e)
+			h.send(h.bySession[e.Session], e)
 		}
 		if e.Lock != "" {
-			send(h.byLock[e.Lock], e)
+			h.send(h.byLock[e.Lock], e)
 		}
 	}
 	if f := h.afterDispatch.Load(); f != nil {
