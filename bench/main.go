@@ -69,9 +69,12 @@ func run() (code int) {
 		return fail("-workloads: %v", err)
 	}
 	opts.Limits = *withLimits
+	if *runs < 0 || *keepaliveRuns < 0 {
+		return fail("-runs and -keepalive-runs must not be negative (0: the default)")
+	}
 	if *runs > 0 {
 		opts.Runs = *runs
-		opts.KeepaliveRuns = min(opts.KeepaliveRuns, *runs)
+		opts.KeepaliveRuns = *runs // every round, as the default
 	}
 	if *keepaliveRuns > 0 {
 		opts.KeepaliveRuns = min(*keepaliveRuns, opts.Runs)
