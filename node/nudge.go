@@ -14,7 +14,7 @@ import (
 // Commit nudges. A follower applies an entry once it learns that the entry
 // committed, and it learns that only from the leader's next AppendEntries:
 // the next batch, or raft's CommitTimeout tick when no batch follows. The
-// tick is long (Timing.CommitTimeout, LANTiming: 300 ms), so that an idle
+// tick is long (Timing.CommitTimeout, LANTiming: 500 ms), so that an idle
 // cluster does not send an empty AppendEntries to every follower every few
 // milliseconds (measured: a third of an idle node's CPU). A replica that
 // waits for an index its Raft does not yet know committed — WaitApplied

@@ -79,7 +79,7 @@ func run(ctx context.Context, opt options) (err error) {
 		opt: opt, dir: dir, clients: map[string]*client{}, hc: hc, store: store{Path: filepath.Join(dir, "demo.db")},
 		n:      &narrator{w: opt.out, start: time.Now(), color: isTerminal(opt.out)},
 		res:    &results{Short: opt.short},
-		ttl:    3 * time.Second,
+		ttl:    5 * time.Second,
 		timing: node.LANTiming(),
 		work:   5 * time.Second, after: 3 * time.Second, hold: 2 * time.Second,
 	}

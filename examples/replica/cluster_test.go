@@ -262,7 +262,7 @@ func startTLSCluster(t *testing.T, dir, certs string, hc *http.Client) (procs []
 		all := map[string]string{
 			"id": id, "data-dir": filepath.Join(dir, id), "bind": raftAddr(i), "gossip": gossipAddr(i), "join": join,
 			"bootstrap-expect": "3", "http": httpAddr(i), "tls-ca": cert(id, "ca"), "tls-cert": cert(id, "cert"),
-			"tls-key": cert(id, "key"), "tls-server-name": "raftlock", "gossip-key": gossipKey, "ttl": "3s", "log-level": "info",
+			"tls-key": cert(id, "key"), "tls-server-name": "raftlock", "gossip-key": gossipKey, "ttl": "5s", "log-level": "info",
 			"admin-token": testAdminToken,
 		}
 		var args []string
@@ -355,7 +355,7 @@ func TestReplicaCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ID != "r3" || st.Term == 0 || st.CommitIndex == 0 || st.GossipAddr != gossip[2] || st.Session.ID == 0 || st.Session.TTLMS != 3000 {
+	if st.ID != "r3" || st.Term == 0 || st.CommitIndex == 0 || st.GossipAddr != gossip[2] || st.Session.ID == 0 || st.Session.TTLMS != 5000 {
 		t.Errorf("status: %+v", st)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -67,6 +68,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no data dir", []string{"-id", "a"}, nil, "-data-dir"},
 		{"bad env duration", nil, map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/d", "RAFTLOCK_TTL": "soon"}, "RAFTLOCK_TTL"},
 		{"bad timing", []string{"-timing", "wan"}, base, "-timing"},
+		{"TTL below lan timing's minimum", []string{"-ttl", "3s"}, base, "below the minimum 4.5s for -timing lan"},
 		{"partial TLS", []string{"-tls-ca", "ca.pem"}, base, "mutual TLS"},
 		{"bad log level", []string{"-log-level", "loud"}, base, "-log-level"},
 		{"extra args", []string{"oops"}, base, "unexpected"},
@@ -140,5 +142,31 @@ func TestUsage(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"-bogus"}, envOf(nil), &out); err != errUsage {
 		t.Errorf("unknown flag: %v, want errUsage", err)
+	}
+}
+
+// TestConfigTimingChoices: each -timing value gives its node timing, and a
+// TTL the default timing refuses is accepted with -timing fast.
+func TestConfigTimingChoices(t *testing.T) {
+	base := map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/tmp/a", "RAFTLOCK_HTTP_NO_AUTH": "true"}
+	for flag, want := range map[string]node.Timing{"lan": node.LANTiming(), "fast": node.FastFailoverTiming(), "test": node.TestTiming()} {
+		var out bytes.Buffer
+		c, err := parseConfig([]string{"-timing", flag, "-ttl", "3s"}, envOf(base), &out)
+		if flag == "lan" {
+			if err == nil {
+				t.Errorf("-timing lan -ttl 3s accepted; want refused (minimum %v)", lockapi.MinTTLFor(want))
+			}
+			c, err = parseConfig([]string{"-timing", flag}, envOf(base), &out)
+		}
+		if err != nil {
+			t.Fatalf("-timing %s: %v", flag, err)
+		}
+		nc, err := c.nodeConfig()
+		if err != nil {
+			t.Fatalf("-timing %s: %v", flag, err)
+		}
+		if nc.Timing != want {
+			t.Errorf("-timing %s: node timing %+v, want %+v", flag, nc.Timing, want)
+		}
 	}
 }

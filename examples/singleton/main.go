@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("singleton", flag.ContinueOnError)
 	fs.SetOutput(out)
 	handovers := fs.Int("handovers", 2, "crash the replica running the job this many times")
-	ttl := fs.Duration("ttl", 3*time.Second, "session TTL: how long a crashed runner's lease outlives it")
+	ttl := fs.Duration("ttl", 5*time.Second, "session TTL: how long a crashed runner's lease outlives it")
 	timeout := fs.Duration("timeout", 90*time.Second, "overall deadline")
 	if err := fs.Parse(args); err != nil {
 		return err

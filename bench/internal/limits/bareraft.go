@@ -24,9 +24,9 @@ import (
 // (node.LANTiming), the same raft-boltdb options (fsync on every commit) and
 // log cache. It is the ceiling of one Apply per request, without batching.
 const (
-	heartbeatTimeout   = 300 * time.Millisecond
-	electionTimeout    = 300 * time.Millisecond
-	leaderLeaseTimeout = 250 * time.Millisecond
+	heartbeatTimeout   = 500 * time.Millisecond
+	electionTimeout    = 500 * time.Millisecond
+	leaderLeaseTimeout = 400 * time.Millisecond
 	commitTimeout      = 5 * time.Millisecond
 	logCacheSize       = 512
 )
