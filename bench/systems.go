@@ -16,12 +16,15 @@ func init() {
 	lockservice.Register(raftlocksys.System())
 	lockservice.Register(raftlocksys.WALSystem())
 	lockservice.Register(raftlocksys.HB1sSystem())
+	lockservice.Register(raftlocksys.FastSystem())
 	lockservice.Register(floorsys.System())
 	lockservice.Register(floorsys.WALSystem())
 }
 
 // defaultSystems are the systems a run benchmarks without -systems: every
-// registered one but the opt-in raftlock-hb1s.
+// registered one but the opt-in raftlock-hb1s and raftlock-fast.
 func defaultSystems() []string {
-	return slices.DeleteFunc(lockservice.Names(), func(n string) bool { return n == raftlocksys.HB1sName })
+	return slices.DeleteFunc(lockservice.Names(), func(n string) bool {
+		return n == raftlocksys.HB1sName || n == raftlocksys.FastName
+	})
 }

@@ -1,4 +1,5 @@
-// Package procstat reads a process's CPU time and resident memory from /proc.
+// Package procstat reads a process's CPU time, resident memory and
+// voluntary context switches from /proc.
 package procstat
 
 import (
@@ -19,6 +20,12 @@ const clockTick = 10 * time.Millisecond
 type Usage struct {
 	CPU      time.Duration // user + system time of all its threads so far
 	RSSBytes int64         // resident set size
+	// Sleeps is the number of voluntary context switches of its live
+	// threads so far: how often one of them blocked and was woken again
+	// (a count, so unlike CPU time it does not depend on how fast the
+	// machine is at the moment). Threads that exited are not counted; a Go
+	// process keeps its threads.
+	Sleeps int64
 }
 
 // Read returns the usage of process pid.
@@ -39,7 +46,53 @@ func Read(pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("procstat: pid %d: %w", pid, err)
 	}
-	return Usage{CPU: cpu, RSSBytes: rss}, nil
+	sleeps, err := readSleeps(pid)
+	if err != nil {
+		return Usage{}, fmt.Errorf("procstat: pid %d: %w", pid, err)
+	}
+	return Usage{CPU: cpu, RSSBytes: rss, Sleeps: sleeps}, nil
+}
+
+// readSleeps sums voluntary_ctxt_switches over the threads of pid
+// (/proc/<pid>/status has the main thread's only). A thread that exits
+// while the directory is read is skipped.
+func readSleeps(pid int) (int64, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		status, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		n, err := ParseSleeps(status)
+		if err != nil {
+			return 0, fmt.Errorf("task %s: %w", t.Name(), err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// ParseSleeps returns voluntary_ctxt_switches from the contents of
+// /proc/<pid>/task/<tid>/status.
+func ParseSleeps(status []byte) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "voluntary_ctxt_switches:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("voluntary_ctxt_switches: %w", err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no voluntary_ctxt_switches line")
 }
 
 // ParseCPU returns utime+stime from the contents of /proc/<pid>/stat.

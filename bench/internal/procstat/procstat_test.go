@@ -31,6 +31,17 @@ func TestParseRSS(t *testing.T) {
 	}
 }
 
+func TestParseSleeps(t *testing.T) {
+	status := []byte("Name:\tx\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n")
+	got, err := ParseSleeps(status)
+	if err != nil || got != 1234 {
+		t.Errorf("got %d, %v; want 1234 (not the nonvoluntary count)", got, err)
+	}
+	if _, err := ParseSleeps([]byte("Name:\tx\n")); err == nil {
+		t.Error("no error without voluntary_ctxt_switches")
+	}
+}
+
 func TestReadSelf(t *testing.T) {
 	u, err := Read(os.Getpid())
 	if err != nil {
@@ -38,5 +49,16 @@ func TestReadSelf(t *testing.T) {
 	}
 	if u.RSSBytes <= 0 {
 		t.Errorf("rss %d", u.RSSBytes)
+	}
+	// Sleeping blocks this thread: the count must grow.
+	for range 3 {
+		time.Sleep(time.Millisecond)
+	}
+	v, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Sleeps <= u.Sleeps {
+		t.Errorf("voluntary context switches %d then %d after three sleeps", u.Sleeps, v.Sleeps)
 	}
 }

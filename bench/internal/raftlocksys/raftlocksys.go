@@ -4,7 +4,8 @@
 // lockapi sessions on it. A second system, raftlock-wal, is the same with
 // the raft-wal log store (node.LogStoreWAL); a third, raftlock-hb1s, is the
 // default with etcd's failure detection (HB1sTiming), for a like-for-like
-// comparison of idle and keepalive CPU.
+// comparison of idle and keepalive CPU; a fourth, raftlock-fast, is the
+// default with node.FastFailoverTiming (300 ms, the default before 500 ms).
 package raftlocksys
 
 import (
@@ -25,7 +26,15 @@ const (
 	WALName = "raftlock-wal"
 	// HB1sName is opt-in (-systems): not part of a default run.
 	HB1sName = "raftlock-hb1s"
+	// FastName is opt-in too.
+	FastName = "raftlock-fast"
 )
+
+// FastSystem returns raftlock (raft-boltdb) with node.FastFailoverTiming.
+func FastSystem() lockservice.System {
+	t := node.FastFailoverTiming()
+	return system{name: FastName, store: node.LogStoreBolt, timing: &t}
+}
 
 // System returns the raftlock system (raft-boltdb, the default log store).
 func System() lockservice.System { return system{name: Name, store: node.LogStoreBolt} }

@@ -67,7 +67,7 @@ func contendedDefs(p Params) contendedDefSet {
 	}
 }
 
-type keepaliveDefSet struct{ entries, cpuMean, cpuMax, acquire, held, window, errs report.Def }
+type keepaliveDefSet struct{ entries, cpuMean, cpuMax, sleeps, acquire, held, window, errs report.Def }
 
 func keepaliveDefs(p Params) keepaliveDefSet {
 	w := fmt.Sprintf("4. keepalive: %d sessions hold %s locks for %v", p.KeepaliveSessions,
@@ -76,6 +76,7 @@ func keepaliveDefs(p Params) keepaliveDefSet {
 		entries: def(w, "keepalive.log_entries_per_s", "log entries/s", "", 1, false),
 		cpuMean: def(w, "keepalive.cpu_s_per_node_mean", "CPU-seconds per node, mean", "s", 2, false),
 		cpuMax:  def(w, "keepalive.cpu_s_per_node_max", "CPU-seconds per node, max", "s", 2, false),
+		sleeps:  def(w, "keepalive.sleeps_per_s_per_node_mean", "thread wake-ups/s per node, mean (voluntary context switches)", "", 0, false),
 		acquire: def(w, "keepalive.acquire_locks_per_s", "filling: locks acquired/s", "", 0, true),
 		held:    hidden(w, "keepalive.held", "locks held"),
 		window:  hidden(w, "keepalive.window_s", "measured window (s)"),

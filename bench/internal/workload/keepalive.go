@@ -15,7 +15,9 @@ import (
 // Keepalive is workload 4: sessions spread over every replica hold locks
 // for a window without doing anything else; it reports the log entries the
 // cluster wrote per second and the CPU seconds each replica process spent
-// over the window (keepalives, heartbeats, timers — everything).
+// over the window (keepalives, heartbeats, timers — everything), and how
+// often their threads slept and woke (voluntary context switches: a count
+// that, unlike CPU time, does not move with the machine's speed).
 func Keepalive(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) {
 	held, errs, rate, err := fill(ctx, cl, p, "held", p.KeepaliveSessions, p.KeepaliveLocks)
 	if err != nil {
@@ -50,17 +52,19 @@ func Keepalive(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	var sum, maxCPU float64
+	var sum, maxCPU, sleeps float64
 	for i := range use0 {
 		cpu := (use1[i].CPU - use0[i].CPU).Seconds()
 		sum += cpu
 		maxCPU = max(maxCPU, cpu)
+		sleeps += float64(use1[i].Sleeps - use0[i].Sleeps)
 	}
 	d := keepaliveDefs(p)
 	res := Result{Samples: []report.Sample{
 		{Def: d.entries, Value: float64(idx1-idx0) / window.Seconds()},
 		{Def: d.cpuMean, Value: sum / float64(len(use0))},
 		{Def: d.cpuMax, Value: maxCPU},
+		{Def: d.sleeps, Value: sleeps / float64(len(use0)) / window.Seconds()},
 		{Def: d.acquire, Value: rate},
 		{Def: d.held, Value: float64(held)},
 		{Def: d.window, Value: window.Seconds()},
