@@ -80,19 +80,27 @@ func readSleeps(pid int) (int64, error) {
 // ParseSleeps returns voluntary_ctxt_switches from the contents of
 // /proc/<pid>/task/<tid>/status.
 func ParseSleeps(status []byte) (int64, error) {
+	rest, ok := statusField(status, "voluntary_ctxt_switches:")
+	if !ok {
+		return 0, fmt.Errorf("no voluntary_ctxt_switches line")
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("voluntary_ctxt_switches: %w", err)
+	}
+	return n, nil
+}
+
+// statusField returns the rest of the first line of a /proc status file
+// that starts with name (with its colon).
+func statusField(status []byte, name string) (string, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "voluntary_ctxt_switches:")
-		if !ok {
-			continue
+		if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
+			return rest, true
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("voluntary_ctxt_switches: %w", err)
-		}
-		return n, nil
 	}
-	return 0, fmt.Errorf("no voluntary_ctxt_switches line")
+	return "", false
 }
 
 // ParseCPU returns utime+stime from the contents of /proc/<pid>/stat.
@@ -121,21 +129,17 @@ func ParseCPU(stat []byte) (time.Duration, error) {
 
 // ParseRSS returns VmRSS in bytes from the contents of /proc/<pid>/status.
 func ParseRSS(status []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("malformed VmRSS line %q", sc.Text())
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
-		}
-		return kb * 1024, nil
+	rest, ok := statusField(status, "VmRSS:")
+	if !ok {
+		return 0, fmt.Errorf("no VmRSS line (a zombie or kernel thread?)")
 	}
-	return 0, fmt.Errorf("no VmRSS line (a zombie or kernel thread?)")
+	f := strings.Fields(rest)
+	if len(f) != 2 || f[1] != "kB" {
+		return 0, fmt.Errorf("malformed VmRSS line %q", "VmRSS:"+rest)
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("VmRSS: %w", err)
+	}
+	return kb * 1024, nil
 }
