@@ -189,7 +189,8 @@ func (h *eventHub) dispatchEarly(grants []fsm.Event) {
 		hook func(fsm.Event)
 		e    fsm.Event
 	}
-	var calls []call
+	var buf [4]call // an announcement carries a grant or two: no allocation
+	calls := buf[:0]
 	h.mu.RLock()
 	for _, e := range grants {
 		for _, list := range [2][]*Subscription{h.byOwner[e.Owner], h.bySession[e.Session]} {

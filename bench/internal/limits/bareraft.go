@@ -16,20 +16,26 @@ import (
 	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
+	"github.com/raftlock/raftlock/node"
+
 	"github.com/raftlock/raftlock/bench/internal/report"
 	"github.com/raftlock/raftlock/bench/internal/stats"
 )
 
 // The bare cluster is configured like raftlock's node package: LAN timing
-// (node.LANTiming), the same raft-boltdb options (fsync on every commit) and
-// log cache. It is the ceiling of one Apply per request, without batching.
+// (node.LANTiming, but a 5 ms commit tick: nothing here nudges a follower),
+// the same raft-boltdb options (fsync on every commit) and log cache. It is
+// the ceiling of one Apply per request, without batching.
 const (
-	heartbeatTimeout   = 500 * time.Millisecond
-	electionTimeout    = 500 * time.Millisecond
-	leaderLeaseTimeout = 400 * time.Millisecond
-	commitTimeout      = 5 * time.Millisecond
-	logCacheSize       = 512
+	commitTimeout = 5 * time.Millisecond
+	logCacheSize  = 512
 )
+
+// bareTiming is node.LANTiming with the bare cluster's commit tick.
+func bareTiming() Timing {
+	t := node.LANTiming()
+	return Timing{Heartbeat: t.HeartbeatTimeout, Election: t.ElectionTimeout, LeaderLease: t.LeaderLeaseTimeout, Commit: commitTimeout}
+}
 
 // command is a payload of the size of a lock command.
 var command = make([]byte, 64)
@@ -190,8 +196,7 @@ func openStore(dir, store string) (st logStore, closes []func() error, err error
 }
 
 func startNode(dir, store string, id raft.ServerID, t raft.Transport, servers []raft.Server, logger hclog.Logger, c *raftCluster) (*raft.Raft, error) {
-	tm := Timing{Heartbeat: heartbeatTimeout, Election: electionTimeout, LeaderLease: leaderLeaseTimeout, Commit: commitTimeout}
-	r, closes, err := StartNode(dir, store, id, t, servers, countFSM{}, tm, logger)
+	r, closes, err := StartNode(dir, store, id, t, servers, countFSM{}, bareTiming(), logger)
 	c.closes = append(c.closes, closes...)
 	return r, err
 }
