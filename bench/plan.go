@@ -33,7 +33,8 @@ type step struct {
 	only []string // the lock services that have what it needs (nil: every one)
 	// floors: the floor systems (floorsys) run it too. They have plain
 	// locks with a FIFO line and no sessions: only workloads that need
-	// nothing else (no semaphores, read-write locks, expiry or failover).
+	// nothing else (no semaphores, read-write locks, expiry or failover;
+	// the keepalive window measures them idle, with nothing to renew).
 	floors bool
 }
 
@@ -82,7 +83,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("keepalive") && r < b.opts.KeepaliveRuns {
 		steps = append(steps, step{"keepalive", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Keepalive(ctx, cl, p)
-		}, nil, false})
+		}, nil, true})
 	}
 	if b.opts.has("failover") {
 		steps = append(steps, step{"failover", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
@@ -98,8 +99,8 @@ func (b *bench) roundSteps(r int) []step {
 // favours neither.
 func (b *bench) run(ctx context.Context) {
 	for _, sys := range b.opts.Systems {
-		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") && !b.opts.has("contended") {
-			b.problem("%s: not run (it runs only the uncontended, distinct and contended workloads, and none is selected)", sys)
+		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") && !b.opts.has("contended") && !b.opts.has("keepalive") {
+			b.problem("%s: not run (it runs only the uncontended, distinct, contended and keepalive workloads, and none is selected)", sys)
 		}
 	}
 	for r := range b.opts.Runs {

@@ -25,7 +25,11 @@
 // What raftlock adds to a Lock+Unlock on top of this is its own cost; what
 // this floor costs on a machine is what the architecture costs there. It
 // answers the uncontended, distinct and contended (one lock, hand-offs)
-// workloads.
+// workloads, and the keepalive workload's idle window: there it holds the
+// names and has nothing to renew, so its CPU and wake-ups are what three
+// idle hashicorp/raft replicas cost at raftlock's timeouts (heartbeats, the
+// Go runtime) — the part of raftlock's idle cost that raftlock's own code
+// does not add.
 package floorsys
 
 import (
