@@ -249,7 +249,7 @@ func printReport(doc *report.Document, b *bench) {
 	var floor strings.Builder
 	report.WriteFloorShares(&floor, b.metrics.Metrics())
 	if floor.Len() > 0 {
-		fmt.Fprintf(w, "\nraftlock against the floor of the same run (its median as a share of the floor's; bench/README.md, \"The floor\"):\n\n%s", floor.String())
+		fmt.Fprintf(w, "\nraftlock against the floor of the same run (its median: a rate as a share of the floor's, a cost as a multiple of it; bench/README.md, \"The floor\"):\n\n%s", floor.String())
 	}
 	writeGrowth(w, b)
 	if len(doc.Problems) > 0 {

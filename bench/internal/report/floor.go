@@ -10,15 +10,17 @@ import (
 // of the same run: each lock service with the floor on its log store.
 var FloorPairs = [][2]string{{"raftlock", "raft-floor"}, {"raftlock-wal", "raft-floor-wal"}}
 
-// WriteFloorShares writes, for every rate (higher is better) that a pair of
-// FloorPairs has both medians of, the lock service's median as a share of
-// its floor's: what the service keeps of what the architecture reaches on
-// the machine. It writes nothing when no pair ran.
+// WriteFloorShares writes, for every metric that a pair of FloorPairs has
+// both medians of, the lock service's median against its floor's: a rate
+// (higher is better) as a share of the floor's — what the service keeps of
+// what the architecture reaches on the machine — and a cost (CPU, wake-ups,
+// latency) as a multiple of it — what the service adds. It writes nothing
+// when no pair ran.
 func WriteFloorShares(w io.Writer, metrics []*Metric) error {
 	var pairs [][2]string
 	for _, p := range FloorPairs {
 		for _, m := range metrics {
-			if m.Higher && !m.Hidden && len(m.Runs[p[0]]) > 0 && len(m.Runs[p[1]]) > 0 {
+			if !m.Hidden && len(m.Runs[p[0]]) > 0 && len(m.Runs[p[1]]) > 0 {
 				pairs = append(pairs, p)
 				break
 			}
@@ -34,14 +36,18 @@ func WriteFloorShares(w io.Writer, metrics []*Metric) error {
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("--:|", len(pairs)) + "\n")
 	for _, m := range metrics {
-		if !m.Higher || m.Hidden {
+		if m.Hidden {
 			continue
 		}
 		cells, have := make([]string, len(pairs)), false
 		for i, p := range pairs {
 			cells[i] = "n/a"
-			if r, ok := m.Ratio(p[0], p[1]); ok {
+			r, ok := m.Ratio(p[0], p[1])
+			switch {
+			case ok && m.Higher:
 				cells[i], have = fmt.Sprintf("%.0f %%", 100*r), true
+			case ok:
+				cells[i], have = fmt.Sprintf("%.2f×", r), true
 			}
 		}
 		if have {

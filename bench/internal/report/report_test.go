@@ -175,10 +175,12 @@ func TestFloorShares(t *testing.T) {
 	if err := WriteFloorShares(&b, c.Metrics()); err != nil {
 		t.Fatal(err)
 	}
-	// Only rates, only pairs that both ran; hand-offs have no floor.
+	// Only pairs that both ran; hand-offs have no floor. A rate is a share
+	// of the floor's, a cost a multiple of it.
 	want := `| workload | metric | raftlock of raft-floor |
 |---|---|--:|
 | 1. uncontended | Lock+Unlock/s | 75 % |
+| 1. uncontended | p99 | 2.00× |
 `
 	if got := b.String(); got != want {
 		t.Errorf("floor shares:\n%s\nwant:\n%s", got, want)
