@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/raftlock/raftlock/bench/internal/agent"
@@ -16,6 +17,10 @@ import (
 // Unlock call to the next holder's grant (timestamps of different processes,
 // on the machine's CLOCK_MONOTONIC).
 func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, error) {
+	idx0, err := logIndex(ctx, cl)
+	if err != nil {
+		return Result{}, err
+	}
 	run, err := runLoop(ctx, cl, p, loopSpec{
 		workers: spread(p.ContendedWorkers, cl.Live(), func(int) string { return "contended" }),
 		warmup:  p.Warmup, measure: p.Duration,
@@ -26,9 +31,17 @@ func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 	if err := failedReplicas(run); err != nil {
 		return Result{}, err
 	}
+	idx1, err := logIndex(ctx, cl)
+	if err != nil {
+		return Result{}, err
+	}
 	var grants []agent.Op
+	all := 0 // grants of the whole run, warm-up included: the log's span
 	for _, ops := range run.ops {
 		for _, op := range ops {
+			if op.Granted != 0 {
+				all++
+			}
 			if op.Granted >= run.from && op.Granted <= run.to {
 				grants = append(grants, op)
 			}
@@ -44,6 +57,7 @@ func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 		{Def: d.overlaps, Value: float64(overlaps)},
 		{Def: d.errs, Value: float64(run.errors.Count)},
 		{Def: d.cpu, Value: cpuPerOp(run, len(grants))},
+		{Def: d.entries, Value: perGrant(idx1-idx0, all)},
 	}, Notes: errorsNote(run.errors), CDFs: cdf(fmt.Sprintf("%d workers, one lock: Unlock → next grant", p.ContendedWorkers), gaps)}
 	if overlaps > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("MUTUAL EXCLUSION: %d grants came before the previous holder called Unlock", overlaps))
@@ -77,4 +91,14 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// perGrant is entries per grant (NaN without grants): how many log entries
+// the cluster wrote for each hand-off — an entry that carries an Unlock and
+// the next Locks together makes it 1, one per command 2 or more.
+func perGrant(entries uint64, grants int) float64 {
+	if grants == 0 {
+		return math.NaN()
+	}
+	return float64(entries) / float64(grants)
 }

@@ -53,7 +53,7 @@ func distinctDefs(n int) lockUnlockDefs {
 	}
 }
 
-type contendedDefSet struct{ rate, p50, p99, overlaps, errs, cpu report.Def }
+type contendedDefSet struct{ rate, p50, p99, overlaps, errs, cpu, entries report.Def }
 
 func contendedDefs(p Params) contendedDefSet {
 	w := fmt.Sprintf("3. %d workers, one lock", p.ContendedWorkers)
@@ -64,6 +64,7 @@ func contendedDefs(p Params) contendedDefSet {
 		overlaps: hidden(w, "contended.overlaps", "grants before the previous holder's Unlock call (must be 0)"),
 		errs:     hidden(w, "contended.errors", "failed operations"),
 		cpu:      cpuDef(w, "contended.", "hand-off"),
+		entries:  def(w, "contended.entries_per_handoff", "log entries per hand-off", "", 2, false),
 	}
 }
 
