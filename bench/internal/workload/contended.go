@@ -38,10 +38,8 @@ func Contended(ctx context.Context, cl *cluster.Cluster, p Params) (Result, erro
 	var grants []agent.Op
 	all := 0 // grants of the whole run, warm-up included: the log's span
 	for _, ops := range run.ops {
+		all += len(ops) // every one completed (agent.LoopReply)
 		for _, op := range ops {
-			if op.Granted != 0 {
-				all++
-			}
 			if op.Granted >= run.from && op.Granted <= run.to {
 				grants = append(grants, op)
 			}

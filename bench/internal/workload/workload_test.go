@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -59,5 +60,14 @@ func TestInWindow(t *testing.T) {
 	}
 	if got := len(run.inWindow()); got != 2 {
 		t.Errorf("inWindow: %d ops, want 2", got)
+	}
+}
+
+func TestPerGrant(t *testing.T) {
+	if got := perGrant(1020, 1000); got != 1.02 {
+		t.Errorf("perGrant(1020, 1000) = %v, want 1.02", got)
+	}
+	if got := perGrant(5, 0); !math.IsNaN(got) {
+		t.Errorf("perGrant without grants = %v, want NaN", got)
 	}
 }
