@@ -4,8 +4,8 @@
 // plus the machine's limits (fsync latency, a bare hashicorp/raft cluster's
 // commit rate). It prints a markdown table and writes a JSON file.
 //
-//	go run .          # full, about 15 minutes
-//	go run . -quick   # under 3 minutes
+//	go run .          # full, about 20 minutes
+//	go run . -quick   # about 3 minutes
 //
 // See README.md for what is measured and how.
 package main
@@ -43,7 +43,7 @@ func main() {
 }
 
 func run() (code int) {
-	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (under 3 minutes)")
+	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (about 3 minutes)")
 	systems := flag.String("systems", strings.Join(defaultSystems(), ","), "comma-separated systems to benchmark (also: "+raftlocksys.HB1sName+")")
 	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
@@ -52,7 +52,7 @@ func run() (code int) {
 	duration := flag.Duration("duration", 0, "measured duration of each steady workload run (0: default)")
 	out := flag.String("out", "", "JSON output file (default results/latest.json, or results/latest-quick.json with -quick)")
 	dirFlag := flag.String("dir", "", "where to put data directories (default: the system temp dir); fsync is measured there")
-	timeout := flag.Duration("timeout", 0, "abort after this long (0: 25m, or 6m with -quick)")
+	timeout := flag.Duration("timeout", 0, "abort after this long (0: 35m, or 6m with -quick)")
 	withHog := flag.Bool("hog", false, "run a CPU hog (a busy loop pinned to CPU 0) beside the benchmark for the whole run")
 	scaleEtcd := flag.Int("scale-etcd-max-locks", 0, "scale workload: largest size etcd runs (0: 100,000)")
 	scaleMax := flag.Int("scale-max-locks", 0, "scale workload: largest size run at all (0: every size)")
@@ -101,7 +101,7 @@ func run() (code int) {
 		}
 	}
 	if *timeout == 0 {
-		*timeout = 25 * time.Minute
+		*timeout = 35 * time.Minute
 		if *quick {
 			*timeout = 6 * time.Minute
 		}
