@@ -44,7 +44,7 @@ func main() {
 
 func run() (code int) {
 	quick := flag.Bool("quick", false, "quick mode: one run, shorter workloads (about 3 minutes)")
-	systems := flag.String("systems", strings.Join(defaultSystems(), ","), "comma-separated systems to benchmark (also: "+raftlocksys.HB1sName+")")
+	systems := flag.String("systems", strings.Join(defaultSystems(), ","), "comma-separated systems to benchmark (also: "+strings.Join(raftlocksys.OptIn, ",")+")")
 	workloads := flag.String("workloads", strings.Join(allWorkloads, ","), "comma-separated workloads (also: "+strings.Join(optionalWorkloads, ",")+")")
 	withLimits := flag.Bool("limits", true, "measure the limits: fsync latency and a bare raft cluster's commit rate")
 	runs := flag.Int("runs", 0, "rounds of each workload (0: 3, or 1 with -quick)")

@@ -73,7 +73,7 @@ func (b *bench) roundSteps(r int) []step {
 	if b.opts.has("semaphore") { // etcd has no counting semaphore
 		steps = append(steps, step{"semaphore", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
 			return workload.Semaphore(ctx, cl, p)
-		}, []string{raftlocksys.Name, raftlocksys.WALName, raftlocksys.HB1sName}, false})
+		}, raftlocksys.All, false})
 	}
 	if b.opts.has("rwlock") { // etcd: client/v3/experimental/recipes RWMutex
 		steps = append(steps, step{"rwlock", func(ctx context.Context, cl *cluster.Cluster) (workload.Result, error) {
@@ -98,8 +98,9 @@ func (b *bench) roundSteps(r int) []step {
 // order of the systems flips every round so that drift of the machine
 // favours neither.
 func (b *bench) run(ctx context.Context) {
+	floorSteps := slices.ContainsFunc(b.roundSteps(0), func(s step) bool { return s.floors })
 	for _, sys := range b.opts.Systems {
-		if floorsys.IsFloor(sys) && !b.opts.has("uncontended") && !b.opts.has("distinct") && !b.opts.has("contended") && !b.opts.has("keepalive") {
+		if floorsys.IsFloor(sys) && !floorSteps {
 			b.problem("%s: not run (it runs only the uncontended, distinct, contended and keepalive workloads, and none is selected)", sys)
 		}
 	}

@@ -24,7 +24,5 @@ func init() {
 // defaultSystems are the systems a run benchmarks without -systems: every
 // registered one but the opt-in raftlock-hb1s and raftlock-fast.
 func defaultSystems() []string {
-	return slices.DeleteFunc(lockservice.Names(), func(n string) bool {
-		return n == raftlocksys.HB1sName || n == raftlocksys.FastName
-	})
+	return slices.DeleteFunc(lockservice.Names(), func(n string) bool { return slices.Contains(raftlocksys.OptIn, n) })
 }

@@ -30,6 +30,13 @@ const (
 	FastName = "raftlock-fast"
 )
 
+// OptIn are the raftlock systems a run benchmarks only when -systems names
+// them; All is every raftlock system, the default ones first.
+var (
+	OptIn = []string{HB1sName, FastName}
+	All   = append([]string{Name, WALName}, OptIn...)
+)
+
 // FastSystem returns raftlock (raft-boltdb) with node.FastFailoverTiming.
 func FastSystem() lockservice.System {
 	t := node.FastFailoverTiming()
