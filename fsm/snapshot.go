@@ -47,6 +47,19 @@ import (
 // grants in the record their last chunk is in). With values of at most
 // MaxValueLen bytes a record of itemsPerRecord items stays below 10 MB.
 //
+// Version 4, written from cluster version 4, is version 3 with the number
+// of sections at the end of the meta record and, after the locks, that many
+// sections, each a header record and the section's own records:
+//
+//	meta:    ... (as version 3), #sections
+//	section: tag, #records                         (ascending tag)
+//	         #records records, in the section's own format
+//
+// A section holds state that the records above cannot carry
+// (snapshotSections lists them); one with nothing to carry is left out. A
+// reader refuses an unknown tag (the state machine halts, as on any
+// unknown version) and a tag out of order.
+//
 // Version 1, written while the cluster version is 1 so that replicas of the
 // previous release can install it (they read only this format):
 //
@@ -65,7 +78,8 @@ const (
 	snapshotV1        = byte(1)
 	snapshotV2        = byte(2)
 	snapshotV3        = byte(3)
-	maxSnapshotRecord = 16 << 20 // versions 2 and 3
+	snapshotV4        = byte(4)
+	maxSnapshotRecord = 16 << 20 // versions 2 to 4
 	maxV1Record       = 1 << 30  // version 1: bounded by what the state can hold
 	itemsPerRecord    = 8192     // waiters, or shared grants (version 3)
 	resultsPerRecord  = 1024

@@ -75,12 +75,12 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	switch v {
 	case snapshotV1:
 		sr.maxRec = maxV1Record
-	case snapshotV2, snapshotV3:
+	case snapshotV2, snapshotV3, snapshotV4:
 		sr.maxRec = maxSnapshotRecord
 	default:
-		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, ErrUnsupportedVersion, v, snapshotV3)
+		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, ErrUnsupportedVersion, v, snapshotV4)
 	}
-	st, nSessions, nLocks, err := decodeMeta(sr, v)
+	st, nSessions, nLocks, nSections, err := decodeMeta(sr, v)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +98,9 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			return nil, snapErr("lock %d: %v", i, err)
 		}
 	}
+	if err := st.decodeSections(sr, nSections); err != nil {
+		return nil, err
+	}
 	want := sr.crc
 	var sum [4]byte
 	if _, err := io.ReadFull(sr.r, sum[:]); err != nil {
@@ -112,10 +115,10 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	return st, nil
 }
 
-func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks uint64, err error) {
+func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks, nSections uint64, err error) {
 	d, err := sr.record()
 	if err != nil {
-		return nil, 0, 0, snapErr("meta: %v", err)
+		return nil, 0, 0, 0, snapErr("meta: %v", err)
 	}
 	st = newState()
 	st.index = d.uvarint()
@@ -130,25 +133,28 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks uint64, er
 		l.MaxSessions, l.RequestWindow = d.limit(), d.limit()
 	}
 	nSessions, nLocks = d.uvarint(), d.uvarint()
+	if v >= snapshotV4 {
+		nSections = d.uvarint()
+	}
 	if err := d.end(); err != nil {
-		return nil, 0, 0, snapErr("meta: %v", err)
+		return nil, 0, 0, 0, snapErr("meta: %v", err)
 	}
 	switch {
 	case st.version > MaxClusterVersion:
-		return nil, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, ErrUnsupportedVersion, st.version, MaxClusterVersion)
+		return nil, 0, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, ErrUnsupportedVersion, st.version, MaxClusterVersion)
 	case st.version < 1:
-		return nil, 0, 0, snapErr("meta: cluster version 0")
-	case (v >= snapshotV3) != (st.version >= versionPrimitives):
-		return nil, 0, 0, snapErr("meta: cluster version %d in a snapshot of version %d", st.version, v)
+		return nil, 0, 0, 0, snapErr("meta: cluster version 0")
+	case (v >= snapshotV3) != (st.version >= versionPrimitives), (v >= snapshotV4) != (st.version >= versionSections):
+		return nil, 0, 0, 0, snapErr("meta: cluster version %d in a snapshot of version %d", st.version, v)
 	case st.clusterID != "" && ValidateClusterID(st.clusterID) != nil:
-		return nil, 0, 0, snapErr("meta: bad cluster id")
+		return nil, 0, 0, 0, snapErr("meta: bad cluster id")
 	}
 	if err := st.limits.Validate(); err != nil {
-		return nil, 0, 0, snapErr("meta: %v", err)
+		return nil, 0, 0, 0, snapErr("meta: %v", err)
 	}
 	st.sessions.reserve(int(min(nSessions, 1<<20)))
 	st.locks.reserve(int(min(nLocks, 1<<20)))
-	return st, nSessions, nLocks, nil
+	return st, nSessions, nLocks, nSections, nil
 }
 
 func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session, error) {

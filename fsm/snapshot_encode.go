@@ -68,6 +68,9 @@ func (w *snapWriter) finish() error {
 // version 3; version 2 from cluster version 2, and whenever the state holds
 // something version 1 cannot carry.
 func (st *state) snapshotVersion() byte {
+	if st.version >= versionSections {
+		return snapshotV4
+	}
 	if st.version >= versionPrimitives {
 		return snapshotV3 // the version-3 commands need it (and need the cluster version)
 	}
@@ -107,7 +110,13 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 		}
 	}
 	rec = binary.AppendUvarint(rec, uint64(st.sessions.len()))
-	w.rec = binary.AppendUvarint(rec, uint64(st.locks.len()))
+	rec = binary.AppendUvarint(rec, uint64(st.locks.len()))
+	var sections []sectionWrite
+	if v >= snapshotV4 {
+		sections = st.sectionsToWrite()
+		rec = binary.AppendUvarint(rec, uint64(len(sections)))
+	}
+	w.rec = rec
 	w.put()
 
 	for _, id := range slices.Sorted(st.sessions.keys()) {
@@ -131,6 +140,9 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 			break // the sink failed: finish reports it
 		}
 		e.l.encode(w, e.name, v)
+	}
+	for _, sec := range sections {
+		sec.encode(w)
 	}
 	return w.finish()
 }

@@ -16,6 +16,9 @@ package fsm
 //	   semaphores and values on Acquire (entry version 3), SetValue,
 //	   RaiseTokens, StatusConflict, snapshots of version 3; Revoke
 //	   (revoke.go).
+//	4  snapshots of version 4: version 3 followed by optional sections
+//	   (snapshotSections), the place of every later state the version-3
+//	   records cannot carry.
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too
@@ -24,13 +27,16 @@ package fsm
 const (
 	// MaxClusterVersion is the highest cluster version this binary can
 	// apply. A SetClusterVersion beyond it halts the state machine.
-	MaxClusterVersion uint64 = 3
+	MaxClusterVersion uint64 = 4
 	// versionExactlyOnce is the cluster version from which request numbers,
 	// EndDelay and the other version 2 commands may be written.
 	versionExactlyOnce uint64 = 2
 	// versionPrimitives is the cluster version from which the commands of
 	// version 3 may be written and applied.
 	versionPrimitives uint64 = 3
+	// versionSections is the cluster version from which snapshots are
+	// written in version 4 (with sections).
+	versionSections uint64 = 4
 )
 
 // Downgrade returns c as a cluster of the given version carries it: below

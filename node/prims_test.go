@@ -69,7 +69,7 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 		}
 
 		oldMax.Store(0) // upgraded
-		waitClusterVersion(t, c, 3)
+		waitClusterVersion(t, c, fsm.MaxClusterVersion)
 		c.Eventually(10*time.Second, func() (bool, string) {
 			return uint64(leader.Stats().LastToken) >= uint64(time.Now().Add(-time.Minute).UnixMicro()), "token counter not raised"
 		})
