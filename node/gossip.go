@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -129,8 +128,19 @@ func (m *gossip) reconnect() {
 	}
 }
 
+// join tries every seed once. A round in which none answered is recorded
+// for Status (seedsUnreachable).
 func (m *gossip) join() {
-	contacted, err := m.ml.Join(m.seeds)
+	contacted := 0
+	var failed []string
+	for _, seed := range m.seeds {
+		k, err := m.ml.Join([]string{seed})
+		if k > 0 {
+			contacted += k
+			continue
+		}
+		failed = append(failed, seed+" ("+joinFailure(seed, err)+")")
+	}
 	if contacted > 0 {
 		m.mu.Lock()
 		again := m.joined
@@ -144,7 +154,7 @@ func (m *gossip) join() {
 		}
 		return
 	}
-	msg := strings.Join(strings.Fields(fmt.Sprint(err)), " ")
+	msg := seedsUnreachable + ": tried " + strings.Join(failed, "; ")
 	m.mu.Lock()
 	repeated := m.joinErr == msg
 	m.joinErr = msg
@@ -155,6 +165,28 @@ func (m *gossip) join() {
 	} else {
 		m.log.Warn("gossip join failed; will retry", "seeds", m.seeds, "retry_in", m.timing.RetryJoinInterval, "err", msg)
 	}
+}
+
+// seedsUnreachable begins the join error of a round in which no seed
+// answered.
+const seedsUnreachable = "no seed reachable"
+
+// joinFailure is why memberlist could not join through seed, on one line:
+// its per-address errors (a host name may resolve to several), without the
+// "failed to join <seed>: " that repeats the seed.
+func joinFailure(seed string, err error) string {
+	if err == nil {
+		return "no member answered"
+	}
+	errs := []error{err}
+	if w, ok := err.(interface{ WrappedErrors() []error }); ok && len(w.WrappedErrors()) > 0 {
+		errs = w.WrappedErrors() // memberlist's *multierror.Error
+	}
+	var out []string
+	for _, e := range errs {
+		out = append(out, strings.TrimPrefix(strings.Join(strings.Fields(e.Error()), " "), "failed to join "+seed+": "))
+	}
+	return strings.Join(out, ", ")
 }
 
 // alone reports whether no other member is alive.

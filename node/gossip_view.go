@@ -70,12 +70,21 @@ func (m *gossip) status(st *Status) {
 	}
 	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	st.GossipAddr = m.addr
+	// A join error is why the node is not in the gossip cluster only while
+	// it sees no other member: a node that got in through the members it
+	// remembers (reconnect) is fine, though its seeds may still not answer.
+	alone := true
+	for id, v := range view {
+		if id != m.n.cfg.ID && (v.State == MemberAlive || v.State == MemberSuspect) {
+			alone = false
+		}
+	}
 	m.mu.Lock()
 	switch {
 	case m.fatal != nil:
 		st.GossipErr = m.fatal.Error()
-	case m.joinErr != "":
-		st.GossipErr = "join: " + m.joinErr
+	case m.joinErr != "" && alone:
+		st.GossipErr = m.joinErr
 	}
 	m.mu.Unlock()
 }

@@ -519,7 +519,7 @@ func TestGossipWrongKeyRefused(t *testing.T) {
 			})
 			time.Sleep(2 * time.Second) // many join attempts and reconciliations later
 			st := n.Status()
-			if len(st.Members) != 1 || st.LeaderID != "" || !strings.HasPrefix(st.GossipErr, "join:") {
+			if len(st.Members) != 1 || st.LeaderID != "" || !strings.HasPrefix(st.GossipErr, "no seed reachable: tried ") {
 				t.Fatalf("%s (key %d bytes) joined: members %s, leader %q, err %q", n.ID(), len(bad), fmtMembers(st.Members), st.LeaderID, st.GossipErr)
 			}
 			for _, m := range c.Nodes[:3] {

@@ -83,6 +83,10 @@ func (n *Node) Logger() *slog.Logger { return n.log }
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // WaitReady waits until Ready is closed, ctx ends, or the node closes.
+// When ctx ends first, the error wraps ErrNoQuorum and ctx.Err() and says
+// why the node is not ready: in no cluster yet (with gossip and every seed
+// gone: "no seed reachable" and the seeds tried), no leader known, or
+// catching up with the log.
 func (n *Node) WaitReady(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -96,7 +100,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	case <-n.closed:
 		return ErrClosed
 	case <-ctx.Done():
-		return fmt.Errorf("node: not ready: %w: %w", ErrNoQuorum, ctx.Err())
+		return fmt.Errorf("node: not ready (%s): %w: %w", notReadyReason(n.Status()), ErrNoQuorum, ctx.Err())
 	}
 }
 

@@ -63,7 +63,7 @@ type Status struct {
 
 	// With gossip (Config.Gossip) only:
 	GossipAddr string   // this node's advertised gossip address
-	GossipErr  string   // why the node is not in the gossip cluster (last join error, id conflict); "" when fine
+	GossipErr  string   // why the node is not in the gossip cluster: "no seed reachable: tried …" (each seed and why) while it sees no other member, or an id conflict; "" when fine
 	Members    []Member // gossip members and Raft servers, by ID, as this node sees them
 }
 
