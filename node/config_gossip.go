@@ -31,7 +31,12 @@ type GossipConfig struct {
 	// them in the background, every Timing.RetryJoinInterval: from Start
 	// until one of them answers, and again whenever it finds itself alone.
 	// (Between those, it tries to reconnect to a failed member each round,
-	// so that both sides of a healed partition merge again.)
+	// so that both sides of a healed partition merge again, and to the
+	// servers of its Raft configuration at the addresses it remembers.) A
+	// node that was never in the cluster knows no other address: while
+	// none of its seeds answers it stays alone, Status.GossipErr says "no
+	// seed reachable" with each seed tried, and so does WaitReady's error. A
+	// host name is resolved again at every attempt.
 	Join []string
 	// Key encrypts and authenticates gossip (AES-GCM with the memberlist
 	// keyring): 16, 24 or 32 bytes. Nodes with another key (or none) cannot

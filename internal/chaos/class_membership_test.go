@@ -73,7 +73,7 @@ type membershipState struct {
 	initial  int          // initial members
 	next     int          // next unused spare
 	departed map[int]bool // decommissioned or dropped for good
-	started  map[int]bool // spares started
+	started  map[int]bool // spares started (launchSpare)
 }
 
 var memberships sync.Map // *sim → *membershipState, for the sim's whole run
@@ -89,17 +89,26 @@ func (m *membershipState) gone(i int) bool {
 	return m.departed[i] || (i >= m.initial && !m.started[i])
 }
 
-// spare returns an unused spare node, if any is left.
+// spare returns the next unused spare node, if any is left. It stays
+// unused (down, gone) until launchSpare starts it: an episode that takes a
+// spare and then gives up must not leave it to the heal, which would start
+// it with the seeds it was configured with — the founders, who may all
+// have been decommissioned by then (seed 6016: n7 alone, every seed gone).
 func (m *membershipState) spare(s *sim) (int, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.next >= s.c.Size() {
 		return 0, false
 	}
-	i := m.next
-	m.next++
+	return m.next, true
+}
+
+// use records that spare i starts now.
+func (m *membershipState) use(i int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.started[i] = true
-	return i, true
+	m.next = max(m.next, i+1)
 }
 
 func (m *membershipState) depart(i int) {
@@ -118,9 +127,12 @@ func (s *sim) launchSpare(i int) {
 	for _, j := range s.live(i) {
 		seeds = append(seeds, s.c.GossipAddr(j))
 	}
-	if len(seeds) > 0 {
+	if len(seeds) == 0 {
+		s.harnessError("membership: spare %s starts with no running member to join through", s.c.ID(i))
+	} else {
 		s.c.Reconfigure(i, func(c *node.Config) { c.Gossip.Join = seeds })
 	}
+	membershipOf(s).use(i)
 	s.launch(i)
 }
 
