@@ -51,6 +51,7 @@ func (a *applier) acquire(c Acquire) Result {
 		// Nobody waits and it fits (a free lock has no waiters: a release
 		// or a delay's end hands it to the first).
 		if r, refused := a.sessionQuota(s); refused {
+			st.dropIfIdle(c.Lock, l) // a version-1 delay that settle just ended leaves it idle
 			return r
 		}
 		st.involve(c.Session, c.Owner, c.Lock)
