@@ -42,7 +42,7 @@ func newAuthAPI(t *testing.T, n *node.Node, auth Auth) *Server {
 
 // serveAs calls the handler in-process with a bearer token ("" none).
 func serveAs(api *Server, secret, method, path, body string) answer {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := toolRequest(method, path, body)
 	req.RemoteAddr = "192.0.2.1:1000"
 	if secret != "" {
 		req.Header.Set("Authorization", "Bearer "+secret)

@@ -105,6 +105,7 @@ func TestLongPollOutlivesServerTimeouts(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	post := func(body string) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/acquire", stringsReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		return hc.Do(req)
 	}
 	first, err := post(`{"lock":"lp","wait":false}`)

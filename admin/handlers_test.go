@@ -50,15 +50,31 @@ type answer struct {
 	raw  []byte
 }
 
-// serve calls the API's handler in-process from client (an ip:port).
+// serve calls the API's handler in-process from client (an ip:port), as a
+// tool would: Host localhost, a body's Content-Type set.
 func serve(api *Server, client, method, path, body string) answer {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := toolRequest(method, path, body)
 	req.RemoteAddr = client
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, req)
 	a := answer{code: rec.Code, raw: rec.Body.Bytes()}
 	json.Unmarshal(a.raw, &a.body)
 	return a
+}
+
+// toolRequest is a request as the CLI sends it: Host localhost and, for a
+// POST, the Content-Type of the route's body.
+func toolRequest(method, path, body string) *http.Request {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Host = "localhost:8080"
+	if method == http.MethodPost {
+		ct := bodyJSON
+		if strings.HasPrefix(path, "/v1/admin/snapshot") {
+			ct = bodyBackup
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	return req
 }
 
 // serveAsync is serve in a goroutine.

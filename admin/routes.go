@@ -4,16 +4,29 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// routes registers every route with the role it needs ("" public).
+// route is what a route pattern needs: a role ("" public) and the media
+// type of its request body ("" none; see Server.guard).
+type route struct {
+	role Role
+	body string
+}
+
+// routes registers every route with the role it needs ("" public). A
+// POST's body is JSON, the restore's a backup.
 func (s *Server) routes(g prometheus.Gatherer) {
 	add := func(pattern string, role Role, h http.HandlerFunc) {
 		s.mux.HandleFunc(pattern, h)
-		s.roles[pattern] = role
+		rt := route{role: role}
+		if strings.HasPrefix(pattern, http.MethodPost+" ") {
+			rt.body = bodyJSON
+		}
+		s.table[pattern] = rt
 	}
 	// Public: probes and the page (which holds no data; it asks for a token
 	// when the API wants one).
@@ -39,6 +52,7 @@ func (s *Server) routes(g prometheus.Gatherer) {
 	add("POST /v1/admin/transfer-leadership", RoleAdmin, s.transferLeadership)
 	add("GET /v1/admin/snapshot", RoleAdmin, s.snapshotSave)
 	add("POST /v1/admin/snapshot", RoleAdmin, s.snapshotRestore)
+	s.table["POST /v1/admin/snapshot"] = route{role: RoleAdmin, body: bodyBackup}
 
 	if g != nil {
 		h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)})

@@ -29,6 +29,15 @@ type Config struct {
 	Gatherer  prometheus.Gatherer // served on /metrics; nil: no /metrics
 	Logger    *slog.Logger        // nil: the node's
 	Limits    Limits              // zero fields: DefaultLimits
+	// AllowedHosts are the Host names an Auth.Unauthenticated server
+	// answers API requests for besides IP addresses, localhost and
+	// *.localhost, which it always answers: any other name could be one
+	// a web page rebound to this machine's address (DNS rebinding). A name
+	// ("raftlock.internal", matched without the port and case), "*.suffix"
+	// (every name under suffix) or "*" (every Host: only behind a proxy
+	// that checks Host itself). Default none; New refuses entries that are
+	// not host names. With authentication on, the Host is not checked.
+	AllowedHosts []string
 }
 
 // Server serves the admin API. Create it with New, mount it (Mount, or
@@ -39,7 +48,8 @@ type Server struct {
 	log     *slog.Logger
 	auth    authenticator
 	mux     *http.ServeMux
-	roles   map[string]Role // route pattern → role needed ("" public)
+	table   map[string]route // route pattern → what it needs
+	hosts   hostPolicy
 	sess    *SessionKeeper
 	handles *handles
 	limits  Limits
@@ -60,6 +70,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.Join(errInvalidConfig, errors.New("admin: nil node"))
 	}
 	auth, err := cfg.Auth.compile()
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := compileHosts(cfg.AllowedHosts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, lockapi.WithMetrics(cfg.Metrics))
 	}
 	s := &Server{
-		n: cfg.Node, log: cfg.Logger, auth: auth, mux: http.NewServeMux(), roles: map[string]Role{},
+		n: cfg.Node, log: cfg.Logger, auth: auth, mux: http.NewServeMux(), table: map[string]route{}, hosts: hosts,
 		sess:    NewSessionKeeper(cfg.Node, cfg.TTL, cfg.LockDelay, opts...),
 		handles: newHandles(),
 		limits:  cfg.Limits,
@@ -97,9 +111,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the API's handler (the Server itself): routes, then
-// authentication, then the route's handler; JSON errors for unknown paths
-// (404) and methods (405). Serve it with an http.Server set up by
+// Handler returns the API's handler (the Server itself): routes, then the
+// checks against requests a browser was made to send (Host, cross-origin,
+// Content-Type: see the package doc), then authentication, then the
+// route's handler; JSON errors for unknown paths (404) and methods (405). Serve it with an http.Server set up by
 // ConfigureHTTP (timeouts, header limit).
 func (s *Server) Handler() http.Handler { return s }
 
@@ -118,7 +133,8 @@ func (s *Server) Mount(mux *http.ServeMux, prefix string) {
 
 // Mux returns the API's route mux, for programs that add routes of their
 // own (the demo). Routes added there need the admin role (unless Auth is
-// Unauthenticated).
+// Unauthenticated), and pass the API's checks: a request with a body
+// other than a GET's must be application/json.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
 // ServeHTTP implements http.Handler.
@@ -128,12 +144,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.noRoute(w, r, h)
 		return
 	}
-	role, known := s.roles[pattern]
+	rt, known := s.table[pattern]
 	if !known {
-		role = RoleAdmin
+		rt = route{role: RoleAdmin}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rt.body = bodyJSON
+		}
 	}
-	if role != "" {
-		p, ok := s.authenticate(w, r, role)
+	if rt.role != "" {
+		if !s.guard(w, r, rt.body) {
+			return
+		}
+		p, ok := s.authenticate(w, r, rt.role)
 		if !ok {
 			return
 		}

@@ -155,6 +155,9 @@ func (a api) do(method, path string, body any, out any) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
