@@ -12,6 +12,7 @@ import (
 type testLimits struct {
 	readHeader, read, write, idle time.Duration
 	inFlightPerClient             int
+	heldPerClient                 int
 }
 
 // newAPI returns a Server on n with the test's limits, closed at the end.
@@ -19,7 +20,7 @@ func newAPI(t *testing.T, n *node.Node, tl testLimits) *Server {
 	t.Helper()
 	api, err := New(Config{Node: n, TTL: time.Second, Auth: Auth{Unauthenticated: true}, Limits: Limits{
 		ReadHeaderTimeout: tl.readHeader, ReadTimeout: tl.read, WriteTimeout: tl.write, IdleTimeout: tl.idle,
-		MaxInFlightPerClient: tl.inFlightPerClient,
+		MaxInFlightPerClient: tl.inFlightPerClient, MaxHeldPerClient: tl.heldPerClient,
 	}})
 	if err != nil {
 		t.Fatal(err)

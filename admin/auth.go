@@ -108,60 +108,81 @@ type Principal struct {
 	Role Role
 }
 
-type principalKey struct{}
+// caller is who made a request: the principal, and the client its quotas
+// are counted for (quotaClient).
+type caller struct {
+	p      Principal
+	client string
+}
 
-func withPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
 }
 
 // PrincipalOf returns who made the request (in handlers behind the API's
 // authentication); anonymous when authentication is off.
 func PrincipalOf(r *http.Request) Principal {
-	if p, ok := r.Context().Value(principalKey{}).(Principal); ok {
-		return p
+	if c, ok := r.Context().Value(callerKey{}).(caller); ok {
+		return c.p
 	}
 	return Principal{Name: "anonymous"}
+}
+
+// quotaClientOf returns the client r's quotas are counted for (see
+// Limits): its principal ("token:<name>", "cert:<CN>"), or without
+// authentication its source address.
+func quotaClientOf(r *http.Request) string {
+	if c, ok := r.Context().Value(callerKey{}).(caller); ok && c.client != "" {
+		return c.client
+	}
+	return addrClient(r.RemoteAddr)
 }
 
 var errUnauthorized = errors.New("admin: unauthorized")
 
 // who authenticates r: a bearer token, else a verified client certificate.
-func (a authenticator) who(r *http.Request) (Principal, error) {
+// The caller's quota client is its principal — the token ("token:<name>")
+// or the certificate ("cert:<CN>") — or, without authentication, its
+// source address.
+func (a authenticator) who(r *http.Request) (caller, error) {
 	if a.open {
-		return Principal{Name: "anonymous", Role: RoleAdmin}, nil
+		return caller{p: Principal{Name: "anonymous", Role: RoleAdmin}, client: addrClient(r.RemoteAddr)}, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		secret, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return Principal{}, fmt.Errorf("%w: Authorization is not a bearer token", errUnauthorized)
+			return caller{}, fmt.Errorf("%w: Authorization is not a bearer token", errUnauthorized)
 		}
 		sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 		for k, t := range a.tokens { // constant time in the secret: compare every digest
 			if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
-				return Principal{Name: t.Name, Role: t.Role}, nil
+				return caller{p: Principal{Name: t.Name, Role: t.Role}, client: "token:" + t.Name}, nil
 			}
 		}
-		return Principal{}, fmt.Errorf("%w: unknown bearer token", errUnauthorized)
+		return caller{}, fmt.Errorf("%w: unknown bearer token", errUnauthorized)
 	}
 	if a.certRole != "" && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		return Principal{Name: "cert:" + r.TLS.VerifiedChains[0][0].Subject.CommonName, Role: a.certRole}, nil
+		name := "cert:" + r.TLS.VerifiedChains[0][0].Subject.CommonName
+		return caller{p: Principal{Name: name, Role: a.certRole}, client: name}, nil
 	}
-	return Principal{}, fmt.Errorf("%w: send \"Authorization: Bearer <token>\"", errUnauthorized)
+	return caller{}, fmt.Errorf("%w: send \"Authorization: Bearer <token>\"", errUnauthorized)
 }
 
 // authenticate answers 401 or 403 and reports false unless r may use a
 // route that needs role.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, role Role) (Principal, bool) {
-	p, err := s.auth.who(r)
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, role Role) (caller, bool) {
+	c, err := s.auth.who(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="raftlock"`)
 		writeJSON(w, http.StatusUnauthorized, ErrorJSON{Error: ErrKindUnauthorized, Detail: public(err.Error())})
-		return p, false
+		return c, false
 	}
-	if p.Role.rank() < role.rank() {
+	if c.p.Role.rank() < role.rank() {
 		writeJSON(w, http.StatusForbidden, ErrorJSON{Error: ErrKindForbidden,
-			Detail: fmt.Sprintf("%s has role %s; this needs %s", p.Name, p.Role, role)})
-		return p, false
+			Detail: fmt.Sprintf("%s has role %s; this needs %s", c.p.Name, c.p.Role, role)})
+		return c, false
 	}
-	return p, true
+	return c, true
 }

@@ -1,8 +1,10 @@
 package admin
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -47,6 +49,35 @@ func FuzzListParam(f *testing.F) {
 			t.Fatalf("accepted %q as %d", v, n)
 		case !ok && rec.Code != http.StatusBadRequest:
 			t.Fatalf("refused %q with HTTP %d", v, rec.Code)
+		}
+	})
+}
+
+// The Host and Origin checks never panic, and without configured names a
+// Host is answered only when it is an IP address or a localhost name.
+func FuzzHostAndOrigin(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"127.0.0.1:8080", "http://127.0.0.1:8080"}, {"[::1]:80", "null"}, {"evil.example", "http://evil.example"},
+		{"localhost.", ""}, {"x.localhost:1", "http://[::1"}, {"[fe80::1%25eth0]:8080", "://"}, {"", "http://"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	var none hostPolicy
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		req := httptest.NewRequest("POST", "/", nil)
+		req.Host = host
+		req.Header.Set("Origin", origin)
+		crossSite(req)
+		if !none.allows(host) || host == "" {
+			return
+		}
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		h = strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+		if _, err := netip.ParseAddr(h); err != nil && h != "localhost" && !strings.HasSuffix(h, ".localhost") {
+			t.Fatalf("Host %q answered without configuration", host)
 		}
 	})
 }

@@ -74,8 +74,7 @@ type LeaseJSON struct {
 }
 
 const (
-	defaultWait = 30 * time.Second
-	maxWait     = time.Hour
+	defaultWait = 30 * time.Second // at most Limits.MaxWait (Validate)
 	unlockWait  = 10 * time.Second
 )
 
@@ -88,8 +87,8 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		writeBad(w, "lock: "+public(err.Error()))
 		return
 	}
-	if req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxWait {
-		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d]", req.TimeoutMS, maxWait.Milliseconds()))
+	if req.TimeoutMS < 0 || req.TimeoutMS > s.limits.MaxWait.Milliseconds() {
+		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d] (Limits.MaxWait)", req.TimeoutMS, s.limits.MaxWait.Milliseconds()))
 		return
 	}
 	if req.Limit != 0 || req.Permits != 0 {
@@ -116,7 +115,14 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	client := clientOf(r)
+	client := quotaClientOf(r)
+	if req.Wait {
+		if err := s.quotas.beginPoll(client); err != nil {
+			writeErr(w, err)
+			return
+		}
+		defer s.quotas.endPoll(client)
+	}
 	if err := s.quotas.begin(client); err != nil {
 		writeErr(w, err)
 		return
@@ -148,7 +154,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel = context.WithTimeout(ctx, lockapi.TryTimeout(s.n))
 		defer cancel()
 	}
-	sess, err := s.acquireSession(sctx, own, ttl, req.Owner, client)
+	sess, err := s.acquireSession(sctx, own, ttl, req.Owner, clientOf(r))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -296,22 +302,29 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// leaseWait long-polls until the lease ends or timeout_ms (default 30 s)
-// passes; the body tells which.
+// leaseWait long-polls until the lease ends or timeout_ms (default 30 s,
+// at most Limits.MaxWait: a longer one is shortened) passes; the body tells
+// which. It counts as a long poll of its client (Limits.MaxPollsPerClient).
 func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
 	timeout := defaultWait
 	if v := r.URL.Query().Get("timeout_ms"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxWait {
-			writeBad(w, "timeout_ms: want an integer in [0, 3600000]")
+		if err != nil || ms < 0 {
+			writeBad(w, "timeout_ms: want a non-negative integer")
 			return
 		}
-		timeout = time.Duration(ms) * time.Millisecond
+		timeout = time.Duration(min(ms, s.limits.MaxWait.Milliseconds())) * time.Millisecond
 	}
 	l, h := s.leaseFor(w, r)
 	if l == nil {
 		return
 	}
+	client := quotaClientOf(r)
+	if err := s.quotas.beginPoll(client); err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer s.quotas.endPoll(client)
 	s.LongPoll(w, timeout)
 	t := time.NewTimer(timeout)
 	defer t.Stop()

@@ -3,22 +3,32 @@ package admin
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 )
 
-// Limits bound what HTTP clients can make the server hold: connection and
-// request timeouts, body and header sizes, acquisitions per client and in
-// all, and the size of listings. A zero field takes its default (see
-// DefaultLimits); a negative one is refused by Validate.
+// Limits bound what HTTP clients can make the server hold: connections,
+// connection and request timeouts, body and header sizes, acquisitions and
+// long polls per client and in all, the longest wait, and the size of
+// listings. A zero field takes its default (see DefaultLimits); a negative
+// one, or one that contradicts another, is refused by Validate.
 //
-// A client is a remote IP address (the host part of the connection's
-// remote address; proxies' forwarding headers are not trusted). HTTP
-// clients do not open sessions of their own: every acquisition of every
-// client is a lease in the one session of the server's process, so the
-// quotas below also keep that session within the cluster's per-session
-// quota (fsm.Limits.MaxLocksPerSession, 10,000 by default) — keep
-// MaxAcquisitions below it.
+// A client is who the quotas count for: the principal — a bearer token
+// (all its users together, wherever they connect from) or a client
+// certificate ("cert:<CN>") — and without authentication the remote IP
+// address (the host part of the connection's remote address, an IPv6 one
+// by its /64; proxies' forwarding headers are not trusted). Behind a
+// reverse proxy give each client its own token: without one they all share
+// the proxy's address. Per-client limits times the number of principals
+// above a total (MaxAcquisitions, MaxPolls) let the first clients take it
+// all: size them so that every principal keeps its share.
+//
+// Without a client-kept lease (ttl_ms or owner in the acquire), every
+// acquisition of every client is a lease in the one session of the
+// server's process, so the quotas below also keep that session within the
+// cluster's per-session quota (fsm.Limits.MaxLocksPerSession, 10,000 by
+// default) — keep MaxAcquisitions below it.
 type Limits struct {
 	// ReadHeaderTimeout bounds reading a request's headers (default 5 s).
 	ReadHeaderTimeout time.Duration
@@ -56,6 +66,26 @@ type Limits struct {
 	// /v1/admin/snapshot (default 256 MiB; a held lock takes about 50
 	// bytes of a snapshot).
 	MaxSnapshotBytes int64
+	// MaxWait bounds a long poll's wait (default 5 min, at least 30 s): an
+	// acquire's timeout_ms above it is refused (400), a lease wait's
+	// shortened to it.
+	MaxWait time.Duration
+	// MaxPollsPerClient bounds the long polls — waiting acquires and
+	// /v1/lease/wait calls — one client has in progress (default 64), and
+	// MaxPolls those of all clients together (default 1,024); over either:
+	// 429. Each holds a connection and two goroutines for up to MaxWait.
+	MaxPollsPerClient int
+	MaxPolls          int
+	// MaxConns bounds the connections open at once to the http.Servers set
+	// up by ConfigureHTTP (default 2,048), and MaxConnsPerAddr those from
+	// one source address, an IPv6 one by its /64 (default 256). A new
+	// connection over either gets the place of an idle keep-alive
+	// connection (one of its own address for MaxConnsPerAddr), which is
+	// closed; with none idle it is closed at once, before anything is read.
+	// Behind a reverse proxy every client shares the proxy's address: raise
+	// MaxConnsPerAddr up to MaxConns.
+	MaxConns        int
+	MaxConnsPerAddr int
 }
 
 // DefaultLimits returns the defaults of every limit.
@@ -73,13 +103,20 @@ func DefaultLimits() Limits {
 		MaxListedLocks:       1000,
 		MaxListedWaiters:     1000,
 		MaxSnapshotBytes:     256 << 20,
+		MaxWait:              5 * time.Minute,
+		MaxPollsPerClient:    64,
+		MaxPolls:             1024,
+		MaxConns:             2048,
+		MaxConnsPerAddr:      256,
 	}
 }
 
-// errInvalidLimits: Limits.Validate found a negative limit.
+// errInvalidLimits: Limits.Validate found a negative limit or two that
+// contradict each other.
 var errInvalidLimits = errors.New("admin: invalid limits")
 
-// withDefaults fills the zero fields with their defaults.
+// withDefaults fills the zero fields with their defaults (a per-client
+// default at most its total).
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	setDur := func(v *time.Duration, def time.Duration) {
@@ -101,17 +138,28 @@ func (l Limits) withDefaults() Limits {
 		l.MaxBodyBytes = d.MaxBodyBytes
 	}
 	setInt(&l.MaxInFlightPerClient, d.MaxInFlightPerClient)
-	setInt(&l.MaxHeldPerClient, d.MaxHeldPerClient)
 	setInt(&l.MaxAcquisitions, d.MaxAcquisitions)
+	setInt(&l.MaxHeldPerClient, min(d.MaxHeldPerClient, l.MaxAcquisitions))
 	setInt(&l.MaxListedLocks, d.MaxListedLocks)
 	setInt(&l.MaxListedWaiters, d.MaxListedWaiters)
 	if l.MaxSnapshotBytes == 0 {
 		l.MaxSnapshotBytes = d.MaxSnapshotBytes
 	}
+	setDur(&l.MaxWait, d.MaxWait)
+	setInt(&l.MaxPolls, d.MaxPolls)
+	setInt(&l.MaxPollsPerClient, min(d.MaxPollsPerClient, l.MaxPolls))
+	setInt(&l.MaxConns, d.MaxConns)
+	setInt(&l.MaxConnsPerAddr, min(d.MaxConnsPerAddr, l.MaxConns))
 	return l
 }
 
-// Validate reports a negative limit.
+// minMaxWait is the shortest Limits.MaxWait: a waiting acquire's default
+// wait, the raftlock command's.
+const minMaxWait = defaultWait
+
+// Validate reports a negative limit, and limits that contradict each other
+// once the zero ones take their defaults: a per-client (or per-address)
+// limit set above its total, MaxWait under 30 s.
 func (l Limits) Validate() error {
 	for name, v := range map[string]int64{
 		"ReadHeaderTimeout": int64(l.ReadHeaderTimeout), "ReadTimeout": int64(l.ReadTimeout),
@@ -120,22 +168,50 @@ func (l Limits) Validate() error {
 		"MaxInFlightPerClient": int64(l.MaxInFlightPerClient), "MaxHeldPerClient": int64(l.MaxHeldPerClient),
 		"MaxAcquisitions": int64(l.MaxAcquisitions), "MaxListedLocks": int64(l.MaxListedLocks),
 		"MaxListedWaiters": int64(l.MaxListedWaiters), "MaxSnapshotBytes": l.MaxSnapshotBytes,
+		"MaxWait": int64(l.MaxWait), "MaxPollsPerClient": int64(l.MaxPollsPerClient), "MaxPolls": int64(l.MaxPolls),
+		"MaxConns": int64(l.MaxConns), "MaxConnsPerAddr": int64(l.MaxConnsPerAddr),
 	} {
 		if v < 0 {
 			return fmt.Errorf("%w: %s is negative (%d)", errInvalidLimits, name, v)
 		}
 	}
+	d := l.withDefaults()
+	for _, p := range []struct {
+		part, whole string
+		pv, wv      int
+	}{
+		{"MaxHeldPerClient", "MaxAcquisitions", d.MaxHeldPerClient, d.MaxAcquisitions},
+		{"MaxPollsPerClient", "MaxPolls", d.MaxPollsPerClient, d.MaxPolls},
+		{"MaxConnsPerAddr", "MaxConns", d.MaxConnsPerAddr, d.MaxConns},
+	} {
+		if p.pv > p.wv {
+			return fmt.Errorf("%w: %s %d above %s %d", errInvalidLimits, p.part, p.pv, p.whole, p.wv)
+		}
+	}
+	if d.MaxWait < minMaxWait {
+		return fmt.Errorf("%w: MaxWait %v under %v", errInvalidLimits, d.MaxWait, minMaxWait)
+	}
 	return nil
 }
 
-// ConfigureHTTP sets the server's timeouts and header limit from the
-// Server's Limits. Call it on the http.Server that serves Handler.
+// ConfigureHTTP sets the server's timeouts, header limit and connection
+// caps (MaxConns, MaxConnsPerAddr: through srv.ConnState, after any hook
+// already set) from the Server's Limits. Call it on the http.Server that
+// serves Handler; several http.Servers configured by one Server share its
+// connection caps.
 func (s *Server) ConfigureHTTP(srv *http.Server) {
 	srv.ReadHeaderTimeout = s.limits.ReadHeaderTimeout
 	srv.ReadTimeout = s.limits.ReadTimeout
 	srv.WriteTimeout = s.limits.WriteTimeout
 	srv.IdleTimeout = s.limits.IdleTimeout
 	srv.MaxHeaderBytes = s.limits.MaxHeaderBytes
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if prev != nil {
+			prev(c, st)
+		}
+		s.conns.track(c, st)
+	}
 }
 
 // LongPoll gives the request's connection wait more time than the server's

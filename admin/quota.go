@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 )
 
-// clientOf returns who a request comes from for the quotas: its remote IP
-// address (see Limits).
+// clientOf returns the remote address a request comes from (the host part
+// of the connection's remote address; forwarding headers are not trusted):
+// what the description of an HTTP client's own session names.
 func clientOf(r *http.Request) string {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host
@@ -16,10 +18,30 @@ func clientOf(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// quotas counts what each client holds (leases) and has in flight (acquire
-// calls), and refuses an acquire that would exceed Limits. Clients with
-// nothing counted are forgotten, so it costs only what is held. Safe for
-// concurrent use.
+// addrClient returns the quota client of a remote address (ip:port): the
+// IP address, an IPv6 one by its /64 (one host's usual allocation, which it
+// could otherwise spend an address of per share).
+func addrClient(remote string) string {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
+}
+
+// quotas counts what each client (a principal, or a source address where
+// there is none: quotaClientOf) holds (leases), has in flight (acquire
+// calls) and keeps waiting (long polls), and refuses a call that would
+// exceed Limits. Clients with nothing counted are forgotten, so it costs
+// only what is held. Safe for concurrent use.
 type quotas struct {
 	lim Limits
 
@@ -31,13 +53,14 @@ type quotas struct {
 type usage struct {
 	inFlight int // acquire calls in progress
 	held     int // leases held (until they end: unlocked or lost)
+	polls    int // long polls in progress: waiting acquires and lease waits
 }
 
 func newQuotas(lim Limits) *quotas {
 	return &quotas{lim: lim, clients: make(map[string]*usage)}
 }
 
-// quotaError is an acquire refused by a client quota (HTTP 429).
+// quotaError is a call refused by a client quota (HTTP 429).
 type quotaError struct{ msg string }
 
 func (e *quotaError) Error() string { return "admin: " + e.msg }
@@ -46,10 +69,7 @@ func (e *quotaError) Error() string { return "admin: " + e.msg }
 func (q *quotas) begin(client string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	u := q.clients[client]
-	if u == nil {
-		u = &usage{}
-	}
+	u := q.usageLocked(client)
 	switch {
 	case u.inFlight >= q.lim.MaxInFlightPerClient:
 		return &quotaError{fmt.Sprintf("client %s has %d acquire calls in progress (limit %d)", client, u.inFlight, q.lim.MaxInFlightPerClient)}
@@ -95,8 +115,47 @@ func (q *quotas) released(client string) {
 	q.forgetIdleLocked(client, u)
 }
 
+// beginPoll counts one long poll of client (a waiting acquire, a lease
+// wait), or refuses it; endPoll uncounts it.
+func (q *quotas) beginPoll(client string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	u := q.usageLocked(client)
+	switch {
+	case u.polls >= q.lim.MaxPollsPerClient:
+		return &quotaError{fmt.Sprintf("client %s has %d waiting calls in progress (limit %d)", client, u.polls, q.lim.MaxPollsPerClient)}
+	case q.total.polls >= q.lim.MaxPolls:
+		return &quotaError{fmt.Sprintf("the server has %d waiting calls in progress for all clients (limit %d)", q.total.polls, q.lim.MaxPolls)}
+	}
+	q.clients[client] = u
+	u.polls++
+	q.total.polls++
+	return nil
+}
+
+func (q *quotas) endPoll(client string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	u := q.clients[client]
+	if u == nil {
+		return
+	}
+	u.polls--
+	q.total.polls--
+	q.forgetIdleLocked(client, u)
+}
+
+// usageLocked returns client's usage, a new one (not yet stored) if it has
+// none.
+func (q *quotas) usageLocked(client string) *usage {
+	if u := q.clients[client]; u != nil {
+		return u
+	}
+	return &usage{}
+}
+
 func (q *quotas) forgetIdleLocked(client string, u *usage) {
-	if u.inFlight == 0 && u.held == 0 {
+	if *u == (usage{}) {
 		delete(q.clients, client)
 	}
 }

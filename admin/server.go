@@ -54,6 +54,7 @@ type Server struct {
 	handles *handles
 	limits  Limits
 	quotas  *quotas
+	conns   *connLimiter
 	peers   peerCache
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
@@ -103,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 		handles: newHandles(),
 		limits:  cfg.Limits,
 		quotas:  newQuotas(cfg.Limits),
+		conns:   newConnLimiter(cfg.Limits.MaxConns, cfg.Limits.MaxConnsPerAddr, cfg.Logger),
 		done:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -155,11 +157,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !s.guard(w, r, rt.body) {
 			return
 		}
-		p, ok := s.authenticate(w, r, rt.role)
+		c, ok := s.authenticate(w, r, rt.role)
 		if !ok {
 			return
 		}
-		r = r.WithContext(withPrincipal(r.Context(), p))
+		r = r.WithContext(withCaller(r.Context(), c))
 	}
 	s.mux.ServeHTTP(w, r) // routes again: it sets the path values
 }
