@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/raftlock/raftlock/internal/textsafe"
 )
 
 // Role is what a caller may do. Each role includes the ones before it.
@@ -86,8 +88,8 @@ func (a Auth) compile() (authenticator, error) {
 	}
 	for i, t := range a.Tokens {
 		switch {
-		case t.Name == "" || strings.ContainsAny(t.Name, "\x00\r\n"):
-			return bad("token %d: a name is required (one line)", i)
+		case t.Name == "" || hasControl(t.Name):
+			return bad("token %d: a name is required (without control characters: it is logged and shown)", i)
 		case len(t.Secret) < MinSecretLen:
 			return bad("token %q: secret of %d bytes (at least %d)", t.Name, len(t.Secret), MinSecretLen)
 		case t.Role.rank() == 0:
@@ -101,6 +103,8 @@ func (a Auth) compile() (authenticator, error) {
 	}
 	return out, nil
 }
+
+func hasControl(s string) bool { _, _, ok := textsafe.Control(s); return ok }
 
 // Principal is who made a request, as authenticated.
 type Principal struct {

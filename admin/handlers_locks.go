@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/textsafe"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
@@ -85,6 +86,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := fsm.ValidateLockName(req.Lock); err != nil {
 		writeBad(w, "lock: "+public(err.Error()))
+		return
+	}
+	if r, at, ok := textsafe.Control(req.Lock); ok {
+		writeBad(w, fmt.Sprintf("lock %q: control character %U at byte %d (new names may not contain control characters)", req.Lock, r, at))
 		return
 	}
 	if req.TimeoutMS < 0 || req.TimeoutMS > s.limits.MaxWait.Milliseconds() {

@@ -271,7 +271,19 @@ func validateRequest(seq, ackBelow uint64) error {
 const maxSeq = 1 << 62
 
 // ValidateLockName reports whether name is an acceptable lock name: non-empty,
-// at most MaxLockNameLen bytes, valid UTF-8 without NUL bytes.
+// at most MaxLockNameLen bytes, valid UTF-8 without NUL bytes. These are the
+// state machine's rules, applied to every entry and snapshot, so they stay
+// as they were: a name that passed them once must apply the same way
+// forever.
+//
+// Control characters (Unicode category Cc: C0, DEL, C1) are therefore
+// accepted here, but refused in new names where callers ask for them — the
+// lockapi acquisitions (ErrInvalidArgument) and the admin API's acquire
+// (400) — because names are shown on operators' terminals, where ESC
+// sequences act. Names already in the table (written by an older release,
+// or through node.Apply) stay readable and revocable; the raftlock command
+// shows them, and descriptions and reasons, with those characters escaped,
+// and slog's text format quotes them in logs.
 func ValidateLockName(name string) error {
 	switch {
 	case name == "":

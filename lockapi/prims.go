@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/textsafe"
 )
 
 // What the acquisitions of every kind share: options, argument checks and
@@ -53,8 +54,8 @@ func acquisition(name string, wait bool, opts []AcquireOption) fsm.Acquire {
 // validateAcquisition checks what the caller chose, before anything is
 // sent.
 func validateAcquisition(a fsm.Acquire) error {
-	if err := fsm.ValidateLockName(a.Lock); err != nil {
-		return invalid("lock name: %v", err)
+	if err := validateNewLockName(a.Lock); err != nil {
+		return err
 	}
 	if err := fsm.ValidateValue(a.Value); err != nil {
 		return invalid("value: %v", err)
@@ -63,6 +64,19 @@ func validateAcquisition(a fsm.Acquire) error {
 		if err := fsm.ValidateSemaphore(a.Limit, a.Permits); err != nil {
 			return invalid("semaphore %q: %v", a.Lock, err)
 		}
+	}
+	return nil
+}
+
+// validateNewLockName checks a name a caller asks for: the state
+// machine's rules (fsm.ValidateLockName) and no control characters, which
+// the state machine still accepts for the entries already written.
+func validateNewLockName(name string) error {
+	if err := fsm.ValidateLockName(name); err != nil {
+		return invalid("lock name: %v", err)
+	}
+	if r, at, ok := textsafe.Control(name); ok {
+		return invalid("lock name %q: control character %U at byte %d (new names may not contain control characters)", name, r, at)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -53,8 +52,8 @@ func RunSingleton(ctx context.Context, s *Session, name string, job Job, opts ..
 	case s == nil || job == nil:
 		return invalid("nil session or job")
 	}
-	if err := fsm.ValidateLockName(name); err != nil {
-		return invalid("singleton lock name: %v", err)
+	if err := validateNewLockName(name); err != nil {
+		return fmt.Errorf("singleton: %w", err)
 	}
 	var cfg singletonConfig
 	for _, o := range opts {

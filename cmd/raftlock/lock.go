@@ -134,7 +134,7 @@ func (e *env) lock(ctx context.Context, args []string) (int, error) {
 		return exitLeaseLost, fmt.Errorf("lease on %s lost while the command ran (%v); the command was signalled and exited with status %d", o.name, lost, code)
 	}
 	if err := e.release(acq.Handle); err != nil {
-		fmt.Fprintf(e.stderr, "raftlock lock: releasing %s: %v (the lease ends by itself within the TTL)\n", o.name, err)
+		fmt.Fprintf(e.stderr, "raftlock lock: releasing %s: %s (the lease ends by itself within the TTL)\n", shown(o.name), shown(err))
 	}
 	return code, nil
 }
@@ -240,7 +240,7 @@ func (e *env) supervise(o lockOpts, acq admin.AcquireResponse, deadline time.Tim
 			if lost == nil {
 				lost = errors.New("not renewed in time: the replica did not answer")
 			}
-			fmt.Fprintf(e.stderr, "raftlock lock: lease on %s ending (%v): SIGTERM sent\n", o.name, lost)
+			fmt.Fprintf(e.stderr, "raftlock lock: lease on %s ending (%s): SIGTERM sent\n", shown(o.name), shown(lost))
 		case actKill:
 			w.killSent = true
 			cmd.Process.Signal(syscall.SIGKILL)
@@ -248,7 +248,7 @@ func (e *env) supervise(o lockOpts, acq admin.AcquireResponse, deadline time.Tim
 			if lost == nil {
 				lost = errors.New("not renewed in time: the replica did not answer")
 			}
-			fmt.Fprintf(e.stderr, "raftlock lock: lease on %s ending: SIGKILL sent\n", o.name)
+			fmt.Fprintf(e.stderr, "raftlock lock: lease on %s ending: SIGKILL sent\n", shown(o.name))
 		}
 		if !wake.IsZero() {
 			timer.Reset(max(time.Until(wake), 0))

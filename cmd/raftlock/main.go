@@ -175,10 +175,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "raftlock:", err)
+		fmt.Fprintln(stderr, "raftlock:", shown(err))
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "raftlock %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "raftlock %s: %s\n", shown(cmd), shown(err))
 		if code != 0 {
 			return code
 		}
