@@ -53,9 +53,10 @@
 // Every answer is JSON (the snapshot excepted), errors included: unknown
 // paths are 404 and wrong methods 405 with {"error":"not_found"} or
 // {"error":"method_not_allowed"}; the kinds are the ErrKind constants.
-// Request bodies are strict: one JSON object with known fields only
-// (anything else is 400 bad_request). Error details never carry the
-// library's package prefixes.
+// Request bodies are strict: Content-Type application/json (a restore:
+// application/octet-stream; else 415 bad_request), one JSON object with
+// known fields only (anything else is 400 bad_request). Error details
+// never carry the library's package prefixes.
 //
 // A read of the lock table on a node that is not ready (in no cluster, no
 // leader known, not caught up) is 503 not_ready — the answer is unknown —
@@ -70,11 +71,27 @@
 // admin operation is logged with the caller's name, and a revocation
 // carries it into the Raft log.
 //
+// # Browsers
+//
+// A web page the operator opens can make the browser call the API: with a
+// client certificate the browser attaches by itself, or with no
+// credentials at all when authentication is off. The API serves tools and
+// its own status page, so on every API route it refuses (403 forbidden) a
+// request that Sec-Fetch-Site or Origin says another site caused, and with
+// authentication off one whose Host is not an IP address, localhost,
+// *.localhost or one of Config.AllowedHosts (a page can rebind its own
+// name to this machine's address); and it answers a body only in the
+// media types above, which no page can send without a CORS preflight, and
+// the API approves none.
+//
 // # Limits
 //
-// Limits bound what HTTP clients can make the server hold: connection and
-// request timeouts (ConfigureHTTP), body and header sizes, acquisitions
-// per client and in all, the size of listings, the size of a backup.
+// Limits bound what HTTP clients can make the server hold: connections in
+// all and per source address, connection and request timeouts
+// (ConfigureHTTP), body and header sizes, acquisitions and long polls per
+// client (a principal: a token or a client certificate, else the source
+// address) and in all, the longest wait, the size of listings, the size of
+// a backup.
 // Every call that cannot commit answers 503 no_quorum within its deadline
 // (a TryLock within a few election timeouts, the opening of the HTTP
 // session included).

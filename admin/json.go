@@ -34,13 +34,13 @@ const (
 	ErrKindClosed         = "closed"
 	ErrKindCanceled       = "canceled"
 	ErrKindTooLarge       = "too_large"    // 413: the body is over Limits.MaxBodyBytes
-	ErrKindClientQuota    = "client_quota" // 429: a per-client or server quota of Limits
+	ErrKindClientQuota    = "client_quota" // 429: a per-client or server quota of Limits (acquisitions, long polls)
 	ErrKindQuota          = "quota"        // 429: a cluster quota (fsm.Limits) refused the command
 	ErrKindInternal       = "internal"
 	ErrKindNotFound       = "not_found"          // 404: no such path, session or handle
 	ErrKindMethod         = "method_not_allowed" // 405 (the Allow header lists the methods)
 	ErrKindUnauthorized   = "unauthorized"       // 401: no or unknown credentials
-	ErrKindForbidden      = "forbidden"          // 403: the caller's role does not allow it
+	ErrKindForbidden      = "forbidden"          // 403: the caller's role does not allow it, or a browser request another site caused (see the package doc)
 	ErrKindNotReady       = "not_ready"          // 503: no leader known or not caught up: the local view is unknown
 	ErrKindNotHeld        = "not_held"           // 409: revoke: no such grant holds the lock
 	ErrKindRefused        = "refused"            // 409: the leader refused an admin operation

@@ -54,6 +54,9 @@ type config struct {
 	HTTPTLSKey     string
 	HTTPClientCA   string // verified client certificates get -http-client-role
 	HTTPClientRole string
+	// Host names the API answers without authentication besides IP
+	// addresses and localhost (admin.Config.AllowedHosts), comma-separated.
+	HTTPAllowedHosts string
 }
 
 // envVars maps flags to the environment variables that set them. Flags win.
@@ -90,6 +93,7 @@ var envVars = map[string]string{
 	"http-tls-key":             "RAFTLOCK_HTTP_TLS_KEY",
 	"http-client-ca":           "RAFTLOCK_HTTP_CLIENT_CA",
 	"http-client-role":         "RAFTLOCK_HTTP_CLIENT_ROLE",
+	"http-allowed-hosts":       "RAFTLOCK_HTTP_ALLOWED_HOSTS",
 }
 
 // flagHelp: -h was given (the usage has been printed).
@@ -133,6 +137,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", "", "PEM key of -http-tls-cert")
 	fs.StringVar(&c.HTTPClientCA, "http-client-ca", "", "PEM CA: with -http-tls-cert, HTTPS clients with a certificate it signed are authenticated")
 	fs.StringVar(&c.HTTPClientRole, "http-client-role", "admin", "role of a verified HTTPS client certificate: read, lock or admin")
+	fs.StringVar(&c.HTTPAllowedHosts, "http-allowed-hosts", "", "with -http-no-auth: comma-separated host names (name or *.suffix) the API answers besides IP addresses and localhost")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n       replica migrate-log-store -data-dir DIR -from bolt -to wal\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -188,6 +193,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, err
 	}
 	return c, nil
+}
+
+// allowedHosts splits -http-allowed-hosts.
+func (c config) allowedHosts() []string {
+	var out []string
+	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func logLevel(s string) (slog.Level, error) {

@@ -125,7 +125,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	api, err := admin.New(admin.Config{Node: n, Auth: auth, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log})
+	api, err := admin.New(admin.Config{Node: n, Auth: auth, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log,
+		AllowedHosts: c.allowedHosts()})
 	if err != nil {
 		return usage(err)
 	}
