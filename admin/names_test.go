@@ -15,7 +15,6 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
-	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -65,14 +64,16 @@ func TestControlCharactersInNames(t *testing.T) {
 			t.Errorf("a refused name reached the state machine: %+v", st)
 		}
 
+		// A session and a grant as an older release wrote them, straight
+		// through node.Apply (a lockapi session would release a grant it
+		// does not know).
 		ctx := context.Background()
-		holder, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second), lockapi.WithOwner("\x1b[31mbilling\x1b[0m"))
-		if err != nil {
-			t.Fatal(err)
+		opened, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Minute, Description: "\x1b[31mbilling\x1b[0m"})
+		if err != nil || opened.Session == 0 {
+			t.Fatalf("open a session through node.Apply: %+v %v", opened, err)
 		}
-		defer holder.Close(ctx)
 		const legacy = "\x1b]52;c;cm0gLXJmIH4=\x07job"
-		res, err := n.Apply(ctx, fsm.Acquire{Session: holder.ID(), Lock: legacy, Owner: fsm.OwnerID{1}})
+		res, err := n.Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: fsm.OwnerID{1}})
 		if err != nil || res.Status != fsm.StatusGranted {
 			t.Fatalf("a legacy name straight through node.Apply: %+v %v", res, err)
 		}
