@@ -42,16 +42,7 @@ func newAuthAPI(t *testing.T, n *node.Node, auth Auth) *Server {
 
 // serveAs calls the handler in-process with a bearer token ("" none).
 func serveAs(api *Server, secret, method, path, body string) answer {
-	req := toolRequest(method, path, body)
-	req.RemoteAddr = "192.0.2.1:1000"
-	if secret != "" {
-		req.Header.Set("Authorization", "Bearer "+secret)
-	}
-	rec := httptest.NewRecorder()
-	api.Handler().ServeHTTP(rec, req)
-	a := answer{code: rec.Code, raw: rec.Body.Bytes()}
-	json.Unmarshal(a.raw, &a.body)
-	return a
+	return serveFrom(api, "192.0.2.1:1000", secret, method, path, body)
 }
 
 func TestAuthIsRequiredUnlessExplicitlyOff(t *testing.T) {

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -32,11 +31,7 @@ func serveRequest(api *Server, br browserRequest) answer {
 	for k, v := range br.header {
 		req.Header.Set(k, v)
 	}
-	rec := httptest.NewRecorder()
-	api.Handler().ServeHTTP(rec, req)
-	a := answer{code: rec.Code, raw: rec.Body.Bytes()}
-	json.Unmarshal(a.raw, &a.body)
-	return a
+	return serveReq(api, req)
 }
 
 // A page on another site (or one that rebound its own name to this

@@ -55,6 +55,11 @@ type answer struct {
 func serve(api *Server, client, method, path, body string) answer {
 	req := toolRequest(method, path, body)
 	req.RemoteAddr = client
+	return serveReq(api, req)
+}
+
+// serveReq calls the API's handler in-process with req.
+func serveReq(api *Server, req *http.Request) answer {
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, req)
 	a := answer{code: rec.Code, raw: rec.Body.Bytes()}

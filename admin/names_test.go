@@ -1,13 +1,11 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,26 +13,9 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/replicaproc"
 	"github.com/raftlock/raftlock/node"
 )
-
-// lockedBuffer is a bytes.Buffer for a logger shared by goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Lock names with control characters: the API refuses new ones (400), and
 // one already in the table (written by an older release, or straight
@@ -43,7 +24,7 @@ func (l *lockedBuffer) String() string {
 // show names, descriptions, the revoker and the reason escaped.
 func TestControlCharactersInNames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var logs lockedBuffer
+		var logs replicaproc.Buffer // safe for the node's goroutines
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c := clustertest.Start(t, clustertest.Options{Nodes: 1, Net: memnet.New(),
 			Configure: func(_ int, cfg *node.Config) { cfg.Logger = log }})

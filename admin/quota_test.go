@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -20,14 +19,6 @@ func serveFrom(api *Server, addr, secret, method, path, body string) answer {
 		req.Header.Set("Authorization", "Bearer "+secret)
 	}
 	return serveReq(api, req)
-}
-
-func serveReq(api *Server, req *http.Request) answer {
-	rec := httptest.NewRecorder()
-	api.Handler().ServeHTTP(rec, req)
-	a := answer{code: rec.Code, raw: rec.Body.Bytes()}
-	json.Unmarshal(a.raw, &a.body)
-	return a
 }
 
 // The acquisition quotas count per principal: a token's leases wherever its
