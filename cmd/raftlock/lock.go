@@ -179,11 +179,25 @@ func (e *env) acquire(ctx context.Context, o lockOpts) (admin.AcquireResponse, e
 			return out, nil
 		case kindOf(err) == admin.ErrKindTimeout && (until.IsZero() || time.Now().Before(until)) && ctx.Err() == nil:
 			continue // the API's wait ended, ours has not
+		case kindOf(err) == admin.ErrKindClientQuota && !o.try && (until.IsZero() || time.Now().Before(until)):
+			// The server's waits are full for this principal (others share
+			// its token): wait outside the queue and ask again.
+			retry := time.NewTimer(quotaRetry)
+			select {
+			case <-retry.C:
+			case <-ctx.Done():
+				retry.Stop()
+				return out, err
+			}
 		default:
 			return out, err
 		}
 	}
 }
+
+// quotaRetry is how long a waiting acquire refused by an HTTP quota waits
+// before it asks again.
+var quotaRetry = time.Second
 
 func (e *env) release(handle string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.g.timeout)
