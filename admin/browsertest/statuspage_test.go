@@ -124,6 +124,7 @@ func waitAbsent(t *testing.T, ctx context.Context, timeout time.Duration, sel st
 func acquire(t *testing.T, r *replicaproc.Replica, body string) (*http.Response, error) {
 	req, _ := http.NewRequest("POST", "http://"+r.HTTP+"/v1/acquire", bytes.NewBufferString(body))
 	req.Header.Set("Authorization", "Bearer "+replicaproc.Token)
+	req.Header.Set("Content-Type", "application/json")
 	return http.DefaultClient.Do(req)
 }
 
@@ -149,6 +150,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 		req, _ := http.NewRequestWithContext(waiterCtx, "POST", "http://"+r1.HTTP+"/v1/acquire",
 			strings.NewReader(`{"lock":"invoice:842","wait":true,"timeout_ms":120000,"ttl_ms":120000,"owner":"billing worker 9"}`))
 		req.Header.Set("Authorization", "Bearer "+replicaproc.Token)
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
