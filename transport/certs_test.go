@@ -34,3 +34,9 @@ func (ca *testCA) leaf(t testing.TB, name string) tls.Certificate {
 func (ca *testCA) tlsConfig(t testing.TB, name string) *tls.Config {
 	return NewMutualTLSConfig(ca.leaf(t, name), ca.Pool, "")
 }
+
+// memTLS is tlsConfig for memnet hosts, whose names the certificates do
+// not carry: peers are verified against the shared name "raftlock".
+func (ca *testCA) memTLS(t testing.TB, name string) *tls.Config {
+	return NewMutualTLSConfig(ca.leaf(t, name), ca.Pool, "raftlock")
+}

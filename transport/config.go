@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults applied by DefaultConfig and, for fields left zero, by New.
+// (The inbound limits' defaults are in DefaultInboundLimits.)
 const (
-	DefaultHandshakeTimeout  = 5 * time.Second
 	DefaultRaftMaxPool       = 3
 	DefaultRaftTimeout       = 10 * time.Second
 	DefaultRPCConnsPerPeer   = 2
@@ -22,9 +23,6 @@ const (
 	DefaultKeepaliveInterval = 5 * time.Second
 	DefaultRaftIdleTimeout   = time.Minute
 	DefaultRPCIdleTimeout    = 2 * time.Minute
-	DefaultMaxConns          = 512
-	DefaultMaxConnsPerHost   = 64
-	DefaultMaxHandshakes     = 128
 )
 
 // Config configures a Transport. The zero value of every optional field
@@ -88,18 +86,26 @@ type Config struct {
 	// (node's vote policy), without a hop between raft and its transport.
 	RaftVoteGate func() bool
 
-	// HandshakeTimeout bounds, for each accepted connection, the TLS
-	// handshake, the arrival of the protocol preface and the hello.
-	// Default 5s.
-	HandshakeTimeout time.Duration
-
 	// Listener, when set, is used instead of listening on BindAddr (tests,
 	// memnet). The Transport owns it and closes it on Close.
 	Listener net.Listener
 
-	// Dialer opens connections to peers. Default: a net.Dialer over TCP.
-	// It must honour ctx.
+	// Dialer opens connections to peers. It must honour ctx. Default: a
+	// net.Dialer over TCP that, when the listener is bound to one IP (not
+	// to every interface), dials peers' IPs of the same family and scope
+	// (loopback or not) from it, so that they see connections come from the
+	// address they know this node by (see MemberHost).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+
+	// MemberHost, when set, reports whether inbound connections from the
+	// source address host (an IP, IPv4-mapped addresses as IPv4; on other
+	// networks the remote address without its port) come from a member of
+	// the cluster: such connections may use Inbound.MemberReserve, which
+	// strangers never get. A node answers from the addresses of its Raft
+	// configuration, static peers and gossip members, kept up to date as
+	// they change. It is called for every accepted connection, on the
+	// accept loop, and must not block. Nil: every source is a stranger.
+	MemberHost func(host string) bool
 
 	// Logger receives the transport's logs: rejected connections at Debug;
 	// identity refusals (once per peer and reason) and reached connection
@@ -150,17 +156,14 @@ type Config struct {
 	// when its last connection goes). Default 2m.
 	RPCIdleTimeout time.Duration
 
-	// MaxConns bounds the inbound connections open at once, and
-	// MaxConnsPerHost those from one source IP; MaxHandshakes bounds the
-	// inbound connections still in their handshake (TLS, preface, hello).
-	// A connection beyond a bound is closed as soon as it is accepted,
-	// before anything is read or allocated for it, and counted
-	// (handshakes_rejected_total{reason="conn_limit", "host_limit" or
-	// "handshake_limit"}). Defaults 512, 64 and 128. Outbound connections
+	// Inbound bounds inbound connections and what they hold (see
+	// InboundLimits). A connection beyond a connection or handshake bound
+	// is closed as soon as it is accepted, before anything is read or
+	// allocated for it, and counted (handshakes_rejected_total{reason=
+	// "conn_limit", "host_limit", "handshake_limit",
+	// "host_handshake_limit" or "failure_limit"}). Outbound connections
 	// are not counted.
-	MaxConns        int
-	MaxConnsPerHost int
-	MaxHandshakes   int
+	Inbound InboundLimits
 
 	// testHookReject, when set, is called after a refused connection was
 	// counted.
@@ -175,7 +178,7 @@ type Config struct {
 // (or Listener) must still be set.
 func DefaultConfig() Config {
 	return Config{
-		HandshakeTimeout:  DefaultHandshakeTimeout,
+		Inbound:           DefaultInboundLimits(),
 		RaftMaxPool:       DefaultRaftMaxPool,
 		RaftTimeout:       DefaultRaftTimeout,
 		RPCConnsPerPeer:   DefaultRPCConnsPerPeer,
@@ -183,9 +186,6 @@ func DefaultConfig() Config {
 		KeepaliveInterval: DefaultKeepaliveInterval,
 		RaftIdleTimeout:   DefaultRaftIdleTimeout,
 		RPCIdleTimeout:    DefaultRPCIdleTimeout,
-		MaxConns:          DefaultMaxConns,
-		MaxConnsPerHost:   DefaultMaxConnsPerHost,
-		MaxHandshakes:     DefaultMaxHandshakes,
 	}
 }
 
@@ -216,7 +216,6 @@ func (c Config) validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"HandshakeTimeout", c.HandshakeTimeout},
 		{"RaftTimeout", c.RaftTimeout},
 		{"KeepaliveInterval", c.KeepaliveInterval},
 		{"RaftIdleTimeout", c.RaftIdleTimeout},
@@ -233,9 +232,6 @@ func (c Config) validate() error {
 		{"RaftMaxPool", c.RaftMaxPool},
 		{"RPCConnsPerPeer", c.RPCConnsPerPeer},
 		{"MaxMessageSize", c.MaxMessageSize},
-		{"MaxConns", c.MaxConns},
-		{"MaxConnsPerHost", c.MaxConnsPerHost},
-		{"MaxHandshakes", c.MaxHandshakes},
 	} {
 		if n.v < 0 {
 			return fmt.Errorf("%s must not be negative (got %d)", n.name, n.v)
@@ -243,6 +239,13 @@ func (c Config) validate() error {
 	}
 	if c.MaxMessageSize > maxFrameLen {
 		return fmt.Errorf("MaxMessageSize %d exceeds the wire limit %d", c.MaxMessageSize, maxFrameLen)
+	}
+	maxMsg := c.MaxMessageSize
+	if maxMsg == 0 {
+		maxMsg = DefaultMaxMessageSize
+	}
+	if err := c.Inbound.validate(maxMsg); err != nil {
+		return err
 	}
 	if c.TLS != nil {
 		if err := checkTLS(c.TLS); err != nil {
@@ -282,7 +285,6 @@ func checkPlaintextBind(c Config) error {
 // withDefaults returns c with zero fields replaced by defaults.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	orDefault(&c.HandshakeTimeout, d.HandshakeTimeout)
 	orDefault(&c.RaftMaxPool, d.RaftMaxPool)
 	orDefault(&c.RaftTimeout, d.RaftTimeout)
 	orDefault(&c.RPCConnsPerPeer, d.RPCConnsPerPeer)
@@ -290,19 +292,65 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.KeepaliveInterval, d.KeepaliveInterval)
 	orDefault(&c.RaftIdleTimeout, d.RaftIdleTimeout)
 	orDefault(&c.RPCIdleTimeout, d.RPCIdleTimeout)
-	orDefault(&c.MaxConns, d.MaxConns)
-	orDefault(&c.MaxConnsPerHost, d.MaxConnsPerHost)
-	orDefault(&c.MaxHandshakes, d.MaxHandshakes)
+	c.Inbound = c.Inbound.withDefaults(c.MaxMessageSize)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Dialer == nil {
-		var nd net.Dialer
-		c.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
-			return nd.DialContext(ctx, "tcp", addr)
-		}
+		c.Dialer = sourceDialer(c.sourceAddr())
 	}
 	return c
+}
+
+// sourceAddr is the IP the default Dialer dials from: the listener's IP
+// when the listener (or BindAddr) names one other than the unspecified
+// address; else invalid (the kernel's choice).
+func (c Config) sourceAddr() netip.Addr {
+	var ip netip.Addr
+	switch {
+	case c.Listener != nil:
+		a, ok := c.Listener.Addr().(*net.TCPAddr)
+		if !ok {
+			return netip.Addr{}
+		}
+		ip, _ = netip.AddrFromSlice(a.IP)
+		ip = ip.Unmap().WithZone(a.Zone)
+	default:
+		host, _, err := net.SplitHostPort(c.BindAddr)
+		if err != nil {
+			return netip.Addr{}
+		}
+		if ip, err = netip.ParseAddr(host); err != nil {
+			return netip.Addr{}
+		}
+	}
+	if !ip.IsValid() || ip.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return ip
+}
+
+// sourceDialer is the default Dialer: TCP, from src (when valid) to every
+// IP destination of its family and scope (loopback to loopback, other to
+// other) — peers recognise members by source address, and a node bound to
+// 127.0.0.2 would otherwise reach its loopback peers from 127.0.0.1 — and
+// from the kernel's choice to anything else (host names included).
+func sourceDialer(src netip.Addr) func(ctx context.Context, addr string) (net.Conn, error) {
+	var plain net.Dialer
+	bound := net.Dialer{LocalAddr: &net.TCPAddr{IP: src.AsSlice(), Zone: src.Zone()}}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if src.IsValid() {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				if dst, err := netip.ParseAddr(host); err == nil {
+					dst = dst.Unmap()
+					if dst.Is4() == src.Is4() && dst.IsLoopback() == src.IsLoopback() {
+						return bound.DialContext(ctx, "tcp", addr)
+					}
+				}
+			}
+		}
+		return plain.DialContext(ctx, "tcp", addr)
+	}
 }
 
 // orDefault sets *v to d when *v is the zero value.

@@ -7,8 +7,8 @@
 //
 // The dialer opens every connection (inside TLS when TLS is on) with a
 // two-byte preface: a protocol type byte (Raft or RPC) and a wire version
-// (handshake.go). The listener reads it within Config.HandshakeTimeout and
-// answers; for version 2 the two sides then exchange a hello. Only then is
+// (handshake.go). The listener reads it within Inbound.HandshakeTimeout
+// and answers; for version 2 the two sides then exchange a hello. Only then is
 // the connection handed to the raft.StreamLayer (Accept) or to the RPC
 // server. A peer that sends an unknown type byte, garbage, an unsupported
 // or refused version, a malformed hello, plaintext to a TLS node, a
@@ -106,23 +106,35 @@
 //
 // # Limits
 //
-// Connections: at most Config.MaxConns inbound connections (default 512),
-// Config.MaxConnsPerHost from one source IP (64) and Config.MaxHandshakes
-// still in their handshake (128); a connection beyond a limit is closed as
-// soon as it is accepted, before anything is read or allocated for it,
-// counted (reason conn_limit, host_limit, handshake_limit) and logged at
-// Warn at most every 10 s. Outbound connections are not limited.
+// Connections (Config.Inbound, see InboundLimits): at most MaxConns
+// inbound connections (default 512), MaxConnsPerHost from one source IP
+// (64), MaxHandshakes in their handshake for strangers (128) and
+// MaxHandshakesPerHost from one source IP (8); members' source addresses
+// (Config.MemberHost) may use MemberReserve more (64, a quarter per
+// address), which strangers never get, so that strangers cannot starve
+// elections and re-dials of handshakes. Failed handshakes are charged to
+// their source address (4 a second, ten seconds' worth saved up) and to
+// the strangers together (64 a second): over budget, connections are
+// refused at accept, before any TLS work. A connection beyond a limit is
+// closed as soon as it is accepted, before anything is read or allocated
+// for it, counted (reason conn_limit, host_limit, handshake_limit,
+// host_handshake_limit, failure_limit) and logged at Warn at most every
+// 10 s. Outbound connections are not limited.
 //
 // Sizes: an RPC request or response payload is at most
 // Config.MaxMessageSize (default 16 MiB; the wire allows up to 1 GiB), an
 // error message 64 KiB, a hello 1 KiB, a Raft chunk 1 MiB. A payload buffer
 // grows as bytes arrive (it never allocates the declared length up front).
-// The running handlers of one connection hold at most 1024 requests and
-// 4 × MaxMessageSize bytes of them; beyond either the connection's reader
-// waits.
+// The running handlers of one connection hold at most 1024 requests. The
+// RPC frame bytes an inbound connection holds — the request being read,
+// counted as its buffer grows, and those its handlers hold — are at most
+// Inbound.MaxFrameBytesPerConn (4 × MaxMessageSize), and over all inbound
+// connections Inbound.MaxFrameBytes (8 × MaxMessageSize); beyond either
+// the connection's reader waits.
 //
-// Time: the TLS handshake, preface and hello within HandshakeTimeout
-// (default 5 s); RPC silence three keepalive intervals (15 s); inbound
+// Time: the first TLS record (or, without TLS, the preface) within
+// Inbound.FirstByteTimeout (1 s); the TLS handshake, preface and hello
+// within Inbound.HandshakeTimeout (default 5 s); RPC silence three keepalive intervals (15 s); inbound
 // Raft idleness RaftIdleTimeout (1 min); unused outbound RPC connections
 // RPCIdleTimeout (2 min); each Raft RPC RaftTimeout (10 s, scaled up by
 // raft for snapshots).
@@ -138,7 +150,10 @@
 // identity hello runs inside TLS and, under TLS, comes from a peer whose
 // certificate the CA signed; Probe returns that certificate so the caller
 // can check that it names the claimed node. The limits above bound what a
-// peer that passed TLS (or any peer, without TLS) can make the node hold.
+// peer that passed TLS (or any peer, without TLS) can make the node hold,
+// and what strangers without a certificate can take from members: a
+// stranger on a member's source address is indistinguishable from it and
+// shares its allowance.
 //
 // # Mutual TLS
 //

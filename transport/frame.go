@@ -129,6 +129,12 @@ func parseHeader(b []byte, max int) (header, error) {
 // The payload buffer grows as bytes arrive (readPayload): a header alone
 // never makes the reader allocate its declared length.
 func readFrame(r io.Reader, hdr *[headerLen]byte, max int) (header, []byte, error) {
+	return readFrameWithin(r, hdr, max, nil)
+}
+
+// readFrameWithin is readFrame with the payload's buffer held in b (nil:
+// not accounted): on success the caller holds len(payload) bytes of b.
+func readFrameWithin(r io.Reader, hdr *[headerLen]byte, max int, b byteBudget) (header, []byte, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return header{}, nil, err
 	}
@@ -139,12 +145,24 @@ func readFrame(r io.Reader, hdr *[headerLen]byte, max int) (header, []byte, erro
 	if h.length == 0 {
 		return h, nil, nil
 	}
-	payload, err := readPayload(r, int(h.length))
+	payload, err := readPayload(r, int(h.length), b)
 	if err != nil {
 		return h, nil, err
 	}
 	return h, payload, nil
 }
+
+// byteBudget accounts for the bytes that payload buffers hold.
+type byteBudget interface {
+	// hold waits until n more bytes may be held; false: give up (the
+	// connection failed or the transport closed), nothing held.
+	hold(n int) bool
+	// release returns n held bytes.
+	release(n int)
+}
+
+// errBudget: a payload's reader gave up waiting for its byte budget.
+var errBudget = fmt.Errorf("%w: gave up waiting for frame byte budget", ErrConnectionLost)
 
 // initialPayloadBuf is the first allocation for a payload of unknown
 // arrival; the buffer then doubles as bytes arrive.
@@ -152,12 +170,24 @@ const initialPayloadBuf = 4 << 10
 
 // readPayload reads exactly n bytes into a buffer that starts small and
 // doubles only when full, so the memory a partial payload pins is at most
-// twice what arrived (plus initialPayloadBuf), not n.
-func readPayload(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, initialPayloadBuf))
+// twice what arrived (plus initialPayloadBuf), not n. With b, each
+// allocation is held in b first (waiting for it), so the buffer is within
+// b's bounds at all times; on success n bytes of b are held (the buffer's
+// capacity is n), on failure none.
+func readPayload(r io.Reader, n int, b byteBudget) ([]byte, error) {
+	var buf []byte
+	held := 0
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			size := min(max(2*cap(buf), initialPayloadBuf), n)
+			if b != nil {
+				if !b.hold(size - held) {
+					b.release(held)
+					return nil, errBudget
+				}
+				held = size
+			}
+			grown := make([]byte, len(buf), size)
 			copy(grown, buf)
 			buf = grown
 		}
@@ -166,6 +196,9 @@ func readPayload(r io.Reader, n int) ([]byte, error) {
 		if err != nil && len(buf) < n {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
+			}
+			if b != nil {
+				b.release(held)
 			}
 			return nil, err
 		}

@@ -4,7 +4,8 @@ import "fmt"
 
 // The connection preface. Every connection (inside TLS when TLS is on)
 // starts with two bytes from the dialer: a protocol type byte and a wire
-// version. The listener reads them within HandshakeTimeout and answers:
+// version. The listener reads them within Inbound.HandshakeTimeout (without
+// TLS, within Inbound.FirstByteTimeout) and answers:
 //
 //   - accepted: the same two bytes back;
 //   - unsupported or refused version: an error frame (frame.go) with
@@ -53,18 +54,38 @@ const (
 	rejectHello          = "hello"      // malformed or missing hello
 	rejectIdentity       = "identity"   // CheckPeer refused the peer (either direction)
 	rejectRefusedByPeer  = "refused"    // the dialer refused this node's identity
-	rejectConnLimit      = "conn_limit" // MaxConns inbound connections open
-	rejectHostLimit      = "host_limit" // MaxConnsPerHost from this address open
+	rejectConnLimit      = "conn_limit" // Inbound.MaxConns inbound connections open
+	rejectHostLimit      = "host_limit" // Inbound.MaxConnsPerHost from this address open
 	rejectHandshakeLimit = "handshake_limit"
-	rejectNotAccepted    = "not_accepted" // Raft conn nobody accepted in time
-	rejectClosing        = "closing"
+	// rejectHostHandshakeLimit: Inbound.MaxHandshakesPerHost from this
+	// address in their handshake.
+	rejectHostHandshakeLimit = "host_handshake_limit"
+	// rejectFailureLimit: the address (or the strangers together) spent
+	// its failed-handshake budget.
+	rejectFailureLimit = "failure_limit"
+	rejectNotAccepted  = "not_accepted" // Raft conn nobody accepted in time
+	rejectClosing      = "closing"
 )
 
 // rejectReasons lists every reason, for initialising the metric's series.
 var rejectReasons = []string{
 	rejectTimeout, rejectTLS, rejectEOF, rejectRead, rejectUnknownType, rejectBadVersion,
 	rejectLegacy, rejectHello, rejectIdentity, rejectRefusedByPeer, rejectConnLimit,
-	rejectHostLimit, rejectHandshakeLimit, rejectNotAccepted, rejectClosing,
+	rejectHostLimit, rejectHandshakeLimit, rejectHostHandshakeLimit, rejectFailureLimit,
+	rejectNotAccepted, rejectClosing,
+}
+
+// chargedFailure reports whether a handshake refused for reason is charged
+// to its source's failure budget: what a stranger without a certificate
+// causes — a TLS failure, a timeout, a closed or broken connection,
+// garbage — but not a refusal of a well-formed peer (a version, legacy or
+// identity refusal), nor this node's own shutdown.
+func chargedFailure(reason string) bool {
+	switch reason {
+	case rejectTimeout, rejectTLS, rejectEOF, rejectRead, rejectUnknownType, rejectHello:
+		return true
+	}
+	return false
 }
 
 // prefaceError is a refused preface, with the metric reason.

@@ -27,7 +27,7 @@ type Identity struct {
 // and only then does the connection carry Raft or RPC traffic. Each side
 // vets the other's Identity with Config.CheckPeer before answering, so a
 // refusal always reaches the refused side with its reason. The listener
-// runs the exchange within HandshakeTimeout, the dialer within its
+// runs the exchange within Inbound.HandshakeTimeout, the dialer within its
 // context.
 //
 // Every message is

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -57,27 +58,25 @@ func (t *Transport) acceptLoop() {
 	}
 }
 
-// handshake runs the server side of the connection set-up under
-// HandshakeTimeout: TLS (when configured), the preface and, for version 2,
-// the hello. It then hands the connection to the Raft stream layer or
-// serves RPCs on it. Any failure closes the connection, counts it and logs
-// it at debug level (identity refusals at Warn, see refuse).
+// handshake runs the server side of the connection set-up: the first
+// message (the first TLS record, or without TLS the preface) within
+// Inbound.FirstByteTimeout, and everything — TLS (when configured), the
+// preface and, for version 2, the hello — within Inbound.HandshakeTimeout.
+// It then hands the connection to the Raft stream layer or serves RPCs on
+// it. Any failure closes the connection, counts it and logs it at debug
+// level (identity refusals at Warn, see refuse).
 func (t *Transport) handshake(raw net.Conn) {
-	raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	start := time.Now()
+	raw.SetDeadline(start.Add(t.cfg.Inbound.FirstByteTimeout))
 	conn := raw
 	if t.serverTLS != nil {
-		// Refuse a plaintext peer at once instead of waiting for a TLS
-		// record header that will never come.
-		var first [1]byte
-		if _, err := io.ReadFull(raw, first[:]); err != nil {
-			t.reject(raw, readFailure(err), err)
+		first, reason, err := readFirstRecord(raw)
+		if err != nil {
+			t.reject(raw, reason, err)
 			return
 		}
-		if first[0] != tlsHandshakeRecord {
-			t.reject(raw, rejectTLS, fmt.Errorf("plaintext connection (first byte 0x%02x) to a TLS listener", first[0]))
-			return
-		}
-		tc := tls.Server(&prefixConn{Conn: raw, prefix: first[:]}, t.serverTLS)
+		raw.SetDeadline(start.Add(t.cfg.Inbound.HandshakeTimeout))
+		tc := tls.Server(&prefixConn{Conn: raw, prefix: first}, t.serverTLS)
 		if err := tc.HandshakeContext(t.ctx); err != nil {
 			reason := rejectTLS
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -86,12 +85,16 @@ func (t *Transport) handshake(raw net.Conn) {
 			t.reject(raw, reason, err)
 			return
 		}
+		t.handshakeSucceeded(raw)
 		conn = tc
 	}
 	var b [prefaceLen]byte
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
 		t.reject(raw, readFailure(err), err)
 		return
+	}
+	if t.serverTLS == nil {
+		raw.SetDeadline(start.Add(t.cfg.Inbound.HandshakeTimeout))
 	}
 	proto, version, err := parsePreface(b, t.prefacePolicy())
 	if err != nil {
@@ -233,7 +236,8 @@ func (t *Transport) limitReached(raw net.Conn, reason string) {
 	if ok, suppressed := t.limitLog.allow(reason); ok {
 		t.log.Warn("transport: refusing inbound connections: limit reached",
 			"reason", reason, "remote", raw.RemoteAddr().String(), "refused_since_last_log", suppressed,
-			"max_conns", t.cfg.MaxConns, "max_conns_per_host", t.cfg.MaxConnsPerHost, "max_handshakes", t.cfg.MaxHandshakes)
+			"max_conns", t.cfg.Inbound.MaxConns, "max_conns_per_host", t.cfg.Inbound.MaxConnsPerHost,
+			"max_handshakes", t.cfg.Inbound.MaxHandshakes, "max_handshakes_per_host", t.cfg.Inbound.MaxHandshakesPerHost)
 	}
 }
 
@@ -267,11 +271,48 @@ func (t *Transport) rejectWith(raw, conn net.Conn, reason string, err error, far
 		t.cfg.testHookReject(reason)
 	}
 	t.log.Debug("transport: refused connection", "remote", raw.RemoteAddr().String(), "reason", reason, "err", err)
+	if !chargedFailure(reason) {
+		t.handshakeSucceeded(raw) // a refusal, not a failure: refund its charge
+	}
 	if len(farewell) > 0 {
 		conn.Write(farewell)
 	}
 	raw.Close()
 	t.untrack(raw)
+}
+
+// maxFirstRecord bounds the first TLS record a listener reads before the
+// TLS handshake starts: a record's plaintext is at most 16 KiB, and a
+// ClientHello fits in one.
+const maxFirstRecord = 1 << 14
+
+// readFirstRecord reads the first TLS record of an accepted connection —
+// its 5-byte header (content type, version, length) and body — and returns
+// it for replay into the TLS handshake, or the metric reason and error
+// for a connection that is not TLS, or that failed to send it.
+func readFirstRecord(r io.Reader) ([]byte, string, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:1]); err != nil {
+		return nil, readFailure(err), err
+	}
+	if hdr[0] != tlsHandshakeRecord {
+		// Refuse a plaintext peer at once instead of waiting for a TLS
+		// record header that will never come.
+		return nil, rejectTLS, fmt.Errorf("plaintext connection (first byte 0x%02x) to a TLS listener", hdr[0])
+	}
+	if _, err := io.ReadFull(r, hdr[1:]); err != nil {
+		return nil, readFailure(err), err
+	}
+	n := int(binary.BigEndian.Uint16(hdr[3:5]))
+	if hdr[1] != 3 || n == 0 || n > maxFirstRecord {
+		return nil, rejectTLS, fmt.Errorf("not a TLS handshake record (version %d.%d, %d bytes)", hdr[1], hdr[2], n)
+	}
+	rec := make([]byte, len(hdr)+n)
+	copy(rec, hdr[:])
+	if _, err := io.ReadFull(r, rec[len(hdr):]); err != nil {
+		return nil, readFailure(err), err
+	}
+	return rec, "", nil
 }
 
 // tlsHandshakeRecord is the first byte of every TLS connection (a

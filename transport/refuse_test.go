@@ -48,7 +48,7 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 
 func TestRefusePlaintextGarbage(t *testing.T) {
 	cfg := testConfig(nil)
-	cfg.HandshakeTimeout = 200 * time.Millisecond
+	cfg.Inbound.HandshakeTimeout = 200 * time.Millisecond
 	rej := watchRejects(&cfg)
 	srv := startTransport(t, cfg, echo)
 
@@ -145,7 +145,7 @@ func TestRefuseTLSPeers(t *testing.T) {
 	ca := newTestCA(t, "cluster-ca")
 	other := newTestCA(t, "other-ca")
 	cfg := testConfig(ca.tlsConfig(t, "srv"))
-	cfg.HandshakeTimeout = 200 * time.Millisecond
+	cfg.Inbound.HandshakeTimeout = 200 * time.Millisecond
 	rej := watchRejects(&cfg)
 	srv := startTransport(t, cfg, echo)
 

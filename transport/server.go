@@ -14,14 +14,11 @@ import (
 	"unicode/utf8"
 )
 
-// maxInflightPerConn bounds the handlers running for one connection, and
-// inflightBytesFactor × MaxMessageSize the request payloads they hold
-// (default 64 MiB); the connection's reader waits (backpressure) beyond
-// either. A request larger than the byte budget runs alone.
-const (
-	maxInflightPerConn  = 1024
-	inflightBytesFactor = 4
-)
+// maxInflightPerConn bounds the handlers running for one connection; the
+// connection's reader waits (backpressure) beyond it. The request bytes
+// they hold are bounded by Inbound.MaxFrameBytesPerConn and, over all
+// connections, Inbound.MaxFrameBytes (see serverConn.hold).
+const maxInflightPerConn = 1024
 
 // serverConn is the server side of an RPC connection.
 type serverConn struct {
@@ -29,12 +26,12 @@ type serverConn struct {
 	from   string
 	peer   Peer // who dialed (PeerFromContext)
 	sem    chan struct{}
-	budget int           // request bytes the running handlers may hold
-	freed  chan struct{} // signalled when a handler releases its bytes
+	budget int           // frame bytes the connection may hold
+	freed  chan struct{} // signalled when the connection releases bytes
 
 	mu       sync.Mutex
 	inflight map[uint64]context.CancelFunc
-	held     int // request bytes held by running handlers
+	held     int // frame bytes held: the request being read and running handlers'
 }
 
 // serveConn serves RPC frames on an accepted connection until it fails.
@@ -47,7 +44,7 @@ func (t *Transport) serveConn(raw, conn net.Conn, peer Peer) {
 		from:     raw.RemoteAddr().String(),
 		peer:     peer,
 		sem:      make(chan struct{}, maxInflightPerConn),
-		budget:   inflightBytesFactor * t.cfg.MaxMessageSize,
+		budget:   t.cfg.Inbound.MaxFrameBytesPerConn,
 		freed:    make(chan struct{}, 1),
 		inflight: make(map[uint64]context.CancelFunc),
 	}
@@ -69,25 +66,30 @@ func (t *Transport) serveConn(raw, conn net.Conn, peer Peer) {
 
 // readLoop reads request, cancel and ping frames and starts a handler
 // goroutine per request. It returns the error that ended the connection.
+// A request's bytes are held (hold) from the moment its buffer grows until
+// its handler returns.
 func (s *serverConn) readLoop(ctx context.Context) error {
 	t := s.t
 	br := bufio.NewReaderSize(s.conn, ioBufSize)
 	var hdr [headerLen]byte
 	for {
-		h, payload, err := readFrame(br, &hdr, t.cfg.MaxMessageSize)
+		h, payload, err := readFrameWithin(br, &hdr, t.cfg.MaxMessageSize, s)
+		if errors.Is(err, errBudget) && s.dead() {
+			err = s.err
+		}
 		if err != nil {
 			return err
 		}
 		s.touch()
+		if h.kind != kindRequest && len(payload) > 0 {
+			s.release(len(payload))
+		}
 		switch h.kind {
 		case kindRequest:
 			select {
 			case s.sem <- struct{}{}:
 			case <-s.done:
-				return s.err
-			}
-			if !s.reserve(len(payload)) {
-				<-s.sem
+				s.release(len(payload))
 				return s.err
 			}
 			if err := s.start(ctx, h, payload); err != nil {
@@ -109,28 +111,42 @@ func (s *serverConn) readLoop(ctx context.Context) error {
 	}
 }
 
-// reserve waits until n more request bytes fit into the connection's
-// budget (always, when no handler holds any), or the connection fails
-// (false).
-func (s *serverConn) reserve(n int) bool {
+// hold waits until n more frame bytes fit into the connection's budget
+// and then into the transport's, or the connection fails or the transport
+// closes (false, nothing held).
+func (s *serverConn) hold(n int) bool {
 	for {
 		s.mu.Lock()
-		if s.held == 0 || s.held+n <= s.budget {
+		if s.held+n <= s.budget {
 			s.held += n
 			s.mu.Unlock()
-			return true
+			break
 		}
 		s.mu.Unlock()
 		select {
 		case <-s.freed:
 		case <-s.done:
 			return false
+		case <-s.t.ctx.Done():
+			return false
 		}
 	}
+	if !s.t.frames.acquire(n, s.done, s.t.ctx.Done()) {
+		s.releaseConn(n)
+		return false
+	}
+	return true
 }
 
-// release returns n request bytes to the budget.
+// release returns n frame bytes to the connection's and the transport's
+// budgets.
 func (s *serverConn) release(n int) {
+	s.t.frames.release(n)
+	s.releaseConn(n)
+}
+
+// releaseConn returns n frame bytes to the connection's budget.
+func (s *serverConn) releaseConn(n int) {
 	s.mu.Lock()
 	s.held -= n
 	s.mu.Unlock()

@@ -99,7 +99,7 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // accepts within HandshakeTimeout (no NetworkTransport running) is closed.
 func (s *streamLayer) deliver(c *raftConn) {
 	raw := c.raw
-	timer := time.NewTimer(s.t.cfg.HandshakeTimeout)
+	timer := time.NewTimer(s.t.cfg.Inbound.HandshakeTimeout)
 	defer timer.Stop()
 	s.accepted(1)
 	select {
@@ -109,7 +109,7 @@ func (s *streamLayer) deliver(c *raftConn) {
 	case <-s.closed:
 		s.t.reject(raw, rejectClosing, ErrClosed)
 	case <-timer.C:
-		s.t.reject(raw, rejectNotAccepted, fmt.Errorf("no raft transport accepted the connection within %v", s.t.cfg.HandshakeTimeout))
+		s.t.reject(raw, rejectNotAccepted, fmt.Errorf("no raft transport accepted the connection within %v", s.t.cfg.Inbound.HandshakeTimeout))
 	}
 	s.accepted(-1)
 }

@@ -83,7 +83,7 @@ func TestStreamLayerUnacceptedConnDropped(t *testing.T) {
 	// No raft transport runs on b: an inbound raft connection is dropped
 	// after HandshakeTimeout instead of pinning a goroutine forever.
 	cfg := testConfig(nil)
-	cfg.HandshakeTimeout = 100 * time.Millisecond
+	cfg.Inbound.HandshakeTimeout = 100 * time.Millisecond
 	rej := watchRejects(&cfg)
 	b := startTransport(t, cfg, nil)
 	a := startTransport(t, testConfig(nil), nil)

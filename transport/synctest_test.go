@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,32 +146,45 @@ func TestSynctestCallTimesOutInPartition(t *testing.T) {
 	})
 }
 
+// A peer that sends nothing is dropped after FirstByteTimeout; one that
+// sends its preface and then stalls in the hello, after HandshakeTimeout.
 func TestSynctestHandshakeTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		n := memnet.New()
-		defer n.Close()
-		var rej <-chan string
-		srv := memTransport(t, n, "srv", echo, func(c *Config) {
-			c.HandshakeTimeout = 3 * time.Second
-			rej = watchRejects(c)
+	for _, tc := range []struct {
+		name string
+		send []byte
+		want time.Duration
+	}{
+		{"silent", nil, 500 * time.Millisecond},
+		{"stalled hello", []byte{protoRPC, versionHello}, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := memnet.New()
+				defer n.Close()
+				var rej <-chan string
+				srv := memTransport(t, n, "srv", echo, func(c *Config) {
+					c.Inbound.FirstByteTimeout = 500 * time.Millisecond
+					c.Inbound.HandshakeTimeout = 3 * time.Second
+					rej = watchRejects(c)
+				})
+				defer srv.Close()
+				c, err := n.Host("silent").Dial(context.Background(), srv.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				start := time.Now()
+				c.Write(tc.send)
+				io.Copy(io.Discard, c)
+				if got := time.Since(start); got != tc.want {
+					t.Fatalf("peer dropped after %v, want %v", got, tc.want)
+				}
+				if r := <-rej; r != rejectTimeout {
+					t.Fatalf("reason %q", r)
+				}
+			})
 		})
-		defer srv.Close()
-		c, err := n.Host("silent").Dial(context.Background(), srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		start := time.Now()
-		if _, err := c.Read(make([]byte, 1)); err == nil {
-			t.Fatal("silent peer got data")
-		}
-		if got := time.Since(start); got != 3*time.Second {
-			t.Fatalf("silent peer dropped after %v, want 3s", got)
-		}
-		if r := <-rej; r != rejectTimeout {
-			t.Fatalf("reason %q", r)
-		}
-	})
+	}
 }
 
 func TestSynctestDeadlinePropagation(t *testing.T) {

@@ -54,6 +54,7 @@ type Transport struct {
 	closed   bool
 	conns    map[net.Conn]*connInfo // raw conns, accepted and dialed
 	limits   connLimits             // admission of inbound conns
+	frames   *frameBudget           // RPC frame bytes of all inbound conns (own lock)
 	peers    map[string]*peer       // RPC client pools by address
 	raftNT   *raft.NetworkTransport
 	raftOnce sync.Once
@@ -63,7 +64,12 @@ type Transport struct {
 type connInfo struct {
 	kind    connKind
 	inbound bool   // accepted (counted in limits until untracked)
-	host    string // inbound: the source host
+	key     string // inbound: the source's limit key (limitKey)
+	member  bool   // inbound: the source is a member's (Config.MemberHost)
+	// charged: inbound, charged to the failure budgets until its handshake
+	// succeeds or is refused for a reason that is no failure (see
+	// connLimits).
+	charged bool
 }
 
 // New validates cfg, starts listening (or takes over cfg.Listener) and
@@ -108,11 +114,8 @@ func New(cfg Config, handler Handler) (*Transport, error) {
 		cancel:    cancel,
 		conns:     make(map[net.Conn]*connInfo),
 		peers:     make(map[string]*peer),
-		limits: connLimits{
-			maxConns:      cfg.MaxConns,
-			maxPerHost:    cfg.MaxConnsPerHost,
-			maxHandshakes: cfg.MaxHandshakes,
-		},
+		limits:    newConnLimits(cfg.Inbound),
+		frames:    newFrameBudget(cfg.Inbound.MaxFrameBytes),
 	}
 	if cfg.TLS != nil {
 		t.serverTLS = serverTLS(cfg.TLS)
@@ -197,29 +200,55 @@ func (t *Transport) track(c net.Conn, kind connKind) bool {
 // reason to refuse it (rejectClosing when the Transport is closed).
 func (t *Transport) admitInbound(c net.Conn) string {
 	host := remoteHost(c)
+	member := t.cfg.MemberHost != nil && t.cfg.MemberHost(host)
+	key := limitKey(host, member)
+	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return rejectClosing
 	}
-	if reason := t.limits.admit(host); reason != "" {
+	if reason := t.limits.admit(key, member, now); reason != "" {
 		return reason
 	}
-	t.conns[c] = &connInfo{kind: connHandshake, inbound: true, host: host}
+	t.conns[c] = &connInfo{kind: connHandshake, inbound: true, key: key, member: member, charged: true}
 	return ""
 }
 
 // setKind updates the kind of a tracked connection (an accepted one leaves
-// its handshake).
+// its handshake, which succeeded).
 func (t *Transport) setKind(c net.Conn, kind connKind) {
+	now := time.Now()
 	t.mu.Lock()
 	if ci, ok := t.conns[c]; ok {
 		if ci.inbound && ci.kind == connHandshake && kind != connHandshake {
-			t.limits.handshakeDone()
+			t.limits.handshakeDone(ci.key)
+			t.settleLocked(ci, now)
 		}
 		ci.kind = kind
 	}
 	t.mu.Unlock()
+}
+
+// handshakeSucceeded refunds the failure charged for an accepted
+// connection when it was admitted: its TLS handshake completed (its peer
+// holds a certificate the CA signed, and nothing after counts as a
+// failure), or it was refused for a reason that is no failure.
+func (t *Transport) handshakeSucceeded(c net.Conn) {
+	now := time.Now()
+	t.mu.Lock()
+	if ci, ok := t.conns[c]; ok {
+		t.settleLocked(ci, now)
+	}
+	t.mu.Unlock()
+}
+
+// settleLocked refunds ci's charged failure, once. Caller holds t.mu.
+func (t *Transport) settleLocked(ci *connInfo, now time.Time) {
+	if ci.inbound && ci.charged {
+		ci.charged = false
+		t.limits.succeeded(ci.key, ci.member, now)
+	}
 }
 
 // untrack forgets c (after it was closed). Idempotent.
@@ -228,7 +257,7 @@ func (t *Transport) untrack(c net.Conn) {
 	if ci, ok := t.conns[c]; ok {
 		delete(t.conns, c)
 		if ci.inbound {
-			t.limits.release(ci.host, ci.kind == connHandshake)
+			t.limits.release(ci.key, ci.kind == connHandshake)
 		}
 	}
 	t.mu.Unlock()
