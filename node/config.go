@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/transport"
 )
 
 // Peer is a member of a static cluster configuration.
@@ -108,6 +109,17 @@ type Config struct {
 	// where the network itself is trusted. See
 	// transport.Config.AllowPlaintext.
 	AllowPlaintext bool
+	// Inbound bounds the connections others open to the node's port and
+	// what they can make it hold: connections and handshakes in total and
+	// per source address, a reserve of handshake slots for the cluster's
+	// own members (the addresses of the Raft configuration, Peers and
+	// gossip members) that strangers never get, a short first-byte
+	// timeout, a budget of failed handshakes per address, and the RPC
+	// frame bytes held per connection and in all. See
+	// transport.InboundLimits for each field and its default; a zero field
+	// means its default. Members are recognised by source IP: bind each
+	// node to the IP it advertises (its dials then come from it).
+	Inbound transport.InboundLimits
 
 	// Static membership (without gossip). Peers lists the cluster's nodes.
 	//
@@ -311,6 +323,9 @@ func (c Config) withDefaults() Config {
 	if c.Limits == (fsm.Limits{}) {
 		c.Limits = fsm.DefaultLimits()
 	}
+	if c.Inbound == (transport.InboundLimits{}) {
+		c.Inbound = transport.DefaultInboundLimits()
+	}
 	return c
 }
 
@@ -373,6 +388,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return bad("Limits: %v", err)
+	}
+	if err := c.Inbound.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	ids, addrs := map[string]bool{}, map[string]bool{}
 	self := false

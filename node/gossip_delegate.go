@@ -130,6 +130,7 @@ func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 		m.known.seen(node.Name, node.Address())
 	}
 	m.wake()
+	m.n.memberHosts.wake()
 }
 
 // AckPayload implements memberlist.PingDelegate.

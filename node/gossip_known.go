@@ -75,6 +75,18 @@ func (k *knownPeers) seen(id, addr string) {
 	k.addrs[id], k.dirty = addr, true
 }
 
+// all returns every remembered address.
+func (k *knownPeers) all() []string {
+	k.load()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]string, 0, len(k.addrs))
+	for _, a := range k.addrs {
+		out = append(out, a)
+	}
+	return out
+}
+
 // get returns the remembered address of member id ("" if none).
 func (k *knownPeers) get(id string) string {
 	k.load()

@@ -51,6 +51,21 @@ func (m *gossip) view(now time.Time) map[string]memberView {
 	return out
 }
 
+// memberAddrs returns the gossip and Raft addresses of every member in the
+// table (foreign members are never in it) and of the known peers.
+func (m *gossip) memberAddrs() []string {
+	m.mu.Lock()
+	out := make([]string, 0, 2*len(m.members))
+	for _, mi := range m.members {
+		out = append(out, mi.gossip)
+		if mi.meta.Addr != "" {
+			out = append(out, mi.meta.Addr)
+		}
+	}
+	m.mu.Unlock()
+	return append(out, m.known.all()...)
+}
+
 // status fills the membership part of a Status.
 func (m *gossip) status(st *Status) {
 	view := m.view(time.Now())

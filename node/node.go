@@ -35,6 +35,9 @@ type Node struct {
 	// keepalives: a follower's keepalives, in batches to the leader.
 	keepalives *keepaliveForwarder
 	members    *gossip // gossip layer; nil without Config.Gossip
+	// memberHosts: the members' source addresses, for the transport's
+	// member reserve (memberhosts.go).
+	memberHosts *memberHosts
 
 	id         *identity   // node id, incarnation, Raft id, cluster id
 	guard      *voteGuard  // the vote policy; the transport enforces it (RaftVoteGate)

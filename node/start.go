@@ -82,6 +82,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.guard = &voteGuard{self: raft.ServerID(n.id.raftID), config: n.latestConfig, refused: n.metrics.votesRefused.Inc}
+	n.memberHosts = newMemberHosts()
+	peers, _ := n.memberAddrs() // the static peers (names are resolved by watchMemberHosts)
+	initial := memberHostSet(peers, nil, nil)
+	n.memberHosts.set.Store(&initial)
 	n.trans, err = transport.New(transport.Config{
 		BindAddr:       cfg.BindAddr,
 		AdvertiseAddr:  cfg.AdvertiseAddr,
@@ -95,6 +99,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		CheckPeer:      n.checkPeer,
 		AcceptLegacy:   n.acceptLegacy,
 		RaftVoteGate:   n.guard.allow,
+		MemberHost:     n.memberHosts.has,
+		Inbound:        cfg.Inbound,
 	}, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -127,7 +133,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.metrics.register(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go n.watchMemberHosts()
 	go n.watchLeadership()
 	go n.becomeReady()
 	go n.observeLeaders() // metrics_init.go
