@@ -58,12 +58,15 @@ type InboundLimits struct {
 	// such as a missing certificate, a timeout, garbage or a closed
 	// connection before the hello) one source address may cause per second
 	// on average, and FailedHandshakes how many all strangers' addresses
-	// together may: each may save up ten seconds' worth. An address (or,
-	// for strangers, the strangers together) over its budget has its new
-	// connections closed at once, before any TLS work, until it has earned
-	// a failure back. A connection that completed its TLS handshake never
-	// counts (its peer holds a certificate the CA signed). Defaults 4 and
-	// 64 — a failed TLS handshake costs the node about 0.4 ms of CPU.
+	// together may: each may save up ten seconds' worth. A connection is
+	// charged when it is admitted and refunded when its handshake succeeds
+	// (its TLS handshake completed: its peer holds a certificate the CA
+	// signed) or is refused for a reason that is no failure (a version or
+	// identity refusal), so handshakes in progress count too. An address
+	// (or, for strangers, the strangers together) over its budget has its
+	// new connections closed at once, before any TLS work, until it has
+	// earned a failure back. Defaults 4 and 64 — a failed TLS handshake
+	// costs the node about half a millisecond of CPU.
 	FailedHandshakesPerHost int
 	FailedHandshakes        int
 
