@@ -54,9 +54,10 @@ type Stall struct {
 
 // StartStall keeps perSource connections from each source IP to each
 // target: every connection sends one byte (0x16, the start of a TLS
-// handshake record) and then nothing. A connection the target closes is
-// dialed again, but no sooner than redial after its previous dial.
-func StartStall(targets, sources []string, perSource int, redial time.Duration) *Stall {
+// handshake record) and then nothing. A connection the target held for a
+// while (until a timeout) is dialed again at once, so its slot stays
+// taken; one it closed at once (refused over a limit), after backoff.
+func StartStall(targets, sources []string, perSource int, backoff time.Duration) *Stall {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Stall{ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	for _, target := range targets {
@@ -64,27 +65,31 @@ func StartStall(targets, sources []string, perSource int, redial time.Duration) 
 			for range perSource {
 				s.slots++
 				s.wg.Add(1)
-				go s.slot(src, target, redial)
+				go s.slot(src, target, backoff)
 			}
 		}
 	}
 	return s
 }
 
+// refusedWithin: a connection closed this soon after its dial was refused.
+const refusedWithin = 100 * time.Millisecond
+
 // slot dials, stalls until closed, and dials again, until Stop.
-func (s *Stall) slot(src, target string, redial time.Duration) {
+func (s *Stall) slot(src, target string, backoff time.Duration) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
-		next := time.Now().Add(redial)
-		if c, err := DialFrom(s.ctx, src, target); err == nil {
-			s.dials.Add(1)
+		start := time.Now()
+		c, err := DialFrom(s.ctx, src, target)
+		s.dials.Add(1)
+		if err == nil {
 			s.hold(c)
-		} else {
-			s.dials.Add(1)
 		}
-		select {
-		case <-time.After(time.Until(next)):
-		case <-s.ctx.Done():
+		if time.Since(start) < refusedWithin {
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+			}
 		}
 	}
 }

@@ -9,7 +9,8 @@
 // election: three nodes with mutual TLS in this process (LAN timing) on
 // 127.0.0.1; strangers on 127.0.0.2… keep -per connections per node from
 // each of -sources addresses in their TLS handshake (one byte, then
-// nothing; re-dialed -redial after the previous dial when closed). The
+// nothing; a connection the node held is re-dialed at once when closed,
+// one it refused at once after -backoff). The
 // leader is killed; it prints the time until a survivor leads and until a
 // command forwarded through the other survivor commits (each capped at
 // -max).
@@ -50,7 +51,7 @@ func main() {
 	sources := flag.Int("sources", 2, "stranger source addresses (127.0.0.2 …); 0: no flood")
 	per := flag.Int("per", 64, "election: stalled connections per node from each source")
 	maxWait := flag.Duration("max", 60*time.Second, "election: give up waiting for a leader (and the forward) after this long")
-	redial := flag.Duration("redial", time.Second, "election: a closed stalled connection is dialed again this long after its previous dial")
+	backoff := flag.Duration("backoff", time.Second, "election: a stalled connection the node refused at once is dialed again after this long (one it held, at once)")
 	rate := flag.Int("rate", 1000, "cpu: certificate-less handshakes per second")
 	duration := flag.Duration("duration", 10*time.Second, "cpu: how long the flood runs")
 	flag.Parse()
@@ -61,7 +62,7 @@ func main() {
 	}
 	switch *mode {
 	case "election":
-		election(*sources, *per, *redial, *maxWait)
+		election(*sources, *per, *backoff, *maxWait)
 	case "cpu":
 		cpu(*sources, *rate, *duration)
 	default:
@@ -70,7 +71,7 @@ func main() {
 }
 
 // election measures a failover under the stall flood.
-func election(sources, per int, redial, maxWait time.Duration) {
+func election(sources, per int, backoff, maxWait time.Duration) {
 	ca, err := devcerts.NewCA("measure")
 	check(err)
 	var lns []net.Listener
@@ -112,12 +113,12 @@ func election(sources, per int, redial, maxWait time.Duration) {
 	}
 	var f *flood.Stall
 	if sources > 0 {
-		f = flood.StartStall(targets, flood.Loopback(2, sources), per, redial)
+		f = flood.StartStall(targets, flood.Loopback(2, sources), per, backoff)
 		for f.Dials() < int64(f.Slots()) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(2 * time.Second)
-		fmt.Printf("flood: %d addresses × %d per node, re-dial after %v: %d of %d connections open, %d dials\n", sources, per, redial, f.Open(), f.Slots(), f.Dials())
+		fmt.Printf("flood: %d addresses × %d per node (back-off %v): %d of %d connections open, %d dials\n", sources, per, backoff, f.Open(), f.Slots(), f.Dials())
 	}
 	kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	check(nodes[leader].Kill(kctx))
