@@ -38,6 +38,8 @@ func TestConfigValidate(t *testing.T) {
 			c.Peers = []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "b", Addr: "127.0.0.1:1"}}
 		},
 		"address": func(c *node.Config) { c.Peers = []node.Peer{{ID: "a", Addr: "nonsense"}} },
+		"Inbound.MaxHandshakesPerHost 200 exceeds Inbound.MaxHandshakes 128": func(c *node.Config) { c.Inbound.MaxHandshakesPerHost = 200 },
+		"Inbound.MemberReserve must not be negative (got -1)":                func(c *node.Config) { c.Inbound.MemberReserve = -1 },
 	}
 	for want, mutate := range cases {
 		c := base()

@@ -98,15 +98,6 @@ func election(sources, per int, backoff, maxWait time.Duration) {
 		check(n.WaitReady(ctx))
 	}
 	cancel()
-	leader := -1
-	for leader < 0 {
-		for i, n := range nodes {
-			if n.Status().State == "leader" {
-				leader = i
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	var targets []string
 	for _, p := range peers {
 		targets = append(targets, p.Addr)
@@ -119,6 +110,15 @@ func election(sources, per int, backoff, maxWait time.Duration) {
 		}
 		time.Sleep(2 * time.Second)
 		fmt.Printf("flood: %d addresses × %d per node (back-off %v): %d of %d connections open, %d dials\n", sources, per, backoff, f.Open(), f.Slots(), f.Dials())
+	}
+	leader := -1 // the leader now, with the flood running
+	for leader < 0 {
+		for i, n := range nodes {
+			if n.Status().State == "leader" {
+				leader = i
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	check(nodes[leader].Kill(kctx))
