@@ -212,30 +212,20 @@ func (c Config) validate() error {
 			return fmt.Errorf("AdvertiseAddr: %w", err)
 		}
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"RaftTimeout", c.RaftTimeout},
-		{"KeepaliveInterval", c.KeepaliveInterval},
-		{"RaftIdleTimeout", c.RaftIdleTimeout},
-		{"RPCIdleTimeout", c.RPCIdleTimeout},
-	} {
-		if d.v < 0 {
-			return fmt.Errorf("%s must not be negative (got %v)", d.name, d.v)
-		}
+	if err := checkNonNegative("",
+		named[time.Duration]{"RaftTimeout", c.RaftTimeout},
+		named[time.Duration]{"KeepaliveInterval", c.KeepaliveInterval},
+		named[time.Duration]{"RaftIdleTimeout", c.RaftIdleTimeout},
+		named[time.Duration]{"RPCIdleTimeout", c.RPCIdleTimeout},
+	); err != nil {
+		return err
 	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{
-		{"RaftMaxPool", c.RaftMaxPool},
-		{"RPCConnsPerPeer", c.RPCConnsPerPeer},
-		{"MaxMessageSize", c.MaxMessageSize},
-	} {
-		if n.v < 0 {
-			return fmt.Errorf("%s must not be negative (got %d)", n.name, n.v)
-		}
+	if err := checkNonNegative("",
+		named[int]{"RaftMaxPool", c.RaftMaxPool},
+		named[int]{"RPCConnsPerPeer", c.RPCConnsPerPeer},
+		named[int]{"MaxMessageSize", c.MaxMessageSize},
+	); err != nil {
+		return err
 	}
 	if c.MaxMessageSize > maxFrameLen {
 		return fmt.Errorf("MaxMessageSize %d exceeds the wire limit %d", c.MaxMessageSize, maxFrameLen)
@@ -351,6 +341,23 @@ func sourceDialer(src netip.Addr) func(ctx context.Context, addr string) (net.Co
 		}
 		return plain.DialContext(ctx, "tcp", addr)
 	}
+}
+
+// named is a config value and its field's name.
+type named[T int | time.Duration] struct {
+	name string
+	v    T
+}
+
+// checkNonNegative reports the first of vals that is negative, naming it
+// prefix + its name.
+func checkNonNegative[T int | time.Duration](prefix string, vals ...named[T]) error {
+	for _, n := range vals {
+		if n.v < 0 {
+			return fmt.Errorf("%s%s must not be negative (got %v)", prefix, n.name, n.v)
+		}
+	}
+	return nil
 }
 
 // orDefault sets *v to d when *v is the zero value.

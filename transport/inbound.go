@@ -129,34 +129,24 @@ func (l InboundLimits) Validate() error {
 
 // validate checks l for a transport whose MaxMessageSize is maxMsg.
 func (l InboundLimits) validate(maxMsg int) error {
-	for _, n := range []struct {
-		name string
-		v    int
-	}{
-		{"MaxConns", l.MaxConns},
-		{"MaxConnsPerHost", l.MaxConnsPerHost},
-		{"MaxHandshakes", l.MaxHandshakes},
-		{"MaxHandshakesPerHost", l.MaxHandshakesPerHost},
-		{"MemberReserve", l.MemberReserve},
-		{"FailedHandshakesPerHost", l.FailedHandshakesPerHost},
-		{"FailedHandshakes", l.FailedHandshakes},
-		{"MaxFrameBytesPerConn", l.MaxFrameBytesPerConn},
-		{"MaxFrameBytes", l.MaxFrameBytes},
-	} {
-		if n.v < 0 {
-			return fmt.Errorf("Inbound.%s must not be negative (got %d)", n.name, n.v)
-		}
+	if err := checkNonNegative("Inbound.",
+		named[int]{"MaxConns", l.MaxConns},
+		named[int]{"MaxConnsPerHost", l.MaxConnsPerHost},
+		named[int]{"MaxHandshakes", l.MaxHandshakes},
+		named[int]{"MaxHandshakesPerHost", l.MaxHandshakesPerHost},
+		named[int]{"MemberReserve", l.MemberReserve},
+		named[int]{"FailedHandshakesPerHost", l.FailedHandshakesPerHost},
+		named[int]{"FailedHandshakes", l.FailedHandshakes},
+		named[int]{"MaxFrameBytesPerConn", l.MaxFrameBytesPerConn},
+		named[int]{"MaxFrameBytes", l.MaxFrameBytes},
+	); err != nil {
+		return err
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"FirstByteTimeout", l.FirstByteTimeout},
-		{"HandshakeTimeout", l.HandshakeTimeout},
-	} {
-		if d.v < 0 {
-			return fmt.Errorf("Inbound.%s must not be negative (got %v)", d.name, d.v)
-		}
+	if err := checkNonNegative("Inbound.",
+		named[time.Duration]{"FirstByteTimeout", l.FirstByteTimeout},
+		named[time.Duration]{"HandshakeTimeout", l.HandshakeTimeout},
+	); err != nil {
+		return err
 	}
 	d := l.withDefaults(maxMsg)
 	switch {

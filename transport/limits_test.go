@@ -123,19 +123,14 @@ func TestSynctestConnLimitPerHost(t *testing.T) {
 // record, closed after FirstByteTimeout.
 func TestSynctestHandshakeLimitTLS(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ca := newTestCA(t, "ca")
-		n := memnet.New()
+		n, srv, _ := memTLSServer(t, nil)
 		defer n.Close()
-		srv := memTransport(t, n, "srv", echo, func(c *Config) { c.TLS = ca.tlsConfig(t, "srv") })
 		defer srv.Close()
-		var conns []net.Conn
+		var hosts []string
 		for i := range 200 {
-			c := dialMem(t, n, fmt.Sprintf("stall%d", i), srv.Addr())
-			defer c.Close()
-			c.Write([]byte{tlsHandshakeRecord})
-			conns = append(conns, c)
-			synctest.Wait() // let the listener accept it
+			hosts = append(hosts, fmt.Sprintf("stall%d", i))
 		}
+		conns := stallTLS(t, n, srv.Addr(), hosts, 1)
 		synctest.Wait()
 		if got := countOpen(conns); got != 128 {
 			t.Fatalf("%d of 200 stalled TLS handshakes held open, want 128", got)
@@ -169,6 +164,22 @@ func TestSynctestConnLimitTotal(t *testing.T) {
 	})
 }
 
+// memTLSServer starts an echo server "srv" with mutual TLS on a new memnet
+// network (inside a synctest bubble); edit adjusts its config. Clients get
+// their configs from the returned CA (memTLS).
+func memTLSServer(t *testing.T, edit func(*Config)) (*memnet.Network, *Transport, *testCA) {
+	t.Helper()
+	ca := newTestCA(t, "ca")
+	n := memnet.New()
+	srv := memTransport(t, n, "srv", echo, func(c *Config) {
+		c.TLS = ca.tlsConfig(t, "srv")
+		if edit != nil {
+			edit(c)
+		}
+	})
+	return n, srv, ca
+}
+
 // stallTLS opens per connections from each of hosts to addr that send the
 // first byte of a TLS record and stall.
 func stallTLS(t *testing.T, n *memnet.Network, addr string, hosts []string, per int) []net.Conn {
@@ -194,15 +205,12 @@ func TestSynctestMemberReserve(t *testing.T) {
 	for _, recognised := range []bool{true, false} {
 		t.Run(fmt.Sprintf("recognised=%v", recognised), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ca := newTestCA(t, "ca")
-				n := memnet.New()
-				defer n.Close()
-				srv := memTransport(t, n, "srv", echo, func(c *Config) {
-					c.TLS = ca.tlsConfig(t, "srv")
+				n, srv, ca := memTLSServer(t, func(c *Config) {
 					if recognised {
 						c.MemberHost = func(host string) bool { return host == "member" }
 					}
 				})
+				defer n.Close()
 				defer srv.Close()
 				var hosts []string
 				for i := range 16 {
@@ -238,10 +246,8 @@ func TestSynctestMemberReserve(t *testing.T) {
 // at once, before any TLS work, until it has earned failures back.
 func TestSynctestFailedHandshakeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ca := newTestCA(t, "ca")
-		n := memnet.New()
+		n, srv, ca := memTLSServer(t, nil)
 		defer n.Close()
-		srv := memTransport(t, n, "srv", echo, func(c *Config) { c.TLS = ca.tlsConfig(t, "srv") })
 		defer srv.Close()
 		attempt := func() {
 			c := dialMem(t, n, "certless", srv.Addr())
