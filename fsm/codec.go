@@ -13,12 +13,13 @@ const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
 	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
-	maxEntryVersion      = entryV3
+	entryV4         byte = 4 // adds the commands of cluster version 4: the lapsed forms (ops 44-45)
+	maxEntryVersion      = entryV4
 )
 
 // Encoding of an entry (all integers varint-encoded as in encoding/binary):
 //
-//	version byte (1 or 2)
+//	version byte (1 to 4)
 //	At       varint
 //	n        uvarint, 1..MaxEntryCommands
 //	n × (op byte, body)
@@ -59,6 +60,12 @@ const (
 // and Revoke (revoke.go):
 //
 //	Revoke             Lock string, Token uvarint, By string, Why string
+//
+// Version 4 adds the lapsed forms of CloseSession and Release (lapse.go),
+// with the bodies of version 2:
+//
+//	CloseSession(lapsed)  op 44: Session, Seq uvarint, AckBelow uvarint
+//	Release(lapsed)       op 45: Session uvarint, Lock, Owner, Seq, AckBelow
 //
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
@@ -102,10 +109,16 @@ func commandVersion(c Command) byte {
 			return entryV2
 		}
 	case Release:
+		if c.Lapsed {
+			return entryV4
+		}
 		if c.Session != 0 || c.Seq != 0 || c.AckBelow != 0 {
 			return entryV2
 		}
 	case CloseSession:
+		if c.Lapsed {
+			return entryV4
+		}
 		if c.Seq != 0 || c.AckBelow != 0 {
 			return entryV2
 		}

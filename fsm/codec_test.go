@@ -38,6 +38,12 @@ var sampleCommands = []Command{
 	RaiseTokens{},
 	Revoke{Lock: "invoice:842", Token: 17, By: "admin (bearer ops)", Why: "holder stuck"},
 	SetClusterVersion{Version: 3},
+	// Version 4.
+	CloseSession{Session: 3, Seq: 14, AckBelow: 13, Lapsed: true},
+	CloseSession{Session: 1 << 40, Lapsed: true},
+	Release{Session: 3, Lock: "invoice:842", Owner: owner(1), Seq: 15, AckBelow: 14, Lapsed: true},
+	Release{Session: 3, Lock: "ü", Owner: owner(2), Lapsed: true},
+	SetClusterVersion{Version: 4},
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -115,6 +121,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzApply(t, fuzzFixture(t), data)   // the commands of every version, at cluster version 1
 		fuzzApply(t, fuzzFixtureV3(t), data) // and at version 3, with the primitives in use
+		fuzzApply(t, fuzzFixtureV4(t), data) // and at version 4 (the lapsed forms, Revoke of shared grants)
 	})
 }
 

@@ -25,7 +25,9 @@ type Op uint8
 
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
 // version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
-// entry version 3 (cluster version 3).
+// entry version 3 (cluster version 3); 44-45 (the lapsed forms of
+// CloseSession and Release, lapse.go) need entry version 4 (cluster
+// version 4).
 const (
 	OpOpenSession       Op = 1
 	OpCloseSession      Op = 2
@@ -47,6 +49,7 @@ var opNames = [...]string{
 	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
 	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
 	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
+	opCloseLapsed: "CloseSession(lapsed)", opReleaseLapsed: "Release(lapsed)",
 }
 
 func (o Op) String() string {
@@ -62,7 +65,7 @@ func (o Op) String() string {
 // clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
-	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke:
+	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke, opCloseLapsed, opReleaseLapsed:
 		return false
 	}
 	return true
@@ -116,11 +119,14 @@ type OpenSession struct {
 // holds (with no lock-delay) and drops its waits. Result: StatusOK, or
 // StatusNoSession (never opened, already closed or expired — also the answer
 // to a duplicate of a CloseSession that executed). With Seq set it is
-// exactly-once (see above).
+// exactly-once (see above). With Lapsed (cluster version 4) the session
+// ends as if it had expired: the client found its validity lapsed (see
+// lapse.go).
 type CloseSession struct {
 	Session  SessionID
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished
+	Lapsed   bool   // cluster version 4: expiry semantics (lock-delay)
 }
 
 // Acquire asks for a lock on behalf of a session. Free → StatusGranted with a
@@ -158,26 +164,40 @@ type Acquire struct {
 // holds nor waits for Lock. With Session set, the acquisition must also
 // belong to that session (else StatusNotHolder), and StatusNoSession is the
 // answer when the session no longer exists (its acquisitions ended with
-// it). Session is required with Seq (exactly-once, see above).
+// it). Session is required with Seq (exactly-once, see above), and with
+// Lapsed (cluster version 4): the acquisition ends as on its session's
+// expiry — an exclusive grant enters the session's lock-delay (see
+// lapse.go).
 type Release struct {
 	Session  SessionID // the acquisition's session; 0: not checked (entry version 1)
 	Lock     string
 	Owner    OwnerID
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished
+	Lapsed   bool   // cluster version 4: expiry semantics (lock-delay)
 }
 
 // Op implements Command.
 func (OpenSession) Op() Op { return OpOpenSession }
 
 // Op implements Command.
-func (CloseSession) Op() Op { return OpCloseSession }
+func (c CloseSession) Op() Op {
+	if c.Lapsed {
+		return opCloseLapsed
+	}
+	return OpCloseSession
+}
 
 // Op implements Command.
 func (Acquire) Op() Op { return OpAcquire }
 
 // Op implements Command.
-func (Release) Op() Op { return OpRelease }
+func (c Release) Op() Op {
+	if c.Lapsed {
+		return opReleaseLapsed
+	}
+	return OpRelease
+}
 
 // Validate implements Command.
 func (c OpenSession) Validate() error {
@@ -230,6 +250,9 @@ func (c Release) Validate() error {
 	}
 	if c.Seq != 0 && c.Session == 0 {
 		return fmt.Errorf("%w: a release with a request number needs its session", ErrInvalidCommand)
+	}
+	if err := validateLapsed(c); err != nil {
+		return err
 	}
 	return validateRequest(c.Seq, c.AckBelow)
 }

@@ -245,6 +245,14 @@ func (d *decoder) command() Command {
 		return c
 	case op == OpRaiseTokens && d.version >= entryV3:
 		return RaiseTokens{}
+	case op == opCloseLapsed && d.version >= entryV4:
+		c := CloseSession{Session: d.session(), Lapsed: true}
+		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
+		return c
+	case op == opReleaseLapsed && d.version >= entryV4:
+		c := Release{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner(), Lapsed: true}
+		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
+		return c
 	}
 	d.off--
 	d.unsupported("command type %d in an entry of version %d", uint8(op), d.version)

@@ -197,12 +197,18 @@ func (a *applier) exec(c Command) Result {
 	case OpenSession:
 		return a.openSession(c)
 	case CloseSession:
+		if c.Lapsed {
+			return a.closeSession(c.Session, ReasonSessionExpired)
+		}
 		return a.closeSession(c.Session, ReasonSessionClosed)
 	case ExpireSessions:
 		return a.expireSessions(c.Sessions)
 	case Acquire:
 		return a.acquire(c)
 	case Release:
+		if c.Lapsed {
+			return a.releaseLapsed(c)
+		}
 		return a.release(c)
 	case Tick:
 		return a.tick()

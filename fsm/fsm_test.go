@@ -398,10 +398,11 @@ func TestUnknownVersionHalts(t *testing.T) {
 	future, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{Noop{}, SetClusterVersion{Version: MaxClusterVersion + 1}}})
 	for name, data := range map[string][]byte{
 		"entry version 0":            {0, 0, 1, 7},
-		"entry version 4":            {4, 0, 1, 7},
+		"entry version 5":            {5, 0, 1, 7},
 		"unknown op in version 1":    {1, 0, 1, 99},
 		"version-2 op in a v1 entry": {1, 0, 1, byte(OpEndDelay), 0},
 		"version-3 op in a v2 entry": {2, 0, 1, byte(OpRaiseTokens)},
+		"version-4 op in a v3 entry": {3, 0, 1, byte(opCloseLapsed), 1, 0, 0},
 		"future cluster version":     future,
 	} {
 		t.Run(name, func(t *testing.T) {

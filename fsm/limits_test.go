@@ -113,6 +113,7 @@ func TestEntryVersionFollowsTheCommands(t *testing.T) {
 		{CloseSession{Session: 1, Seq: 3, AckBelow: 2}, 2},
 		{EndDelay{}, 2}, {SetLimits{}, 2}, {SetClusterVersion{Version: 2}, 2}, {InitCluster{ID: "x"}, 2},
 		{Tick{}, 1}, {Noop{}, 1},
+		{CloseSession{Session: 1, Lapsed: true}, 4}, {Release{Session: 1, Lock: "l", Owner: owner(1), Lapsed: true}, 4},
 	} {
 		b, err := EncodeEntry(Entry{Commands: []Command{tc.c}})
 		if err != nil || b[0] != tc.want {

@@ -16,9 +16,10 @@ type client struct {
 }
 
 // TestStateMachineAgainstModel applies random entries — at cluster version 1,
-// version 2, or upgrading on the way; with request numbers, duplicates,
+// up to version 4, or upgrading on the way; with request numbers, duplicates,
 // reordered and acknowledged-then-redelivered requests, delays ended by
-// EndDelay, quotas, time jumping both ways, snapshots — to the FSM and to
+// EndDelay, lapsed closes and releases, revocations of exclusive and shared
+// grants, quotas, time jumping both ways, snapshots — to the FSM and to
 // the model, and compares results and state after every step.
 func TestStateMachineAgainstModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -61,14 +62,14 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			return rapid.SampledFrom([]string{"", "", "v1", "v2"}).Draw(rt, "value")
 		}
 		command := func(rt *rapid.T) Command {
-			switch rapid.IntRange(0, 18).Draw(rt, "kind") {
+			switch rapid.IntRange(0, 19).Draw(rt, "kind") {
 			case 0:
 				d := rapid.SampledFrom([]time.Duration{0, time.Second, 2 * time.Second}).Draw(rt, "delay")
 				return OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
 			case 1:
 				s := session(rt)
 				seq, ack := request(rt, s)
-				return CloseSession{Session: s, Seq: seq, AckBelow: ack}
+				return CloseSession{Session: s, Seq: seq, AckBelow: ack, Lapsed: rapid.Bool().Draw(rt, "lapsed")}
 			case 2:
 				return ExpireSessions{Sessions: rapid.SliceOfN(rapid.Custom(session), 1, 3).Draw(rt, "expire")}
 			case 3, 4, 5:
@@ -80,13 +81,14 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				c := Release{Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner"))}
 				if live := liveAcquisitions(h.f); len(live) > 0 && rapid.Bool().Draw(rt, "an existing one") {
 					a := rapid.SampledFrom(live).Draw(rt, "acquisition") // a waiter leaving, a grant ending
-					c = Release{Session: a.Session, Lock: a.Lock, Owner: a.Owner}
+					c = Release{Session: a.Session, Lock: a.Lock, Owner: a.Owner, Lapsed: rapid.Bool().Draw(rt, "lapsed")}
 					c.Seq, c.AckBelow = request(rt, c.Session)
 					return c
 				}
 				if rapid.Bool().Draw(rt, "with session") {
 					c.Session = session(rt)
 					c.Seq, c.AckBelow = request(rt, c.Session)
+					c.Lapsed = rapid.Bool().Draw(rt, "lapsed")
 				}
 				return c
 			case 8:
@@ -144,6 +146,11 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				seq, ack := request(rt, s)
 				return Acquire{Session: s, Lock: rapid.SampledFrom(lockNames).Draw(rt, "lock"), Owner: owner(owners.Draw(rt, "owner")),
 					Wait: rapid.Bool().Draw(rt, "wait"), Value: value(rt), Seq: seq, AckBelow: ack}
+			case 19: // an operator's revoke: of a grant (exclusive or shared), or a stale token
+				if live := liveGrants(h.f); len(live) > 0 && rapid.IntRange(0, 3).Draw(rt, "stale") > 0 {
+					return rapid.SampledFrom(live).Draw(rt, "grant")
+				}
+				return Revoke{Lock: rapid.SampledFrom(append(lockNames, "s")).Draw(rt, "lock"), Token: Token(rapid.Uint64Range(1, 40).Draw(rt, "token"))}
 			default:
 				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid
 			}
@@ -249,6 +256,21 @@ func liveAcquisitions(f *FSM) []Event {
 		}
 		for _, w := range li.Waiters {
 			out = append(out, Event{Lock: li.Name, Session: w.Session, Owner: w.Owner})
+		}
+	}
+	return out
+}
+
+// liveGrants lists a Revoke of every grant of f (exclusive and shared), in
+// name order.
+func liveGrants(f *FSM) []Revoke {
+	var out []Revoke
+	for _, li := range f.Locks("", 0) {
+		if li.Held {
+			out = append(out, Revoke{Lock: li.Name, Token: li.Holder.Token})
+		}
+		for _, g := range li.Shared {
+			out = append(out, Revoke{Lock: li.Name, Token: g.Token})
 		}
 	}
 	return out

@@ -170,7 +170,7 @@ func (m *model) exec(c Command) Result {
 		if _, ok := m.sessions[c.Session]; !ok {
 			return Result{Status: StatusNoSession}
 		}
-		m.end(c.Session, false)
+		m.end(c.Session, c.Lapsed) // a lapsed close is an expiry
 		return Result{Status: StatusOK}
 	case ExpireSessions:
 		n := 0
@@ -239,6 +239,8 @@ func (m *model) exec(c Command) Result {
 			m.token = Token(f)
 		}
 		return Result{Status: StatusOK, Token: m.token}
+	case Revoke:
+		return m.revoke(c)
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
 }
@@ -331,7 +333,11 @@ func (m *model) release(c Release) Result {
 	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
 	defer m.promote(l)
 	if l.holder != nil && l.holder.owner == c.Owner && mine(l.holder.session) {
+		h := l.holder
 		l.holder = nil
+		if d := m.sessions[h.session].delay; c.Lapsed && d > 0 { // as on the session's expiry
+			m.delay(l, d, h.token)
+		}
 		return Result{Status: StatusOK}
 	}
 	for i, g := range l.shared {
@@ -367,13 +373,47 @@ func (m *model) end(s SessionID, expired bool) {
 			m.promote(l)
 			continue
 		}
-		l.until = m.now + int64(delay)
-		if m.version >= 2 {
-			l.delayed, l.delayFor, l.delayToken = true, int64(delay), h.token
+		m.delay(l, delay, h.token)
+	}
+}
+
+// delay puts l, whose exclusive grant tok just ended, into a lock-delay d.
+func (m *model) delay(l *mlock, d time.Duration, tok Token) {
+	l.until = m.now + int64(d)
+	if m.version >= 2 {
+		l.delayed, l.delayFor, l.delayToken = true, int64(d), tok
+	} else {
+		l.delayed = l.until != 0
+	}
+}
+
+// revoke ends the grant with the token: the exclusive holder (into its
+// session's lock-delay), or from version 4 a shared grant (at once).
+func (m *model) revoke(c Revoke) Result {
+	l := m.locks[c.Lock]
+	if l == nil {
+		return Result{Status: StatusNotHolder}
+	}
+	if h := l.holder; h != nil && h.token == c.Token {
+		l.holder = nil
+		if d := m.sessions[h.session].delay; d > 0 {
+			m.delay(l, d, h.token)
 		} else {
-			l.delayed = l.until != 0
+			m.promote(l)
+		}
+		return Result{Status: StatusOK, Token: c.Token}
+	}
+	if m.version < 4 {
+		return Result{Status: StatusNotHolder}
+	}
+	for i, g := range l.shared {
+		if g.token == c.Token {
+			l.shared = slices.Delete(l.shared, i, i+1)
+			m.promote(l)
+			return Result{Status: StatusOK, Token: c.Token}
 		}
 	}
+	return Result{Status: StatusNotHolder}
 }
 
 // sameResult compares the fields the model computes.

@@ -8,13 +8,19 @@ import (
 // Revoke force-releases one grant of a lock on an operator's behalf (an
 // admin operation, cluster version 3). It is a compare-and-revoke: if the
 // grant with Token holds Lock, that grant ends as if its session had
-// expired — the lock enters the session's lock-delay if it has one (so
-// that writes the holder still has in flight can drain), and passes to the
-// next live waiter otherwise (or when the delay ends). The next grant takes
-// a higher token, so a resource fence refuses the revoked holder from then
-// on. The holder's session lives on (its other locks and waits stay);
-// its lease on Lock ends when its replica applies the command
-// (EventReleased with ReasonRevoked).
+// expired — an exclusive grant enters the session's lock-delay if it has
+// one (so that writes the holder still has in flight can drain), and the
+// lock passes to the next live waiters otherwise (or when the delay ends).
+// From cluster version 4 (versionRevokeShared) the grant may also be a
+// shared one: a reader of a lock or a holder of a semaphore's permits,
+// which ends at once, as on its session's expiry (only an exclusive grant's
+// expiry starts a lock-delay, see command_prims.go); at version 3 such a
+// token answers StatusNotHolder, as version 3 applied it. The next grant
+// takes a higher token, so a resource fence refuses the revoked holder
+// from then on. The holder's session lives on (its other locks and waits
+// stay); its lease on Lock ends when its replica applies the command
+// (EventReleased with ReasonRevoked, and Shared or Permits for a shared
+// grant).
 //
 // By and Why say who revoked the grant and why; they are part of the log
 // entry (the state machine keeps no history of them). Token is required:
@@ -39,8 +45,14 @@ type Revoke struct {
 const OpRevoke Op = 40
 
 // versionRevoke is the cluster version from which Revoke may be written
-// and applied.
-const versionRevoke = versionPrimitives
+// and applied; versionRevokeShared the one from which it also takes a
+// shared grant (the same command: which grants it matches depends on the
+// cluster version in force, so that old and new replicas apply it alike
+// during a rolling upgrade).
+const (
+	versionRevoke              = versionPrimitives
+	versionRevokeShared uint64 = 4
+)
 
 // ReasonRevoked: an operator revoked the grant (Revoke).
 const ReasonRevoked Reason = 40
@@ -88,25 +100,43 @@ func (a *applier) revoke(c Revoke) Result {
 	}
 	st := a.st
 	l := st.locks.get(c.Lock)
-	if l == nil || !l.held || l.holder.token != c.Token {
+	switch {
+	case l == nil:
+		return Result{Status: StatusNotHolder}
+	case l.held && l.holder.token == c.Token:
+		l = st.mutLock(c.Lock)
+		h := l.holder
+		st.uninvolve(h.session, h.owner, c.Lock)
+		if s := st.sessions.get(h.session); s != nil && s.lockDelay > 0 {
+			a.delayGrant(c.Lock, l, s, h, ReasonRevoked)
+		} else {
+			a.endGrant(c.Lock, l, h, ReasonRevoked)
+			a.promote(c.Lock, l)
+		}
+		st.dropIfIdle(c.Lock, l)
+		return Result{Status: StatusOK, Token: h.token}
+	case st.version < versionRevokeShared:
+		return Result{Status: StatusNotHolder} // as version 3 applied it
+	}
+	h, ok := l.sharedWithToken(c.Token)
+	if !ok {
 		return Result{Status: StatusNotHolder}
 	}
 	l = st.mutLock(c.Lock)
-	h := l.holder
-	s := st.sessions.get(h.session)
-	l.held, l.holder = false, holder{}
-	st.held--
+	a.endGrant(c.Lock, l, h, ReasonRevoked)
 	st.uninvolve(h.session, h.owner, c.Lock)
-	ev := Event{Kind: EventReleased, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token, Reason: ReasonRevoked}
-	if s != nil && s.lockDelay > 0 {
-		ev.DelayUntil = a.startDelay(c.Lock, l, s, h)
-		ev.DelayFor = durationOf(s.lockDelay)
-		ev.DelayToken = h.token
-		a.emit(ev)
-	} else {
-		a.emit(ev)
-		a.promote(c.Lock, l)
-	}
+	a.promote(c.Lock, l)
 	st.dropIfIdle(c.Lock, l)
 	return Result{Status: StatusOK, Token: h.token}
+}
+
+// sharedWithToken returns the shared grant (a reader, a semaphore's
+// holder) with token t, if one holds the lock. O(shared grants).
+func (l *lock) sharedWithToken(t Token) (holder, bool) {
+	for _, h := range l.shared {
+		if h.token == t {
+			return h, true
+		}
+	}
+	return holder{}, false
 }

@@ -129,3 +129,63 @@ func TestRevokeValidate(t *testing.T) {
 		}
 	}
 }
+
+// From cluster version 4 Revoke takes a shared grant by its token: a
+// reader (the writer queued behind the readers is granted once the last
+// one is revoked) or a semaphore's holder (its permits go to the request
+// queued for them). The grant ends at once — only an exclusive grant's
+// expiry starts a lock-delay — and its session lives on.
+func TestRevokeTakesASharedGrant(t *testing.T) {
+	h := atVersion(t, 4)
+	r := h.open(10*time.Second, 2*time.Second, "readers")
+	w := h.open(10*time.Second, 0, "writer")
+	g1 := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(1), Shared: true})
+	g2 := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(2), Shared: true})
+	wantStatus(t, "writer waits", h.do(Acquire{Session: w, Lock: "rw", Owner: owner(3), Wait: true}), StatusQueued)
+	p := h.do(Acquire{Session: r, Lock: "pool", Owner: owner(4), Limit: 3, Permits: 2})
+	wantStatus(t, "permits wait", h.do(Acquire{Session: w, Lock: "pool", Owner: owner(5), Limit: 3, Permits: 2, Wait: true}), StatusQueued)
+	h.rec.take()
+
+	res := h.do(Revoke{Lock: "rw", Token: g1.Token, By: "ops", Why: "stuck reader"})
+	wantStatus(t, "revoke reader 1", res, StatusOK)
+	if res.Token != g1.Token {
+		t.Fatalf("revoke result token %d, want %d", res.Token, g1.Token)
+	}
+	ev := h.rec.take()
+	if len(ev) != 1 || ev[0].Kind != EventReleased || ev[0].Reason != ReasonRevoked || !ev[0].Shared || ev[0].Owner != owner(1) || ev[0].Token != g1.Token {
+		t.Fatalf("events %+v", ev)
+	}
+	if li, _ := h.f.Lock("rw"); len(li.Shared) != 1 || li.Shared[0].Owner != owner(2) || len(li.Waiters) != 1 || li.Delayed {
+		t.Fatalf("rw after revoking one reader: %+v", li)
+	}
+	wantStatus(t, "revoke reader 2", h.do(Revoke{Lock: "rw", Token: g2.Token}), StatusOK)
+	if wr := wantHolder(t, h.f, "rw", owner(3)); wr.Token <= g2.Token {
+		t.Fatalf("writer token %d not above the revoked %d", wr.Token, g2.Token)
+	}
+	wantStatus(t, "revoke permits", h.do(Revoke{Lock: "pool", Token: p.Token}), StatusOK)
+	if li, _ := h.f.Lock("pool"); len(li.Shared) != 1 || li.Shared[0].Owner != owner(5) || li.Used != 2 {
+		t.Fatalf("pool after revoking the permits: %+v", li)
+	}
+	wantStatus(t, "revoked again", h.do(Revoke{Lock: "pool", Token: p.Token}), StatusNotHolder)
+	if _, ok := h.f.Session(r); !ok || len(h.f.SessionLocks(r)) != 0 {
+		t.Fatalf("the revoked session: locks %v", h.f.SessionLocks(r))
+	}
+	checkInvariants(t, h.f)
+}
+
+// At cluster version 3 a shared grant's token answers not-holder and
+// nothing changes, as version 3 applied it: old and new replicas agree
+// during a rolling upgrade.
+func TestRevokeOfASharedGrantNeedsClusterVersion4(t *testing.T) {
+	h := atV3(t)
+	r := h.open(10*time.Second, 0, "reader")
+	g := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(1), Shared: true})
+	before := h.content()
+	wantStatus(t, "revoke at version 3", h.do(Revoke{Lock: "rw", Token: g.Token}), StatusNotHolder)
+	if h.content() != before {
+		t.Fatal("a refused revoke changed the state")
+	}
+	wantStatus(t, "raise", h.do(SetClusterVersion{Version: 4}), StatusOK)
+	wantStatus(t, "revoke at version 4", h.do(Revoke{Lock: "rw", Token: g.Token}), StatusOK)
+	checkInvariants(t, h.f)
+}

@@ -69,19 +69,10 @@ func (a *applier) endSession(s *session, reason Reason) {
 			}
 		}
 		if l.held && l.holder.session == s.id {
-			h := l.holder
 			if reason == ReasonSessionExpired && s.lockDelay > 0 {
-				l.held, l.holder = false, holder{}
-				st.held--
-				ev := Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason}
-				ev.DelayUntil = a.startDelay(name, l, s, h)
-				if a.v2() {
-					ev.DelayFor = durationOf(s.lockDelay)
-					ev.DelayToken = h.token
-				}
-				a.emit(ev)
+				a.delayGrant(name, l, s, l.holder, reason)
 			} else {
-				a.endGrant(name, l, h, reason)
+				a.endGrant(name, l, l.holder, reason)
 			}
 		}
 		a.promote(name, l)

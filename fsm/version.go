@@ -18,7 +18,10 @@ package fsm
 //	   (revoke.go).
 //	4  snapshots of version 4: version 3 followed by optional sections
 //	   (snapshotSections), the place of every later state the version-3
-//	   records cannot carry.
+//	   records cannot carry; entry version 4 (its commands below);
+//	   the lapsed forms of CloseSession and Release, with expiry
+//	   semantics (lapse.go, ops 44-45); Revoke of a shared grant or a
+//	   semaphore's permits (revoke.go).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too
@@ -37,16 +40,32 @@ const (
 	// versionSections is the cluster version from which snapshots are
 	// written in version 4 (with sections).
 	versionSections uint64 = 4
+	// versionEntries4 is the cluster version from which entries of
+	// version 4 (the commands of cluster version 4) may be written.
+	versionEntries4 uint64 = 4
 )
 
 // Downgrade returns c as a cluster of the given version carries it: below
+// version 4 the lapsed forms of CloseSession and Release become the plain
+// ones (lapse.go: a lapse noticed by the client releases without the
+// lock-delay, as before, until every server supports version 4); below
 // version 2 the request numbers (Seq, AckBelow) and Release.Session are
-// dropped — exactly-once is off while the cluster version is 1 (a rolling
-// upgrade) and commands are applied as the previous release applied them.
-// Commands that have no such form (EndDelay, SetLimits, SetClusterVersion,
-// InitCluster, and every command of version 3) are returned unchanged:
-// they need their own version (NeedsVersion).
+// dropped too — exactly-once is off while the cluster version is 1 (a
+// rolling upgrade) and commands are applied as the previous release
+// applied them. Commands that have no such form (EndDelay, SetLimits,
+// SetClusterVersion, InitCluster, and every command of version 3) are
+// returned unchanged: they need their own version (NeedsVersion).
 func Downgrade(c Command, clusterVersion uint64) Command {
+	if clusterVersion < versionLapse {
+		switch l := c.(type) {
+		case CloseSession:
+			l.Lapsed = false
+			c = l
+		case Release:
+			l.Lapsed = false
+			c = l
+		}
+	}
 	if clusterVersion >= versionExactlyOnce {
 		return c
 	}
@@ -76,6 +95,8 @@ func NeedsVersion(c Command) uint64 {
 		return 1
 	case entryV2:
 		return versionExactlyOnce
+	case entryV3:
+		return versionPrimitives
 	}
-	return versionPrimitives
+	return versionEntries4
 }

@@ -30,7 +30,7 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 		// after the Syncs return) and every replica learn the last commit.
 		time.Sleep(20 * c.Nodes[li].Timing().CommitTimeout)
 		before := c.Nodes[li].AppliedIndex()
-		if err := node.ApplyRaw(c.Nodes[li], []byte{4, 0, 1, 7}); err != nil { // entry version 4, one Noop
+		if err := node.ApplyRaw(c.Nodes[li], []byte{5, 0, 1, 7}); err != nil { // entry version 5, one Noop
 			t.Fatal(err)
 		}
 		c.Eventually(5*time.Second, func() (bool, string) {
@@ -43,7 +43,7 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 		})
 		for _, n := range c.Nodes {
 			st := n.Status()
-			if st.Ready || !strings.Contains(st.Halted, "entry version 4") || st.AppliedIndex != before {
+			if st.Ready || !strings.Contains(st.Halted, "entry version 5") || st.AppliedIndex != before {
 				t.Fatalf("%s: ready %v, halted %q, applied %d (before %d)", n.ID(), st.Ready, st.Halted, st.AppliedIndex, before)
 			}
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
