@@ -230,22 +230,14 @@ func (s *Session) releaseUnknown(name string, owner fsm.OwnerID) {
 	s.releaseInBackground(name, owner)
 }
 
-// releaseUnknownLocks scans the locks the local replica shows the session
-// holding or waiting for, and releases those of owners it does not know
-// (after missed events or a snapshot restore).
+// releaseUnknownLocks releases every acquisition the local replica shows
+// the session holding or waiting for whose owner it does not know (after
+// missed events or a snapshot install): grants of every kind — exclusive,
+// read, a semaphore's permits — and waits alike.
 func (s *Session) releaseUnknownLocks() {
-	for _, name := range s.n.SessionLocks(s.id) {
-		li, ok := s.n.Lock(name)
-		if !ok {
-			continue
-		}
-		if li.Held && li.Holder.Session == s.id && !s.knows(li.Holder.Owner) {
-			s.releaseUnknown(name, li.Holder.Owner)
-		}
-		for _, w := range li.Waiters {
-			if w.Session == s.id && !s.knows(w.Owner) {
-				s.releaseUnknown(name, w.Owner)
-			}
+	for _, a := range s.n.SessionAcquisitions(s.id) {
+		if !s.knows(a.Owner) {
+			s.releaseUnknown(a.Lock, a.Owner)
 		}
 	}
 }

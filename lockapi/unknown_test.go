@@ -2,12 +2,15 @@ package lockapi
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/node"
 )
 
 // injectAcquire commits an Acquire for s with an owner id s never made —
@@ -100,5 +103,140 @@ func TestResyncReleasesUnknownGrant(t *testing.T) {
 		if h, ok := c.Nodes[1].Holder("mine"); !ok || h.Owner != held.Owner() || held.Err() != nil {
 			t.Fatalf("resync touched the session's own lease: %+v %v", h, held.Err())
 		}
+	})
+}
+
+// injectOwned commits an acquisition a of s under an owner id s never
+// made, and returns that owner.
+func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire, want fsm.Status) fsm.OwnerID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.Session, a.Owner = s.ID(), newOwnerID()
+	r, err := c.Nodes[0].Apply(ctx, a)
+	if err != nil || r.Status != want {
+		t.Fatalf("inject %+v: %v %+v, want %v", a, err, r, want)
+	}
+	return a.Owner
+}
+
+// The resync releases every grant and wait of the session whose owner it
+// does not know, of every kind: exclusive, read and semaphore grants, and
+// waits for each. Before, it looked at the exclusive holder and the waiters
+// only: a read grant or a semaphore's permits stayed held for the
+// session's life.
+func TestResyncReleasesUnknownGrantsOfEveryKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clustertest.Options{})
+		ctx := context.Background()
+		s := newSession(t, c, 1)
+		other := newSession(t, c, 2)
+		pool := Semaphore{Name: "pool", Limit: 2}
+		busyPool := Semaphore{Name: "busy-pool", Limit: 2}
+		if _, err := other.Lock(ctx, "busy"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Acquire(ctx, busyPool, 2); err != nil {
+			t.Fatal(err)
+		}
+		mine, err := s.RLock(ctx, "mine")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.sub.Close() // the session misses every event from now on
+		type acq struct {
+			name  string
+			owner fsm.OwnerID
+		}
+		unknown := []acq{
+			{"ex", injectOwned(t, c, s, fsm.Acquire{Lock: "ex"}, fsm.StatusGranted)},
+			{"rw", injectOwned(t, c, s, fsm.Acquire{Lock: "rw", Shared: true}, fsm.StatusGranted)},
+			{"pool", injectOwned(t, c, s, fsm.Acquire{Lock: "pool", Limit: 2, Permits: 2}, fsm.StatusGranted)},
+			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true}, fsm.StatusQueued)},
+			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true, Shared: true}, fsm.StatusQueued)},
+			{"busy-pool", injectOwned(t, c, s, fsm.Acquire{Lock: "busy-pool", Wait: true, Limit: 2, Permits: 1}, fsm.StatusQueued)},
+			{"mine", injectOwned(t, c, s, fsm.Acquire{Lock: "mine", Shared: true}, fsm.StatusGranted)},
+		}
+		settle(t, c, 1)
+		s.resync()
+		settle(t, c, 1)
+		s.flushBackground(t)
+		settle(t, c, 1)
+		for _, a := range unknown {
+			if st := c.Nodes[1].Owner(a.name, a.owner); st.Held || st.Position != 0 {
+				t.Errorf("%s: an acquisition the session does not know is still there after the resync: %+v", a.name, st)
+			}
+		}
+		if st := c.Nodes[1].Owner("mine", mine.Owner()); !st.Held || mine.Err() != nil {
+			t.Fatalf("resync touched the session's own read lease: %+v %v", st, mine.Err())
+		}
+		if l, err := other.TryLock(ctx, "rw"); err != nil {
+			t.Errorf("a writer after the resync: %v", err)
+		} else {
+			l.Unlock(ctx)
+		}
+		if l, err := other.TryAcquire(ctx, pool, 2); err != nil {
+			t.Errorf("the semaphore's permits after the resync: %v", err)
+		} else {
+			l.Unlock(ctx)
+		}
+	})
+}
+
+// The case of the issue end to end: a TryRLock through a follower commits
+// but its answer never reaches the follower (the leader's bytes to it are
+// lost), so the call gives up; cut off, the follower misses the entry, and
+// back on the network it installs the leader's snapshot instead. The
+// session's resync must then release the read grant it does not know:
+// before, it stayed held, and a writer could never lock.
+func TestUnknownReadGrantIsReleasedAfterASnapshotInstall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := memnet.New()
+		c := startCluster(t, clustertest.Options{Net: net, Configure: func(i int, cfg *node.Config) {
+			cfg.SnapshotThreshold = 32
+			cfg.TrailingLogs = 2
+			cfg.SnapshotInterval = 100 * time.Millisecond
+		}})
+		ctx := context.Background()
+		l := c.WaitLeader(10 * time.Second)
+		f := c.Follower(l)
+		s := newSession(t, c, f, WithTTL(time.Minute)) // outlives the cut
+		writer := newSession(t, c, l, WithTTL(time.Minute))
+		restored, err := c.Nodes[f].Subscribe(node.EventFilter{Lock: "no such lock"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restored.Close()
+
+		net.Block(c.RaftHost(l), c.RaftHost(f)) // the answer and the commit never reach the follower
+		if _, err := s.TryRLock(ctx, "rw"); err == nil {
+			t.Fatal("TryRLock succeeded without its answer")
+		}
+		if li, _ := c.Nodes[l].Lock("rw"); len(li.Shared) != 1 || li.Shared[0].Session != s.ID() {
+			t.Fatalf("the read grant did not commit: %+v", li)
+		}
+		c.Isolate(f)
+		for i := 0; c.Nodes[l].Status().LastIndex < 40; i++ {
+			lease, err := writer.Lock(ctx, fmt.Sprintf("cut-%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease.Unlock(ctx)
+		}
+		time.Sleep(time.Second) // SnapshotInterval: the leader snapshots and compacts
+		c.Heal()
+		select {
+		case <-restored.Resync:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the follower installed no snapshot: %s", c.Describe())
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		lease, err := writer.Lock(wctx, "rw")
+		if err != nil {
+			li, _ := c.Nodes[l].Lock("rw")
+			t.Fatalf("a writer after the resync: %v; rw: %+v", err, li)
+		}
+		lease.Unlock(ctx)
 	})
 }

@@ -33,8 +33,11 @@ func (n *Node) Session(id fsm.SessionID) (fsm.SessionInfo, bool) { return n.fsm.
 // Sessions returns every live session in id order.
 func (n *Node) Sessions() []fsm.SessionInfo { return n.fsm.Sessions() }
 
-// SessionLocks returns the locks a session holds or waits for, in name order.
-func (n *Node) SessionLocks(id fsm.SessionID) []string { return n.fsm.SessionLocks(id) }
+// SessionAcquisitions returns every acquisition (lock, owner) of a session,
+// held or waiting, of every kind, in lock-name order.
+func (n *Node) SessionAcquisitions(id fsm.SessionID) []fsm.Acquisition {
+	return n.fsm.SessionAcquisitions(id)
+}
 
 // Stats returns counters of the local FSM.
 func (n *Node) Stats() fsm.Stats { return n.fsm.Stats() }
