@@ -50,7 +50,13 @@ func WithTTL(d time.Duration) SessionOption { return func(c *sessionConfig) { c.
 // WithLockDelay sets the lock-delay: when the session expires (rather than
 // being closed), the locks it held stay ungranted for this long, giving a
 // paused holder's in-flight writes time to drain (as in Chubby and Consul).
-// Default 0; at most 1 h.
+// A lapse has the same effect whoever notices it first — the leader, this
+// library (the session is lost on its client deadline, which comes first
+// by design, and its close, an Unlock after it, or Abandon, release with
+// the delay), or the admin API's keeper of HTTP leases — from cluster
+// version 4; below it (a rolling upgrade) a lapse noticed on the client
+// released without the delay. Close and Unlock while the session is valid
+// release at once, as does an operator's EndSession. Default 0; at most 1 h.
 func WithLockDelay(d time.Duration) SessionOption { return func(c *sessionConfig) { c.lockDelay = d } }
 
 // WithOwner sets a free-text description of the session's owner (process,

@@ -84,6 +84,10 @@ type Session struct {
 	paused    bool // tests: keepalives suspended
 	closeOnce sync.Once
 	closeErr  error
+	// lapsed is closed once the lapsed close that lose proposes has
+	// committed or failed (lapseErr: why it failed).
+	lapsed   chan struct{}
+	lapseErr error
 }
 
 // NewSession opens a session on the cluster through n and starts keeping it
@@ -126,6 +130,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		n: n, cfg: cfg, log: cfg.logger, metrics: cfg.metrics,
 		margin:   cfg.ttl / 20, // clock-rate drift and scheduling slack
 		stop:     make(chan struct{}),
+		lapsed:   make(chan struct{}),
 		state:    StateHealthy,
 		changed:  make(chan struct{}),
 		pending:  make(map[fsm.OwnerID]*pending),
@@ -312,7 +317,12 @@ func (s *Session) end(state State, cause error) bool {
 
 // lose ends the session as lost and, in the background, asks the cluster to
 // close it, so that its locks are released as soon as the cluster can commit
-// rather than only when the leader expires it.
+// rather than only when the leader expires it. The close is the lapsed form
+// (fsm's lapse.go): the session's validity ended without a renewal, so it
+// ends as an expiry would end it — each lock it holds exclusively enters its
+// lock-delay — whether this close or the leader's expiry commits first.
+// (Below cluster version 4 the node writes a plain close: a rolling upgrade
+// keeps the previous behaviour, no delay, until the version is raised.)
 func (s *Session) lose(cause error) {
 	if !s.end(StateLost, cause) {
 		return
@@ -321,10 +331,54 @@ func (s *Session) lose(cause error) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
 		defer cancel()
-		if _, err := s.apply(ctx, fsm.CloseSession{Session: s.id}); err != nil && !errors.Is(err, node.ErrClosed) {
+		_, err := s.apply(ctx, fsm.CloseSession{Session: s.id, Lapsed: true})
+		if err != nil && !errors.Is(err, node.ErrClosed) {
 			s.log.Debug("closing a lost session failed; the leader will expire it", "err", err)
 		}
+		s.mu.Lock()
+		s.lapseErr = err
+		s.mu.Unlock()
+		close(s.lapsed)
 	}()
+}
+
+// Abandon ends the session as if its lease had lapsed, for a holder that
+// gives up without knowing that the work under its locks has stopped (a
+// keeper of leases for clients that stopped renewing them, say). Every lease
+// ends (ErrLeaseLost wrapping ErrSessionExpired), pending Lock calls fail,
+// and the cluster releases what the session holds as on its expiry, in one
+// command: each lock it holds exclusively stays ungranted for the session's
+// lock-delay (WithLockDelay); its shared grants and waits end at once.
+// Close, by contrast, releases without the delay.
+//
+// Abandon returns once that command committed, or with an error wrapping
+// ErrNoQuorum and ctx's error if it could not commit in time (the leader
+// then expires the session, with the same delay). On a session already
+// lost it waits for the lost session's own close in the same way; after
+// Close it returns an error wrapping ErrSessionClosed. RunSingleton treats
+// an abandoned session as lost. A nil ctx is refused with
+// ErrInvalidArgument (and abandons nothing).
+func (s *Session) Abandon(ctx context.Context) error {
+	if err := s.checkCall(ctx); err != nil {
+		return err
+	}
+	s.lose(fmt.Errorf("%w: abandoned", ErrSessionExpired))
+	if s.State() == StateClosed {
+		return fmt.Errorf("lockapi: abandon session: %w", ErrSessionClosed)
+	}
+	start := time.Now()
+	select {
+	case <-s.lapsed:
+	case <-ctx.Done():
+		return fmt.Errorf("lockapi: abandon session: %w", explainFailure(ctx.Err(), nil, true, false, time.Since(start), s.n.Timing().ElectionTimeout))
+	}
+	s.mu.Lock()
+	err := s.lapseErr
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("lockapi: abandon session: %w", err)
+	}
+	return nil
 }
 
 // Close releases every lock the session holds and every wait it has queued
@@ -340,6 +394,9 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.closeOnce.Do(func() {
 		s.markClosing()
+		// A session whose lease has lapsed is lost, not closed: its end has
+		// expiry semantics (lose), and the close below is not sent.
+		s.checkDeadline()
 		wasOpen := s.end(StateClosed, ErrSessionClosed)
 		if wasOpen {
 			r, err := s.apply(ctx, fsm.CloseSession{Session: s.id})

@@ -29,7 +29,9 @@ import (
 // ErrNotHolder: the release is moot, the session's end releases the lock,
 // but when is not known. Unlock of a lease whose session had already ended
 // makes one attempt, bounded by ctx and TryTimeout, to release the grant in
-// case the cluster still has it.
+// case the cluster still has it — for a lost session (its lease lapsed,
+// also when Unlock is the first to notice) with expiry semantics: the lock
+// stays ungranted for the session's lock-delay.
 //
 // Once Unlock has returned a result other than a failure to commit, further
 // calls return the same result. A nil ctx (or lease) is refused with
@@ -41,6 +43,9 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	case ctx == nil:
 		return invalid("nil context")
 	}
+	// A lease whose session lapsed is lost before anything is sent: its
+	// release then has expiry semantics (releaseAfterEnd).
+	l.s.checkDeadline()
 	l.mu.Lock()
 	if l.unlocked {
 		err := l.unlockErr
@@ -120,7 +125,10 @@ func (l *Lease) unlockResult(status fsm.Status, lost error) error {
 // releaseAfterEnd is Unlock of a lease whose session has ended on the
 // client: one attempt, bounded by ctx and the try timeout, to release the
 // grant in case the cluster still has it (the session's close or expiry
-// releases it otherwise).
+// releases it otherwise). The release of a lost session's lease is the
+// lapsed form (fsm's lapse.go): the lease lapsed before this Unlock, so the
+// lock enters the session's lock-delay as on the session's expiry, whether
+// this release or the lost session's close commits first.
 func (l *Lease) releaseAfterEnd(ctx context.Context, lost error) error {
 	s := l.s
 	if lost == nil {
@@ -128,7 +136,8 @@ func (l *Lease) releaseAfterEnd(ctx context.Context, lost error) error {
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.tryTimeout())
 	defer cancel()
-	r, _, err := s.propose(tctx, fsm.Release{Lock: l.name, Owner: l.owner})
+	rel := fsm.Release{Lock: l.name, Owner: l.owner, Lapsed: s.State() == StateLost}
+	r, _, err := s.propose(tctx, rel)
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockapi: unlock %q: %w (the release did not commit: %v; the session's end releases the lock)", l.name, lost, err)
