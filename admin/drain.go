@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/raftlock/raftlock/lockapi"
 )
 
 // drain is the first half of a graceful stop: it releases each lease HTTP
@@ -19,25 +21,35 @@ import (
 // has not ended when ctx does is not released: its session is left to the
 // node's close, after which the leader expires it, later than the window.
 //
-// A client-kept lease is released by closing its own session (as POST
-// /v1/release does); a lease of the shared session by its Unlock. Leases
+// A lease whose window ended has lapsed for its client, which may still be
+// at work if it paused: it is released as a lapse, so that the lock-delay
+// of the HTTP sessions holds (lockapi.Session.Abandon). A client-kept lease
+// is released by abandoning its own session; the leases of the shared
+// session all at once, by abandoning that session when none of them is
+// inside a window any more (at most one window after the first of them
+// ended: every window is within the shared session's validity). Leases
 // added after the last scan report no window and are released with their
 // sessions (closeOwn, the shared session's Close).
 func (h *handles) drain(ctx context.Context) error {
 	h.mu.Lock()
 	h.stopping = true
 	h.mu.Unlock()
+	shared := make(map[*lockapi.Session]bool) // of due leases, to abandon together
 	for {
-		due, left, next := h.due(time.Now())
+		due, left, sharedLeft, next := h.due(time.Now())
 		var wg sync.WaitGroup
 		for _, e := range due {
-			wg.Go(func() {
-				if e.own {
-					e.lease.Session().Close(ctx)
-				} else {
-					e.lease.Unlock(ctx)
-				}
-			})
+			if s := e.lease.Session(); !e.own {
+				shared[s] = true
+			} else {
+				wg.Go(func() { s.Abandon(ctx) })
+			}
+		}
+		if sharedLeft == 0 {
+			for s := range shared {
+				wg.Go(func() { s.Abandon(ctx) })
+			}
+			clear(shared)
 		}
 		wg.Wait()
 		if left == 0 {
@@ -55,9 +67,9 @@ func (h *handles) drain(ctx context.Context) error {
 }
 
 // due marks the live leases whose windows ended by now for release and
-// returns them, with the number of live leases left and when the first of
-// their windows ends.
-func (h *handles) due(now time.Time) (due []*entry, left int, next time.Time) {
+// returns them, with the number of live leases left (and of those, the
+// leases of the shared session) and when the first of their windows ends.
+func (h *handles) due(now time.Time) (due []*entry, left, sharedLeft int, next time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.m {
@@ -68,10 +80,13 @@ func (h *handles) due(now time.Time) (due []*entry, left int, next time.Time) {
 			due = append(due, e)
 		default:
 			left++
+			if !e.own {
+				sharedLeft++
+			}
 			if next.IsZero() || e.promised.Before(next) {
 				next = e.promised
 			}
 		}
 	}
-	return due, left, next
+	return due, left, sharedLeft, next
 }

@@ -18,10 +18,11 @@ import (
 // a few election timeouts anyway).
 //
 // With TTLMS or Owner the acquisition gets a session of its own (TTL TTLMS,
-// default the server's; description Owner, default "http:<client>") and is
-// client-kept: the client must ask about it (GET /v1/lease or
-// /v1/lease/wait) at least once per TTL, or the server releases it. The
-// raftlock CLI acquires so. Without them the lease is in the server's
+// default the server's; the server's lock-delay; description Owner, default
+// "http:<client>") and is client-kept: the client must ask about it (GET
+// /v1/lease or /v1/lease/wait) at least once per TTL, or the server
+// releases it — as a lapse: the lock stays ungranted for the lock-delay.
+// The raftlock CLI acquires so. Without them the lease is in the server's
 // shared session and lives until released or lost.
 type AcquireRequest struct {
 	Lock      string `json:"lock"`
@@ -208,7 +209,7 @@ func (s *Server) acquireSession(ctx context.Context, own bool, ttl time.Duration
 	if owner == "" {
 		owner = "http:" + client
 	}
-	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
+	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithLockDelay(s.sess.lockDelay), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
 }
 
 func (s *Server) unlockInBackground(l *lockapi.Lease, closeSession bool) {

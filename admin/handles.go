@@ -17,7 +17,10 @@ import (
 // acquire) is client-kept: the client must ask about it (GET /v1/lease or
 // /v1/lease/wait) at least once per TTL, or the server releases it — so a
 // client that died does not hold its lock for as long as this replica
-// lives. Its session is closed when the lease ends.
+// lives. The client's lease has then lapsed: the server abandons the
+// session (lockapi.Session.Abandon), which releases the lock as an expiry
+// would, into the session's lock-delay. Its session is closed when the
+// lease ends.
 type handles struct {
 	mu       sync.Mutex
 	m        map[string]*entry
@@ -79,7 +82,9 @@ func (h *handles) add(l *lockapi.Lease, max int, own bool, ttl time.Duration) st
 	return id
 }
 
-// expireUnrenewed releases a client-kept lease nobody asked about in time.
+// expireUnrenewed releases a client-kept lease nobody asked about in time:
+// its window lapsed, so its session is abandoned (expiry semantics: the
+// lock-delay holds), not closed.
 func (h *handles) expireUnrenewed(e *entry) {
 	h.mu.Lock()
 	late := time.Now().After(e.renewBy) || time.Now().Equal(e.renewBy)
@@ -89,7 +94,7 @@ func (h *handles) expireUnrenewed(e *entry) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), unlockWait)
 	defer cancel()
-	e.lease.Unlock(ctx)
+	e.lease.Session().Abandon(ctx)
 }
 
 // get returns the lease of a handle, and for a client-kept one renews it,

@@ -21,7 +21,11 @@ type Config struct {
 	Auth Auth
 	// TTL and LockDelay of the server's shared HTTP session (acquisitions
 	// without ttl_ms); TTL default lockapi.DefaultTTL, at least
-	// lockapi.MinTTL(Node).
+	// lockapi.MinTTL(Node). LockDelay is also that of the sessions of
+	// client-kept leases, and holds whoever notices a lapse (see
+	// lockapi.WithLockDelay): a client-kept lease nobody asked about in time
+	// and the leases a graceful stop releases once their windows ended are
+	// released with it.
 	TTL       time.Duration
 	LockDelay time.Duration
 	Owner     string // the shared session's description; default "http@<node id>"
