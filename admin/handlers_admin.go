@@ -13,21 +13,36 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// RevokeRequest is the body of POST /v1/admin/revoke: force-release lock
-// (the grant with Token; 0: whoever holds it now). Why is logged and
-// written into the log entry with the caller's name.
+// RevokeRequest is the body of POST /v1/admin/revoke: force-release one
+// grant of lock — the one with Token: the exclusive holder, or (cluster
+// version 4) a reader or a semaphore's permit holder; Token 0: the lock's
+// one grant (400 if several readers or permit holders share it). Why is
+// logged and written into the log entry with the caller's name.
 type RevokeRequest struct {
 	Lock  string `json:"lock"`
 	Token uint64 `json:"token,omitempty"`
 	Why   string `json:"why"`
 }
 
-// RevokeResponse is the answer of a revoke: the grant that ended.
+// RevokeResponse is the answer of a revoke: the grant that ended, and its
+// kind ("exclusive", "read" or "permits").
 type RevokeResponse struct {
 	Lock   string     `json:"lock"`
+	Kind   string     `json:"kind"`
 	Holder HolderJSON `json:"holder"`
 	Index  uint64     `json:"index"`
 	By     string     `json:"by"`
+}
+
+// grantKind names the kind of a grant for RevokeResponse.
+func grantKind(h fsm.Holder) string {
+	switch {
+	case h.Permits > 0:
+		return "permits"
+	case h.Shared:
+		return "read"
+	}
+	return "exclusive"
 }
 
 // EndSessionRequest is the body of POST /v1/admin/end-session.
@@ -98,7 +113,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RevokeResponse{Lock: rv.Lock, Holder: *holderJSON(rv.Holder), Index: rv.Index, By: by})
+	writeJSON(w, http.StatusOK, RevokeResponse{Lock: rv.Lock, Kind: grantKind(rv.Holder), Holder: *holderJSON(rv.Holder), Index: rv.Index, By: by})
 }
 
 // truncate keeps a free text within the state machine's description limit.

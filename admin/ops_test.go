@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,7 +53,7 @@ func TestRevokeOverHTTP(t *testing.T) {
 		a := serveAs(api, adminSecret, "POST", "/v1/admin/revoke", `{"lock":"invoice:1","why":"stuck since the deploy"}`)
 		var rv RevokeResponse
 		json.Unmarshal(a.raw, &rv)
-		if a.code != http.StatusOK || rv.By != "ops" || rv.Holder.Token != lease.Token() || rv.Holder.Description != "billing-7" {
+		if a.code != http.StatusOK || rv.By != "ops" || rv.Kind != "exclusive" || rv.Holder.Token != lease.Token() || rv.Holder.Description != "billing-7" {
 			t.Fatalf("revoke: HTTP %d %s", a.code, a.raw)
 		}
 		select {
@@ -177,4 +178,77 @@ func TestReleaseClientKeptLease(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An operator revokes one reader of a read-write lock by its token over
+// HTTP: the reader's lease ends ("revoked"), the other reader keeps its
+// grant, and once that one is revoked too the queued writer is granted.
+// Revoking without a token a lock that several readers share names no
+// grant: 400, and nothing changes. Before, a shared grant could not be
+// revoked: 409 not_held, and the writer kept waiting.
+func TestRevokeSharedGrantOverHTTP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, 3)
+		li := c.WaitLeader(time.Second)
+		api := newAuthAPI(t, c.Nodes[c.Follower(li)], testAuth)
+		ctx := context.Background()
+		readers, err := lockapi.NewSession(ctx, c.Nodes[li], lockapi.WithTTL(5*time.Second), lockapi.WithOwner("report-3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer readers.Close(ctx)
+		r1, err := readers.RLock(ctx, "ledger")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := readers.RLock(ctx, "ledger")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writer, err := lockapi.NewSession(ctx, c.Nodes[li], lockapi.WithTTL(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer writer.Close(ctx)
+		next := make(chan *lockapi.Lease, 1)
+		go func() {
+			l, err := writer.Lock(ctx, "ledger")
+			if err != nil {
+				t.Error(err)
+			}
+			next <- l
+		}()
+		synctest.Wait()
+		if a := serveAs(api, adminSecret, "POST", "/v1/admin/revoke", `{"lock":"ledger","why":"which one?"}`); a.code != http.StatusBadRequest ||
+			!strings.Contains(string(a.raw), "token") {
+			t.Fatalf("revoke of a shared lock without a token: HTTP %d %s", a.code, a.raw)
+		}
+		for _, l := range []*lockapi.Lease{r1, r2} {
+			a := serveAs(api, adminSecret, "POST", "/v1/admin/revoke", fmt.Sprintf(`{"lock":"ledger","token":%d,"why":"report stuck"}`, l.Token()))
+			var rv RevokeResponse
+			json.Unmarshal(a.raw, &rv)
+			if a.code != http.StatusOK || rv.Kind != "read" || rv.Holder.Token != uint64(l.Token()) || rv.Holder.Description != "report-3" {
+				t.Fatalf("revoke of reader %d: HTTP %d %s", l.Token(), a.code, a.raw)
+			}
+			select {
+			case <-l.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the revoked read lease did not end")
+			}
+			if err := l.Err(); !errors.Is(err, lockapi.ErrLeaseLost) || !strings.Contains(err.Error(), "revoked") {
+				t.Fatalf("read lease error %v", err)
+			}
+			if l == r1 && r2.Err() != nil {
+				t.Fatalf("the other reader's lease ended: %v", r2.Err())
+			}
+		}
+		select {
+		case l := <-next:
+			if l == nil || l.Token() <= r2.Token() {
+				t.Fatalf("the writer's grant %v", l)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the writer still waits after both readers were revoked")
+		}
+	})
 }

@@ -3,6 +3,7 @@ package lockapi
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,5 +125,73 @@ func TestEventsBelowTheResyncAreSkipped(t *testing.T) {
 		s.mu.Lock()
 		delete(s.pending, p.owner)
 		s.mu.Unlock()
+	})
+}
+
+// An operator revokes a reader's grant and a semaphore holder's permits by
+// token (node.Revoke): each lease ends (ErrLeaseLost, "revoked"), as a
+// revoked lock's does, the holder's session lives on, and the writer and
+// the request queued behind them are granted. Before, Revoke matched the
+// exclusive holder only: "not held", and the writer kept waiting.
+func TestRevokeTakesSharedGrants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clustertest.Options{})
+		ctx := context.Background()
+		leader := c.WaitLeader(10 * time.Second)
+		holder := newSession(t, c, c.Follower(leader))
+		other := newSession(t, c, leader)
+		pool := Semaphore{Name: "pool", Limit: 3}
+		reader, err := holder.RLock(ctx, "rw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		permits, err := holder.Acquire(ctx, pool, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			l   *Lease
+			err error
+		}
+		writer, more := make(chan result, 1), make(chan result, 1)
+		go func() { l, err := other.Lock(ctx, "rw"); writer <- result{l, err} }()
+		go func() { l, err := other.Acquire(ctx, pool, 2); more <- result{l, err} }()
+		synctest.Wait() // both queued
+
+		for _, l := range []*Lease{reader, permits} {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			rv, err := c.Nodes[c.Follower(leader)].Revoke(rctx, l.Name(), l.Token(), "test", "shared grant stuck")
+			cancel()
+			if err != nil {
+				t.Fatalf("revoke %s token %d: %v", l.Name(), l.Token(), err)
+			}
+			if rv.Holder.Token != l.Token() || rv.Holder.Session != holder.ID() {
+				t.Fatalf("revoked %+v, want token %d of session %d", rv.Holder, l.Token(), holder.ID())
+			}
+			select {
+			case <-l.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the revoked lease of %s did not end", l.Name())
+			}
+			if err := l.Err(); !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "revoked") {
+				t.Fatalf("revoked lease of %s: %v", l.Name(), err)
+			}
+		}
+		for name, ch := range map[string]chan result{"writer": writer, "permits": more} {
+			select {
+			case r := <-ch:
+				if r.err != nil {
+					t.Fatalf("%s: %v", name, r.err)
+				}
+				if r.l.Token() <= reader.Token() {
+					t.Fatalf("%s: token %d not above the revoked ones", name, r.l.Token())
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s still waits after the revocations", name)
+			}
+		}
+		if holder.Err() != nil {
+			t.Fatalf("the holder's session ended: %v", holder.Err())
+		}
 	})
 }

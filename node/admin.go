@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/raft"
 
@@ -38,14 +40,20 @@ type Revocation struct {
 	Index  uint64     // log index of the Revoke
 }
 
-// Revoke force-releases lock: the grant with token (0: the lock's holder
-// now, read after a Sync) ends — its lease ends on its replica, the lock
-// goes to the next waiter (or into the holder session's lock-delay first),
-// and the next grant's higher token fences the revoked holder out at every
-// resource fence. by and why (at most 256 bytes each) are written into the
-// log entry and logged (WARN). Needs cluster version 3. Errors: ErrNotHeld
-// (no such grant), ErrInvalidArgument (bad arguments, cluster version
-// below 3), ErrNoQuorum. Safe for concurrent use.
+// Revoke force-releases lock: the grant with token ends — its lease ends on
+// its replica, the lock goes to the next waiters (or, for an exclusive
+// grant, into the holder session's lock-delay first), and the next grant's
+// higher token fences the revoked holder out at every resource fence. The
+// grant may be the exclusive holder, or from cluster version 4 a reader of
+// the lock or a holder of a semaphore's permits (it ends at once: only an
+// exclusive grant has a lock-delay). Token 0 names the lock's one grant,
+// read after a Sync: its exclusive holder, or its only shared grant — a
+// lock that several readers or permit holders share needs the token of
+// the one to revoke. by and why (at most 256 bytes each) are written into
+// the log entry and logged (WARN). Needs cluster version 3. Errors:
+// ErrNotHeld (no such grant), ErrInvalidArgument (bad arguments, cluster
+// version below 3, a shared grant below version 4, token 0 on a lock of
+// several grants), ErrNoQuorum. Safe for concurrent use.
 func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why string) (Revocation, error) {
 	if err := checkCtx(ctx); err != nil {
 		return Revocation{}, err
@@ -56,15 +64,11 @@ func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why
 	if err := n.Sync(ctx); err != nil {
 		return Revocation{}, err
 	}
-	h, held := n.fsm.Holder(lock)
-	if token == 0 {
-		if !held {
-			return Revocation{}, fmt.Errorf("%w: lock %q is not held", ErrNotHeld, lock)
-		}
-		token = h.Token
-	} else if !held || h.Token != token {
-		return Revocation{}, fmt.Errorf("%w: lock %q, token %d", ErrNotHeld, lock, token)
+	h, err := n.grantToRevoke(lock, token)
+	if err != nil {
+		return Revocation{}, err
 	}
+	token = h.Token
 	res, index, err := n.Propose(ctx, fsm.Revoke{Lock: lock, Token: token, By: by, Why: why})
 	if err != nil {
 		return Revocation{}, err
@@ -77,13 +81,64 @@ func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why
 		return Revocation{}, fmt.Errorf("%w: %w", ErrInvalidArgument, res.Err())
 	}
 	n.log.Warn("lock revoked by an operator", "lock", lock, "token", token, "holder_session", h.Session,
-		"holder", h.Description, "by", by, "why", why, "index", index)
+		"holder", h.Description, "shared", h.Shared, "permits", h.Permits, "by", by, "why", why, "index", index)
 	return Revocation{Lock: lock, Holder: h, Index: index}, nil
 }
 
+// versionRevokeShared is the cluster version from which Revoke takes a
+// shared grant (fsm's revoke.go).
+const versionRevokeShared = 4
+
+// grantToRevoke finds, in the local state, the grant of lock that Revoke
+// names (see Revoke for token 0).
+func (n *Node) grantToRevoke(lock string, token fsm.Token) (fsm.Holder, error) {
+	li, _ := n.fsm.Lock(lock)
+	if li.Held && (token == 0 || li.Holder.Token == token) {
+		return li.Holder, nil
+	}
+	var h fsm.Holder
+	switch {
+	case token == 0 && len(li.Shared) == 1:
+		h = li.Shared[0]
+	case token == 0 && len(li.Shared) > 1:
+		return fsm.Holder{}, fmt.Errorf("%w: lock %q has %d shared grants (tokens %s): name the one to revoke by its token",
+			ErrInvalidArgument, lock, len(li.Shared), tokenList(li.Shared, 8))
+	case token == 0:
+		return fsm.Holder{}, fmt.Errorf("%w: lock %q is not held", ErrNotHeld, lock)
+	default:
+		i := slices.IndexFunc(li.Shared, func(g fsm.Holder) bool { return g.Token == token })
+		if i < 0 {
+			return fsm.Holder{}, fmt.Errorf("%w: lock %q, token %d", ErrNotHeld, lock, token)
+		}
+		h = li.Shared[i]
+	}
+	if v := n.fsm.ClusterVersion(); v < versionRevokeShared {
+		return fsm.Holder{}, fmt.Errorf("%w: revoking a shared grant (token %d of %q) needs cluster version %d (the cluster is at %d)",
+			ErrInvalidArgument, h.Token, lock, versionRevokeShared, v)
+	}
+	return h, nil
+}
+
+// tokenList lists the tokens of up to max grants ("3, 5, 9, … (12 in all)").
+func tokenList(gs []fsm.Holder, max int) string {
+	var b strings.Builder
+	for i, g := range gs {
+		if i == max {
+			fmt.Fprintf(&b, ", … (%d in all)", len(gs))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, uint64(g.Token))
+	}
+	return b.String()
+}
+
 // EndSession ends a session as if its owner had closed it: it releases
-// every lock the session holds (to their next waiters, without lock-delay)
-// and drops its waits; its client learns at its next keepalive (its leases
+// every lock the session holds (to their next waiters, without lock-delay —
+// an operator's decision, unlike a lapse, see fsm's lapse.go) and drops
+// its waits; its client learns at its next keepalive (its leases
 // end then). by and why are logged (WARN). Errors: ErrNoSuchSession,
 // ErrNoQuorum. Safe for concurrent use.
 func (n *Node) EndSession(ctx context.Context, id fsm.SessionID, by, why string) error {

@@ -152,10 +152,39 @@ func TestCLI(t *testing.T) {
 		if _, errOut, code := cli(reps[2], "lock", "-n", "2", "-try", "pool", "--", exe, "env", "0"); code != exitNotAcquired {
 			t.Errorf("a third permit of 2: exit %d %s", code, errOut)
 		}
-		if l := lockOf(t, leader, "pool"); l.Limit != 2 || l.Used != 2 {
-			t.Errorf("semaphore: %+v", l)
+		l := lockOf(t, leader, "pool")
+		if l.Limit != 2 || l.Used != 2 || len(l.Shared) != 2 {
+			t.Fatalf("semaphore: %+v", l)
+		}
+		// Revoking one permit holder by its token ends its lease: its
+		// command is stopped (exit as lease lost); the other keeps its
+		// permit.
+		if _, errOut, code := cli(leader, "revoke", "pool"); code != exitError || !strings.Contains(errOut, "token") {
+			t.Errorf("revoke of a semaphore of two holders without a token: exit %d %s", code, errOut)
+		}
+		revoked := l.Shared[0]
+		out, errOut, code := cli(leader, "revoke", "-token-of", strconv.FormatUint(revoked.Token, 10), "pool")
+		if code != 0 || !strings.Contains(out, "permits") || !strings.Contains(out, strconv.FormatUint(revoked.Token, 10)) {
+			t.Fatalf("revoke of a permit holder: exit %d\n%s%s", code, out, errOut)
+		}
+		var lost int
+		select {
+		case <-holders[0].done:
+		case <-holders[1].done:
+			lost = 1
+		case <-time.After(20 * time.Second):
+			t.Fatal("no permit holder stopped after its grant was revoked")
+		}
+		if code, errOut := holders[lost].wait(t, time.Second); code != exitLeaseLost || !strings.Contains(errOut, "lost") {
+			t.Errorf("the revoked permit holder: exit %d (want %d) %s", code, exitLeaseLost, errOut)
+		}
+		if l := lockOf(t, leader, "pool"); l.Used != 1 || len(l.Shared) != 1 || l.Shared[0].Token == revoked.Token {
+			t.Errorf("semaphore after the revoke: %+v", l)
 		}
 		for i, h := range holders {
+			if i == lost {
+				continue
+			}
 			os.WriteFile(filepath.Join(dir, "pool"+strconv.Itoa(i)+".stop"), nil, 0o644)
 			if code, errOut := h.wait(t, 20*time.Second); code != 0 {
 				t.Errorf("permit holder %d: exit %d %s", i, code, errOut)

@@ -137,11 +137,12 @@ func (e *env) sessions(ctx context.Context) error {
 	})
 }
 
-// revoke: force-release NAME (the grant holding it now, or -token-of N's).
+// revoke: force-release NAME (its one grant, or -token-of N's: the
+// exclusive holder, a reader or a semaphore's permit holder).
 func (e *env) revoke(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	token := fs.Uint64("token-of", 0, "revoke only the grant with this fencing token (0: whoever holds it)")
+	token := fs.Uint64("token-of", 0, "revoke only the grant with this fencing token: the holder, a reader or a permit holder (0: the lock's one grant)")
 	why := fs.String("why", "", "reason, written into the log with who revoked it")
 	if err := parseInterleaved(fs, args); err != nil {
 		return err
@@ -155,6 +156,7 @@ func (e *env) revoke(ctx context.Context, args []string) error {
 	}
 	return e.emit(out, func(t *tabwriter.Writer) {
 		row(t, "revoked", out.Lock)
+		row(t, "grant", out.Kind)
 		row(t, "holder", fmt.Sprintf("session %d %s", out.Holder.Session, out.Holder.Description))
 		row(t, "token", out.Holder.Token)
 		row(t, "log index", out.Index)

@@ -83,7 +83,7 @@ commands:
   members                             every member, its role, state and lag
   locks [PREFIX]                      locks with holders, tokens, lease time left, waiters
   sessions                            sessions with lease time left
-  revoke [-token-of N] [-why TEXT] NAME   force-release a lock (admin)
+  revoke [-token-of N] [-why TEXT] NAME   force-release a lock, or one reader or permit holder (admin)
   snapshot save FILE | restore FILE   back up or restore the lock table (admin)
   leader transfer [ID]                move the leadership (admin)
   peer remove ID                      remove a dead server (admin)
