@@ -12,17 +12,22 @@ import (
 	"github.com/raftlock/raftlock/internal/clustertest"
 )
 
-// waitClusterVersion waits until every node of c applies cluster version v.
-func waitClusterVersion(t *testing.T, c *clustertest.Cluster, v uint64) {
-	t.Helper()
-	c.Eventually(10*time.Second, func() (bool, string) {
-		for i, n := range c.Nodes {
-			if got := n.Status().ClusterVersion; got < v {
-				return false, fmt.Sprintf("%s at cluster version %d, want %d", c.ID(i), got, v)
-			}
+// grantedAt takes lock for s in the background; the channel gets when it
+// was granted (the lease is then unlocked), or is closed if Lock failed.
+func grantedAt(t *testing.T, s *Session, lock string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	go func() {
+		ctx := context.Background()
+		l, err := s.Lock(ctx, lock)
+		if err != nil {
+			t.Errorf("lock %s: %v", lock, err)
+			close(ch)
+			return
 		}
-		return true, ""
-	})
+		ch <- time.Now()
+		l.Unlock(ctx)
+	}()
+	return ch
 }
 
 // A holder whose lease lapses on the client first — its process paused, so
@@ -39,13 +44,13 @@ func TestLapsedHolderKeepsItsLockDelay(t *testing.T) {
 		t.Run(fmt.Sprintf("unlock after the lapse %v", resume), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := startCluster(t, clustertest.Options{})
-				waitClusterVersion(t, c, fsm.MaxClusterVersion)
+				c.WaitClusterVersion(fsm.MaxClusterVersion, 10*time.Second)
 				ctx := context.Background()
 				const delay = 3 * time.Second
 				holder := newSession(t, c, 1, WithLockDelay(delay))
 				waiter := newSession(t, c, 2)
 				var leases []*Lease
-				granted := make(chan time.Time, 3)
+				var granted []<-chan time.Time
 				for i := range 3 {
 					name := fmt.Sprintf("x%d", i)
 					l, err := holder.Lock(ctx, name)
@@ -53,16 +58,7 @@ func TestLapsedHolderKeepsItsLockDelay(t *testing.T) {
 						t.Fatal(err)
 					}
 					leases = append(leases, l)
-					go func() {
-						l, err := waiter.Lock(ctx, name)
-						if err != nil {
-							t.Errorf("waiter: %v", err)
-							close(granted)
-							return
-						}
-						granted <- time.Now()
-						l.Unlock(ctx)
-					}()
+					granted = append(granted, grantedAt(t, waiter, name))
 				}
 				synctest.Wait() // the waiters are queued
 
@@ -74,8 +70,8 @@ func TestLapsedHolderKeepsItsLockDelay(t *testing.T) {
 						l.Unlock(ctx)
 					}
 				}
-				for range leases {
-					at, ok := <-granted
+				for _, ch := range granted {
+					at, ok := <-ch
 					if !ok {
 						t.FailNow()
 					}
@@ -94,7 +90,7 @@ func TestLapsedHolderKeepsItsLockDelay(t *testing.T) {
 func TestAbandonKeepsTheLockDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startCluster(t, clustertest.Options{})
-		waitClusterVersion(t, c, fsm.MaxClusterVersion)
+		c.WaitClusterVersion(fsm.MaxClusterVersion, 10*time.Second)
 		ctx := context.Background()
 		const delay = 3 * time.Second
 		holder := newSession(t, c, 0, WithLockDelay(delay))
@@ -103,17 +99,7 @@ func TestAbandonKeepsTheLockDelay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		granted := make(chan time.Time, 1)
-		go func() {
-			l, err := waiter.Lock(ctx, "job")
-			if err != nil {
-				t.Errorf("waiter: %v", err)
-				close(granted)
-				return
-			}
-			granted <- time.Now()
-			l.Unlock(ctx)
-		}()
+		granted := grantedAt(t, waiter, "job")
 		synctest.Wait()
 		var nilCtx context.Context
 		if err := holder.Abandon(nilCtx); !errors.Is(err, ErrInvalidArgument) {

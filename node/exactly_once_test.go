@@ -16,14 +16,7 @@ import (
 // version v.
 func waitClusterVersion(t *testing.T, c *clustertest.Cluster, v uint64) {
 	t.Helper()
-	c.Eventually(10*time.Second, func() (bool, string) {
-		for _, n := range c.Nodes {
-			if n != nil && n.Status().ClusterVersion != v {
-				return false, n.ID() + " not at the cluster version yet"
-			}
-		}
-		return true, ""
-	})
+	c.WaitClusterVersion(v, 10*time.Second)
 }
 
 // readyCluster starts a cluster on a fresh memnet (3 nodes unless

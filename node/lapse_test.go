@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -23,17 +21,9 @@ import (
 // supports version 4 both take effect.
 func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const old = 2
 		var oldMax atomic.Uint64
 		oldMax.Store(3)
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
-			if i == old {
-				node.WithMaxClusterVersion(cfg, oldMax.Load)
-			}
-		}})
-		c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 3)
+		c := startWithOldServer(t, &oldMax)
 		time.Sleep(5 * time.Second) // several version checks
 		li := c.WaitLeader(time.Second)
 		leader, follower := c.Nodes[li], c.Nodes[c.Follower(li)]

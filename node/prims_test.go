@@ -21,19 +21,27 @@ import (
 // quotas) is in force meanwhile. Once that server is upgraded the version
 // rises, the new leader raises the token counter to its clock, and the
 // commands work.
+// startWithOldServer starts a 3-node cluster on memnet whose third server
+// supports cluster versions up to max (0: this binary's), and waits until
+// the cluster is ready at version max.
+func startWithOldServer(t *testing.T, max *atomic.Uint64) *clustertest.Cluster {
+	t.Helper()
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
+		if i == 2 {
+			node.WithMaxClusterVersion(cfg, max.Load)
+		}
+	}})
+	c.WaitLeader(10 * time.Second)
+	c.WaitReady(10 * time.Second)
+	waitClusterVersion(t, c, max.Load())
+	return c
+}
+
 func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		old := 2
 		var oldMax atomic.Uint64
 		oldMax.Store(2)
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
-			if i == old {
-				node.WithMaxClusterVersion(cfg, oldMax.Load)
-			}
-		}})
-		c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 2)
+		c := startWithOldServer(t, &oldMax)
 		time.Sleep(10 * time.Second) // several version checks
 		li := c.WaitLeader(time.Second)
 		leader := c.Nodes[li]

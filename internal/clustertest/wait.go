@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -87,4 +88,21 @@ func (c *Cluster) Follower(leader int) int {
 	}
 	c.t.Fatal("no running follower")
 	return -1
+}
+
+// WaitClusterVersion waits until every running node applies cluster version
+// v (exactly: a cluster held below its highest version stays there).
+func (c *Cluster) WaitClusterVersion(v uint64, timeout time.Duration) {
+	c.t.Helper()
+	c.Eventually(timeout, func() (bool, string) {
+		for i, n := range c.Nodes {
+			if n == nil {
+				continue
+			}
+			if got := n.Status().ClusterVersion; got != v {
+				return false, fmt.Sprintf("%s at cluster version %d, want %d", c.ID(i), got, v)
+			}
+		}
+		return true, ""
+	})
 }
