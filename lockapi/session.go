@@ -18,8 +18,8 @@ type State int
 // Session states. A session starts Healthy. It is in Jeopardy while its
 // keepalives fail but its lease has not yet run out — work should prepare to
 // stop. It is Lost once its lease ran out on the client (or the leader
-// expired it): every lease it held has ended. Closed after Close. Lost and
-// Closed are final.
+// expired it, or Abandon gave it up): every lease it held has ended. Closed
+// after Close. Lost and Closed are final.
 const (
 	StateHealthy State = iota + 1
 	StateJeopardy
