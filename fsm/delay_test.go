@@ -97,3 +97,29 @@ func TestUpgradeCarriesVersion1DelaysOver(t *testing.T) {
 		t.Fatal("the lock is still there")
 	}
 }
+
+// A version-1 lock-delay that is over ends inside the next acquisition of
+// the lock; when that acquisition is then refused (the session's quota),
+// the lock entry, idle now, is dropped rather than left listed with nothing
+// in it. (The model test found it: 2 locks, model 1.)
+func TestVersion1SettledDelayRefusedByQuotaLeavesNoEntry(t *testing.T) {
+	h := newHarness(t)
+	h.do(SetLimits{Limits: Limits{MaxLocksPerSession: 1}})
+	delayed := h.open(time.Second, time.Second, "delayed")
+	other := h.open(time.Minute, 0, "other")
+	wantStatus(t, "acquire c", h.do(Acquire{Session: delayed, Lock: "c", Owner: owner(1)}), StatusGranted)
+	h.do(ExpireSessions{Sessions: []SessionID{delayed}})
+	wantStatus(t, "acquire a", h.do(Acquire{Session: other, Lock: "a", Owner: owner(2)}), StatusGranted)
+	h.advance(3 * time.Second) // the delay of c is over, nothing has ended it
+	if r := h.do(Acquire{Session: other, Lock: "c", Owner: owner(3)}); r.Status != StatusQuota {
+		t.Fatalf("acquire c over the session's quota: %+v", r)
+	}
+	var names []string
+	for _, li := range h.f.Locks("", 0) {
+		names = append(names, li.Name)
+	}
+	if len(names) != 1 || names[0] != "a" {
+		t.Fatalf("locks %q, want [a]", names)
+	}
+	checkInvariants(t, h.f)
+}
