@@ -52,7 +52,7 @@ func Catalogue(sc Scale) []Case {
 	opening := func(name string, v Variant) Config {
 		p := SmallParams()
 		p.EpsNum = 0
-		return Config{Name: name, Params: p, Variant: v, Clients: lw, Bounds: Bounds{Changes: 1, KA: 1, Sends: 1,
+		return Config{Name: name, Params: p, Variant: v, Clients: lw, Bounds: Bounds{Changes: 1, KA: pick(0, 1, 1), Sends: 1,
 			Acquires: 1, Open: true, SlowTakeover: true, NoClose: true, Passive: true, NoLoseClose: true, NoLapsedRelease: true}}
 	}
 	def, small := DefaultParams(), SmallParams()
@@ -71,17 +71,17 @@ func Catalogue(sc Scale) []Case {
 
 	// The design of the fixes: every property holds.
 	add("", "a holder with keepalives, a waiter, leader changes, clock rates within 5 % (margin TTL/20), lapses noticed by the client",
-		held("fixed/lease", def, fx, lw, Bounds{Changes: pick(1, 1, 2), KA: pick(1, 1, 2)}))
-	nd := held("fixed/lease-no-delay", def, fx, lw, Bounds{Changes: pick(1, 1, 2), KA: pick(1, 1, 2)})
+		held("fixed/lease", def, fx, lw, Bounds{Changes: pick(1, 1, 3), KA: pick(1, 1, 2)}))
+	nd := held("fixed/lease-no-delay", def, fx, lw, Bounds{Changes: pick(1, 1, 3), KA: pick(1, 1, 2)})
 	nd.Params.LockDelay = 0
 	add("", "as fixed/lease without a lock-delay (a delay could hide an early expiry from P1)", nd)
 	add("", "an HTTP client-kept lease whose keeper releases it when the HTTP client stops asking",
 		held("fixed/keeper", small, fx, []ClientKind{Keeper, Immortal}, Bounds{Changes: pick(0, 0, 1), KA: 1}))
 	add("", "a holder under leader churn: a silent session ends within Bound4 and its lock passes within BoundLive, for any number of changes (P4, liveness)",
-		dead("fixed/churn", small, fx, Bounds{Changes: pick(2, 3, 5), KA: 1}))
+		dead("fixed/churn", small, fx, Bounds{Changes: pick(2, 3, 7), KA: 1}))
 	add("", "sessions opened while a new leader takes over (issue 45 item 8)", opening("fixed/open-during-takeover", fx))
 	add("", "operator revoke and end-session take a lock from a live holder: the documented exception, nothing else",
-		held("fixed/operator", small, fx, lw, Bounds{Changes: pick(0, 0, 1), KA: 1, Sends: 1, Revokes: 1, Ends: 1}))
+		held("fixed/operator", small, fx, lw, Bounds{Changes: pick(0, 0, 1), KA: pick(0, 1, 1), Sends: 1, Revokes: 1, Ends: 1}))
 	add("", "a restore of an older backup: tokens keep increasing (P2)",
 		Config{Name: "fixed/restore", Params: small, Variant: fx, Clients: ii, Bounds: Bounds{Changes: pick(0, 0, 1), Acquires: 1, Restores: 1, NoClose: true}})
 	rb := Config{Name: "fixed/rebuild", Params: small, Variant: fx, Clients: []ClientKind{Immortal},
@@ -122,7 +122,7 @@ func Catalogue(sc Scale) []Case {
 	add("P1", "a takeover grace without the election timeout, when a deposed leader may acknowledge a keepalive a tick after the election",
 		held("mutant/grace-without-election-timeout", stale(def, 1), with(fx, func(v *Variant) { v.GraceNoET = true }), lw,
 			Bounds{Changes: 1, KA: 1, Sends: 1}))
-	wall := def
+	wall := small
 	wall.Wall = 1
 	add("P3", "a lock-delay timed on the leaders' wall clocks (offsets of ±1 tick)",
 		held("mutant/wall-clock-delay", wall, with(fx, func(v *Variant) { v.WallDelay = true }), lw, Bounds{Changes: 1, KA: 1, Sends: 1}))
@@ -150,5 +150,12 @@ func Catalogue(sc Scale) []Case {
 		held("mutant/stale-confirmation", stale(def, 3), fx, lw, Bounds{Changes: 1, KA: 1, Sends: 1}))
 	add("P1", "a marked session's keepalive acknowledged before its Renewed entry commits",
 		held("mutant/ack-before-renewed", small, with(fx, func(v *Variant) { v.AckBeforeRenewed = true }), lw, Bounds{Changes: 2, KA: 1, Sends: 1}))
+	// Under the race detector with TTL 6 ticks (a third of the states).
+	rs := small
+	if sc == ScaleRace {
+		rs.TTL, rs.Election = 6, 1
+	}
+	add("P1", "a keepalive acknowledged once the state machine shows its session renewed — by another leader's Renewed entry — instead of once its own entry commits",
+		held("mutant/renewed-in-state", rs, with(fx, func(v *Variant) { v.RenewedInState = true }), lw, Bounds{Changes: 2, KA: 2, Sends: 2}))
 	return out
 }

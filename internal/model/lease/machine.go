@@ -90,6 +90,18 @@ func (st *step) applyEntry(e entry) {
 	case eRenewed:
 		if f.Alive[c] {
 			f.Renewed[c], f.Origin[c] = true, 0
+			// The keepalives waiting for this entry may be confirmed: at
+			// its leader as any other, at a deposed one (whose entry
+			// survived) without a deadline to move.
+			for i := range s.C[c].KA {
+				k := &s.C[c].KA[i]
+				switch {
+				case k.Stage == kaRenew && k.Term == e.Arg:
+					k.Stage, k.Term = kaConfirm, 0
+				case k.Stage == kaRenewOld && k.Term == e.Arg:
+					k.Stage, k.Term = kaConfirmOld, 0
+				}
+			}
 		}
 		l.Renewing[c] = false
 		for i := 0; i < int(l.NPend); i++ {

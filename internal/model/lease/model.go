@@ -530,16 +530,16 @@ func (st *step) windowLapsed(c int) {
 
 // depose ends the leader's leadership; the first kept of its uncommitted
 // entries survive in the next leader's log (Raft may keep any prefix).
-func (st *step) depose(kept int) bool {
+func (st *step) depose(keep int) bool {
 	s, m := &st.s, st.m
 	l := &s.L
-	if l.Phase == phaseNone || kept > int(l.NPend) || kept >= maxPending {
+	if l.Phase == phaseNone || keep > int(l.NPend) || keep >= maxPending {
 		return false
 	}
 	if m.b.Timely && l.Phase == phaseLeading && int(l.Led) < m.p.MinLead {
 		return false
 	}
-	for i := kept; i < int(l.NPend); i++ {
+	for i := keep; i < int(l.NPend); i++ {
 		// A client's command that did not survive fails: the client
 		// proposes it again (an open, an acquisition it still wants, a
 		// release until it commits, a close), unless it has moved on.
@@ -572,11 +572,13 @@ func (st *step) depose(kept int) bool {
 		}
 		l.Pend[i] = entry{}
 	}
-	keptRenewed := [maxClients]bool{}
-	for i := 0; i < kept; i++ {
-		if e := l.Pend[i]; e.Kind == eRenewed {
-			keptRenewed[e.C] = true
+	kept := func(c int, term uint8) bool {
+		for i := 0; i < keep; i++ {
+			if e := l.Pend[i]; e.Kind == eRenewed && int(e.C) == c && e.Arg == term {
+				return true
+			}
 		}
+		return false
 	}
 	for c := 0; c < m.n; c++ {
 		for i := range s.C[c].KA {
@@ -584,17 +586,17 @@ func (st *step) depose(kept int) bool {
 			switch k.Stage {
 			case kaConfirm:
 				k.Stage = kaConfirmOld
-			case kaRenew:
-				if keptRenewed[c] {
+			case kaRenew, kaRenewOld:
+				if kept(c, k.Term) || m.v.RenewedInState {
 					k.Stage = kaRenewOld
 				} else {
-					*k = ka{}
+					*k = ka{} // its Renewed entry is lost: the deposed leader never acknowledges it
 				}
 			}
 		}
 	}
 	wasLeading := l.Phase == phaseLeading
-	nl := leader{Changes: l.Changes + 1, Pend: l.Pend, NPend: uint8(kept), Idle: l.Idle}
+	nl := leader{Changes: l.Changes + 1, Pend: l.Pend, NPend: uint8(keep), Idle: l.Idle}
 	if wasLeading {
 		nl.Idle = 0
 		if m.p.StaleAck > 0 {
@@ -691,9 +693,9 @@ func (st *step) keepalive(kind uint8, c, i int) bool {
 		cl.Silent = 0
 		k.Since = 0
 		if m.v.RenewPerTerm && !s.F.Renewed[c] && !m.v.AckBeforeRenewed {
-			k.Stage = kaRenew
+			k.Stage, k.Term = kaRenew, l.Changes
 			if !l.Renewing[c] {
-				if !st.propose(entry{Kind: eRenewed, C: uint8(c)}) {
+				if !st.propose(entry{Kind: eRenewed, C: uint8(c), Arg: l.Changes}) {
 					return false
 				}
 				l.Renewing[c] = true
@@ -710,18 +712,22 @@ func (st *step) keepalive(kind uint8, c, i int) bool {
 		k.Stage = kaReply
 		return true
 	case aConfirm:
+		// A keepalive waiting for its Renewed entry (kaRenew, kaRenewOld)
+		// is confirmed only once that entry commits (machine: eRenewed).
+		if m.v.RenewedInState && s.F.Renewed[c] {
+			switch k.Stage {
+			case kaRenew:
+				k.Stage = kaConfirm
+			case kaRenewOld:
+				k.Stage = kaConfirmOld
+			}
+		}
 		switch k.Stage {
 		case kaConfirmOld:
 			k.Stage = kaReply
 			return true
-		case kaRenewOld:
-			if !s.F.Renewed[c] {
-				return false
-			}
-			k.Stage = kaReply
-			return true
-		case kaConfirm, kaRenew:
-			if l.Phase != phaseLeading || (k.Stage == kaRenew && !s.F.Renewed[c]) {
+		case kaConfirm:
+			if l.Phase != phaseLeading {
 				return false
 			}
 			if !s.F.Alive[c] || !l.Known[c] || (l.Expiring[c]) {

@@ -122,6 +122,7 @@ type Variant struct {
 	NoFloor          bool // exactly-once: results are dropped at the ack floor but requests below it execute again
 	Barging          bool // a new acquisition that fits is granted though others wait
 	AckBeforeRenewed bool // with RenewPerTerm: a marked session's keepalive is acknowledged without waiting for its Renewed entry
+	RenewedInState   bool // with RenewPerTerm: a keepalive waiting for its Renewed entry is acknowledged once the state machine shows the session renewed (by any leader's entry), not once its own entry commits
 	NoRaise          bool // a new leader does not raise the token counter to its wall clock
 }
 

@@ -68,7 +68,7 @@ const (
 	eExpire           // ExpireSessions (C)
 	eEndDelay         // EndDelay (Arg: the delay's token)
 	eMarker           // the takeover barrier (a Tick)
-	eRenewed          // Renewed (C)
+	eRenewed          // Renewed (C; Arg: the proposing leader, leader.Changes)
 	eRevoke           // Revoke (Arg: token)
 	eEndSession       // the operator's EndSession (C)
 	eRestore          // a restore of the backup, as a replicated command
@@ -183,6 +183,7 @@ type ka struct {
 	Stage uint8
 	Age   uint8 // ticks since the client sent it
 	Since uint8 // ticks since the leader received it
+	Term  uint8 // the leader that received it (leader.Changes then)
 }
 
 // monitor holds what the properties need to remember.

@@ -40,6 +40,7 @@ func (r *Result) Schedule() string {
 		prev = st.State
 	}
 	flush(r.Trace[len(r.Trace)-1].Time)
+	fmt.Fprintf(&b, "     → %v\n", r.Violation)
 	return b.String()
 }
 
@@ -155,14 +156,14 @@ func entryText(e entry) string {
 		return fmt.Sprintf("Open(c%d)", e.C)
 	case eClose:
 		if e.Arg == 1 {
-			return fmt.Sprintf("Close(c%d,lapsed)", e.C)
+			return fmt.Sprintf("Close(c%d, sent after its lapse)", e.C)
 		}
 		return fmt.Sprintf("Close(c%d)", e.C)
 	case eAcquire:
 		return fmt.Sprintf("Acquire(c%d#%d)", e.C, e.Arg)
 	case eRelease:
 		if e.Arg2 == 1 {
-			return fmt.Sprintf("Release(c%d#%d,lapsed)", e.C, e.Arg)
+			return fmt.Sprintf("Release(c%d#%d, sent after its lapse)", e.C, e.Arg)
 		}
 		return fmt.Sprintf("Release(c%d#%d)", e.C, e.Arg)
 	case eExpire:
