@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The long chaos run: many in-process seeds of every fault class, several
 # multi-process runs of every multi-process class (race-built replicas, 3
-# and 5 of them) and every fuzz target for a bounded time. Writes
-# internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md}
+# and 5 of them), the lease model's checks at their deep bounds
+# (internal/model/lease) and every fuzz target for a bounded time. Writes
+# internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md},
+# latest-model.md
 # (with figures per fault class) and latest.md (the tables). Run from
 # anywhere; as root for partitions (network namespaces + nftables) and the
 # disk class (tmpfs).
@@ -44,6 +46,25 @@ RAFTLOCK_CHAOS_OUT="$out" RAFTLOCK_CHAOS_ARTIFACTS="$artifacts" \
 	go test -count=1 -timeout 120m -v -run 'TestMultiProcess$' ./internal/chaos/proc/ >"$out/multiprocess.log" 2>&1 || status=1
 grep -E '^\s+--- |violated checks' "$out/multiprocess.log" | head -50 || true
 echo "   multi-process: $(( $(date +%s) - t0 )) s"
+
+echo "== lease model (long): the deep bounds (RAFTLOCK_MODEL_DEEP=1)"
+t0=$(date +%s)
+model_md="$out/latest-model.md"
+RAFTLOCK_MODEL_DEEP=1 go test -count=1 -timeout 120m -v -run 'TestCatalogue$|TestBoundsAreReached$' ./internal/model/lease/ >"$out/model.log" 2>&1 || status=1
+{
+	printf '| lease model check | states (time) | expected | result |\n|---|---|---|---|\n'
+	sed -nE 's/^ +catalogue_test.go:[0-9]+: ([^:]+): ([0-9]+) states, depth [0-9]+, ([^;]+); ([^;]+);.*/| \1 | \2 (\3) | \4 |/p' "$out/model.log" |
+		while IFS= read -r row; do
+			name=$(cut -d'|' -f2 <<<"$row" | xargs)
+			if grep -qE -- "--- FAIL: TestCatalogue/${name}( |$)" "$out/model.log"; then
+				echo "${row} FAIL |"
+			else
+				echo "${row} as expected |"
+			fi
+		done
+} >"$model_md"
+grep -E '^\s+--- FAIL|scale [0-9]+:' "$out/model.log" | head -20 || true
+echo "   lease model: $(( $(date +%s) - t0 )) s"
 
 echo "== fuzz (long): every target for ${CHAOS_FUZZTIME:-20s}"
 fuzz_json="$out/latest-fuzz.json"
@@ -97,7 +118,7 @@ echo ']' >>"$fuzz_json"
 {
 	echo "# Chaos results ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(( $(date +%s) - start )) s)"
 	echo
-	for f in latest-inprocess.md latest-multiprocess.md latest-fuzz.md; do
+	for f in latest-inprocess.md latest-multiprocess.md latest-model.md latest-fuzz.md; do
 		[ -f "$out/$f" ] && { cat "$out/$f"; echo; }
 	done
 } >"$out/latest.md"

@@ -48,7 +48,11 @@ func TestCatalogue(t *testing.T) {
 			if r.Violation != nil {
 				got = r.Violation.Prop
 			}
-			t.Logf("%s: %d states, depth %d, %v; %s", c.Name, r.States, r.Depth, r.Elapsed.Round(time.Millisecond), c.Why)
+			expect := "all hold"
+			if c.Want != "" {
+				expect = "breaks " + c.Want
+			}
+			t.Logf("%s: %d states, depth %d, %v; %s; %s", c.Name, r.States, r.Depth, r.Elapsed.Round(time.Millisecond), expect, c.Why)
 			if got != c.Want {
 				if r.Violation != nil {
 					t.Logf("\n%s", r.Schedule())

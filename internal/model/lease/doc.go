@@ -143,29 +143,34 @@
 // 3, ε 5 %; SmallParams: TTL 10, margin 1, ε 10 %, for the checks whose
 // subject is not the margin; MaxAge 2; Commit 1, Outage 3, MinLead 2):
 //
-//	check                         bounds                          states  verdict
-//	fixed/lease                   1 change, 1 keepalive in flight  82 k   holds
-//	fixed/lease-no-delay          as above, no lock-delay          48 k   holds
-//	fixed/keeper                  no change                        92 k   holds
-//	fixed/churn                   3 changes, Timely               209 k   holds; worst silence 33 = Bound4, worst wait 8 = BoundLive
-//	fixed/open-during-takeover    1 change, slow takeover         318 k   holds
-//	fixed/operator                revoke + end-session            239 k   holds
-//	fixed/restore                 a backup restored                35 k   holds
-//	fixed/rebuild                 horizon 2 ticks, 1 change       266 k   holds
-//	fixed/exactly-once(-contended) 1 duplicate per session      4 k/23 k  holds
-//	fixed/semaphore               limit 2, permits 1, 2, 1         98 k   holds
+//	check                          bounds                          states  verdict
+//	fixed/lease                    1 change, 1 keepalive in flight    75 k  holds
+//	fixed/lease-no-delay           as above, no lock-delay            43 k  holds
+//	fixed/keeper                   no change                          92 k  holds
+//	fixed/churn                    3 changes, Timely                 207 k  holds; worst silence 33 = Bound4, worst wait 8 = BoundLive
+//	fixed/open-during-takeover     1 change, slow takeover           318 k  holds
+//	fixed/operator                 1 revoke, 1 end-session           239 k  holds
+//	fixed/restore                  a backup restored                  35 k  holds
+//	fixed/rebuild                  horizon 2 ticks, 1 change         266 k  holds
+//	fixed/exactly-once(-contended) 1 duplicate a session          4 k/23 k  holds
+//	fixed/semaphore                limit 2, permits 1, 2, 1           98 k  holds
 //
-// and every today/ and mutant/ check finds its counterexample within a few
-// thousand to 0.4 million states (schedules of 8 to 42 steps). In all,
-// about 2.8 million states in 6 s; under the race detector ScaleRace runs
-// about 1.2 million in about 30 s. ScaleDeep (RAFTLOCK_MODEL_DEEP=1, the
-// chaos long run: 2 changes and 2 keepalives in flight for fixed/lease,
-// 5 changes for fixed/churn, …) explores about 14 million states in about
-// 75 s; its worst silence and wait stay at Bound4 and BoundLive.
-// TestBoundsAreReached shows both bounds exact (one tick less is broken);
-// TestRateThreshold shows P1 holding for ε ≤ margin/(TTL − margin) = 1/19
-// and broken at 6 %; TestStaleEvidenceThreshold shows how much stale
-// evidence the election timeout in the grace absorbs.
+// and every today/, mutant/ and exception/ check finds its counterexample,
+// of 8 to 42 steps, within 0.1 to 950 thousand states. In all about 3.7
+// million states in 7 s. Under the race detector the catalogue runs at
+// ScaleRace (smaller bounds for the open, operator and renewed-in-state
+// checks, 2 changes for fixed/churn): about 2.1 million states in about a
+// minute on a shared 2-core machine, the package's other tests 20 s more.
+// ScaleDeep (RAFTLOCK_MODEL_DEEP=1, in the chaos long run: 3 changes and 2
+// keepalives in flight for fixed/lease, 7 changes for fixed/churn, 1 change
+// for keeper, operator and restore, a 4-tick rebuild horizon, 2
+// acquisitions for the semaphore and duplicates) explores about 21 million
+// states in about 85 s; its worst silence and wait stay at Bound4 and
+// BoundLive. TestBoundsAreReached shows both bounds exact (one tick less
+// is broken); TestRateThreshold shows P1 holding for
+// ε ≤ margin/(TTL − margin) = 1/19 and broken at 6 %;
+// TestStaleEvidenceThreshold shows how much stale evidence the election
+// timeout in the grace absorbs.
 //
 // # What the model found in today's design
 //
@@ -321,7 +326,7 @@
 //
 // Item 9 — a silent session ends within a bound, whatever the number of
 // leader changes (Variant.RenewPerTerm; mutants grace-reset-unbounded,
-// ack-before-renewed, today/churn).
+// ack-before-renewed, renewed-in-state, today/churn).
 //
 //   - FSM state (cluster version 4, in snapshots): per session
 //     renewedAt, the index of the last entry that renewed it in the log
@@ -341,17 +346,22 @@
 //     install the install time — both later, so safe).
 //   - Leader, keepalive of a marked session: propose Renewed for it
 //     (gathered with the other marked sessions' keepalives, like group
-//     commit, or on a small periodic entry), wait for the commit, then set
-//     deadline = received + TTL and acknowledge; never acknowledge before
-//     the commit (mutant ack-before-renewed: a later leader's origin would
-//     predate the acknowledgement). An unmarked session's keepalive:
-//     item 7's confirmation. The refusals stay (deadline passed at
-//     arrival, expiry proposed).
+//     commit, or on a small periodic entry), wait for the commit of that
+//     entry — its own proposal's result (the Apply future), not the state
+//     machine showing the session renewed — then set deadline =
+//     received + TTL and acknowledge. Never acknowledge before the commit
+//     (mutant ack-before-renewed: a later leader's origin would predate the
+//     acknowledgement), nor on another leader's Renewed entry (mutant
+//     renewed-in-state: a deposed leader whose entry was dropped sees the
+//     next leader's commit and acknowledges a keepalive the log never
+//     recorded; the deep bound found this in the model's first version of
+//     the rule). An unmarked session's keepalive: item 7's confirmation.
+//     The refusals stay (deadline passed at arrival, expiry proposed).
 //   - Leader, takeover: a marked session's deadline is
 //     markerApplied[origin] + TTL + ElectionTimeout (this replica's apply
 //     time of the origin marker; the earliest known apply time of a later
-//     marker if that one is unknown); item 8's replayed opens: replay time
-//   - TTL.
+//     marker if that one is unknown); a session opened during the takeover
+//     (item 8): its replay time plus TTL.
 //   - Cost: one Renewed record per live session per leader term, batched
 //     (N sessions: about N/MaxExpireSessions small entries after a leader
 //     change, spread over the keepalive interval); keepalives are

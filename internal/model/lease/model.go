@@ -13,7 +13,7 @@ type Violation struct {
 
 func (v *Violation) Error() string { return v.Prop + ": " + v.Detail }
 
-// model is a configuration's transition relation: Successors lists every
+// model is a configuration's transition relation: successors lists every
 // step from a state, pure and deterministic.
 type model struct {
 	cfg Config
@@ -27,9 +27,9 @@ type model struct {
 	ld          [2]int // real ticks of the lock-delay, on a slow and a fast clock
 	ldMin       int    // the shortest real lock-delay a correct leader times (P3's window)
 	p4, live    int    // the bounds checked (Timely)
-	capOrigin   int
-	useReadAge  bool // the takeover's read time is used at its install
-	scratch     step // the successor under construction (successors is not reentrant)
+	capOrigin   int    // the cap of the ages a takeover reads (beyond the grace they behave alike)
+	useReadAge  bool   // the takeover's read time is used at its install
+	scratch     step   // the successor under construction (successors is not reentrant)
 	fastChoices []uint8
 	walls       []int8
 }
@@ -82,7 +82,7 @@ func ri(fast bool) int {
 	return 0
 }
 
-// Initial returns the initial states: a leader that has taken over (of
+// initial returns the initial states: a leader that has taken over (of
 // every clock rate and wall offset), the clients' sessions open and just
 // renewed — or, with Bounds.Open, not yet opened.
 func (m *model) initial() []State {
