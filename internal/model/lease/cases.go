@@ -82,6 +82,9 @@ func Catalogue(sc Scale) []Case {
 	add("", "sessions opened while a new leader takes over (issue 45 item 8)", opening("fixed/open-during-takeover", fx))
 	add("", "operator revoke and end-session take a lock from a live holder: the documented exception, nothing else",
 		held("fixed/operator", small, fx, lw, Bounds{Changes: pick(0, 0, 1), KA: pick(0, 1, 1), Sends: 1, Revokes: 1, Ends: 1}))
+	opx := held("exception/operator-overlap", small, fx, lw, Bounds{KA: 0, Revokes: 1, Ends: 1})
+	opx.NoException = true
+	add("P1", "without the documented exception, a revoke or end-session overlaps a live holder's window: the exception is what fixed/operator needs", opx)
 	add("", "a restore of an older backup: tokens keep increasing (P2)",
 		Config{Name: "fixed/restore", Params: small, Variant: fx, Clients: ii, Bounds: Bounds{Changes: pick(0, 0, 1), Acquires: 1, Restores: 1, NoClose: true}})
 	rb := Config{Name: "fixed/rebuild", Params: small, Variant: fx, Clients: []ClientKind{Immortal},

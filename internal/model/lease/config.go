@@ -64,6 +64,10 @@ type Config struct {
 	// P4 and Live override the bounds checked in Timely configurations
 	// (0: Bound4 and BoundLive of the parameters).
 	P4, Live int
+	// NoException checks P1 and P3 without the operator exception: the
+	// operator actions' overlaps then count (to show that the exception is
+	// what they need, and that the checks reach them).
+	NoException bool
 }
 
 // Validate refuses a configuration the model cannot run.

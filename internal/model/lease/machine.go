@@ -72,7 +72,7 @@ func (st *step) applyEntry(e entry) {
 	case eEndSession:
 		if f.Alive[c] {
 			st.exempt(c)
-			if int(s.M.GuardBy) == c+1 {
+			if int(s.M.GuardBy) == c+1 && !m.cfg.NoException {
 				s.M.Guard, s.M.GuardBy = 0, 0 // ending a session skips its lock-delay: the documented exception
 			}
 			st.endSession(c, false)
@@ -133,7 +133,7 @@ func (st *step) lapsedDelays() bool { return st.m.v.LapsedEnd && !st.m.v.SkipLap
 // exempt marks client c's open window as taken by an operator action (the
 // documented exception to P1).
 func (st *step) exempt(c int) {
-	if cl := &st.s.C[c]; cl.Win == winOpen {
+	if cl := &st.s.C[c]; cl.Win == winOpen && !st.m.cfg.NoException {
 		cl.Win = winExempt
 	}
 }
@@ -382,7 +382,9 @@ func (st *step) restore() {
 		}
 	}
 	f.Queue = [maxClients]uint8{}
-	s.M.Guard, s.M.GuardBy = 0, 0 // a restore replaces the lock table, delays included: the documented exception
+	if !m.cfg.NoException {
+		s.M.Guard, s.M.GuardBy = 0, 0 // a restore replaces the lock table, delays included: the documented exception
+	}
 	f.Delayed, f.DelayTok, f.DelayAge = false, 0, 0
 	l.DelayArmed = false
 	f.Orphan = f.BackupHeld
