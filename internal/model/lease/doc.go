@@ -183,7 +183,8 @@
 // an unrenewed client-kept lease (handles.expireUnrenewed → Lease.Unlock)
 // does the same, while the session is still valid.
 //
-// A third path, not in the issue (today/unlock-lost): Lease.Unlock of a
+// A third path, not named in the issue (today/unlock-lost; item 4's fix on
+// main covers it too): Lease.Unlock of a
 // lease whose session was lost proposes a plain Release
 // (Lease.releaseAfterEnd, "in case the cluster still has it"); when it
 // commits before the leader's expiry it hands the lock over at once,
@@ -273,27 +274,28 @@
 //
 // Item 4 — a lapse keeps its lock-delay (Variant.LapsedEnd; mutants
 // close-skips-delay, today/lose-close, today/unlock-lost, today/keeper).
+// This rule has landed on main as the model states it (package fsm's
+// lapsed forms of CloseSession and Release, lockapi's Session.Abandon and
+// its deadline checks, admin's abandoned client-kept sessions):
 //
-//   - Log: CloseSession and Release get a Lapsed flag (cluster version 4;
-//     a new op or a flag byte; refused below version 4 in the node's
-//     versionGate and in the FSM's apply).
+//   - Log: CloseSession and Release carry Lapsed (cluster version 4).
 //   - FSM: a Lapsed CloseSession or Release ends the session's (or the
 //     owner's) exclusive grants with expiry semantics: a grant of a session
-//     with a lock-delay enters it (applier.startDelay, EventReleased with
-//     DelayFor and DelayToken, as ExpireSessions does); shared grants are
-//     released as at an expiry.
+//     with a lock-delay enters it (EventReleased with DelayFor and
+//     DelayToken, as ExpireSessions does); shared grants and waits end at
+//     once.
 //   - lockapi: a command is Lapsed when it is sent at or after the
 //     session's deadline (now ≥ validUntil, read when it is sent) or after
-//     the session was lost: Session.lose's CloseSession always;
-//     Lease.releaseAfterEnd for a lost session; Session.Close and
-//     Lease.Unlock check the deadline first (Session.checkDeadline).
-//     Unlock keeps its meaning (it returns once the release committed).
-//   - admin: handles.expireUnrenewed releases with Lapsed (the window it
-//     reported to the HTTP client ended unrenewed) — through an internal
-//     seam of lockapi, no new exported name.
-//   - Below version 4 nothing can carry Lapsed: a lost client then sends
-//     no close or release for a session with a lock-delay, and the leader
-//     expires it (with its delay).
+//     the session was lost: Session.lose's CloseSession, an Unlock of a
+//     lost lease, a Close or Unlock called after the deadline before the
+//     watch goroutine noticed it.
+//   - admin: a client-kept lease whose HTTP client did not ask in time is
+//     released with expiry semantics.
+//   - Below version 4 main writes the plain forms: during a rolling
+//     upgrade a lapse that the client notices first releases without the
+//     delay (today/lose-close). Sending nothing then, and letting the
+//     leader expire the session, would keep P3 at the cost of up to a
+//     margin's wait.
 //
 // Item 7 — confirmations rest on fresh evidence (Params.StaleAck 0;
 // mutant stale-confirmation, today/stale-evidence). The Config-only route
