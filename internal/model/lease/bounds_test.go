@@ -71,11 +71,7 @@ func TestRateThreshold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := ""
-		if r.Violation != nil {
-			got = r.Violation.Prop
-		}
-		if got != tc.want {
+		if got := r.Verdict(); got != tc.want {
 			t.Fatalf("ε = %d/%d: %q, want %q\n%s", tc.num, tc.den, got, tc.want, r.Schedule())
 		}
 	}
@@ -107,11 +103,7 @@ func TestStaleEvidenceThreshold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := ""
-		if r.Violation != nil {
-			got = r.Violation.Prop
-		}
-		if got != tc.want {
+		if got := r.Verdict(); got != tc.want {
 			t.Fatalf("StaleAck %d (grace without ET %v): %q, want %q\n%s", tc.stale, tc.graceNoET, got, tc.want, r.Schedule())
 		}
 	}

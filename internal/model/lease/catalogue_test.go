@@ -44,10 +44,7 @@ func TestCatalogue(t *testing.T) {
 			}
 			states += r.States
 			elapsed += r.Elapsed
-			got := ""
-			if r.Violation != nil {
-				got = r.Violation.Prop
-			}
+			got := r.Verdict()
 			expect := "all hold"
 			if c.Want != "" {
 				expect = "breaks " + c.Want

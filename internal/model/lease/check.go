@@ -25,6 +25,15 @@ type Result struct {
 	Trace     []TraceStep // the shortest schedule that reaches the violation
 }
 
+// Verdict returns the property the check found broken ("" when every
+// property holds).
+func (r *Result) Verdict() string {
+	if r.Violation == nil {
+		return ""
+	}
+	return r.Violation.Prop
+}
+
 // TraceStep is one step of a counterexample: the action, the real time
 // (ticks) after it, and the state it led to.
 type TraceStep struct {
