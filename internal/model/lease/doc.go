@@ -93,9 +93,10 @@
 //   - leader duties done at once (step.due): a leader proposes an expiry
 //     or an EndDelay when it is due and installs its takeover as soon as it
 //     has read (except with Bounds.SlowTakeover). A leader that does these
-//     later only grants later — its schedules are covered by the prompt
-//     leader's — while keepalive confirmations, commits and client steps
-//     keep every delay.
+//     later only grants later, with the same deadlines — its schedules are
+//     covered by the prompt leader's (a keepalive it refuses meanwhile is
+//     one the network could drop) — while keepalive confirmations, commits
+//     and client steps keep every delay.
 //
 // Symmetry reduction was not needed: in the configurations, clients play
 // distinct roles (the holder, the waiters in FIFO order, different
@@ -212,10 +213,11 @@
 // Issue 45 item 8 (today/open-during-takeover, 25 steps): a new leader's
 // barrier is applied and takeOver reads the sessions and its clock at
 // t = 0, then stalls (its goroutine starved, or the heap of a million
-// sessions); at t = 20 a client opens a session, it commits, the client
-// takes the lock; the install replays the open with the clock read at
-// t = 0: deadline t = 10, already past; the session is expired and the
-// waiter granted while the client's window runs to t = 29.
+// sessions); at t = 10 a client opens a session, it commits, the install
+// replays the open with the clock read at t = 0: deadline t = 10, due at
+// once; the client takes the lock, the leader expires the session, and the
+// next client is granted the lock at t = 10 while the first one's window
+// runs to t = 19.
 //
 // Issue 45 item 7 (today/stale-evidence, 29 steps, and the derivation
 // below): a leader deposed at t = 0 acknowledges a keepalive that arrives
