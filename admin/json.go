@@ -36,6 +36,7 @@ const (
 	ErrKindTooLarge       = "too_large"    // 413: the body is over Limits.MaxBodyBytes
 	ErrKindClientQuota    = "client_quota" // 429: a per-client or server quota of Limits (acquisitions, long polls)
 	ErrKindQuota          = "quota"        // 429: a cluster quota (fsm.Limits) refused the command
+	ErrKindFairShare      = "fair_share"   // 429: this node's (or session's) fair share of a cluster quota is used up
 	ErrKindInternal       = "internal"
 	ErrKindNotFound       = "not_found"          // 404: no such path, session or handle
 	ErrKindMethod         = "method_not_allowed" // 405 (the Allow header lists the methods)
@@ -70,6 +71,9 @@ func classify(err error) (int, ErrorJSON) {
 	switch {
 	case errors.As(err, &quota):
 		body.Error = ErrKindClientQuota
+		return http.StatusTooManyRequests, body
+	case errors.Is(err, lockapi.ErrFairShare):
+		body.Error = ErrKindFairShare
 		return http.StatusTooManyRequests, body
 	case errors.Is(err, lockapi.ErrQuota):
 		body.Error = ErrKindQuota

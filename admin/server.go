@@ -98,7 +98,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = cfg.Node.Logger()
 	}
-	opts := []lockapi.SessionOption{lockapi.WithOwner(cfg.Owner), lockapi.WithLogger(cfg.Logger)}
+	// The shared session opens in the node's reserve when HTTP clients (or
+	// the application) used up the node's share of the sessions.
+	opts := []lockapi.SessionOption{lockapi.WithOwner(cfg.Owner), lockapi.WithLogger(cfg.Logger), lockapi.WithReserve()}
 	if cfg.Metrics != nil {
 		opts = append(opts, lockapi.WithMetrics(cfg.Metrics))
 	}

@@ -13,7 +13,7 @@ const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
 	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
-	entryV4         byte = 4 // adds the commands of cluster version 4: the lapsed forms (ops 44-45)
+	entryV4         byte = 4 // adds the commands of cluster version 4: the lapsed forms (ops 44-45), the fair shares' (46-47)
 	maxEntryVersion      = entryV4
 )
 
@@ -66,6 +66,14 @@ const (
 //
 //	CloseSession(lapsed)  op 44: Session, Seq uvarint, AckBelow uvarint
 //	Release(lapsed)       op 45: Session uvarint, Lock, Owner, Seq, AckBelow
+//
+// and the forms of cluster version 4 of two commands (fairshare_codec.go),
+// written exactly when they carry what the older form cannot:
+//
+//	SetLimits (46)     the 5 limits of version 2, MaxLocks, MaxStateBytes,
+//	                   NodeShares, MaxSessionWaitersPerLock (uvarints)
+//	OpenSession (47)   TTL, LockDelay, Description, Node string,
+//	                   flags byte (bit 0: Reserved)
 //
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
@@ -122,7 +130,14 @@ func commandVersion(c Command) byte {
 		if c.Seq != 0 || c.AckBelow != 0 {
 			return entryV2
 		}
-	case EndDelay, SetLimits, SetClusterVersion, InitCluster:
+	case OpenSession, SetLimits:
+		if fairForm(c) {
+			return entryV4
+		}
+		if c.Op() == OpSetLimits {
+			return entryV2
+		}
+	case EndDelay, SetClusterVersion, InitCluster:
 		return entryV2
 	case SetValue, RaiseTokens, Revoke:
 		return entryV3
@@ -156,6 +171,9 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 		return dst, fmt.Errorf("%w: nil command", ErrInvalidEntry)
 	}
 	long := func(what string) error { return fmt.Errorf("%w: %s too long", ErrInvalidEntry, what) }
+	if fairForm(c) {
+		return appendFairForm(dst, c)
+	}
 	dst = append(dst, byte(c.Op()))
 	switch c := c.(type) {
 	case OpenSession:

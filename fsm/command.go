@@ -26,7 +26,9 @@ type Op uint8
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
 // version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
 // entry version 3 (cluster version 3); 44-45 (the lapsed forms of
-// CloseSession and Release, lapse.go) need entry version 4 (cluster
+// CloseSession and Release, lapse.go) and 46-47 (the forms of SetLimits
+// and OpenSession of the fair shares, fairshare_codec.go; their Op is
+// still OpSetLimits and OpOpenSession) need entry version 4 (cluster
 // version 4).
 const (
 	OpOpenSession       Op = 1
@@ -108,12 +110,25 @@ type Command interface {
 // this also answers a duplicate delivered after the session ended).
 
 // OpenSession creates a session. Result: StatusOK with the new session id,
-// or StatusQuota (QuotaSessions).
+// or StatusQuota (QuotaSessions, QuotaNodeSessions, QuotaStateBytes,
+// QuotaNodeBytes).
 type OpenSession struct {
 	TTL         time.Duration // how long the session lives without a keepalive
 	LockDelay   time.Duration // after expiry, how long its locks stay ungranted (0 = none)
 	Description string        // who owns it (node, process, free text)
+	// Node is the node the request came from, for the fair shares
+	// (cluster version 4, see fairshare.go). The leader sets it; whatever
+	// a client puts here is replaced. At most 128 bytes.
+	Node string
+	// Reserved (cluster version 4) lets the session open in its node's
+	// reserve — a few sessions each node may hold beyond its share and the
+	// cluster's MaxSessions — when a session quota refuses it otherwise:
+	// for a replica's own housekeeping session (the admin server's).
+	Reserved bool
 }
+
+// maxNodeLen bounds OpenSession.Node.
+const maxNodeLen = 128
 
 // CloseSession ends a session voluntarily: it releases the locks the session
 // holds (with no lock-delay) and drops its waits. Result: StatusOK, or
@@ -206,6 +221,9 @@ func (c OpenSession) Validate() error {
 	}
 	if c.LockDelay < 0 || c.LockDelay > MaxLockDelay {
 		return fmt.Errorf("%w: lock-delay %v outside [0, %v]", ErrInvalidCommand, c.LockDelay, MaxLockDelay)
+	}
+	if len(c.Node) > maxNodeLen || !utf8.ValidString(c.Node) {
+		return fmt.Errorf("%w: node of %d bytes (want at most %d of UTF-8)", ErrInvalidCommand, len(c.Node), maxNodeLen)
 	}
 	return ValidateDescription(c.Description)
 }

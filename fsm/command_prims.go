@@ -76,8 +76,10 @@ const (
 // SetValue replaces the value of the grant of Owner on Lock (the exclusive
 // holder, a reader or a semaphore holder of Session). Result: StatusOK with
 // the grant's Token, StatusNotHolder if Owner holds no grant of Lock for
-// Session (a waiter has no grant yet), StatusNoSession. Exactly-once with
-// Seq, like every session command. Cluster version 3.
+// Session (a waiter has no grant yet), StatusNoSession, or StatusQuota
+// when a longer value would pass Limits.MaxStateBytes or the node's share
+// of it. Exactly-once with Seq, like every session command. Cluster
+// version 3.
 type SetValue struct {
 	Session  SessionID
 	Lock     string

@@ -130,6 +130,12 @@ func (d *decoder) limit() int {
 	return int(v)
 }
 
+// limits reads the five limits of version 2 into l.
+func (d *decoder) limits(l *Limits) {
+	l.MaxLockNameLen, l.MaxWaitersPerLock, l.MaxLocksPerSession = d.limit(), d.limit(), d.limit()
+	l.MaxSessions, l.RequestWindow = d.limit(), d.limit()
+}
+
 // end reports the decoder's error, or an error if bytes are left over.
 func (d *decoder) end() error {
 	if d.err == nil && d.off != len(d.b) {
@@ -230,8 +236,7 @@ func (d *decoder) command() Command {
 		return c
 	case op == OpSetLimits && v2:
 		var l Limits
-		l.MaxLockNameLen, l.MaxWaitersPerLock, l.MaxLocksPerSession = d.limit(), d.limit(), d.limit()
-		l.MaxSessions, l.RequestWindow = d.limit(), d.limit()
+		d.limits(&l)
 		return SetLimits{Limits: l}
 	case op == OpSetClusterVersion && v2:
 		return SetClusterVersion{Version: d.uvarint()}
@@ -253,6 +258,8 @@ func (d *decoder) command() Command {
 		c := Release{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner(), Lapsed: true}
 		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
 		return c
+	case (op == opSetLimitsFair || op == opOpenSessionFair) && d.version >= entryV4:
+		return d.fairForm(op)
 	}
 	d.off--
 	d.unsupported("command type %d in an entry of version %d", uint8(op), d.version)

@@ -29,6 +29,8 @@ func (a *applier) startDelay(name string, l *lock, s *session, h holder) int64 {
 	}
 	if l.delayed {
 		a.st.delayed.set(name, l.delayUntil)
+		l.delayNode = s.node
+		a.st.use(s.node, usage{locks: 1, bytes: delayBytes(name)})
 	}
 	return l.delayUntil
 }

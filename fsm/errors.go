@@ -40,6 +40,12 @@ var (
 	// ErrQuota: a replicated quota refused the command (see Limits). Nothing
 	// changed.
 	ErrQuota = errors.New("fsm: quota exceeded")
+	// ErrFairShare: the quota that refused the command is a fair share
+	// (Quota.String says whose: a node's share of the sessions, locks,
+	// bytes or a lock's queue, or a session's share of a lock's queue;
+	// see Limits.NodeShares): the client's node or session used its
+	// share, while others still can. Always wrapped with ErrQuota.
+	ErrFairShare = errors.New("fsm: fair share used up")
 	// ErrConflict: the name is in use as another kind (lock or semaphore)
 	// or as a semaphore of another limit. Nothing changed.
 	ErrConflict = errors.New("fsm: name in use as another kind or limit")

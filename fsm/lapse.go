@@ -58,7 +58,7 @@ func (a *applier) releaseLapsed(c Release) Result {
 	}
 	l = st.mutLock(c.Lock)
 	h := l.holder
-	st.uninvolve(h.session, h.owner, c.Lock)
+	st.uninvolve(h.session, h.owner, c.Lock, h.value)
 	a.delayGrant(c.Lock, l, s, h, ReasonSessionExpired)
 	st.dropIfIdle(c.Lock, l)
 	return Result{Status: StatusOK}

@@ -30,6 +30,33 @@ type Limits struct {
 	// refused. It bounds the results kept per session. At most
 	// MaxRequestWindow.
 	RequestWindow int
+
+	// Cluster version 4: the state's bounds and fair shares (see
+	// fairshare.go). Until the cluster version is 4 the leader proposes
+	// them as zero (Downgrade), and a SetLimits that sets one needs
+	// version 4.
+
+	// MaxLocks bounds the locks of the cluster: every grant (an exclusive
+	// holder, a reader, a semaphore's holder), every waiter and every lock
+	// in lock-delay counts one. (Lock names in use are never more: a name
+	// is forgotten once nothing holds it, waits for it or delays it.)
+	MaxLocks int
+	// MaxStateBytes bounds the state's accounted size: every session,
+	// grant, waiter and lock-delay is charged its strings (lock name,
+	// value, description, node) and a fixed part that covers its measured
+	// heap (sessionCharge, acquisitionCharge, delayCharge). At most 2^40.
+	MaxStateBytes int64
+	// NodeShares is the number of nodes guaranteed a fair share of every
+	// cluster-wide bound — MaxSessions, MaxLocks, MaxStateBytes and each
+	// lock's MaxWaitersPerLock — counted per node that opened the
+	// sessions (OpenSession.Node): a node holding more than bound /
+	// (2 × NodeShares) may add more only while the cluster (or the
+	// lock's queue) uses less than half the bound. 0: no shares (first
+	// come, first served). At most 1,024.
+	NodeShares int
+	// MaxSessionWaitersPerLock bounds the waiters of one session in one
+	// lock's queue (its share of the queue).
+	MaxSessionWaitersPerLock int
 }
 
 // Defaults of DefaultLimits, and hard bounds.
@@ -40,19 +67,33 @@ const (
 	DefaultRequestWindow      = 1024
 	MaxRequestWindow          = 1 << 16
 	maxQuota                  = 1 << 30
+
+	defaultMaxLocks                 = 1_000_000
+	defaultMaxStateBytes            = 1 << 30
+	defaultNodeShares               = 8
+	defaultMaxSessionWaitersPerLock = 1_000
+	maxStateBytes                   = 1 << 40
+	maxNodeShares                   = 1 << 10
 )
 
 // DefaultLimits returns the quotas a node proposes unless configured
 // otherwise: lock names of up to 512 bytes, 10,000 waiters per lock,
 // 10,000 locks and waits per session, 100,000 sessions, 1,024 requests in
-// flight per session.
+// flight per session; from cluster version 4 a million locks, 1 GiB of
+// accounted state, 1,000 waiters of one session in one lock's queue, and
+// fair shares for 8 nodes (each guaranteed 6,250 sessions, 625 waiters in
+// a lock's queue, 62,500 locks and 64 MiB).
 func DefaultLimits() Limits {
 	return Limits{
-		MaxLockNameLen:     MaxLockNameLen,
-		MaxWaitersPerLock:  DefaultMaxWaitersPerLock,
-		MaxLocksPerSession: DefaultMaxLocksPerSession,
-		MaxSessions:        DefaultMaxSessions,
-		RequestWindow:      DefaultRequestWindow,
+		MaxLockNameLen:           MaxLockNameLen,
+		MaxWaitersPerLock:        DefaultMaxWaitersPerLock,
+		MaxLocksPerSession:       DefaultMaxLocksPerSession,
+		MaxSessions:              DefaultMaxSessions,
+		RequestWindow:            DefaultRequestWindow,
+		MaxLocks:                 defaultMaxLocks,
+		MaxStateBytes:            defaultMaxStateBytes,
+		NodeShares:               defaultNodeShares,
+		MaxSessionWaitersPerLock: defaultMaxSessionWaitersPerLock,
 	}
 }
 
@@ -72,8 +113,27 @@ func (l Limits) Validate() error {
 		return bad("MaxSessions", l.MaxSessions, maxQuota)
 	case l.RequestWindow < 0 || l.RequestWindow > MaxRequestWindow:
 		return bad("RequestWindow", l.RequestWindow, MaxRequestWindow)
+	case l.MaxLocks < 0 || l.MaxLocks > maxQuota:
+		return bad("MaxLocks", l.MaxLocks, maxQuota)
+	case l.MaxStateBytes < 0 || l.MaxStateBytes > maxStateBytes:
+		return fmt.Errorf("%w: limit MaxStateBytes = %d outside [0, %d]", ErrInvalidCommand, l.MaxStateBytes, int64(maxStateBytes))
+	case l.NodeShares < 0 || l.NodeShares > maxNodeShares:
+		return bad("NodeShares", l.NodeShares, maxNodeShares)
+	case l.MaxSessionWaitersPerLock < 0 || l.MaxSessionWaitersPerLock > maxQuota:
+		return bad("MaxSessionWaitersPerLock", l.MaxSessionWaitersPerLock, maxQuota)
 	}
 	return nil
+}
+
+// fair reports whether l sets a limit of cluster version 4.
+func (l Limits) fair() bool {
+	return l.MaxLocks != 0 || l.MaxStateBytes != 0 || l.NodeShares != 0 || l.MaxSessionWaitersPerLock != 0
+}
+
+// withoutFair returns l without the limits of cluster version 4.
+func (l Limits) withoutFair() Limits {
+	l.MaxLocks, l.MaxStateBytes, l.NodeShares, l.MaxSessionWaitersPerLock = 0, 0, 0, 0
+	return l
 }
 
 // window is the effective request window.
@@ -94,12 +154,34 @@ const (
 	QuotaSessionLocks                  // Limits.MaxLocksPerSession
 	QuotaSessions                      // Limits.MaxSessions
 	QuotaRequests                      // Limits.RequestWindow
-	maxQuotaKind      = QuotaRequests
+
+	// Cluster version 4 (fairshare.go). The quotas whose name says "per
+	// node" or "per session of a lock" are shares: a refusal by one wraps
+	// ErrFairShare as well — the client's node (or session) used its
+	// share, while others still can.
+	QuotaLocks          // Limits.MaxLocks
+	QuotaStateBytes     // Limits.MaxStateBytes
+	QuotaNodeSessions   // a node's share of Limits.MaxSessions
+	QuotaNodeLocks      // a node's share of Limits.MaxLocks
+	QuotaNodeBytes      // a node's share of Limits.MaxStateBytes
+	QuotaNodeWaiters    // a node's share of a lock's Limits.MaxWaitersPerLock
+	QuotaSessionWaiters // Limits.MaxSessionWaitersPerLock
+	maxQuotaKind        = QuotaSessionWaiters
 )
 
 // Quotas lists every quota kind (metrics initialise a series per kind).
 func Quotas() []Quota {
-	return []Quota{QuotaLockName, QuotaWaiters, QuotaSessionLocks, QuotaSessions, QuotaRequests}
+	return []Quota{QuotaLockName, QuotaWaiters, QuotaSessionLocks, QuotaSessions, QuotaRequests,
+		QuotaLocks, QuotaStateBytes, QuotaNodeSessions, QuotaNodeLocks, QuotaNodeBytes, QuotaNodeWaiters, QuotaSessionWaiters}
+}
+
+// share reports whether q is a fair share (ErrFairShare).
+func (q Quota) share() bool {
+	switch q {
+	case QuotaNodeSessions, QuotaNodeLocks, QuotaNodeBytes, QuotaNodeWaiters, QuotaSessionWaiters:
+		return true
+	}
+	return false
 }
 
 func (q Quota) String() string {
@@ -114,6 +196,20 @@ func (q Quota) String() string {
 		return "sessions"
 	case QuotaRequests:
 		return "requests_in_flight"
+	case QuotaLocks:
+		return "locks"
+	case QuotaStateBytes:
+		return "state_bytes"
+	case QuotaNodeSessions:
+		return "sessions_per_node"
+	case QuotaNodeLocks:
+		return "locks_per_node"
+	case QuotaNodeBytes:
+		return "state_bytes_per_node"
+	case QuotaNodeWaiters:
+		return "waiters_per_node_per_lock"
+	case QuotaSessionWaiters:
+		return "waiters_per_session_per_lock"
 	}
 	return fmt.Sprintf("Quota(%d)", uint8(q))
 }

@@ -14,14 +14,14 @@ func (a *applier) acquire(c Acquire) Result {
 		return quotaResult(QuotaLockName, "lock name of %d bytes (limit %d)", len(c.Lock), lim)
 	}
 	req := waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index,
-		shared: c.Shared, permits: c.Permits, value: c.Value}
+		shared: c.Shared, permits: c.Permits, value: c.Value, node: s.node}
 	l := st.mutLock(c.Lock)
 	if l == nil {
-		if r, refused := a.sessionQuota(s); refused {
+		if r, refused := a.acquisitionQuota(s, c.Lock, c.Value); refused {
 			return r
 		}
 		l = st.newLock(c.Lock, c.Limit)
-		st.involve(c.Session, c.Owner, c.Lock)
+		st.involve(c.Session, c.Owner, c.Lock, c.Value)
 		return a.grant(c.Lock, l, req)
 	}
 	if r, conflict := l.conflict(c); conflict {
@@ -50,22 +50,22 @@ func (a *applier) acquire(c Acquire) Result {
 	case l.waiters.len() == 0 && l.admits(req):
 		// Nobody waits and it fits (a free lock has no waiters: a release
 		// or a delay's end hands it to the first).
-		if r, refused := a.sessionQuota(s); refused {
+		if r, refused := a.acquisitionQuota(s, c.Lock, c.Value); refused {
 			st.dropIfIdle(c.Lock, l) // a version-1 delay that settle just ended leaves it idle
 			return r
 		}
-		st.involve(c.Session, c.Owner, c.Lock)
+		st.involve(c.Session, c.Owner, c.Lock, c.Value)
 		return a.grant(c.Lock, l, req)
 	case c.Wait:
-		if lim := st.limits.MaxWaitersPerLock; lim > 0 && l.waiters.len() >= lim {
-			return quotaResult(QuotaWaiters, "%d waiters on lock %q (limit %d)", l.waiters.len(), c.Lock, lim)
+		if r, refused := a.waitQuota(l, s, c.Lock); refused {
+			return r
 		}
-		if r, refused := a.sessionQuota(s); refused {
+		if r, refused := a.acquisitionQuota(s, c.Lock, c.Value); refused {
 			return r
 		}
 		l.waiters.push(req)
 		st.waiters++
-		st.involve(c.Session, c.Owner, c.Lock)
+		st.involve(c.Session, c.Owner, c.Lock, c.Value)
 		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner, Shared: c.Shared, Permits: c.Permits})
 		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
@@ -108,7 +108,7 @@ func (a *applier) release(c Release) Result {
 		}
 		l = st.mutLock(c.Lock)
 		a.endGrant(c.Lock, l, h, ReasonOwner)
-		st.uninvolve(h.session, h.owner, c.Lock)
+		st.uninvolve(h.session, h.owner, c.Lock, h.value)
 		a.promote(c.Lock, l)
 		st.dropIfIdle(c.Lock, l)
 		return Result{Status: StatusOK}
@@ -120,7 +120,7 @@ func (a *applier) release(c Release) Result {
 	l = st.mutLock(c.Lock) // a private copy has other slots: find again
 	w := l.waiters.removeSlot(l.waiters.find(c.Owner))
 	st.waiters--
-	st.uninvolve(w.session, w.owner, c.Lock)
+	st.uninvolve(w.session, w.owner, c.Lock, w.value)
 	a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
 	a.promote(c.Lock, l) // the waiter may have stopped those behind it
 	st.dropIfIdle(c.Lock, l)

@@ -46,11 +46,17 @@ func (m *model) setValue(c SetValue) Result {
 		return Result{Status: StatusNotHolder}
 	}
 	if h := l.holder; h != nil && h.owner == c.Owner && h.session == c.Session {
+		if r := m.valueQuota(c.Session, h.value, c.Value); r.Status != 0 {
+			return r
+		}
 		h.value = c.Value
 		return Result{Status: StatusOK, Session: c.Session, Token: h.token}
 	}
 	for i, g := range l.shared {
 		if g.owner == c.Owner && g.session == c.Session {
+			if r := m.valueQuota(c.Session, g.value, c.Value); r.Status != 0 {
+				return r
+			}
 			l.shared[i].value = c.Value
 			return Result{Status: StatusOK, Session: c.Session, Token: g.token}
 		}

@@ -65,7 +65,12 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			switch rapid.IntRange(0, 19).Draw(rt, "kind") {
 			case 0:
 				d := rapid.SampledFrom([]time.Duration{0, time.Second, 2 * time.Second}).Draw(rt, "delay")
-				return OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
+				c := OpenSession{TTL: time.Second, LockDelay: d, Description: "s"}
+				if rapid.IntRange(0, 2).Draw(rt, "from a node") > 0 { // cluster version 4
+					c.Node = rapid.SampledFrom([]string{"n1", "n1", "n2", "?"}).Draw(rt, "node")
+					c.Reserved = rapid.IntRange(0, 3).Draw(rt, "reserved") == 0
+				}
+				return c
 			case 1:
 				s := session(rt)
 				seq, ack := request(rt, s)
@@ -113,10 +118,16 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				}
 				return EndDelay{Delays: refs}
 			case 11:
-				return SetLimits{Limits: Limits{
-					MaxLockNameLen: rapid.SampledFrom([]int{0, 1, 512}).Draw(rt, "name len"), MaxWaitersPerLock: rapid.IntRange(0, 3).Draw(rt, "waiters"),
+				l := Limits{
+					MaxLockNameLen: rapid.SampledFrom([]int{0, 1, 512}).Draw(rt, "name len"), MaxWaitersPerLock: rapid.IntRange(0, 6).Draw(rt, "waiters"),
 					MaxLocksPerSession: rapid.IntRange(0, 3).Draw(rt, "locks"), MaxSessions: rapid.IntRange(0, 6).Draw(rt, "sessions"),
-					RequestWindow: rapid.IntRange(0, 4).Draw(rt, "window")}}
+					RequestWindow: rapid.IntRange(0, 4).Draw(rt, "window")}
+				if rapid.Bool().Draw(rt, "fair shares") { // cluster version 4
+					l.MaxLocks, l.NodeShares = rapid.IntRange(0, 8).Draw(rt, "max locks"), rapid.IntRange(0, 2).Draw(rt, "node shares")
+					l.MaxStateBytes = rapid.SampledFrom([]int64{0, 1500, 2500, 5000}).Draw(rt, "max bytes")
+					l.MaxSessionWaitersPerLock = rapid.IntRange(0, 2).Draw(rt, "session waiters")
+				}
+				return SetLimits{Limits: l}
 			case 12:
 				if rapid.Bool().Draw(rt, "cluster id") {
 					return InitCluster{ID: rapid.SampledFrom([]string{"c1", "c2"}).Draw(rt, "id")}
@@ -230,6 +241,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			"": func(rt *rapid.T) {
 				checkAgainstModel(rt, h.f, m)
 				checkInvariants(rt, h.f)
+				checkUsage(rt, h.f, m)
 			},
 		})
 

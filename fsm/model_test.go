@@ -25,9 +25,12 @@ type model struct {
 }
 
 type msession struct {
-	delay   time.Duration
-	floor   uint64
-	results map[uint64]Result
+	delay    time.Duration
+	floor    uint64
+	results  map[uint64]Result
+	desc     string
+	node     string
+	reserved bool
 }
 
 type mowner struct {
@@ -48,6 +51,7 @@ type mlock struct {
 	until      int64
 	delayFor   int64
 	delayToken Token
+	delayNode  string
 }
 
 func newModel() *model {
@@ -160,12 +164,7 @@ func (m *model) apply(c Command) Result {
 func (m *model) exec(c Command) Result {
 	switch c := c.(type) {
 	case OpenSession:
-		if m.limits.MaxSessions > 0 && len(m.sessions) >= m.limits.MaxSessions {
-			return Result{Status: StatusQuota, Quota: QuotaSessions}
-		}
-		m.nextSess++
-		m.sessions[m.nextSess] = &msession{delay: c.LockDelay, results: map[uint64]Result{}}
-		return Result{Status: StatusOK, Session: m.nextSess}
+		return m.openSession(c)
 	case CloseSession:
 		if _, ok := m.sessions[c.Session]; !ok {
 			return Result{Status: StatusNoSession}
@@ -250,7 +249,7 @@ func (m *model) settle(l *mlock) bool {
 	if !l.delayed || m.now < l.until {
 		return false
 	}
-	l.delayed, l.until = false, 0
+	l.delayed, l.until, l.delayNode = false, 0, ""
 	if l.holder == nil {
 		m.promote(l)
 	}
@@ -264,7 +263,6 @@ func (m *model) acquire(c Acquire) Result {
 	if lim := m.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
 		return Result{Status: StatusQuota, Quota: QuotaLockName}
 	}
-	full := m.limits.MaxLocksPerSession > 0 && m.acquisitions(c.Session) >= m.limits.MaxLocksPerSession
 	if l := m.locks[c.Lock]; l != nil && l.limit != c.Limit {
 		return Result{Status: StatusConflict, Session: c.Session, Count: l.limit}
 	}
@@ -298,17 +296,17 @@ func (m *model) acquire(c Acquire) Result {
 	}
 	req := mowner{session: c.Session, owner: c.Owner, shared: c.Shared, permits: c.Permits, value: c.Value}
 	if len(l.queue) == 0 && l.admits(req) {
-		if full {
-			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
+		if r := m.acquisitionQuota(c); r.Status != 0 {
+			return r
 		}
 		return Result{Status: StatusGranted, Session: c.Session, Token: m.grant(l, req)}
 	}
 	if c.Wait {
-		switch {
-		case m.limits.MaxWaitersPerLock > 0 && len(l.queue) >= m.limits.MaxWaitersPerLock:
-			return Result{Status: StatusQuota, Quota: QuotaWaiters}
-		case full:
-			return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
+		if r := m.waitQuota(l, c); r.Status != 0 {
+			return r
+		}
+		if r := m.acquisitionQuota(c); r.Status != 0 {
+			return r
 		}
 		l.queue = append(l.queue, req)
 		return Result{Status: StatusQueued, Session: c.Session, Position: len(l.queue)}
@@ -336,7 +334,7 @@ func (m *model) release(c Release) Result {
 		h := l.holder
 		l.holder = nil
 		if d := m.sessions[h.session].delay; c.Lapsed && d > 0 { // as on the session's expiry
-			m.delay(l, d, h.token)
+			m.delay(l, d, h.token, m.sessions[h.session].node)
 		}
 		return Result{Status: StatusOK}
 	}
@@ -357,7 +355,7 @@ func (m *model) release(c Release) Result {
 
 // end removes a session by scanning every lock in name order.
 func (m *model) end(s SessionID, expired bool) {
-	delay := m.sessions[s].delay
+	delay, node := m.sessions[s].delay, m.sessions[s].node
 	delete(m.sessions, s)
 	for _, name := range slices.Sorted(maps.Keys(m.locks)) {
 		l := m.locks[name]
@@ -373,17 +371,21 @@ func (m *model) end(s SessionID, expired bool) {
 			m.promote(l)
 			continue
 		}
-		m.delay(l, delay, h.token)
+		m.delay(l, delay, h.token, node)
 	}
 }
 
-// delay puts l, whose exclusive grant tok just ended, into a lock-delay d.
-func (m *model) delay(l *mlock, d time.Duration, tok Token) {
+// delay puts l, whose exclusive grant tok (of a session of node) just
+// ended, into a lock-delay d.
+func (m *model) delay(l *mlock, d time.Duration, tok Token, node string) {
 	l.until = m.now + int64(d)
 	if m.version >= 2 {
 		l.delayed, l.delayFor, l.delayToken = true, int64(d), tok
 	} else {
 		l.delayed = l.until != 0
+	}
+	if l.delayed {
+		l.delayNode = node
 	}
 }
 
@@ -397,7 +399,7 @@ func (m *model) revoke(c Revoke) Result {
 	if h := l.holder; h != nil && h.token == c.Token {
 		l.holder = nil
 		if d := m.sessions[h.session].delay; d > 0 {
-			m.delay(l, d, h.token)
+			m.delay(l, d, h.token, m.sessions[h.session].node)
 		} else {
 			m.promote(l)
 		}

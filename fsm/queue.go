@@ -20,6 +20,41 @@ type queue struct {
 	head   int             // slots before it were popped
 	live   int             // waiters in the queue
 	owners map[OwnerID]int // owner → slot in items; nil below indexThreshold
+	// With owners: the waiters of each session and of each node (the
+	// shares of the queue, fairshare.go).
+	bySession map[SessionID]int
+	byNode    map[string]int
+}
+
+// countOf returns how many waiters of session s, and of node, the queue
+// holds: O(1) with the index, a pass over a short queue without.
+func (q *queue) countOf(s SessionID, node string) (bySession, byNode int) {
+	if q.owners != nil {
+		return q.bySession[s], q.byNode[node]
+	}
+	for w := range q.all() {
+		if w.session == s {
+			bySession++
+		}
+		if w.node == node {
+			byNode++
+		}
+	}
+	return bySession, byNode
+}
+
+// count adds d to the index's counts of w.
+func (q *queue) count(w waiter, d int) {
+	if n := q.bySession[w.session] + d; n > 0 {
+		q.bySession[w.session] = n
+	} else {
+		delete(q.bySession, w.session)
+	}
+	if n := q.byNode[w.node] + d; n > 0 {
+		q.byNode[w.node] = n
+	} else {
+		delete(q.byNode, w.node)
+	}
 }
 
 func (q *queue) len() int { return q.live }
@@ -100,6 +135,7 @@ func (q *queue) push(w waiter) {
 	switch {
 	case q.owners != nil:
 		q.owners[w.owner] = len(q.items) - 1
+		q.count(w, 1)
 	case q.live >= indexThreshold:
 		q.buildIndex()
 	}
@@ -119,6 +155,7 @@ func (q *queue) removeSlot(i int) waiter {
 	q.live--
 	if q.owners != nil {
 		delete(q.owners, w.owner)
+		q.count(w, -1)
 	}
 	if i == q.head {
 		q.head++
@@ -153,15 +190,17 @@ func (q *queue) tidy() {
 		}
 	}
 	if q.owners != nil && q.live < indexThreshold/2 {
-		q.owners = nil
+		q.owners, q.bySession, q.byNode = nil, nil, nil
 	}
 }
 
 func (q *queue) buildIndex() {
 	q.owners = make(map[OwnerID]int, 2*q.live)
+	q.bySession, q.byNode = make(map[SessionID]int), make(map[string]int)
 	for i := q.head; i < len(q.items); i++ {
 		if w := q.items[i]; !w.owner.IsZero() {
 			q.owners[w.owner] = i
+			q.count(w, 1)
 		}
 	}
 }
@@ -184,6 +223,7 @@ func (q *queue) removeOwners(owners []OwnerID, fn func(waiter)) {
 		q.live--
 		if q.owners != nil {
 			delete(q.owners, removed[k].owner)
+			q.count(removed[k], -1)
 		}
 	}
 	q.tidy()

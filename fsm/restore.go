@@ -116,6 +116,9 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 				l.waiters.items[i].session += SessionID(offset)
 			}
 		}
+		if l.waiters.owners != nil {
+			l.waiters.buildIndex() // its counts by session
+		}
 	}
 	b.tokenSeq = max(b.tokenSeq, cur.tokenSeq)
 	if b.version < versionExactlyOnce && cur.version >= versionExactlyOnce {

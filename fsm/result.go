@@ -77,7 +77,7 @@ type Result struct {
 
 // Err maps the status to a sentinel error: nil for OK, Granted and Queued;
 // ErrLocked, ErrNotHolder, ErrNoSession, ErrInvalidCommand, ErrStale,
-// ErrQuota or ErrConflict otherwise.
+// ErrQuota (and ErrFairShare for a share) or ErrConflict otherwise.
 func (r Result) Err() error {
 	switch r.Status {
 	case StatusOK, StatusGranted, StatusQueued:
@@ -100,6 +100,9 @@ func (r Result) Err() error {
 	case StatusStale:
 		return ErrStale
 	case StatusQuota:
+		if r.Quota.share() {
+			return fmt.Errorf("%w: %w: %s: %s", ErrQuota, ErrFairShare, r.Quota, r.Reason)
+		}
 		return fmt.Errorf("%w: %s: %s", ErrQuota, r.Quota, r.Reason)
 	case StatusConflict:
 		return fmt.Errorf("%w: %s", ErrConflict, r.Reason)

@@ -106,7 +106,7 @@ func (a *applier) revoke(c Revoke) Result {
 	case l.held && l.holder.token == c.Token:
 		l = st.mutLock(c.Lock)
 		h := l.holder
-		st.uninvolve(h.session, h.owner, c.Lock)
+		st.uninvolve(h.session, h.owner, c.Lock, h.value)
 		if s := st.sessions.get(h.session); s != nil && s.lockDelay > 0 {
 			a.delayGrant(c.Lock, l, s, h, ReasonRevoked)
 		} else {
@@ -124,7 +124,7 @@ func (a *applier) revoke(c Revoke) Result {
 	}
 	l = st.mutLock(c.Lock)
 	a.endGrant(c.Lock, l, h, ReasonRevoked)
-	st.uninvolve(h.session, h.owner, c.Lock)
+	st.uninvolve(h.session, h.owner, c.Lock, h.value)
 	a.promote(c.Lock, l)
 	st.dropIfIdle(c.Lock, l)
 	return Result{Status: StatusOK, Token: h.token}

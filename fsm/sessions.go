@@ -2,20 +2,25 @@ package fsm
 
 func (a *applier) openSession(c OpenSession) Result {
 	st := a.st
-	if lim := st.limits.MaxSessions; lim > 0 && st.sessions.len() >= lim {
-		return quotaResult(QuotaSessions, "%d live sessions (limit %d)", st.sessions.len(), lim)
+	reserved, r, refused := a.admitSession(c)
+	if refused {
+		return r
 	}
 	st.sessionSeq++
 	id := SessionID(st.sessionSeq)
-	st.sessions.set(id, &session{
+	s := &session{
 		gen:         st.gen,
 		id:          id,
 		ttl:         int64(c.TTL),
 		lockDelay:   int64(c.LockDelay),
 		description: c.Description,
+		node:        c.Node,
+		reserved:    reserved,
 		createdAt:   a.now,
 		createdIdx:  a.index,
-	})
+	}
+	st.sessions.set(id, s)
+	st.use(s.node, s.usage())
 	a.emit(Event{Kind: EventSessionOpened, Session: id})
 	return Result{Status: StatusOK, Session: id}
 }
@@ -79,6 +84,7 @@ func (a *applier) endSession(s *session, reason Reason) {
 		st.dropIfIdle(name, l)
 	}
 	st.sessions.del(s.id)
+	st.use(s.node, s.usage().add(usage{locks: len(s.acqs), bytes: s.acqBytes}).neg())
 	kind := EventSessionClosed
 	if reason == ReasonSessionExpired {
 		kind = EventSessionExpired

@@ -129,7 +129,8 @@ func (l *lock) sharedByToken(owners []OwnerID) []holder {
 // setValue replaces the value of a grant (SetValue).
 func (a *applier) setValue(c SetValue) Result {
 	st := a.st
-	if st.sessions.get(c.Session) == nil {
+	s := st.sessions.get(c.Session)
+	if s == nil {
 		return Result{Status: StatusNoSession}
 	}
 	l := st.locks.get(c.Lock)
@@ -139,6 +140,13 @@ func (a *applier) setValue(c SetValue) Result {
 	h, ok := l.grantOf(c.Owner)
 	if !ok || h.session != c.Session {
 		return Result{Status: StatusNotHolder}
+	}
+	if r, refused := a.valueQuota(s, h.value, c.Value); refused {
+		return r
+	}
+	if d := int64(len(c.Value) - len(h.value)); d != 0 {
+		st.mutSession(c.Session).acqBytes += d
+		st.use(s.node, usage{bytes: d})
 	}
 	l = st.mutLock(c.Lock)
 	h.value = c.Value

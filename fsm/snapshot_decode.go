@@ -101,6 +101,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	if err := st.decodeSections(sr, nSections); err != nil {
 		return nil, err
 	}
+	st.recount() // the fair shares' usage (fairshare.go)
 	want := sr.crc
 	var sum [4]byte
 	if _, err := io.ReadFull(sr.r, sum[:]); err != nil {
@@ -128,9 +129,7 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks, nSections
 	if v >= snapshotV2 {
 		st.version = d.uvarint()
 		st.clusterID = d.string(MaxClusterIDLen)
-		l := &st.limits
-		l.MaxLockNameLen, l.MaxWaitersPerLock, l.MaxLocksPerSession = d.limit(), d.limit(), d.limit()
-		l.MaxSessions, l.RequestWindow = d.limit(), d.limit()
+		d.limits(&st.limits)
 	}
 	nSessions, nLocks = d.uvarint(), d.uvarint()
 	if v >= snapshotV4 {

@@ -142,7 +142,7 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 		e.l.encode(w, e.name, v)
 	}
 	for _, sec := range sections {
-		sec.encode(w)
+		sec.write(w)
 	}
 	return w.finish()
 }

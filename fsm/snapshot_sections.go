@@ -23,18 +23,29 @@ type snapshotSection struct {
 	// already read. It must check what it reads (a snapshot is outside
 	// input) and fail through d.
 	decode func(st *state, i, n int, d *decoder)
+	// prepare and begin, when set, replace records, encode and decode for
+	// a section that carries something from one record to the next (an
+	// order, a sorted list): prepare returns how many records the section
+	// writes for st and their encoder, called for i = 0..n-1 in order;
+	// begin returns the decoder of one snapshot's records of the section,
+	// called in order, with decode's contract.
+	prepare func(st *state) (n int, encode func(i int, rec []byte) []byte)
+	begin   func(st *state) func(i, n int, d *decoder)
 }
 
 // snapshotSections lists the sections in ascending tag order. A feature
 // whose state needs one adds its row here (and its cluster version to the
 // table in version.go).
-var snapshotSections = []snapshotSection{}
+var snapshotSections = []snapshotSection{
+	{tag: fairSectionTag, name: "fair shares", prepare: prepareFairSection, begin: beginFairSection}, // fairshare_snapshot.go
+}
 
-// sectionWrite is a section that has something to write, with its count.
+// sectionWrite is a section that has something to write, with its count
+// and the encoder of its records.
 type sectionWrite struct {
-	sec *snapshotSection
-	st  *state
-	n   int
+	sec    *snapshotSection
+	n      int
+	encode func(i int, rec []byte) []byte
 }
 
 // sectionsToWrite returns the sections st has content for, in tag order.
@@ -42,20 +53,26 @@ func (st *state) sectionsToWrite() []sectionWrite {
 	var out []sectionWrite
 	for i := range snapshotSections {
 		sec := &snapshotSections[i]
+		if sec.prepare != nil {
+			if n, enc := sec.prepare(st); n > 0 {
+				out = append(out, sectionWrite{sec: sec, n: n, encode: enc})
+			}
+			continue
+		}
 		if n := sec.records(st); n > 0 {
-			out = append(out, sectionWrite{sec: sec, st: st, n: n})
+			out = append(out, sectionWrite{sec: sec, n: n, encode: func(i int, rec []byte) []byte { return sec.encode(st, i, rec) }})
 		}
 	}
 	return out
 }
 
-// encode writes the section's header record and its records.
-func (s sectionWrite) encode(w *snapWriter) {
+// write writes the section's header record and its records.
+func (s sectionWrite) write(w *snapWriter) {
 	w.rec = binary.AppendUvarint(w.rec, s.sec.tag)
 	w.rec = binary.AppendUvarint(w.rec, uint64(s.n))
 	w.put()
 	for i := 0; i < s.n && w.err == nil; i++ {
-		w.rec = s.sec.encode(s.st, i, w.rec)
+		w.rec = s.encode(i, w.rec)
 		w.put()
 	}
 }
@@ -85,12 +102,16 @@ func (st *state) decodeSections(sr *snapReader, n uint64) error {
 			return snapErr("section %s: %d records", sec.name, records)
 		}
 		last = tag
+		decode := func(i, n int, d *decoder) { sec.decode(st, i, n, d) }
+		if sec.begin != nil {
+			decode = sec.begin(st)
+		}
 		for j := 0; j < int(records); j++ {
 			d, err := sr.record()
 			if err != nil {
 				return snapErr("section %s, record %d: %v", sec.name, j, err)
 			}
-			sec.decode(st, j, int(records), &d)
+			decode(j, int(records), &d)
 			if err := d.end(); err != nil {
 				return snapErr("section %s, record %d: %v", sec.name, j, err)
 			}

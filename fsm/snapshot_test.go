@@ -197,7 +197,7 @@ func FuzzRestore(f *testing.F) {
 // quotas, an exactly-once table and a version-2 lock-delay.
 func fuzzFixtureV2(t tb) *harness {
 	h := fuzzFixture(t)
-	h.entry(SetClusterVersion{Version: 2}, InitCluster{ID: "c-1"}, SetLimits{Limits: DefaultLimits()})
+	h.entry(SetClusterVersion{Version: 2}, InitCluster{ID: "c-1"}, SetLimits{Limits: DefaultLimits().withoutFair()})
 	s := h.open(time.Second, time.Second, "v2")
 	h.entry(
 		Acquire{Session: s, Lock: "v2", Owner: owner(20), Seq: 1, AckBelow: 1},

@@ -28,6 +28,11 @@ type state struct {
 	waiters    int                    // total queue entries, for Stats
 	held       int                    // locks with a holder, for Stats
 	counts     sharedCounts           // shared grants and semaphores, for Stats (shared.go)
+	// nodes and total are the usage of each node and of the cluster, for
+	// the fair shares (fairshare.go); derived from the sessions and locks
+	// (recount). nodes is private to st: freeze gives the copy its own.
+	nodes map[string]usage
+	total usage
 }
 
 type session struct {
@@ -36,6 +41,8 @@ type session struct {
 	ttl         int64
 	lockDelay   int64
 	description string
+	node        string // the node it was opened from (OpenSession.Node, cluster version 4)
+	reserved    bool   // opened in its node's reserve (OpenSession.Reserved)
 	createdAt   int64
 	createdIdx  uint64
 	// acqs holds every acquisition of this session (held or waiting), so
@@ -43,6 +50,9 @@ type session struct {
 	// and counting them is O(1). (One owner id may be used on several
 	// locks: the key is the pair.)
 	acqs map[acqKey]struct{}
+	// acqBytes is the accounted size of the acquisitions in acqs
+	// (acquisitionBytes each).
+	acqBytes int64
 	// floor and results are the exactly-once table (see requests.go).
 	floor   uint64
 	results []executed
@@ -72,8 +82,9 @@ type lock struct {
 	// timed by the leader over delayFor on its monotonic clock.
 	delayed    bool
 	delayUntil int64
-	delayFor   int64 // nanoseconds; version 2
-	delayToken Token // token of the grant whose expiry began the delay; version 2
+	delayFor   int64  // nanoseconds; version 2
+	delayToken Token  // token of the grant whose expiry began the delay; version 2
+	delayNode  string // the node of the session whose expiry began the delay (fairshare.go)
 }
 
 type holder struct {
@@ -95,6 +106,7 @@ type waiter struct {
 	shared     bool // a read grant of a lock
 	permits    int  // permits of a semaphore
 	value      string
+	node       string // its session's node (the queue counts waiters by node)
 }
 
 func newState() *state {
@@ -113,6 +125,7 @@ func (st *state) freeze() *state {
 	c.sessions = st.sessions.freeze()
 	c.locks = st.locks.freeze()
 	c.delayed = st.delayed.freeze()
+	c.nodes = maps.Clone(st.nodes)
 	st.gen++
 	return &c
 }
@@ -146,8 +159,9 @@ func (st *state) mutSession(id SessionID) *session {
 	return s
 }
 
-// involve records that session id holds or waits for lock name as owner.
-func (st *state) involve(id SessionID, owner OwnerID, name string) {
+// involve records that session id holds or waits for lock name as owner,
+// with value, and charges it to the session's node.
+func (st *state) involve(id SessionID, owner OwnerID, name, value string) {
 	s := st.mutSession(id)
 	if s == nil {
 		return
@@ -156,13 +170,25 @@ func (st *state) involve(id SessionID, owner OwnerID, name string) {
 		s.acqs = make(map[acqKey]struct{})
 	}
 	s.acqs[acqKey{name, owner}] = struct{}{}
+	n := acquisitionBytes(name, value)
+	s.acqBytes += n
+	st.use(s.node, usage{locks: 1, bytes: n})
 }
 
-// uninvolve forgets the acquisition (name, owner) of session id.
-func (st *state) uninvolve(id SessionID, owner OwnerID, name string) {
-	if s := st.mutSession(id); s != nil {
-		delete(s.acqs, acqKey{name, owner})
+// uninvolve forgets the acquisition (name, owner) of session id, whose
+// value was value.
+func (st *state) uninvolve(id SessionID, owner OwnerID, name, value string) {
+	s := st.mutSession(id)
+	if s == nil {
+		return
 	}
+	if _, ok := s.acqs[acqKey{name, owner}]; !ok {
+		return
+	}
+	delete(s.acqs, acqKey{name, owner})
+	n := acquisitionBytes(name, value)
+	s.acqBytes -= n
+	st.use(s.node, usage{locks: -1, bytes: -n})
 }
 
 // lockNames returns the names of the locks session s holds or waits for,
@@ -189,6 +215,9 @@ func (st *state) dropIfIdle(name string, l *lock) {
 
 // clearDelay ends the lock's delay (the caller grants the lock).
 func (st *state) clearDelay(name string, l *lock) {
-	l.delayed, l.delayUntil, l.delayFor, l.delayToken = false, 0, 0, 0
+	if l.delayed {
+		st.use(l.delayNode, usage{locks: -1, bytes: -delayBytes(name)})
+	}
+	l.delayed, l.delayUntil, l.delayFor, l.delayToken, l.delayNode = false, 0, 0, 0, ""
 	st.delayed.del(name)
 }

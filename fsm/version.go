@@ -21,7 +21,11 @@ package fsm
 //	   records cannot carry; entry version 4 (its commands below);
 //	   the lapsed forms of CloseSession and Release, with expiry
 //	   semantics (lapse.go, ops 44-45); Revoke of a shared grant or a
-//	   semaphore's permits (revoke.go).
+//	   semaphore's permits (revoke.go); the fair shares (fairshare.go):
+//	   the limits MaxLocks, MaxStateBytes, NodeShares and
+//	   MaxSessionWaitersPerLock (SetLimits, op 46), OpenSession with the
+//	   node it came from and the reserve (op 47), snapshot section 3
+//	   (fairshare_snapshot.go).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too
@@ -43,13 +47,18 @@ const (
 	// versionEntries4 is the cluster version from which entries of
 	// version 4 (the commands of cluster version 4) may be written.
 	versionEntries4 uint64 = 4
+	// versionFairShares is the cluster version from which the forms of
+	// SetLimits and OpenSession of the fair shares may be written and
+	// applied (fairshare_codec.go).
+	versionFairShares uint64 = 4
 )
 
 // Downgrade returns c as a cluster of the given version carries it: below
 // version 4 the lapsed forms of CloseSession and Release become the plain
 // ones (lapse.go: a lapse noticed by the client releases without the
-// lock-delay, as before, until every server supports version 4); below
-// version 2 the request numbers (Seq, AckBelow) and Release.Session are
+// lock-delay, as before, until every server supports version 4), and the
+// limits of version 4 of a SetLimits and the node and reserve of an
+// OpenSession are dropped (fairshare_codec.go); below version 2 the request numbers (Seq, AckBelow) and Release.Session are
 // dropped too — exactly-once is off while the cluster version is 1 (a
 // rolling upgrade) and commands are applied as the previous release
 // applied them. Commands that have no such form (EndDelay, SetLimits,
@@ -65,6 +74,9 @@ func Downgrade(c Command, clusterVersion uint64) Command {
 			l.Lapsed = false
 			c = l
 		}
+	}
+	if clusterVersion < versionFairShares {
+		c = withoutFairShares(c)
 	}
 	if clusterVersion >= versionExactlyOnce {
 		return c

@@ -41,9 +41,17 @@ var (
 	// through it. Identical to node.ErrClosed.
 	ErrClosed = node.ErrClosed
 	// ErrQuota: a cluster quota refused the command (locks and waits per
-	// session, waiters per lock, sessions, the session's requests in flight;
-	// see fsm.Limits); nothing changed. Identical to fsm.ErrQuota.
+	// session, waiters per lock, sessions, the session's requests in flight,
+	// the cluster's locks and bytes; see fsm.Limits); nothing changed.
+	// Identical to fsm.ErrQuota.
 	ErrQuota = fsm.ErrQuota
+	// ErrFairShare: the quota that refused the command is a fair share —
+	// this node's share of the cluster's sessions, locks or bytes or of a
+	// lock's queue, or this session's share of a lock's queue: this client
+	// used its share, while others still can (wait for yours to drain,
+	// release, close sessions). Always wraps ErrQuota too. Identical to
+	// fsm.ErrFairShare.
+	ErrFairShare = fsm.ErrFairShare
 )
 
 // LockedError is returned by TryLock when the lock is held. It wraps

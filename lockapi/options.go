@@ -40,6 +40,7 @@ type sessionConfig struct {
 	logger    *slog.Logger
 	metrics   *Metrics
 	onState   func(from, to State)
+	reserved  bool
 }
 
 // WithTTL sets the session's TTL: how long the cluster keeps the session (and
@@ -65,6 +66,14 @@ func WithLockDelay(d time.Duration) SessionOption { return func(c *sessionConfig
 func WithOwner(description string) SessionOption {
 	return func(c *sessionConfig) { c.owner = description }
 }
+
+// WithReserve lets the session open in its node's reserve when the
+// cluster's session quota or the node's fair share of it is used up: each
+// node keeps a few sessions (4) for its own housekeeping — the admin
+// server's shared session uses it — so that clients which used up the
+// node's share do not lock the replica's own tools out. Needs cluster
+// version 4 (ignored before).
+func WithReserve() SessionOption { return func(c *sessionConfig) { c.reserved = true } }
 
 // WithLogger sets the session's logger (default: the node's).
 func WithLogger(l *slog.Logger) SessionOption { return func(c *sessionConfig) { c.logger = l } }

@@ -138,7 +138,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		releases: make(map[fsm.OwnerID]*release),
 	}
 	sent := time.Now()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner})
+	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner, Reserved: cfg.reserved})
 	if err != nil {
 		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), n.Timing().ElectionTimeout)
 		return nil, fmt.Errorf("lockapi: open session: %w", err)

@@ -25,6 +25,9 @@ type proposal struct {
 	// (announce_route.go): "" this node, else the forwarding peer's Raft id
 	// (originOf) or originUnknown.
 	origin string
+	// from is the node a forwarded command came from, as the leader stamps
+	// it on an OpenSession (requester); "" for this node's own commands.
+	from string
 }
 
 func newProposal(ctx context.Context, cmd fsm.Command) *proposal {

@@ -256,8 +256,18 @@ type Config struct {
 	// counted in raftlock_node_quota_refusals_total{quota}. DefaultConfig
 	// sets fsm.DefaultLimits(): lock names of up to 512 bytes, 10,000
 	// waiters per lock, 10,000 locks and waits per session, 100,000
-	// sessions, 1,024 requests in flight per session. A zero field means no
-	// quota (RequestWindow: the default).
+	// sessions, 1,024 requests in flight per session; and, once the
+	// cluster version is 4, a million locks (grants, waiters and
+	// lock-delays), 1 GiB of accounted state, 1,000 waiters of one session
+	// in one lock's queue, and fair shares for 8 nodes (NodeShares): a
+	// node is guaranteed 1/16 of the sessions, locks and bytes and of
+	// each lock's queue (6,250 sessions, 62,500 locks, 64 MiB, 625
+	// waiters), and may take more only while the cluster (or the queue)
+	// is less than half full — so no node's clients can starve another's.
+	// A session belongs to the node its OpenSession came through (the
+	// leader records it; see fsm.OpenSession.Node). A zero field means no
+	// quota (RequestWindow: the default; NodeShares: no shares, first come
+	// first served).
 	Limits fsm.Limits
 	// maxClusterVersion, when set and not 0, is the highest cluster version
 	// this node reports and raises to (tests: a node that pretends to be of

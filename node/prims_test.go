@@ -49,7 +49,9 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 			t.Fatalf("cluster version %d with a server of version 2", v)
 		}
 		c.Eventually(10*time.Second, func() (bool, string) {
-			return leader.Status().Limits == fsm.DefaultLimits(), "quotas not proposed at version 2"
+			// The limits of version 4 wait for version 4.
+			return leader.Status().Limits == fsm.Downgrade(fsm.SetLimits{Limits: fsm.DefaultLimits()}, 2).(fsm.SetLimits).Limits,
+				"quotas not proposed at version 2"
 		})
 		ctx := context.Background()
 		s := openSession(t, ctx, leader, time.Minute)

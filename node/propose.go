@@ -161,7 +161,7 @@ func (n *Node) commit(batch []*proposal) {
 			p.finish(outcome{err: err})
 			continue
 		}
-		cmds = append(cmds, fsm.Downgrade(p.cmd, v))
+		cmds = append(cmds, n.stamp(fsm.Downgrade(p.cmd, v), p.from, v))
 		kept = append(kept, p)
 	}
 	if batch = kept; len(batch) == 0 {

@@ -58,7 +58,7 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 			t.Fatalf("refused commands changed the state: %+v → %+v", before, after)
 		}
 		leader := c.Nodes[c.WaitLeader(time.Second)]
-		for _, q := range fsm.Quotas() {
+		for _, q := range []fsm.Quota{fsm.QuotaLockName, fsm.QuotaWaiters, fsm.QuotaSessionLocks, fsm.QuotaSessions, fsm.QuotaRequests} {
 			if got := node.QuotaRefusals(leader, q); got != 1 {
 				t.Errorf("refusals by %s: %v, want 1", q, got)
 			}

@@ -109,6 +109,7 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 	if peer, ok := transport.PeerFromContext(ctx); ok {
 		origin = originOf(peer.Identity.NodeID, peer.Identity.Incarnation)
 	}
+	from := n.requester(ctx)
 	ps := make([]*proposal, len(cmds))
 	var group []*proposal
 	for i, c := range cmds {
@@ -117,7 +118,7 @@ func (n *Node) applyForwarded(ctx context.Context, cmds []fsm.Command) []outcome
 			continue
 		}
 		ps[i] = newProposal(ctx, c)
-		ps[i].origin = origin
+		ps[i].origin, ps[i].from = origin, from
 		group = append(group, ps[i])
 	}
 	// The handler commits the batch itself when the proposer is idle (it

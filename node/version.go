@@ -93,13 +93,19 @@ func (n *Node) supportedVersion(ctx context.Context) (uint64, error) {
 }
 
 // syncLimits (leader) proposes its configured quotas when they differ from
-// the state machine's (from cluster version 2 on); it retries until they
-// are committed or ctx ends.
+// the state machine's (from cluster version 2 on), as far as the cluster
+// version carries them (fsm.Downgrade: the limits of version 4 wait for
+// version 4); it retries until they are committed or ctx ends.
 func (n *Node) syncLimits(ctx context.Context) {
-	for n.fsm.ClusterVersion() >= 2 && n.fsm.Limits() != n.cfg.Limits {
-		out := n.proposeAsLeader(ctx, fsm.SetLimits{Limits: n.cfg.Limits})
+	for {
+		v := n.fsm.ClusterVersion()
+		want := fsm.Downgrade(fsm.SetLimits{Limits: n.cfg.Limits}, v).(fsm.SetLimits)
+		if v < 2 || n.fsm.Limits() == want.Limits {
+			return
+		}
+		out := n.proposeAsLeader(ctx, want)
 		if out.err == nil && out.result().Status == fsm.StatusOK {
-			n.log.Info("quotas set", "limits", fmt.Sprintf("%+v", n.cfg.Limits), "index", out.index)
+			n.log.Info("quotas set", "limits", fmt.Sprintf("%+v", want.Limits), "index", out.index)
 			return
 		}
 		n.log.Warn("proposing the quotas failed; will retry", "err", out.err, "status", out.result().Status)
