@@ -43,6 +43,12 @@ var sampleCommands = []Command{
 	CloseSession{Session: 1 << 40, Lapsed: true},
 	Release{Session: 3, Lock: "invoice:842", Owner: owner(1), Seq: 15, AckBelow: 14, Lapsed: true},
 	Release{Session: 3, Lock: "ü", Owner: owner(2), Lapsed: true},
+	// The fair shares' forms.
+	SetLimits{Limits: DefaultLimits().withoutFair()},
+	SetLimits{Limits: Limits{MaxStateBytes: 1 << 40, NodeShares: 1024}},
+	OpenSession{TTL: time.Second, Description: "http@n1", Node: "n1", Reserved: true},
+	OpenSession{TTL: time.Second, Node: "?n2"},
+	OpenSession{TTL: time.Second, Reserved: true},
 	SetClusterVersion{Version: 4},
 }
 
@@ -121,7 +127,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzApply(t, fuzzFixture(t), data)   // the commands of every version, at cluster version 1
 		fuzzApply(t, fuzzFixtureV3(t), data) // and at version 3, with the primitives in use
-		fuzzApply(t, fuzzFixtureV4(t), data) // and at version 4 (the lapsed forms, Revoke of shared grants)
+		fuzzApply(t, fairFixture(t), data)   // and at version 4 (the lapsed forms, Revoke of shared grants, the fair shares in use)
 	})
 }
 
@@ -255,6 +261,7 @@ func checkInvariants(t tb, f *FSM) {
 			t.Fatalf("lock %q: queue counts %d live waiters, holds %d", name, l.waiters.len(), countLive(&l.waiters))
 		}
 	}
+	checkRecount(t, f)
 	for id, s := range f.st.sessions.all() {
 		if len(want[id]) != len(s.acqs) {
 			t.Fatalf("session %d indexes %d acquisitions, has %d", id, len(s.acqs), len(want[id]))

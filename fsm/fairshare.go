@@ -276,7 +276,7 @@ func (st *state) recount() {
 			}
 		}
 		if l.waiters.owners != nil {
-			l.waiters.buildIndex()
+			l.waiters.countNodes()
 		}
 		if l.delayed {
 			st.use(l.delayNode, usage{locks: 1, bytes: delayBytes(name)})

@@ -194,6 +194,15 @@ func (q *queue) tidy() {
 	}
 }
 
+// countNodes counts the waiters of each node afresh (the index's byNode,
+// after the waiters' nodes were set).
+func (q *queue) countNodes() {
+	q.byNode = make(map[string]int)
+	for w := range q.all() {
+		q.byNode[w.node]++
+	}
+}
+
 func (q *queue) buildIndex() {
 	q.owners = make(map[OwnerID]int, 2*q.live)
 	q.bySession, q.byNode = make(map[SessionID]int), make(map[string]int)

@@ -229,7 +229,7 @@ func (f *FSM) SessionLocks(id SessionID) []string {
 func (s *session) info() SessionInfo {
 	return SessionInfo{
 		ID: s.id, TTL: time.Duration(s.ttl), LockDelay: time.Duration(s.lockDelay), Description: s.description,
-		CreatedAt: s.createdAt, CreatedIdx: s.createdIdx, Locks: len(s.acqs),
+		CreatedAt: s.createdAt, CreatedIdx: s.createdIdx, Locks: len(s.acqs), Node: s.node, Reserved: s.reserved,
 	}
 }
 

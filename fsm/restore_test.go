@@ -136,6 +136,7 @@ func TestPrepareRestoreRefusesBadInput(t *testing.T) {
 func FuzzPrepareRestore(f *testing.F) {
 	f.Add(fuzzFixture(f).snapshot())
 	f.Add(fuzzFixtureV2(f).snapshot())
+	f.Add(fairFixture(f).snapshot())
 	f.Add([]byte("RLKS\x02"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cur := fuzzFixtureV2(t)

@@ -63,6 +63,8 @@ type SessionInfo struct {
 	CreatedAt   int64  // leader time, Unix nanoseconds
 	CreatedIdx  uint64 // log index of the OpenSession command
 	Locks       int    // number of locks it holds or waits for (counting each owner)
+	Node        string // the node it was opened through (OpenSession.Node; "" before cluster version 4)
+	Reserved    bool   // opened in its node's reserve (OpenSession.Reserved)
 }
 
 // LockInfo describes one lock or semaphore: its exclusive holder (if any),
