@@ -155,8 +155,8 @@ const (
 	QuotaSessions                      // Limits.MaxSessions
 	QuotaRequests                      // Limits.RequestWindow
 
-	// Cluster version 4 (fairshare.go). The quotas whose name says "per
-	// node" or "per session of a lock" are shares: a refusal by one wraps
+	// Cluster version 4 (fairshare.go). The quotas of a node, and of a
+	// session in a lock's queue, are shares: a refusal by one wraps
 	// ErrFairShare as well — the client's node (or session) used its
 	// share, while others still can.
 	QuotaLocks          // Limits.MaxLocks
@@ -201,15 +201,15 @@ func (q Quota) String() string {
 	case QuotaStateBytes:
 		return "state_bytes"
 	case QuotaNodeSessions:
-		return "sessions_per_node"
+		return "node_sessions"
 	case QuotaNodeLocks:
-		return "locks_per_node"
+		return "node_locks"
 	case QuotaNodeBytes:
-		return "state_bytes_per_node"
+		return "node_state_bytes"
 	case QuotaNodeWaiters:
-		return "waiters_per_node_per_lock"
+		return "node_waiters_per_lock"
 	case QuotaSessionWaiters:
-		return "waiters_per_session_per_lock"
+		return "session_waiters_per_lock"
 	}
 	return fmt.Sprintf("Quota(%d)", uint8(q))
 }

@@ -1,0 +1,51 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/node"
+)
+
+// Once this node's clients used up its share of the sessions, an acquire
+// that needs a session of its own answers 429 fair_share with the figures,
+// and the server's own shared session still opens (the node's reserve), so
+// acquisitions in it still work.
+func TestFairShareAnswers429AndTheSharedSessionStillOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := fsm.DefaultLimits()
+		lim.MaxSessions, lim.NodeShares = 8, 2 // a node alone: 4
+		c := clustertest.Start(t, clustertest.Options{Nodes: 1, Net: memnet.New(), Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
+		c.WaitLeader(10 * time.Second)
+		c.WaitReady(10 * time.Second)
+		n := c.Nodes[0]
+		c.Eventually(10*time.Second, func() (bool, string) { return n.Status().Limits == lim, "limits not in force" })
+		for range 4 { // the application's sessions take this node's share
+			if r, err := n.Apply(context.Background(), fsm.OpenSession{TTL: time.Hour}); err != nil || r.Status != fsm.StatusOK {
+				t.Fatalf("%v %+v", err, r)
+			}
+		}
+		api := newAPI(t, n, testLimits{})
+		defer closeAPI(t, api)
+
+		a := serve(api, "192.0.2.1:1", "POST", "/v1/acquire", `{"lock":"own","owner":"job-7"}`)
+		if a.code != http.StatusTooManyRequests || a.body.Error != ErrKindFairShare || !strings.Contains(a.body.Detail, `node_sessions: node "n1" holds 4 sessions`) {
+			t.Fatalf("an acquire in a session of its own: %d %s", a.code, a.raw)
+		}
+		t.Logf("%d %s", a.code, a.raw)
+		a = serve(api, "192.0.2.1:1", "POST", "/v1/acquire", `{"lock":"shared"}`)
+		if a.code != http.StatusOK {
+			t.Fatalf("an acquire in the server's shared session: %d %s", a.code, a.raw)
+		}
+		if a := serve(api, "192.0.2.1:1", "GET", "/v1/locks/shared", ""); a.code != http.StatusOK {
+			t.Fatalf("%d %s", a.code, a.raw)
+		}
+	})
+}
