@@ -90,3 +90,52 @@ func (f *FSM) accountedBytes() int64 {
 	defer f.mu.RUnlock()
 	return f.st.total.bytes
 }
+
+// BenchmarkHeapAtTheBound fills a state machine whose only quota is
+// Limits.MaxStateBytes = 64 MiB with held locks (of the longest name and
+// value, or short ones) from 64 sessions until the bound refuses one, and
+// reports how many it holds and the heap they take: the bound caps the
+// heap at about itself. Run it once: go test -run '^$' -bench HeapAtTheBound -benchtime 1x ./fsm/
+func BenchmarkHeapAtTheBound(b *testing.B) {
+	const bound = 64 << 20
+	for _, shape := range []struct {
+		name        string
+		lock, value func(i int) string
+	}{
+		{"largest", func(i int) string { return fmt.Sprintf("%0*d", MaxLockNameLen, i) }, func(int) string { return strings.Repeat("v", MaxValueLen) }},
+		{"short", func(i int) string { return fmt.Sprintf("job:%06d", i) }, func(int) string { return "" }},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			for range b.N {
+				h := newHarness(b)
+				h.do(SetClusterVersion{Version: MaxClusterVersion})
+				h.do(SetLimits{Limits: Limits{MaxStateBytes: bound}})
+				before := heapNow()
+				sess := make([]SessionID, 64)
+				for i := range sess {
+					sess[i] = h.open(time.Minute, 0, "bench")
+				}
+				held := 0
+				for refused := false; !refused; {
+					cmds := make([]Command, 1024)
+					for i := range cmds {
+						n := held + i
+						cmds[i] = Acquire{Session: sess[n%len(sess)], Lock: shape.lock(n), Owner: benchOwner(n), Value: shape.value(n)}
+					}
+					for _, r := range h.entry(cmds...) {
+						if r.Status == StatusQuota {
+							refused = true
+							break
+						}
+						held++
+					}
+				}
+				heap := heapNow() - before
+				b.ReportMetric(float64(held), "locks")
+				b.ReportMetric(float64(heap)/(1<<20), "heap_MiB")
+				b.ReportMetric(float64(h.f.accountedBytes())/(1<<20), "accounted_MiB")
+				runtime.KeepAlive(h)
+			}
+		})
+	}
+}

@@ -23,26 +23,29 @@ import "fmt"
 //
 // Each cluster-wide bound B (Limits.MaxSessions, MaxLocks, MaxStateBytes,
 // and MaxWaitersPerLock for each lock's queue) is shared by the nodes: with
-// D = Limits.NodeShares, a node's share is B / (2D) (at least 1). A
-// request that would add n to the usage U of the cluster (or of the
+// D = Limits.NodeShares, a node's share is S = B / (4D) (at least 1), and
+// D × S — a quarter of B — is held back for the nodes within their share.
+// A request that would add n to the usage U of the cluster (or of the
 // queue), from a node that uses u, is
 //
 //   - refused when U + n > B (the bound: QuotaSessions, QuotaLocks,
 //     QuotaStateBytes, QuotaWaiters);
-//   - admitted when u + n <= B / (2D) (within the node's share) or
-//     U + n <= B / 2 (the cluster uses less than half);
+//   - admitted when u + n <= S (within the node's share) or
+//     U + n <= B − D × S (the cluster uses less than three quarters);
 //   - refused otherwise (the node's share: QuotaNodeSessions,
 //     QuotaNodeLocks, QuotaNodeBytes, QuotaNodeWaiters; ErrFairShare).
 //
-// So one node alone may use up to half of a bound, and past half only the
-// nodes within their share may add. Guarantee: while at most D nodes use a
-// bound, a node within its share is never refused by it, whatever the
-// others do. (The usage beyond the shares, Σ max(0, u − B/(2D)), only
-// grows while U <= B/2, so it stays at most B/2; the usage within the
-// shares is at most D × B/(2D) = B/2 — so U + n <= B for a node within its
-// share.) With more than D nodes, or after a limit was lowered below what
-// is in use, the guarantee holds again once the usage drains below the
-// bounds; nothing in use is ever taken away. Shares do not move when
+// So one node alone may use up to three quarters of a bound, and past that
+// only the nodes within their share may add. Guarantee: while at most D
+// nodes use a bound, a node within its share is never refused by it,
+// whatever the others do. (The usage beyond the shares, Σ max(0, u − S),
+// only grows while U <= B − D×S, so it stays at most B − D×S; the usage
+// within the shares is at most D × S — so U + n <= B for a node within
+// its share.) With more than D nodes, or after a limit was lowered below
+// what is in use, the guarantee holds again once the usage drains below
+// the bounds; nothing in use is ever taken away. The quarter held back is
+// the price: nodes beyond their share (a lone node, or a few nodes evenly
+// loaded) use at most about three quarters of a bound. Shares do not move when
 // nodes join or leave: a new node gets its share at once, a node that
 // left keeps its usage until its sessions end (they expire after their
 // TTL when nobody keeps them alive).
@@ -60,17 +63,19 @@ import "fmt"
 // every session sessionCharge plus its description and node, every grant
 // and waiter acquisitionCharge plus its lock name and value, every
 // lock-delay delayCharge plus its lock name. The fixed charges are the
-// measured heap of the smallest such piece of state (BenchmarkHeapPer), so
-// that the accounted size bounds the heap from about above: a held lock
-// with the longest name and value is 2,048 accounted bytes and about
-// 2,040 of heap. The exactly-once results a session keeps are not
-// charged; they are bounded by Limits.RequestWindow per session.
+// measured heap of the smallest such piece of state (BenchmarkHeapPer:
+// a session of about 360 bytes, a held lock about 550 plus its name and
+// value, a waiter in a long queue about 390), so that the accounted size
+// bounds the heap from about above: a held lock with the longest name and
+// value is 2,080 accounted bytes and about 2,070 of heap. The exactly-once
+// results a session keeps are not charged; they are bounded by
+// Limits.RequestWindow per session.
 
 // Fixed charges of the accounted size (see above).
 const (
-	sessionCharge     = 320
-	acquisitionCharge = 512
-	delayCharge       = 512
+	sessionCharge     = 352
+	acquisitionCharge = 544
+	delayCharge       = 544
 )
 
 // reservedSessions is how many sessions each node may open in its reserve
@@ -125,6 +130,10 @@ func (s *session) usage() usage {
 	return u
 }
 
+// reserveDivisor: a quarter of each bound is held back for the shares
+// (a share is bound / (reserveDivisor × NodeShares)).
+const reserveDivisor = 4
+
 // Verdicts of fairShare.
 const (
 	admitted = iota
@@ -134,7 +143,7 @@ const (
 
 // nodeShare is a node's share of bound.
 func (l Limits) nodeShare(bound int64) int64 {
-	return max(bound/(2*int64(l.NodeShares)), 1)
+	return max(bound/(reserveDivisor*int64(l.NodeShares)), 1)
 }
 
 // fairShare applies the rule above: may a node that uses used of bound,
@@ -145,7 +154,7 @@ func (l Limits) fairShare(bound, total, used, n int64) int {
 		return admitted
 	case total+n > bound:
 		return overBound
-	case l.NodeShares == 0 || used+n <= l.nodeShare(bound) || total+n <= bound/2:
+	case l.NodeShares == 0 || used+n <= l.nodeShare(bound) || total+n <= bound-int64(l.NodeShares)*l.nodeShare(bound):
 		return admitted
 	}
 	return overShare
@@ -164,8 +173,8 @@ func nodeName(node string) string {
 
 // shareRefusal describes a refusal by a node's share of bound.
 func (l Limits) shareRefusal(q Quota, what, node string, used, bound, total int64) Result {
-	return quotaResult(q, "%s holds %d %s, its fair share of %d (1/(2×%d) of the limit %d) while the cluster holds %d (half or more)",
-		nodeName(node), used, what, l.nodeShare(bound), l.NodeShares, bound, total)
+	return quotaResult(q, "%s holds %d %s, its fair share of %d (1/(%d×%d) of the limit %d) while the cluster holds %d (three quarters or more)",
+		nodeName(node), used, what, l.nodeShare(bound), reserveDivisor, l.NodeShares, bound, total)
 }
 
 // admitSession decides whether the session c opens, and whether it opens

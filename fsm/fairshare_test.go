@@ -15,34 +15,35 @@ import (
 
 // The rule of fairshare.go, case by case.
 func TestFairShareRule(t *testing.T) {
-	l := Limits{NodeShares: 4} // a node's share of 80 is 10
+	l := Limits{NodeShares: 4} // a node's share of 160 is 10; 40 held back
 	for _, c := range []struct {
 		bound, total, used, n int64
 		want                  int
 	}{
-		{0, 1 << 40, 1 << 40, 1, admitted}, // no bound
-		{80, 79, 9, 1, admitted},           // the last one
-		{80, 80, 0, 1, overBound},          // full: even a node within its share
-		{80, 75, 0, 10, overBound},         // n counts
-		{80, 39, 39, 1, admitted},          // a node alone up to half
-		{80, 40, 40, 1, overShare},         // past half, beyond its share
-		{80, 40, 9, 1, admitted},           // past half, within its share
-		{80, 70, 9, 1, admitted},           // within its share
-		{80, 70, 10, 1, overShare},         // its share used
-		{80, 40, 9, 2, overShare},          // n would pass the share
-		{80, 30, 9, 20, overShare},         // n would pass half and the share
-		{81, 40, 40, 1, overShare},         // half of 81 is 40
-		{3, 1, 1, 1, overShare},            // tiny bounds: the share is at least 1
-		{3, 0, 0, 1, admitted},             //
-		{80, 40, 39, 1, overShare},         //
-		{1 << 40, 1 << 39, 1 << 37, 1, overShare},
-		{1 << 40, 1 << 39, 1<<37 - 1, 1, admitted},
+		{0, 1 << 40, 1 << 40, 1, admitted},        // no bound
+		{160, 159, 9, 1, admitted},                // the last one
+		{160, 160, 0, 1, overBound},               // full: even a node within its share
+		{160, 155, 0, 10, overBound},              // n counts
+		{160, 119, 119, 1, admitted},              // a node alone up to three quarters
+		{160, 120, 120, 1, overShare},             // past them, beyond its share
+		{160, 120, 9, 1, admitted},                // past them, within its share
+		{160, 150, 9, 1, admitted},                // within its share
+		{160, 150, 10, 1, overShare},              // its share used
+		{160, 120, 9, 2, overShare},               // n would pass the share
+		{160, 110, 9, 20, overShare},              // n would pass three quarters and the share
+		{161, 120, 120, 1, admitted},              // 161 − 4×10 = 121
+		{161, 121, 121, 1, overShare},             //
+		{3, 1, 1, 1, overShare},                   // tiny bounds: the share is at least 1
+		{3, 2, 0, 1, admitted},                    //
+		{1 << 40, 3 << 38, 1 << 36, 1, overShare}, // large ones
+		{1 << 40, 3 << 38, 1<<36 - 1, 1, admitted},
+		{1 << 40, 3<<38 - 1, 1 << 39, 1, admitted},
 	} {
 		if got := l.fairShare(c.bound, c.total, c.used, c.n); got != c.want {
 			t.Errorf("fairShare(bound %d, total %d, used %d, n %d) = %d, want %d", c.bound, c.total, c.used, c.n, got, c.want)
 		}
 	}
-	if got := (Limits{}).fairShare(80, 79, 79, 1); got != admitted {
+	if got := (Limits{}).fairShare(160, 159, 159, 1); got != admitted {
 		t.Errorf("without shares a node may take it all: %d", got)
 	}
 }
@@ -123,20 +124,20 @@ func openOn(t *testing.T, h *harness, node string) SessionID {
 // the sessions, and then every other node still gets its share; the
 // reserve gives the refused node a few more.
 func TestNodeShareOfSessions(t *testing.T) {
-	h := fairHarness(t, Limits{MaxSessions: 40, NodeShares: 2}) // a share of 10
-	for range 20 {
+	h := fairHarness(t, Limits{MaxSessions: 64, NodeShares: 2}) // a share of 8; 16 held back
+	for range 48 {
 		openOn(t, h, "a")
 	}
-	r := wantQuota(t, h, "a's 21st", OpenSession{TTL: time.Minute, Node: "a"}, QuotaNodeSessions)
+	r := wantQuota(t, h, "a's 49th", OpenSession{TTL: time.Minute, Node: "a"}, QuotaNodeSessions)
 	t.Log(r.Err())
-	for range 10 {
+	for range 8 {
 		openOn(t, h, "b")
 	}
-	wantQuota(t, h, "b's 11th", OpenSession{TTL: time.Minute, Node: "b"}, QuotaNodeSessions)
-	for range 10 { // beyond NodeShares nodes, while the cluster has room
+	wantQuota(t, h, "b's 9th", OpenSession{TTL: time.Minute, Node: "b"}, QuotaNodeSessions)
+	for range 8 { // beyond NodeShares nodes, while the cluster has room
 		openOn(t, h, "c")
 	}
-	wantQuota(t, h, "the 41st", OpenSession{TTL: time.Minute, Node: "d"}, QuotaSessions)
+	wantQuota(t, h, "the 65th", OpenSession{TTL: time.Minute, Node: "d"}, QuotaSessions)
 
 	// The reserve: 4 more for each node, even at the cluster's bound.
 	for i := range reservedSessions {
@@ -148,7 +149,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 	wantQuota(t, h, "a's 5th reserved", OpenSession{TTL: time.Minute, Node: "a", Reserved: true}, QuotaSessions)
 	r = h.do(OpenSession{TTL: time.Minute, Node: "d", Reserved: true})
 	wantStatus(t, "d's reserved", r, StatusOK)
-	if st := h.f.Stats(); st.Sessions != 45 {
+	if st := h.f.Stats(); st.Sessions != 69 {
 		t.Fatalf("%d sessions", st.Sessions)
 	}
 
@@ -159,7 +160,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 	wantStatus(t, "d's reserved again", h.do(OpenSession{TTL: time.Minute, Node: "d", Reserved: true}), StatusOK)
 
 	// A reserved request within the share takes a session of the share.
-	h2 := fairHarness(t, Limits{MaxSessions: 40, NodeShares: 2})
+	h2 := fairHarness(t, Limits{MaxSessions: 64, NodeShares: 2})
 	if si, _ := h2.f.Session(h2.do(OpenSession{TTL: time.Minute, Node: "a", Reserved: true}).Session); si.Reserved {
 		t.Fatalf("a reserved request within the share went to the reserve")
 	}
@@ -167,7 +168,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 
 // A session's share of a lock's queue, and a node's.
 func TestShareOfALocksQueue(t *testing.T) {
-	h := fairHarness(t, Limits{MaxWaitersPerLock: 16, NodeShares: 2, MaxSessionWaitersPerLock: 3}) // a node's share of a queue: 4
+	h := fairHarness(t, Limits{MaxWaitersPerLock: 16, NodeShares: 2, MaxSessionWaitersPerLock: 3}) // a node's share of a queue: 2, 4 held back
 	holder := openOn(t, h, "c")
 	wantStatus(t, "hold", h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)}), StatusGranted)
 	o := byte(10)
@@ -175,39 +176,36 @@ func TestShareOfALocksQueue(t *testing.T) {
 		o++
 		return Acquire{Session: s, Lock: "l", Owner: owner(o), Wait: true}
 	}
-	a1, a2, a3 := openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a")
+	a := []SessionID{openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a")}
 	for range 3 {
-		wantStatus(t, "a1 waits", h.do(wait(a1)), StatusQueued)
+		wantStatus(t, "a[0] waits", h.do(wait(a[0])), StatusQueued)
 	}
-	wantQuota(t, h, "a1's 4th", wait(a1), QuotaSessionWaiters)
-	for range 3 {
-		wantStatus(t, "a2 waits", h.do(wait(a2)), StatusQueued)
+	wantQuota(t, h, "a[0]'s 4th", wait(a[0]), QuotaSessionWaiters)
+	for _, s := range a[1:] {
+		for range 3 {
+			wantStatus(t, "a's sessions wait", h.do(wait(s)), StatusQueued)
+		}
 	}
-	for range 2 {
-		wantStatus(t, "a3 waits", h.do(wait(a3)), StatusQueued)
-	}
-	// Node a has 8 of 16 waiters: half the queue.
-	wantQuota(t, h, "a3's 3rd", wait(a3), QuotaNodeWaiters)
+	// Node a has 12 of 16 waiters: three quarters of the queue.
+	a3 := openOn(t, h, "a")
+	wantQuota(t, h, "a's 13th", wait(a3), QuotaNodeWaiters)
 	b1, b2 := openOn(t, h, "b"), openOn(t, h, "b")
-	for range 3 {
-		wantStatus(t, "b1 waits", h.do(wait(b1)), StatusQueued)
-	}
+	wantStatus(t, "b1 waits", h.do(wait(b1)), StatusQueued)
 	wantStatus(t, "b2 waits", h.do(wait(b2)), StatusQueued)
-	wantQuota(t, h, "b's 5th", wait(b2), QuotaNodeWaiters)
-	// Room again once the queue is under half.
-	h.do(CloseSession{Session: a1})
-	wantQuota(t, h, "b's 5th with 9 waiting", wait(b2), QuotaNodeWaiters)
-	h.do(CloseSession{Session: a2})
+	wantQuota(t, h, "b's 3rd", wait(b2), QuotaNodeWaiters)
+	// Room again once the queue is under three quarters.
+	h.do(CloseSession{Session: a[0]})
 	wantStatus(t, "b2 waits again", h.do(wait(b2)), StatusQueued)
+	wantQuota(t, h, "b's 4th", wait(b1), QuotaNodeWaiters)
 	// Another lock is another queue.
 	h.do(Acquire{Session: holder, Lock: "m", Owner: owner(200)})
-	wantStatus(t, "a3 on m", h.do(Acquire{Session: a3, Lock: "m", Owner: owner(201), Wait: true}), StatusQueued)
+	wantStatus(t, "a's on m", h.do(Acquire{Session: a3, Lock: "m", Owner: owner(201), Wait: true}), StatusQueued)
 }
 
 // The same in a queue long enough for its index (counts kept, not
 // counted).
 func TestShareOfALongQueue(t *testing.T) {
-	h := fairHarness(t, Limits{MaxWaitersPerLock: 200, NodeShares: 4, MaxSessionWaitersPerLock: 20}) // node share 25
+	h := fairHarness(t, Limits{MaxWaitersPerLock: 200, NodeShares: 4, MaxSessionWaitersPerLock: 20}) // node share 12, 48 held back
 	holder := openOn(t, h, "c")
 	h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)})
 	n := 0
@@ -216,20 +214,23 @@ func TestShareOfALongQueue(t *testing.T) {
 		return Acquire{Session: s, Lock: "l", Owner: benchOwner(n), Wait: true}
 	}
 	var as []SessionID
-	for range 5 {
+	for queued := 0; queued < 152; {
 		s := openOn(t, h, "a")
 		as = append(as, s)
-		for range 20 {
+		for range min(20, 152-queued) {
 			wantStatus(t, "a waits", h.do(wait(s)), StatusQueued)
+			queued++
 		}
-		wantQuota(t, h, "a session's 21st", wait(s), QuotaSessionWaiters)
+		if queued%20 == 0 {
+			wantQuota(t, h, "a session's 21st", wait(s), QuotaSessionWaiters)
+		}
 	}
-	wantQuota(t, h, "a at half the queue", wait(openOn(t, h, "a")), QuotaNodeWaiters)
+	wantQuota(t, h, "a at three quarters of the queue", wait(openOn(t, h, "a")), QuotaNodeWaiters)
 	b, b2 := openOn(t, h, "b"), openOn(t, h, "b")
-	for range 20 {
+	for range 10 {
 		wantStatus(t, "b waits", h.do(wait(b)), StatusQueued)
 	}
-	for range 5 {
+	for range 2 {
 		wantStatus(t, "b2 waits", h.do(wait(b2)), StatusQueued)
 	}
 	wantQuota(t, h, "b's share", wait(b2), QuotaNodeWaiters)
@@ -241,17 +242,17 @@ func TestShareOfALongQueue(t *testing.T) {
 // The cluster's bounds on locks and bytes, and the nodes' shares of them;
 // lock-delays count for the node whose session started them.
 func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
-	h := fairHarness(t, Limits{MaxLocks: 40, NodeShares: 2}) // a share of 10
+	h := fairHarness(t, Limits{MaxLocks: 40, NodeShares: 2}) // a share of 5, 10 held back
 	a, b := openOn(t, h, "a"), openOn(t, h, "b")
-	for i := range 20 {
+	for i := range 30 {
 		wantStatus(t, "a locks", h.do(Acquire{Session: a, Lock: fmt.Sprint("a", i), Owner: owner(1)}), StatusGranted)
 	}
-	wantQuota(t, h, "a's 21st", Acquire{Session: a, Lock: "a20", Owner: owner(1)}, QuotaNodeLocks)
-	wantQuota(t, h, "a's 21st, waiting", Acquire{Session: a, Lock: "b0", Owner: owner(1), Wait: true}, QuotaNodeLocks)
-	for i := range 10 {
+	wantQuota(t, h, "a's 31st", Acquire{Session: a, Lock: "a30", Owner: owner(1)}, QuotaNodeLocks)
+	wantQuota(t, h, "a's 31st, waiting", Acquire{Session: a, Lock: "b0", Owner: owner(1), Wait: true}, QuotaNodeLocks)
+	for i := range 5 {
 		wantStatus(t, "b locks", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", i), Owner: owner(2)}), StatusGranted)
 	}
-	wantQuota(t, h, "b's 11th", Acquire{Session: b, Lock: "b10", Owner: owner(2)}, QuotaNodeLocks)
+	wantQuota(t, h, "b's 6th", Acquire{Session: b, Lock: "b5", Owner: owner(2)}, QuotaNodeLocks)
 
 	// The bound itself, without shares: grants, waiters and lock-delays.
 	h = fairHarness(t, Limits{MaxLocks: 4})
@@ -304,11 +305,11 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 	for ; h.do(Acquire{Session: a, Lock: fmt.Sprintf("k%d", i%10), Owner: benchOwner(i), Wait: true}).Status != StatusQuota; i++ {
 	}
 	r := h.do(Acquire{Session: a, Lock: "k0", Owner: benchOwner(1000), Wait: true})
-	if r.Quota != QuotaNodeBytes || h.f.st.total.bytes > lim.MaxStateBytes/2 {
+	if r.Quota != QuotaNodeBytes || h.f.st.total.bytes > lim.MaxStateBytes*3/4 {
 		t.Fatalf("a alone: %+v with %d of %d bytes", r, h.f.st.total.bytes, lim.MaxStateBytes)
 	}
 	b = openOn(t, h, "b")
-	for j := range 9 { // (share 5,140 − session 327) / 514
+	for j := range 4 { // (share 2,730 − session 359) / 546
 		wantStatus(t, "b within its share", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", j), Owner: owner(2)}), StatusGranted)
 	}
 	wantQuota(t, h, "b beyond its share", Acquire{Session: b, Lock: "b9", Owner: owner(2)}, QuotaNodeBytes)

@@ -50,9 +50,9 @@ type Limits struct {
 	// cluster-wide bound — MaxSessions, MaxLocks, MaxStateBytes and each
 	// lock's MaxWaitersPerLock — counted per node that opened the
 	// sessions (OpenSession.Node): a node holding more than bound /
-	// (2 × NodeShares) may add more only while the cluster (or the
-	// lock's queue) uses less than half the bound. 0: no shares (first
-	// come, first served). At most 1,024.
+	// (4 × NodeShares) may add more only while the cluster (or the
+	// lock's queue) uses less than three quarters of the bound. 0: no
+	// shares (first come, first served). At most 1,024.
 	NodeShares int
 	// MaxSessionWaitersPerLock bounds the waiters of one session in one
 	// lock's queue (its share of the queue).
@@ -68,7 +68,7 @@ const (
 	MaxRequestWindow          = 1 << 16
 	maxQuota                  = 1 << 30
 
-	defaultMaxLocks                 = 1_000_000
+	defaultMaxLocks                 = 2_000_000
 	defaultMaxStateBytes            = 1 << 30
 	defaultNodeShares               = 8
 	defaultMaxSessionWaitersPerLock = 1_000
@@ -79,10 +79,10 @@ const (
 // DefaultLimits returns the quotas a node proposes unless configured
 // otherwise: lock names of up to 512 bytes, 10,000 waiters per lock,
 // 10,000 locks and waits per session, 100,000 sessions, 1,024 requests in
-// flight per session; from cluster version 4 a million locks, 1 GiB of
+// flight per session; from cluster version 4 two million locks, 1 GiB of
 // accounted state, 1,000 waiters of one session in one lock's queue, and
-// fair shares for 8 nodes (each guaranteed 6,250 sessions, 625 waiters in
-// a lock's queue, 62,500 locks and 64 MiB).
+// fair shares for 8 nodes (each guaranteed 3,125 sessions, 62,500 locks,
+// 32 MiB and 312 waiters in each lock's queue).
 func DefaultLimits() Limits {
 	return Limits{
 		MaxLockNameLen:           MaxLockNameLen,

@@ -257,13 +257,14 @@ type Config struct {
 	// sets fsm.DefaultLimits(): lock names of up to 512 bytes, 10,000
 	// waiters per lock, 10,000 locks and waits per session, 100,000
 	// sessions, 1,024 requests in flight per session; and, once the
-	// cluster version is 4, a million locks (grants, waiters and
+	// cluster version is 4, two million locks (grants, waiters and
 	// lock-delays), 1 GiB of accounted state, 1,000 waiters of one session
 	// in one lock's queue, and fair shares for 8 nodes (NodeShares): a
-	// node is guaranteed 1/16 of the sessions, locks and bytes and of
-	// each lock's queue (6,250 sessions, 62,500 locks, 64 MiB, 625
+	// node is guaranteed 1/32 of the sessions, locks and bytes and of
+	// each lock's queue (3,125 sessions, 62,500 locks, 32 MiB, 312
 	// waiters), and may take more only while the cluster (or the queue)
-	// is less than half full — so no node's clients can starve another's.
+	// is less than three quarters full — so no node's clients can starve
+	// another's.
 	// A session belongs to the node its OpenSession came through (the
 	// leader records it; see fsm.OpenSession.Node). A zero field means no
 	// quota (RequestWindow: the default; NodeShares: no shares, first come

@@ -22,7 +22,13 @@ import (
 //     follower can still open a session afterwards;
 //   - waiters/session: waits one session queues on one held lock (until
 //     refused); other_session_queues is 1 when another session (on the
-//     other follower) can still queue on that lock afterwards.
+//     other follower) can still queue on that lock afterwards;
+//     waiters/node: the waits of the greedy node's sessions on that lock
+//     (further sessions queue until the node is refused);
+//     other_node_queues is 1 when a new session of the other follower can
+//     still queue afterwards;
+//   - other_node_sessions_after: sessions the other follower opens after
+//     the flood (until refused).
 //
 // Run it alone, once: go test -run '^$' -bench FloodShares -benchtime 1x ./node/
 func BenchmarkFloodShares(b *testing.B) {
@@ -60,14 +66,33 @@ func BenchmarkFloodShares(b *testing.B) {
 			}
 			queued++
 		}
-		w, err := other.Apply(ctx, fsm.Acquire{Session: second, Lock: "contended", Owner: newOwner(), Wait: true})
-		otherQueues := 0.0
-		if err == nil && w.Status == fsm.StatusQueued {
-			otherQueues = 1
+		queues := func(s fsm.SessionID) float64 {
+			w, err := other.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
+			b.Logf("another session's wait: %v %v", err, w.Err())
+			if err == nil && w.Status == fsm.StatusQueued {
+				return 1
+			}
+			return 0
 		}
-		b.Logf("one session queued %d waits; then another session's wait: %v %v", queued, err, w.Err())
+		b.Logf("one session queued %d waits", queued)
 		b.ReportMetric(float64(queued), "waiters/session")
-		b.ReportMetric(otherQueues, "other_session_queues")
+		b.ReportMetric(queues(second), "other_session_queues")
+		// The greedy node's further sessions queue until refused.
+		byNode := queued
+		for refused := false; !refused; {
+			s := open(greedy, "greedy waiter")
+			for {
+				r, err := greedy.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
+				if err != nil || r.Status != fsm.StatusQueued {
+					refused = r.Quota != fsm.QuotaSessionWaiters
+					b.Logf("the greedy node's wait %d: %v %v", byNode+1, err, r.Err())
+					break
+				}
+				byNode++
+			}
+		}
+		b.ReportMetric(float64(byNode), "waiters/node")
+		b.ReportMetric(queues(open(other, "third")), "other_node_queues")
 
 		// Sessions.
 		var opened atomic.Int64
@@ -95,6 +120,14 @@ func BenchmarkFloodShares(b *testing.B) {
 		}
 		b.ReportMetric(float64(opened.Load()), "sessions/node")
 		b.ReportMetric(otherOpens, "other_node_opens")
+		more := 0
+		for ; otherOpens == 1; more++ {
+			if r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"}); err != nil || r.Status != fsm.StatusOK {
+				b.Logf("then the other follower opened %d more: %v %v", more, err, r.Err())
+				break
+			}
+		}
+		b.ReportMetric(float64(more), "other_node_sessions_after")
 		b.Logf("a follower's client opened %d sessions in %v; then the other follower's open: %v %v", opened.Load(), took, err, r.Err())
 		c.Close()
 	}
