@@ -26,7 +26,7 @@ func TestFairShareAnswers429AndTheSharedSessionStillOpens(t *testing.T) {
 		c.WaitLeader(10 * time.Second)
 		c.WaitReady(10 * time.Second)
 		n := c.Nodes[0]
-		c.Eventually(10*time.Second, func() (bool, string) { return n.Status().Limits == lim, "limits not in force" })
+		c.WaitLimits(lim, 10*time.Second)
 		for range 6 { // the application's sessions take what this node may
 			if r, err := n.Apply(context.Background(), fsm.OpenSession{TTL: time.Hour}); err != nil || r.Status != fsm.StatusOK {
 				t.Fatalf("%v %+v", err, r)

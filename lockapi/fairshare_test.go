@@ -22,14 +22,7 @@ func TestFairSharesReachTheApplication(t *testing.T) {
 		lim := fsm.DefaultLimits()
 		lim.MaxSessions, lim.NodeShares, lim.MaxSessionWaitersPerLock = 16, 2, 2 // a node's share: 2 sessions, 4 held back
 		c := startCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
-		c.Eventually(10*time.Second, func() (bool, string) {
-			for _, n := range c.Nodes {
-				if n.Status().Limits != lim {
-					return false, "limits not in force"
-				}
-			}
-			return true, ""
-		})
+		c.WaitLimits(lim, 10*time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var err error

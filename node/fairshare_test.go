@@ -21,14 +21,7 @@ import (
 func fairCluster(t *testing.T, lim fsm.Limits) (*clustertest.Cluster, int) {
 	t.Helper()
 	c, li := readyCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
-	c.Eventually(10*time.Second, func() (bool, string) {
-		for _, n := range c.Nodes {
-			if n.Status().Limits != lim {
-				return false, n.ID() + " does not have the quotas yet"
-			}
-		}
-		return true, ""
-	})
+	c.WaitLimits(lim, 10*time.Second)
 	return c, li
 }
 

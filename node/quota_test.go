@@ -19,14 +19,7 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := fsm.Limits{MaxLockNameLen: 16, MaxWaitersPerLock: 1, MaxLocksPerSession: 2, MaxSessions: 3, RequestWindow: 8}
 		c, li := readyCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) { cfg.Limits = lim }})
-		c.Eventually(10*time.Second, func() (bool, string) {
-			for _, n := range c.Nodes {
-				if n.Status().Limits != lim {
-					return false, n.ID() + " does not have the quotas yet"
-				}
-			}
-			return true, ""
-		})
+		c.WaitLimits(lim, 10*time.Second)
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(li)]
 		a := openSession(t, ctx, f, time.Minute)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/raftlock/raftlock/fsm"
 )
 
 // WaitLeader waits until the running nodes agree on one leader among them,
@@ -88,6 +90,20 @@ func (c *Cluster) Follower(leader int) int {
 	}
 	c.t.Fatal("no running follower")
 	return -1
+}
+
+// WaitLimits waits until every running node applies the quotas lim (which
+// the leader proposes from its configuration).
+func (c *Cluster) WaitLimits(lim fsm.Limits, timeout time.Duration) {
+	c.t.Helper()
+	c.Eventually(timeout, func() (bool, string) {
+		for i, n := range c.Nodes {
+			if n != nil && n.Status().Limits != lim {
+				return false, fmt.Sprintf("%s has the quotas %+v, want %+v", c.ID(i), n.Status().Limits, lim)
+			}
+		}
+		return true, ""
+	})
 }
 
 // WaitClusterVersion waits until every running node applies cluster version
