@@ -20,8 +20,12 @@ type queue struct {
 	head   int             // slots before it were popped
 	live   int             // waiters in the queue
 	owners map[OwnerID]int // owner → slot in items; nil below indexThreshold
-	// With owners: the waiters of each session and of each node (the
-	// shares of the queue, fairshare.go).
+	// counts (with owners) are the waiters of each session and of each
+	// node (the shares of the queue, fairshare.go).
+	counts *queueCounts
+}
+
+type queueCounts struct {
 	bySession map[SessionID]int
 	byNode    map[string]int
 }
@@ -30,7 +34,7 @@ type queue struct {
 // holds: O(1) with the index, a pass over a short queue without.
 func (q *queue) countOf(s SessionID, node string) (bySession, byNode int) {
 	if q.owners != nil {
-		return q.bySession[s], q.byNode[node]
+		return q.counts.bySession[s], q.counts.byNode[node]
 	}
 	for w := range q.all() {
 		if w.session == s {
@@ -45,15 +49,16 @@ func (q *queue) countOf(s SessionID, node string) (bySession, byNode int) {
 
 // count adds d to the index's counts of w.
 func (q *queue) count(w waiter, d int) {
-	if n := q.bySession[w.session] + d; n > 0 {
-		q.bySession[w.session] = n
+	c := q.counts
+	if n := c.bySession[w.session] + d; n > 0 {
+		c.bySession[w.session] = n
 	} else {
-		delete(q.bySession, w.session)
+		delete(c.bySession, w.session)
 	}
-	if n := q.byNode[w.node] + d; n > 0 {
-		q.byNode[w.node] = n
+	if n := c.byNode[w.node] + d; n > 0 {
+		c.byNode[w.node] = n
 	} else {
-		delete(q.byNode, w.node)
+		delete(c.byNode, w.node)
 	}
 }
 
@@ -190,22 +195,22 @@ func (q *queue) tidy() {
 		}
 	}
 	if q.owners != nil && q.live < indexThreshold/2 {
-		q.owners, q.bySession, q.byNode = nil, nil, nil
+		q.owners, q.counts = nil, nil
 	}
 }
 
 // countNodes counts the waiters of each node afresh (the index's byNode,
 // after the waiters' nodes were set).
 func (q *queue) countNodes() {
-	q.byNode = make(map[string]int)
+	q.counts.byNode = make(map[string]int)
 	for w := range q.all() {
-		q.byNode[w.node]++
+		q.counts.byNode[w.node]++
 	}
 }
 
 func (q *queue) buildIndex() {
 	q.owners = make(map[OwnerID]int, 2*q.live)
-	q.bySession, q.byNode = make(map[SessionID]int), make(map[string]int)
+	q.counts = &queueCounts{bySession: make(map[SessionID]int), byNode: make(map[string]int)}
 	for i := q.head; i < len(q.items); i++ {
 		if w := q.items[i]; !w.owner.IsZero() {
 			q.owners[w.owner] = i
