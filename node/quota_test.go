@@ -69,7 +69,8 @@ func TestConfigValidatesLimits(t *testing.T) {
 	if cfg.Limits != fsm.DefaultLimits() {
 		t.Fatalf("default limits %+v", cfg.Limits)
 	}
-	for _, l := range []fsm.Limits{{MaxLockNameLen: fsm.MaxLockNameLen + 1}, {MaxWaitersPerLock: -1}, {RequestWindow: fsm.MaxRequestWindow + 1}} {
+	for _, l := range []fsm.Limits{{MaxLockNameLen: fsm.MaxLockNameLen + 1}, {MaxWaitersPerLock: -1}, {RequestWindow: fsm.MaxRequestWindow + 1},
+		{MaxLocks: -1}, {MaxStateBytes: 1 << 41}, {NodeShares: 1025}, {MaxSessionWaitersPerLock: -1}} {
 		cfg.Limits = l
 		if err := cfg.Validate(); !errors.Is(err, node.ErrInvalidConfig) {
 			t.Fatalf("limits %+v: %v", l, err)
