@@ -255,43 +255,57 @@ func (a *applier) valueQuota(s *session, old, value string) (Result, bool) {
 	return a.bytesQuota(s.node, a.st.nodes[s.node], int64(len(value)-len(old)))
 }
 
-// recount computes every node's usage, the cluster's, each session's
-// charge for its acquisitions, and the nodes of the waiters, from the
-// sessions and locks (after a snapshot is read).
+// recount sets every node's usage, the cluster's, each session's charge
+// for its acquisitions and the nodes of the waiters from the sessions and
+// locks (after a snapshot is read).
 func (st *state) recount() {
-	st.nodes, st.total = nil, usage{}
-	for _, s := range st.sessions.all() {
-		s.acqBytes = 0
-	}
-	for name, l := range st.locks.all() {
-		charge := func(id SessionID, value string) {
-			if s := st.sessions.get(id); s != nil {
-				s.acqBytes += acquisitionBytes(name, value)
+	for _, l := range st.locks.all() {
+		for i := l.waiters.head; i < len(l.waiters.items); i++ {
+			w := &l.waiters.items[i]
+			if s := st.sessions.get(w.session); s != nil && !w.owner.IsZero() {
+				w.node = s.node
 			}
 		}
+		if l.waiters.owners != nil {
+			l.waiters.countNodes()
+		}
+	}
+	var acqBytes map[SessionID]int64
+	st.nodes, st.total, acqBytes = st.countUsage()
+	for id, s := range st.sessions.all() {
+		s.acqBytes = acqBytes[id]
+	}
+}
+
+// countUsage counts every node's usage, the cluster's and each session's
+// charge for its acquisitions from the sessions and locks; it changes
+// nothing. O(state).
+func (st *state) countUsage() (nodes map[string]usage, total usage, acqBytes map[SessionID]int64) {
+	nodes, acqBytes = map[string]usage{}, map[SessionID]int64{}
+	add := func(node string, d usage) {
+		nodes[node] = nodes[node].add(d)
+		total = total.add(d)
+	}
+	for name, l := range st.locks.all() {
+		charge := func(id SessionID, value string) { acqBytes[id] += acquisitionBytes(name, value) }
 		if l.held {
 			charge(l.holder.session, l.holder.value)
 		}
 		for _, h := range l.shared {
 			charge(h.session, h.value)
 		}
-		for i := l.waiters.head; i < len(l.waiters.items); i++ {
-			w := &l.waiters.items[i]
-			if !w.owner.IsZero() {
-				charge(w.session, w.value)
-				if s := st.sessions.get(w.session); s != nil {
-					w.node = s.node
-				}
-			}
-		}
-		if l.waiters.owners != nil {
-			l.waiters.countNodes()
+		for w := range l.waiters.all() {
+			charge(w.session, w.value)
 		}
 		if l.delayed {
-			st.use(l.delayNode, usage{locks: 1, bytes: delayBytes(name)})
+			add(l.delayNode, usage{locks: 1, bytes: delayBytes(name)})
 		}
 	}
-	for _, s := range st.sessions.all() {
-		st.use(s.node, s.usage().add(usage{locks: len(s.acqs), bytes: s.acqBytes}))
+	for id, s := range st.sessions.all() {
+		add(s.node, s.usage().add(usage{locks: len(s.acqs), bytes: acqBytes[id]}))
 	}
+	if len(nodes) == 0 {
+		nodes = nil
+	}
+	return nodes, total, acqBytes
 }
