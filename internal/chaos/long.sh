@@ -5,7 +5,8 @@
 # (internal/model/lease) and every fuzz target for a bounded time. Writes
 # internal/chaos/results/latest-{inprocess,multiprocess,fuzz}.{json,md},
 # latest-model.md
-# (with figures per fault class) and latest.md (the tables). Run from
+# (with figures per fault class) and latest.md (the tables; the only one of
+# them that is committed, see results/.gitignore). Run from
 # anywhere; as root for partitions (network namespaces + nftables) and the
 # disk class (tmpfs).
 #
