@@ -75,6 +75,13 @@ const (
 //	OpenSession (47)   TTL, LockDelay, Description, Node string,
 //	                   flags byte (bit 0: Reserved)
 //
+// and the restore commands (RestoreChunk, RestoreCommit, RestoreAbort,
+// ops 41-43):
+//
+//	RestoreChunk       ID [16]byte, Offset uvarint, Total uvarint, Data bytes
+//	RestoreCommit      ID [16]byte, Size uvarint
+//	RestoreAbort       ID [16]byte
+//
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
 // numbers or new commands reads the same to a replica of the previous
@@ -141,6 +148,8 @@ func commandVersion(c Command) byte {
 		return entryV2
 	case SetValue, RaiseTokens, Revoke:
 		return entryV3
+	case RestoreChunk, RestoreCommit, RestoreAbort:
+		return entryV4
 	}
 	return entryV1
 }
@@ -249,6 +258,8 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 		dst = appendString(dst, c.Value)
 		dst = appendRequest(dst, c.Seq, c.AckBelow)
 	case RaiseTokens:
+	case RestoreChunk, RestoreCommit, RestoreAbort:
+		return appendRestore(dst, c)
 	default:
 		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
 	}

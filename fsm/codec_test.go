@@ -50,6 +50,10 @@ var sampleCommands = []Command{
 	OpenSession{TTL: time.Second, Node: "?n2"},
 	OpenSession{TTL: time.Second, Reserved: true},
 	SetClusterVersion{Version: 4},
+	RestoreChunk{ID: [16]byte{1, 2}, Offset: 0, Total: 9, Data: []byte("RLKS\x04")},
+	RestoreChunk{ID: [16]byte{0xfe, 15: 2}, Offset: 100, Total: 1 << 20, Data: []byte{0, 1, 2}},
+	RestoreCommit{ID: [16]byte{0xfe, 15: 1}, Size: 1 << 20},
+	RestoreAbort{ID: [16]byte{0xfe, 15: 2}},
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -125,9 +129,10 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3, 0, 1, byte(OpAcquire), 1, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x0e, 0, 0, 2, 1, 1, 'v'})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzApply(t, fuzzFixture(t), data)   // the commands of every version, at cluster version 1
-		fuzzApply(t, fuzzFixtureV3(t), data) // and at version 3, with the primitives in use
-		fuzzApply(t, fairFixture(t), data)   // and at version 4 (the lapsed forms, Revoke of shared grants, the fair shares in use)
+		fuzzApply(t, fuzzFixture(t), data)         // the commands of every version, at cluster version 1
+		fuzzApply(t, fuzzFixtureV3(t), data)       // and at version 3, with the primitives in use
+		fuzzApply(t, fairFixture(t), data)         // and at version 4 (the lapsed forms, Revoke of shared grants, the fair shares in use)
+		fuzzApply(t, fuzzFixtureRestores(t), data) // and at version 4 with a restore installed and one staging
 	})
 }
 
@@ -237,6 +242,15 @@ func checkInvariants(t tb, f *FSM) {
 		st.PermitsHeld != permits || st.Semaphores != semaphores {
 		t.Fatalf("stats %+v, counted held %d waiters %d readers %d semaphore holders %d permits %d semaphores %d",
 			st, held, waiters, readers, semHolders, permits, semaphores)
+	}
+	r := f.st.restores
+	if s := r.staging; s != nil && (s.size != stagedSize(s.chunks) || s.size > s.total || s.total > MaxRestoreStaged || s.last > f.st.index) {
+		t.Fatalf("staging of %d bytes in chunks of %d, of %d, last %d", s.size, stagedSize(s.chunks), s.total, s.last)
+	}
+	for i, in := range r.installed {
+		if len(r.installed) > restoreHistory || in.index > f.st.index || (i > 0 && in.index <= r.installed[i-1].index) {
+			t.Fatalf("installed restores %+v", r.installed)
+		}
 	}
 	// Every session's index lists exactly the acquisitions it holds or waits
 	// for.

@@ -25,7 +25,8 @@ type Op uint8
 
 // Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
 // version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
-// entry version 3 (cluster version 3); 44-45 (the lapsed forms of
+// entry version 3 (cluster version 3); 41-43 (the restore commands:
+// RestoreChunk, RestoreCommit, RestoreAbort), 44-45 (the lapsed forms of
 // CloseSession and Release, lapse.go) and 46-47 (the forms of SetLimits
 // and OpenSession of the fair shares, fairshare_codec.go; their Op is
 // still OpSetLimits and OpOpenSession) need entry version 4 (cluster
@@ -52,6 +53,7 @@ var opNames = [...]string{
 	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
 	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
 	opCloseLapsed: "CloseSession(lapsed)", opReleaseLapsed: "Release(lapsed)",
+	opRestoreChunk: "RestoreChunk", opRestoreCommit: "RestoreCommit", opRestoreAbort: "RestoreAbort",
 }
 
 func (o Op) String() string {
@@ -63,8 +65,8 @@ func (o Op) String() string {
 
 // LeaderOnly reports whether commands of this type are proposed by the
 // leader itself (ExpireSessions, Tick, Noop, EndDelay, SetLimits,
-// SetClusterVersion, InitCluster, RaiseTokens) and must be refused from
-// clients.
+// SetClusterVersion, InitCluster, RaiseTokens, and the restore commands)
+// and must be refused from clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
 	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke, opCloseLapsed, opReleaseLapsed:
@@ -76,8 +78,9 @@ func (o Op) LeaderOnly() bool {
 // Command is one state machine command. The concrete types are
 // [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
 // (client commands) and [ExpireSessions], [Tick], [Noop], [EndDelay],
-// [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens] (proposed
-// by the leader); the set is closed.
+// [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens],
+// [RestoreChunk], [RestoreCommit], [RestoreAbort] (proposed by the leader);
+// the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op

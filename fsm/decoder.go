@@ -89,6 +89,22 @@ func (d *decoder) string(max int) string {
 	return s
 }
 
+// bytes reads a uvarint length and that many bytes (a copy), at most max.
+func (d *decoder) bytes(max int) []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(max) || n > uint64(len(d.b)-d.off) {
+		d.fail("%d bytes out of range", n)
+		return nil
+	}
+	b := make([]byte, n)
+	copy(b, d.b[d.off:])
+	d.off += int(n)
+	return b
+}
+
 func (d *decoder) owner() (o OwnerID) {
 	if d.err != nil {
 		return o
@@ -260,6 +276,8 @@ func (d *decoder) command() Command {
 		return c
 	case (op == opSetLimitsFair || op == opOpenSessionFair) && d.version >= entryV4:
 		return d.fairForm(op)
+	case (op == opRestoreChunk || op == opRestoreCommit || op == opRestoreAbort) && d.version >= entryV4:
+		return d.restoreBody(op)
 	}
 	d.off--
 	d.unsupported("command type %d in an entry of version %d", uint8(op), d.version)

@@ -17,6 +17,7 @@ const (
 	EventClusterChanged                      // the cluster id or the cluster version changed (read them from the FSM)
 	EventValueSet                            // Lock, Session, Owner, Token, Value (and Shared, Permits): SetValue replaced a grant's value
 	EventTokensRaised                        // Token: RaiseTokens raised the grant counter to Token (the next grant takes Token+1); only when it rose
+	EventRestored                            // Token: a backup replaced the whole state at Index (RestoreCommit, cluster version 4): every watcher must re-read what it waits for; Token is the restored grant counter
 )
 
 func (k EventKind) String() string {
@@ -41,6 +42,8 @@ func (k EventKind) String() string {
 		return "value-set"
 	case EventTokensRaised:
 		return "tokens-raised"
+	case EventRestored:
+		return "restored"
 	}
 	return "unknown"
 }

@@ -107,14 +107,12 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 		return resp
 	}
 	st := f.st
-	if index > st.index {
-		st.index = index
-	}
+	st.restores.dropIdle(index)
 	f.events = f.events[:0]
 	if err != nil {
 		resp.Err = err
 	} else {
-		a := applier{st: st, index: index, now: st.entryTime(e.At), events: f.events}
+		a := applier{f: f, st: st, index: index, now: st.entryTime(e.At), events: f.events}
 		if len(e.Commands) == 1 {
 			resp.Results = resp.one[:]
 		} else {
@@ -124,6 +122,12 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 			resp.Results[i] = a.apply(c)
 		}
 		f.events = a.events
+	}
+	// The applied index moves after the commands: a restore builds its
+	// state with the lock released (restore_command.go), and readers must
+	// not see this index on the state before it.
+	if index > st.index {
+		st.index = index
 	}
 	f.mu.Unlock()
 
@@ -161,6 +165,7 @@ func (st *state) entryTime(at int64) int64 {
 
 // applier applies the commands of one entry to the state.
 type applier struct {
+	f      *FSM // holds f.mu; nil when the applier runs without an FSM
 	st     *state
 	index  uint64
 	now    int64
@@ -229,6 +234,12 @@ func (a *applier) exec(c Command) Result {
 		return a.setValue(c)
 	case RaiseTokens:
 		return a.raiseTokens()
+	case RestoreChunk:
+		return a.restoreChunk(c)
+	case RestoreCommit:
+		return a.restoreCommit(c)
+	case RestoreAbort:
+		return a.restoreAbort(c)
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

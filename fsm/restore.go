@@ -23,10 +23,11 @@ import (
 //     their locks passing to their waiters (or into their lock-delay) as at
 //     any expiry. The sessions of the running cluster are not in the
 //     restored state: their clients learn it at their next keepalive.
-//   - the cluster id, the replicated quotas and the applied index are the
-//     running cluster's (PrepareRestoreAt: the index it is installed
-//     at); the cluster version is the higher of the two (a backup of
-//     version 1 has its lock-delays converted as on an upgrade).
+//   - the cluster id, the replicated quotas, the record of restores and
+//     the applied index are the running cluster's (PrepareRestoreAt: the
+//     index it is installed at); the cluster version is the higher of the
+//     two (a backup of version 1 has its lock-delays converted as on an
+//     upgrade).
 //
 // Locks, holders (with their tokens and descriptions), FIFO queues and
 // lock-delays are the backup's.
@@ -73,6 +74,19 @@ func (f *FSM) PrepareRestoreAt(r io.Reader, w io.Writer, at uint64) (RestoreSumm
 	if at != 0 && at < cur.index {
 		return RestoreSummary{}, fmt.Errorf("%w: restore at index %d, applied %d", ErrOlderSnapshot, at, cur.index)
 	}
+	sum, err := b.restoreOnto(cur, at)
+	if err != nil {
+		return RestoreSummary{}, err
+	}
+	if err := b.encode(w); err != nil {
+		return RestoreSummary{}, fmt.Errorf("fsm: writing the restore snapshot: %w", err)
+	}
+	return sum, nil
+}
+
+// restoreOnto rewrites the decoded backup b against the running state cur
+// (rebase) and sets its applied index to at (0: cur's).
+func (b *state) restoreOnto(cur *state, at uint64) (RestoreSummary, error) {
 	sum := RestoreSummary{BackupLastToken: Token(b.tokenSeq), BackupIndex: b.index}
 	if err := b.rebase(cur, &sum); err != nil {
 		return RestoreSummary{}, err
@@ -81,9 +95,6 @@ func (f *FSM) PrepareRestoreAt(r io.Reader, w io.Writer, at uint64) (RestoreSumm
 		b.index = at
 	}
 	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, Token(b.tokenSeq)
-	if err := b.encode(w); err != nil {
-		return RestoreSummary{}, fmt.Errorf("fsm: writing the restore snapshot: %w", err)
-	}
 	return sum, nil
 }
 
@@ -128,5 +139,8 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 	b.version = max(b.version, cur.version)
 	b.clusterID, b.limits = cur.clusterID, cur.limits
 	b.index, b.clock = cur.index, cur.clock
+	// The running cluster's restores (what it installed, what it stages),
+	// not the backup's: a restore never brings back a staging.
+	b.restores = cur.restores
 	return nil
 }

@@ -37,6 +37,7 @@ type snapshotSection struct {
 // whose state needs one adds its row here (and its cluster version to the
 // table in version.go).
 var snapshotSections = []snapshotSection{
+	restoresSection,
 	{tag: fairSectionTag, name: "fair shares", prepare: prepareFairSection, begin: beginFairSection}, // fairshare_snapshot.go
 }
 

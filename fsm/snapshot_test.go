@@ -148,6 +148,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(fuzzFixtureV3(f).snapshot())
 	f.Add(fuzzFixtureV4(f).snapshot())
 	f.Add(fairFixture(f).snapshot())
+	f.Add(fuzzFixtureRestores(f).snapshot())
 	f.Add(newHarness(f).snapshot())
 	f.Add([]byte("RLKS\x01\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {

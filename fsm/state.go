@@ -31,8 +31,9 @@ type state struct {
 	// nodes and total are the usage of each node and of the cluster, for
 	// the fair shares (fairshare.go); derived from the sessions and locks
 	// (recount). nodes is private to st: freeze gives the copy its own.
-	nodes map[string]usage
-	total usage
+	nodes    map[string]usage
+	total    usage
+	restores restores // staged and installed restores (RestoreChunk, RestoreCommit)
 }
 
 type session struct {

@@ -25,7 +25,10 @@ package fsm
 //	   the limits MaxLocks, MaxStateBytes, NodeShares and
 //	   MaxSessionWaitersPerLock (SetLimits, op 46), OpenSession with the
 //	   node it came from and the reserve (op 47), snapshot section 3
-//	   (fairshare_snapshot.go).
+//	   (fairshare_snapshot.go);
+//	   restore as a replicated command (versionRestore): RestoreChunk,
+//	   RestoreCommit, RestoreAbort (ops 41-43) and the snapshot section
+//	   "restores" (tag 1).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too
