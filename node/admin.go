@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/raftlock/raftlock/fsm"
 )
 
@@ -28,7 +26,8 @@ var (
 	// ErrNoSuchSession: EndSession found no such session. Nothing changed.
 	ErrNoSuchSession = errors.New("node: no such session")
 	// ErrRefused: the leader refused an admin operation (RemovePeer of a
-	// peer that answers, a restore larger than a forward can carry, ...);
+	// peer that answers, a restore whose staging a later restore replaced,
+	// below cluster version 4 one larger than a forward can carry, ...);
 	// the error says why. Nothing changed.
 	ErrRefused = errors.New("node: admin operation refused")
 )
@@ -195,18 +194,18 @@ func (n *Node) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	return info, nil
 }
 
-// MaxRestoreBytes bounds a backup given to Restore. (A backup restored
-// through a follower also has to fit in one forwarded request: about
-// 16 MiB; larger ones are restored on the leader.)
-const MaxRestoreBytes = 1 << 30
+// MaxRestoreBytes bounds a backup given to Restore: what the state
+// machine stages for one restore (fsm.MaxRestoreStaged; a held lock takes
+// about 60 bytes of a backup).
+const MaxRestoreBytes = fsm.MaxRestoreStaged
 
 // Restore replaces the replicated lock table with a backup (Backup's
-// output), on every replica, at one point of the log. What that means for
+// output), on every replica, at one index of the log. What that means for
 // a running cluster (see fsm.PrepareRestore):
 //
 //   - the token counter becomes the higher of the backup's and the
-//     cluster's, so every later grant fences out every token either
-//     history handed out;
+//     cluster's as of the restore's index, so every later grant fences out
+//     every token either history handed out — also at a leadership change;
 //   - every session of the running cluster ends (its clients find out at
 //     their next keepalive; their leases end); the backup's sessions come
 //     back under new ids, orphaned, holding and waiting as in the backup,
@@ -215,11 +214,31 @@ const MaxRestoreBytes = 1 << 30
 //     expiry, so nobody is granted a restored lock for at least a TTL;
 //   - the cluster id, the quotas and the Raft configuration stay.
 //
-// It runs on the leader's proposer between two log entries (nothing is
-// applied between reading the running state and installing the backup);
-// from a follower the backup is forwarded to the leader. Errors:
-// fsm.ErrInvalidSnapshot (a bad backup; nothing changed), ErrRefused (too
-// large to forward), ErrNoQuorum.
+// From cluster version 4 a restore is a replicated command (see
+// fsm.RestoreCommit): the backup is staged in log entries of 1 MiB (from a
+// follower, each forwarded to the leader) and installed by a small commit
+// entry, which every replica applies at its index. So:
+//
+//   - nothing of it is applied anywhere before it commits: a restore that
+//     cannot commit (the leader lost its quorum) changes nothing, on any
+//     replica;
+//   - it takes effect at most once: each call has its own id, and a
+//     retried or duplicated commit is answered with the first install's
+//     summary;
+//   - replicas keep serving reads (of the state before it) while they
+//     build the restored state.
+//
+// Below version 4 (a rolling upgrade) the leader installs it through
+// hashicorp/raft's user restore, as the previous release does.
+//
+// Errors: fsm.ErrInvalidSnapshot (not a backup; nothing changed),
+// ErrInvalidArgument (larger than MaxRestoreBytes; nothing changed),
+// ErrRefused (the leader refused it: another restore started meanwhile and
+// replaced this one's staging, say; nothing changed). ErrNoQuorum when the
+// cluster could not commit it in time: together with ErrNotProposed the
+// backup was not installed; without it the outcome is unknown — the
+// install may have committed (once): read the lock table (Backup, Stats)
+// to tell.
 func (n *Node) Restore(ctx context.Context, r io.Reader) (fsm.RestoreSummary, error) {
 	if err := checkCtx(ctx); err != nil {
 		return fsm.RestoreSummary{}, err
@@ -232,96 +251,19 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (fsm.RestoreSummary, er
 		return fsm.RestoreSummary{}, fmt.Errorf("%w: restore: backup over %d bytes", ErrInvalidArgument, MaxRestoreBytes)
 	}
 	// Check it here first: a bad backup fails without a round trip.
-	if _, err := fsm.New(nil).PrepareRestore(bytes.NewReader(data), io.Discard); err != nil {
+	if err := fsm.New(nil).Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		return fsm.RestoreSummary{}, fmt.Errorf("node: restore: %w", err)
 	}
 	var sum fsm.RestoreSummary
-	err = n.retry(ctx, false, func(ctx context.Context) error {
-		if n.raft.State() == raft.Leader {
-			return n.proposeAsLeader(ctx, restoreCmd{data: data, sum: &sum}).err
-		}
-		var err error
-		sum, err = n.forwardRestore(ctx, data)
-		return err
-	})
+	if n.versionGate(ctx, restoreVersionProbe) == nil {
+		sum, err = n.restoreReplicated(ctx, data) // restore_command.go
+	} else if sum, err = n.restoreThroughRaft(ctx, data); errors.Is(err, errRestoreReplicated) {
+		sum, err = n.restoreReplicated(ctx, data) // the leader is at version 4 already
+	}
 	if err != nil {
 		return fsm.RestoreSummary{}, err
 	}
 	n.log.Warn("lock table restored from a backup", "sessions", sum.Sessions, "locks", sum.Locks,
 		"held", sum.Held, "last_token", sum.LastToken, "backup_last_token", sum.BackupLastToken, "backup_index", sum.BackupIndex)
 	return sum, nil
-}
-
-// restoreCmd is a restore travelling through the leader's proposer like a
-// command (it is never encoded: takeRestores runs it).
-type restoreCmd struct {
-	data []byte
-	sum  *fsm.RestoreSummary // set by takeRestores before the proposal finishes
-}
-
-func (restoreCmd) Op() fsm.Op      { return 0 }
-func (restoreCmd) Validate() error { return nil }
-
-// takeRestores runs the restores of a batch, before its commands, and
-// returns the other proposals. It runs on the proposer between two
-// entries: the previous entry has been applied here and no other is in
-// flight, so the running state that fsm.PrepareRestore reads is the one
-// the restore replaces.
-func (n *Node) takeRestores(batch []*proposal) []*proposal {
-	rest := batch[:0:0]
-	for _, p := range batch {
-		rc, ok := p.cmd.(restoreCmd)
-		if !ok {
-			rest = append(rest, p)
-			continue
-		}
-		sum, index, err := n.installRestore(rc.data)
-		*rc.sum = sum
-		p.finish(outcome{index: index, err: err})
-	}
-	return rest
-}
-
-// restoreIndexGap is how far above the log's last index a restore is
-// installed. raft accepts one configuration change at a time and refuses a
-// restore while one is uncommitted, so at most a few can commit between
-// reading the last index and the restore.
-const restoreIndexGap = 8
-
-// installRestore prepares the backup against the applied state and has
-// raft install it; then it commits a Noop, so that every replica's applied
-// index passes the restore's.
-func (n *Node) installRestore(data []byte) (fsm.RestoreSummary, uint64, error) {
-	var snap bytes.Buffer
-	// The restore claims the index raft installs it at (above every entry):
-	// every replica's FSM then takes it (it refuses a snapshot below its
-	// applied index, and raft panics if a user restore fails), and its
-	// applied index covers the hole raft leaves. restoreIndexGap leaves
-	// room for configuration changes committed (not through the proposer)
-	// before raft takes the restore.
-	at := max(n.fsm.AppliedIndex(), n.raft.LastIndex()) + restoreIndexGap
-	sum, err := n.fsm.PrepareRestoreAt(bytes.NewReader(data), &snap, at)
-	if err != nil {
-		return sum, 0, fmt.Errorf("%w: restore: %w", ErrInvalidArgument, err)
-	}
-	// raft panics if the FSM refuses a user snapshot: make sure it cannot.
-	if err := fsm.New(nil).Restore(io.NopCloser(bytes.NewReader(snap.Bytes()))); err != nil {
-		return sum, 0, fmt.Errorf("node: restore: the prepared snapshot does not install: %w", err)
-	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: at - 1, Size: int64(snap.Len())} // raft installs it at at
-	if err := n.raft.Restore(meta, &snap, n.cfg.AttemptTimeout); err != nil {
-		return sum, 0, raftErr(err)
-	}
-	data, err = fsm.EncodeEntry(fsm.Entry{At: n.wallNow().UnixNano(), Commands: []fsm.Command{fsm.Noop{}}})
-	if err != nil {
-		return sum, 0, err
-	}
-	f := n.raft.Apply(data, n.cfg.AttemptTimeout)
-	if err := f.Error(); err != nil {
-		// Installed: do not retry the restore; the next entry moves the
-		// applied index on.
-		n.log.Warn("restore installed, but the entry after it failed", "err", err)
-		return sum, n.raft.LastIndex(), nil
-	}
-	return sum, f.Index(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/transport"
 )
 
 // Admin operations forwarded to the leader:
@@ -19,6 +18,8 @@ import (
 //	  adminTransfer  body = JSON transferMsg
 //	  adminRemove    body = JSON removeMsg
 //	  adminLeases    body = JSON leasesMsg (admin_reads.go)
+//	  adminRestoreStep body = an encoded fsm.Entry of one restore command
+//	                 (restore_command.go; cluster version 4)
 //	reply:   v, kindAdmin, JSON adminReply
 //
 // Bodies are bounded by the transport's message limit (16 MiB by default);
@@ -40,6 +41,7 @@ type adminReply struct {
 	Restored  *fsm.RestoreSummary `json:"restored,omitempty"`
 	NewLeader string              `json:"new_leader,omitempty"`
 	Left      map[string]int64    `json:"left_ms,omitempty"` // adminLeases: session id → ms
+	Step      *restoreStepReply   `json:"step,omitempty"`    // adminRestoreStep
 }
 
 var adminKinds = []struct {
@@ -48,6 +50,7 @@ var adminKinds = []struct {
 }{
 	{"not_leader", errNotLeader}, {"no_quorum", ErrNoQuorum}, {"invalid", ErrInvalidArgument},
 	{"refused", ErrRefused}, {"snapshot", fsm.ErrInvalidSnapshot}, {"closed", ErrClosed},
+	{"restore_replicated", errRestoreReplicated},
 }
 
 func adminReplyOf(err error) adminReply {
@@ -94,6 +97,12 @@ func (n *Node) handleAdmin(ctx context.Context, req []byte) ([]byte, error) {
 		if reply = adminReplyOf(wireSafe(out.err)); out.err == nil {
 			reply.Restored = &sum
 		}
+	case op == adminRestoreStep:
+		r, err := n.handleRestoreStep(ctx, body)
+		if err != nil {
+			return nil, err
+		}
+		reply = r
 	case op == adminTransfer:
 		var m transferMsg
 		if err := decodeJSON(body, &m); err != nil {
@@ -148,21 +157,4 @@ func (n *Node) callAdmin(ctx context.Context, op byte, body []byte) (adminReply,
 		return adminReply{}, fmt.Errorf("%w: %w", errForward, err)
 	}
 	return r, r.err()
-}
-
-// forwardRestore sends a backup to the leader (one attempt).
-func (n *Node) forwardRestore(ctx context.Context, data []byte) (fsm.RestoreSummary, error) {
-	if limit := transport.DefaultMaxMessageSize - 64; len(data) > limit {
-		addr, id := n.raft.LeaderWithID()
-		return fsm.RestoreSummary{}, fmt.Errorf("%w: a backup of %d bytes is larger than a forwarded request can carry (%d): restore it on the leader (%s at %s)",
-			ErrRefused, len(data), limit, nodeOf(id), addr)
-	}
-	r, err := n.callAdmin(ctx, adminRestore, data)
-	if err != nil {
-		return fsm.RestoreSummary{}, err
-	}
-	if r.Restored == nil {
-		return fsm.RestoreSummary{}, fmt.Errorf("%w: the leader's restore reply has no summary", errForward)
-	}
-	return *r.Restored, nil
 }

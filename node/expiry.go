@@ -207,6 +207,9 @@ func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke b
 			delete(m.sessions, e.id)
 			m.due.remove(l.slot)
 		}
+	case fsm.EventRestored: // replayed after a takeover (restored)
+		m.resyncLocked(now)
+		return true
 	}
 	return false
 }
@@ -291,34 +294,44 @@ func (m *expiryManager) observe(events []fsm.Event) {
 	}
 }
 
-// restored re-reads every session after a snapshot restore (a follower
-// installing the leader's snapshot, or the leader a user snapshot).
+// restored re-reads every session after a restore (a follower installing
+// the leader's snapshot, a restore command, or the leader a user
+// snapshot). During a takeover it is replayed with the events applied
+// meanwhile.
 func (m *expiryManager) restored() {
 	m.mu.Lock()
-	if m.leading {
-		now := time.Now()
-		present := map[fsm.SessionID]bool{}
-		for _, s := range m.h.fsm.SessionTTLs() {
-			present[s.ID] = true
-			if m.sessions[s.ID] == nil {
-				l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
-				l.at = l.deadline
-				m.sessions[s.ID] = l
-				m.due.add(l)
-			}
-		}
-		// A leader restores a user snapshot (Node.Restore): the sessions it
-		// replaced are gone, and their keepalives must fail.
-		for id, l := range m.sessions {
-			if !present[id] {
-				delete(m.sessions, id)
-				m.due.remove(l.slot)
-			}
-		}
-		m.delays.armedAll = false
+	if m.takeover != nil {
+		m.takeover = append(m.takeover, takeoverEvt{kind: fsm.EventRestored})
+	} else if m.leading {
+		m.resyncLocked(time.Now())
 	}
 	m.mu.Unlock()
 	m.wake()
+}
+
+// resyncLocked gives the sessions the state machine has and the deadlines
+// lack a deadline of now + TTL + the takeover grace, and drops the
+// deadlines of sessions it no longer has.
+func (m *expiryManager) resyncLocked(now time.Time) {
+	present := map[fsm.SessionID]bool{}
+	for _, s := range m.h.fsm.SessionTTLs() {
+		present[s.ID] = true
+		if m.sessions[s.ID] == nil {
+			l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+			l.at = l.deadline
+			m.sessions[s.ID] = l
+			m.due.add(l)
+		}
+	}
+	// A restore (Node.Restore): the sessions it replaced are gone, and
+	// their keepalives must fail.
+	for id, l := range m.sessions {
+		if !present[id] {
+			delete(m.sessions, id)
+			m.due.remove(l.slot)
+		}
+	}
+	m.delays.armedAll = false
 }
 
 // isLeading reports whether this node leads and has finished its takeover.

@@ -85,3 +85,35 @@ func IsLeading(n *Node) bool { return n.expiry.isLeading() }
 
 // LeadershipRounds is how many VerifyLeader rounds n's verifier started.
 func LeadershipRounds(n *Node) uint64 { return n.verifier.rounds.Load() }
+
+// OnLeading makes f run on n's leadership watcher each time n learns that
+// it leads, before its takeover barrier (nil: no hook).
+func OnLeading(n *Node, f func()) {
+	if f == nil {
+		n.leadingHook.Store(nil)
+		return
+	}
+	n.leadingHook.Store(&f)
+}
+
+// LegacyRestoreRequest is the forwarded restore of a node below cluster
+// version 4 (the whole backup in one request), and AdminReplyErr the
+// error of the leader's admin reply.
+func LegacyRestoreRequest(backup []byte) []byte {
+	return append([]byte{wireVersion, kindAdmin, adminRestore}, backup...)
+}
+
+// AdminReplyErr returns the error an admin reply carries.
+func AdminReplyErr(b []byte) error {
+	if len(b) < 2 || b[0] != wireVersion || b[1] != kindAdmin {
+		return errWire
+	}
+	var r adminReply
+	if err := decodeJSON(b[2:], &r); err != nil {
+		return err
+	}
+	return r.err()
+}
+
+// ErrRestoreReplicated is errRestoreReplicated.
+var ErrRestoreReplicated = errRestoreReplicated

@@ -27,6 +27,9 @@ func (n *Node) watchLeadership() {
 				continue
 			}
 			n.log.Info("gained leadership", "term", n.raft.CurrentTerm())
+			if h := n.leadingHook.Load(); h != nil {
+				(*h)()
+			}
 			ctx, cancel := context.WithCancel(n.ctx)
 			done := make(chan struct{})
 			go func() {

@@ -63,10 +63,13 @@ type Node struct {
 	// snapAsks: a follower that refused an older snapshot asks the leader
 	// for a newer one (snapshot_ask.go).
 	snapAsks *snapshotAsker
-	ready    chan struct{}
-	closing  sync.Once
-	closed   chan struct{}
-	errc     error
+	// leadingHook, when set (tests), runs on the leadership watcher the
+	// moment this node learns it leads, before the takeover barrier.
+	leadingHook atomic.Pointer[func()]
+	ready       chan struct{}
+	closing     sync.Once
+	closed      chan struct{}
+	errc        error
 }
 
 // ID returns the node's id.

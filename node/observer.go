@@ -22,6 +22,17 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 		}
 	}
 	n.events.dispatch(events)
+	for i := range events {
+		if events[i].Kind == fsm.EventRestored {
+			// A restore replaced the state at this index (a replicated
+			// command, restore_command.go): as after a snapshot restore,
+			// minus the log compaction — the log holds the restore.
+			n.applied.advance(index)
+			n.events.resyncAll()
+			n.expiry.restored()
+			break
+		}
+	}
 	n.announcer.forgetHomes(events)
 	n.expiry.observe(events)
 	n.metrics.observeEvents(events)

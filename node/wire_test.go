@@ -102,7 +102,24 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired}))
 	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
 	f.Add(v2)
+	for _, c := range []fsm.Command{
+		fsm.RestoreChunk{ID: [16]byte{9}, Offset: 3, Total: 10, Data: []byte("RLKS\x04")},
+		fsm.RestoreCommit{ID: [16]byte{9}, Size: 10},
+		fsm.RestoreAbort{ID: [16]byte{9}},
+	} {
+		step, _ := encodeRestoreStep(c)
+		f.Add(step)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if cmd, err := decodeRestoreStep(b); err == nil {
+			again, err := encodeRestoreStep(cmd)
+			if err != nil {
+				t.Fatalf("restore step re-encode: %v", err)
+			}
+			if back, err := decodeRestoreStep(again); err != nil || !reflect.DeepEqual(back, cmd) || cmd.Validate() != nil {
+				t.Fatalf("restore step round trip: %v", err)
+			}
+		}
 		if cmds, err := decodeApplyRequest(b); err == nil {
 			again, err := encodeApplyRequest(cmds)
 			if err != nil {
