@@ -65,8 +65,8 @@ type RestoreChunk struct {
 // token counter, also for a repeat of an installed ID (nothing changes:
 // RestoreOutcome gives the first install's summary); StatusInvalid when
 // nothing complete is staged under ID, or when the staged bytes are not a
-// backup this binary reads (the staging is dropped; the lock table does
-// not change).
+// backup this binary reads or are of a cluster version above the
+// cluster's (the staging is dropped; the lock table does not change).
 type RestoreCommit struct {
 	ID   [16]byte
 	Size uint64
@@ -324,9 +324,16 @@ func (a *applier) restoreCommit(c RestoreCommit) Result {
 		if restoreBuilding != nil {
 			restoreBuilding()
 		}
-		if b, err = decodeSnapshot(s.reader()); err == nil {
-			sum, err = b.restoreOnto(cur, a.index)
+		if b, err = decodeSnapshot(s.reader()); err != nil {
+			return
 		}
+		if b.version > cur.version {
+			// A replica of an older binary cannot read it (it refuses it
+			// as unsupported): every replica refuses it alike.
+			err = fmt.Errorf("%w: a backup of cluster version %d, the cluster is at %d", ErrInvalidSnapshot, b.version, cur.version)
+			return
+		}
+		sum, err = b.restoreOnto(cur, a.index)
 	})
 	if err != nil {
 		r.staging = nil
