@@ -30,7 +30,7 @@ import (
 // Run with -benchtime=1x.
 func BenchmarkRestoreMillionLocks(b *testing.B) {
 	const locks = 1_000_000
-	backup := bigBackup(b, locks)
+	backup := bigBackup(b, locks, 0)
 	for _, via := range []string{"leader", "follower"} {
 		b.Run("via="+via, func(b *testing.B) {
 			for range b.N {
