@@ -73,54 +73,39 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 		}
 		s := res.Session
 		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				start := time.Now()
-				kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				err := n.KeepAlive(kctx, s)
-				cancel()
-				took := time.Since(start)
-				mu.Lock()
-				switch {
-				case errors.Is(err, node.ErrSessionExpired):
-					ended++ // the restore ended it
-					mu.Unlock()
-					return
-				case err != nil:
-					lost++
-				default:
-					kept++
-					if restoring {
-						kaMax = max(kaMax, took)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-				start := time.Now()
-				n.Stats()
-				took := time.Since(start)
-				mu.Lock()
+		go every(&wg, stop, 100*time.Millisecond, func() bool {
+			start := time.Now()
+			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := n.KeepAlive(kctx, s)
+			cancel()
+			took := time.Since(start)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, node.ErrSessionExpired):
+				ended++ // the restore ended it
+				return false
+			case err != nil:
+				lost++
+			default:
+				kept++
 				if restoring {
-					readMax = max(readMax, took)
+					kaMax = max(kaMax, took)
 				}
-				mu.Unlock()
 			}
-		}()
+			return true
+		})
+		go every(&wg, stop, 10*time.Millisecond, func() bool {
+			start := time.Now()
+			n.Stats()
+			took := time.Since(start)
+			mu.Lock()
+			defer mu.Unlock()
+			if restoring {
+				readMax = max(readMax, took)
+			}
+			return true
+		})
 	}
 	time.Sleep(500 * time.Millisecond)
 	peakReset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
@@ -163,6 +148,21 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 	b.ReportMetric(float64(kept), "keepalives-ok")
 	b.ReportMetric(float64(lost), "keepalives-lost")
 	b.ReportMetric(float64(ended), "sessions-ended")
+}
+
+// every runs f every d until stop is closed or f returns false.
+func every(wg *sync.WaitGroup, stop <-chan struct{}, d time.Duration, f func() bool) {
+	defer wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(d):
+		}
+		if !f() {
+			return
+		}
+	}
 }
 
 // procStatus returns a field of /proc/self/status in kB.

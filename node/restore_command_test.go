@@ -311,17 +311,9 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 // backup in one forwarded request) without installing anything.
 func TestRestoreAcrossTheVersion4Upgrade(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		old := 2
 		var oldMax atomic.Uint64
 		oldMax.Store(3)
-		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
-			if i == old {
-				node.WithMaxClusterVersion(cfg, oldMax.Load)
-			}
-		}})
-		c.WaitLeader(10 * time.Second)
-		c.WaitReady(10 * time.Second)
-		waitClusterVersion(t, c, 3)
+		c := startWithOldServer(t, &oldMax)
 		li := c.WaitLeader(time.Second)
 		ctx := context.Background()
 		backup := takeBackup(t, c.Nodes[li], "from-backup")
