@@ -71,6 +71,15 @@
 // raises the grant counter to its clock in microseconds so that tokens
 // survive a rebuilt or restored cluster. See command_prims.go.
 //
+// # Restore as a command (cluster version 4)
+//
+// A backup replaces the lock table at one index of the log: [RestoreChunk]
+// entries stage its bytes (replicated state, in snapshots too, invisible in
+// the lock table) and a [RestoreCommit] installs them, with
+// [FSM.PrepareRestore]'s semantics read against the state at its own
+// index, on every replica alike; a repeated commit changes nothing
+// ([FSM.RestoreOutcome] keeps the first result). See restore_command.go.
+//
 // # Entries, results and events
 //
 // A log entry ([Entry]) carries one or more commands (group commit); they are
@@ -97,5 +106,7 @@
 //
 // Apply, ApplyBatch, Snapshot and Restore are called by Raft from one
 // goroutine. The read accessors ([FSM.Holder], [FSM.Lock], [FSM.Session],
-// [FSM.Stats] ...) are safe to call from any goroutine concurrently with them.
+// [FSM.Stats] ...) are safe to call from any goroutine concurrently with them;
+// while a RestoreCommit builds the restored state they read the state before
+// it (the lock is taken only to swap the two).
 package fsm
