@@ -78,7 +78,7 @@
 // the lock table) and a [RestoreCommit] installs them, with
 // [FSM.PrepareRestore]'s semantics read against the state at its own
 // index, on every replica alike; a repeated commit changes nothing
-// ([FSM.RestoreOutcome] keeps the first result). See restore_command.go.
+// ([FSM.RestoreOutcome] keeps the first result).
 //
 // # Entries, results and events
 //

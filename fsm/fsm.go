@@ -124,7 +124,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 		f.events = a.events
 	}
 	// The applied index moves after the commands: a restore builds its
-	// state with the lock released (restore_command.go), and readers must
+	// state with the lock released (applier.restoreCommit), and readers must
 	// not see this index on the state before it.
 	if index > st.index {
 		st.index = index

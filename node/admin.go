@@ -256,7 +256,7 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (fsm.RestoreSummary, er
 	}
 	var sum fsm.RestoreSummary
 	if n.versionGate(ctx, restoreVersionProbe) == nil {
-		sum, err = n.restoreReplicated(ctx, data) // restore_command.go
+		sum, err = n.restoreReplicated(ctx, data)
 	} else if sum, err = n.restoreThroughRaft(ctx, data); errors.Is(err, errRestoreReplicated) {
 		sum, err = n.restoreReplicated(ctx, data) // the leader is at version 4 already
 	}

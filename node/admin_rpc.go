@@ -19,7 +19,7 @@ import (
 //	  adminRemove    body = JSON removeMsg
 //	  adminLeases    body = JSON leasesMsg (admin_reads.go)
 //	  adminRestoreStep body = an encoded fsm.Entry of one restore command
-//	                 (restore_command.go; cluster version 4)
+//	                 (restoreReplicated; cluster version 4)
 //	reply:   v, kindAdmin, JSON adminReply
 //
 // Bodies are bounded by the transport's message limit (16 MiB by default);

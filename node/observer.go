@@ -25,7 +25,7 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	for i := range events {
 		if events[i].Kind == fsm.EventRestored {
 			// A restore replaced the state at this index (a replicated
-			// command, restore_command.go): as after a snapshot restore,
+			// command, fsm.RestoreCommit): as after a snapshot restore,
 			// minus the log compaction — the log holds the restore.
 			n.applied.advance(index)
 			n.events.resyncAll()

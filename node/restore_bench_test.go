@@ -63,9 +63,16 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 		kaMax, readMax    time.Duration
 		lost, ended, kept int
 		restoring         = true
+		began             = time.Now()
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	stopPolls := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	defer stopPolls() // before the cluster closes
 	for _, n := range others {
 		res, err := n.Apply(ctx, fsm.OpenSession{TTL: 10 * time.Second, Description: "live"})
 		if err != nil {
@@ -86,7 +93,9 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 				ended++ // the restore ended it
 				return false
 			case err != nil:
-				lost++
+				if lost++; lost <= 3 {
+					b.Logf("keepalive through %s failed %v after the restore began: %v", n.ID(), time.Since(began), err)
+				}
 			default:
 				kept++
 				if restoring {
@@ -113,6 +122,9 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 
 	b.StartTimer()
 	start := time.Now()
+	mu.Lock()
+	began = start
+	mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	sum, err := c.Nodes[r].Restore(rctx, bytes.NewReader(backup))
 	cancel()
@@ -130,8 +142,7 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 	mu.Lock()
 	restoring = false
 	mu.Unlock()
-	close(stop)
-	wg.Wait()
+	stopPolls()
 	if sum.Held != locks {
 		b.Fatalf("summary %+v", sum)
 	}

@@ -18,7 +18,7 @@ import (
 // applied state between two entries of its proposer and installs it with
 // hashicorp/raft's user restore (raft.Restore), which every replica then
 // takes as a snapshot. It needs no quorum to install on the leader, so it
-// is never used from cluster version 4 on (restore_command.go): the leader
+// is never used from cluster version 4 on (restoreReplicated): the leader
 // refuses it there with errRestoreReplicated.
 
 // errRestoreReplicated: the leader is at cluster version 4, where a restore
