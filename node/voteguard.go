@@ -32,12 +32,8 @@ type voteGuard struct {
 // candidate's raft counts the failed RPC as a vote not granted (and logs a
 // warning naming this node). Every other RPC reaches raft untouched, on
 // raft's own consumer channel: the guard adds no hop to replication.
-// (It was a goroutine relaying every RPC between the transport and raft:
-// one more goroutine wake-up in every AppendEntries on every follower, seen
-// in a trace of one forwarded command. Removing it moved no benchmark row
-// measurably — one worker on a follower, raft-wal, 0.94 of the floor's
-// Lock+Unlock/s before and after, medians of 24 alternating rounds each;
-// bench README, "One forwarded command, hop by hop".)
+// (A goroutine relaying every RPC between the transport and raft would
+// add a goroutine wake-up to every AppendEntries on every follower.)
 func (g *voteGuard) allow() bool {
 	if g.mayVote() {
 		return true

@@ -45,9 +45,11 @@ var errFenceAhead = errors.New("the fence is ahead of this cluster")
 
 // prepare creates the tables and resets the invoice. If the fence already
 // holds a token for the invoice (an earlier run on the same database), it
-// stops with errFenceAhead unless resetFence: this run's cluster is new and
-// starts its tokens at 1 again, so the fence would rightly refuse every
-// write — it cannot tell this cluster's holders from the old one's.
+// stops with errFenceAhead unless resetFence: this run's cluster is new, and
+// its tokens are above the old one's only within the bound of the
+// cross-cluster guarantee (a clock not behind, the floor committed before
+// the first grant) — the fence cannot tell this cluster's holders from the
+// old one's, so the example does not rely on it.
 func (s *store) prepare(ctx context.Context, resetFence bool) (reset uint64, err error) {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS invoices (
 	id         TEXT PRIMARY KEY,
@@ -66,9 +68,9 @@ func (s *store) prepare(ctx context.Context, resetFence bool) (reset uint64, err
 	if highest > 0 {
 		if !resetFence {
 			return 0, fmt.Errorf("%w: it holds token %d for %s from an earlier run, and this run's "+
-				"new in-memory cluster starts its tokens at 1, so every write would be refused (the fence "+
-				"cannot tell this cluster's holders from the old one's). Use a fresh database, or pass "+
-				"-reset-fence if no holder of the earlier cluster can still write", errFenceAhead, highest, invoice)
+				"new in-memory cluster is above it only within the bound of the cross-cluster token "+
+				"guarantee (the fence cannot tell this cluster's holders from the old one's). Use a fresh "+
+				"database, or pass -reset-fence if no holder of the earlier cluster can still write", errFenceAhead, highest, invoice)
 		}
 		// Safe here only because the earlier cluster lived in an earlier
 		// process of this example and is gone with its holders.

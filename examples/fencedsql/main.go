@@ -20,11 +20,15 @@
 //
 // The cluster here is a single in-memory replica, to keep the example about
 // the database side; a real deployment runs three or five replicas (see
-// examples/replica and examples/demo). Being new at every run, it starts its
-// tokens at 1: on a database that an earlier run used, the fence already
-// holds a higher token and would refuse every write. The program says so
-// and stops, unless -reset-fence tells it to forget the fence's entry —
-// safe here only because the earlier run's cluster and holders are gone.
+// examples/replica and examples/demo). It is new at every run: its first
+// leader floors the token counter at its wall clock in microseconds, so its
+// tokens start above an earlier run's — but only within the bound that
+// docs/guarantees.md states ("Fencing tokens"), and a first grant may come
+// before that floor commits. So on a database that an earlier run
+// used, where the fence already holds a token, the program does not rely on
+// the floor: it says so and stops, unless -reset-fence tells it to forget
+// the fence's entry — safe here only because the earlier run's cluster and
+// holders are gone.
 package main
 
 import (

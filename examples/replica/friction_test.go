@@ -13,7 +13,7 @@ import (
 )
 
 // The defaults -h prints are the library's (issue 16: -max-voters said 0,
-// -reap-timeout 0s, README 5 and 30 s).
+// -reap-timeout 0s, the documented defaults 5 and 30 s).
 func TestFlagDefaultsAgreeWithTheLibrary(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"-h"}, envOf(nil), &out); err != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // faultClass is one kind of fault the nemesis injects, with the cluster
-// it needs and the model of what a correct cluster does under it (README
-// "Fault classes").
+// it needs and the model of what a correct cluster does under it (its
+// README, "In-process fault classes" and "Multi-process fault classes").
 type faultClass struct {
 	name string
 	// shape adjusts the run for its seed (nodes, spares, lock-delay…).

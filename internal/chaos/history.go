@@ -185,7 +185,7 @@ type FaultEvent struct {
 // History is everything one run recorded.
 type History struct {
 	Layer string `json:"layer"` // "in-process" or "multi-process"
-	// Class is the fault class of the run (see README "Fault classes").
+	// Class is the fault class of the run (see the package README, "In-process fault classes" and "Multi-process fault classes").
 	Class string `json:"class,omitempty"`
 	// Cluster names the cluster of this history when a run has several.
 	Cluster string `json:"cluster,omitempty"`

@@ -1,6 +1,6 @@
 // Package readmetest checks the repository's documents (its tests do; the
 // package has no code): the paths they name exist, and the Go code blocks of
-// README.md compile.
+// README.md and of the Markdown files under docs/ compile.
 //
 // Paths (TestDocsNameExistingPaths): in every README.md and every Markdown
 // file under docs/, each relative link or image target, and each inline
@@ -10,7 +10,8 @@
 // must exist relative to the document's directory (links) or to it or the
 // root (code spans). Fenced blocks, URLs, anchors and globs are not checked.
 //
-// Code blocks (TestREADMECompiles): a block that starts with
+// Code blocks (TestREADMECompiles), in README.md and docs/*.md, each
+// file on its own: a block that starts with
 // "package" is compiled as a file of its own; any other block is a
 // fragment: its import block is kept, the standard packages it uses are
 // imported for it, and the rest becomes the body of a function

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // repoRoot is the repository's root, seen from this package's directory.
@@ -44,9 +45,10 @@ func docFiles(root string) ([]string, error) {
 // A pathRef is a repository path named by a Markdown file: the target of a
 // relative link or image, or an inline code span that looks like a path.
 type pathRef struct {
-	Line int    // 1-based line in the Markdown file
-	Path string // as written, without a #fragment or ?query
-	Link bool   // a link's target (else a code span)
+	Line     int    // 1-based line in the Markdown file
+	Path     string // as written, without a #fragment or ?query; "" for an anchor of the file itself
+	Fragment string // a link's #fragment, unescaped ("" if none)
+	Link     bool   // a link's target (else a code span)
 }
 
 var (
@@ -86,16 +88,19 @@ func pathRefs(md string, isDir func(string) bool) []pathRef {
 			targets = append(targets, m[1])
 		}
 		for _, t := range targets {
-			if urlScheme.MatchString(t) || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "//") {
+			if urlScheme.MatchString(t) || strings.HasPrefix(t, "//") {
 				continue
 			}
-			t, _, _ = strings.Cut(t, "#")
+			t, frag, _ := strings.Cut(t, "#")
 			t, _, _ = strings.Cut(t, "?")
 			if u, err := url.PathUnescape(t); err == nil {
 				t = u
 			}
-			if t != "" {
-				refs = append(refs, pathRef{Line: i + 1, Path: t, Link: true})
+			if u, err := url.PathUnescape(frag); err == nil {
+				frag = u
+			}
+			if t != "" || frag != "" {
+				refs = append(refs, pathRef{Line: i + 1, Path: t, Fragment: frag, Link: true})
 			}
 		}
 		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
@@ -123,9 +128,60 @@ func codePath(s string, isDir func(string) bool) (string, bool) {
 	return "", false
 }
 
+var (
+	atxHeading = regexp.MustCompile(`^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$`)
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
+)
+
+// anchors returns the fragments a link into the Markdown text md may use:
+// its headings' anchors as GitHub makes them (lower case; letters, digits,
+// "-" and "_" kept, spaces made "-", the rest dropped; a repeated heading
+// gets "-1", "-2", …) and the ids of <a id="…"> or <a name="…"> tags.
+// Headings inside fenced blocks are not headings.
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(md, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+		m := atxHeading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
 // missingPaths returns the references of the Markdown file (relative to
 // root) to paths that exist neither relative to the file's directory nor
-// relative to root, as "file:line: path".
+// relative to root, as "file:line: path", and the links to a heading of a
+// Markdown file (another or its own) that it does not have, as
+// "file:line: anchor path#fragment".
 func missingPaths(root, file string) ([]string, error) {
 	md, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
@@ -146,6 +202,12 @@ func missingPaths(root, file string) ([]string, error) {
 	}
 	var missing []string
 	for _, r := range pathRefs(string(md), isDir) {
+		if r.Link && r.Path == "" { // #fragment: a heading of this file
+			if !anchors(string(md))[r.Fragment] {
+				missing = append(missing, fmt.Sprintf("%s:%d: anchor #%s", file, r.Line, r.Fragment))
+			}
+			continue
+		}
 		var found bool
 		switch {
 		case r.Link && strings.HasPrefix(r.Path, "/"): // repository-root relative, as GitHub resolves it
@@ -161,14 +223,30 @@ func missingPaths(root, file string) ([]string, error) {
 				kind = "link"
 			}
 			missing = append(missing, fmt.Sprintf("%s:%d: %s %s", file, r.Line, kind, r.Path))
+			continue
+		}
+		if r.Link && r.Fragment != "" && path.Ext(r.Path) == ".md" {
+			target := path.Join(dir, r.Path)
+			if strings.HasPrefix(r.Path, "/") {
+				target = strings.TrimPrefix(r.Path, "/")
+			}
+			tmd, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(target)))
+			if err != nil {
+				return nil, err
+			}
+			if !anchors(string(tmd))[r.Fragment] {
+				missing = append(missing, fmt.Sprintf("%s:%d: anchor %s#%s", file, r.Line, r.Path, r.Fragment))
+			}
 		}
 	}
 	return missing, nil
 }
 
 // TestDocsNameExistingPaths: every path a README or a file under docs/
-// links to or names in a code span exists (issue 47: documents named
-// result files and write-ups that had been deleted or never existed).
+// links to or names in a code span exists, and every heading it links to
+// (#fragment) exists (issue 47: documents named result files and write-ups
+// that had been deleted or never existed; README's reference moved to
+// docs/ and links into it must follow).
 func TestDocsNameExistingPaths(t *testing.T) {
 	files, err := docFiles(repoRoot)
 	if err != nil {
@@ -190,9 +268,10 @@ func TestDocsNameExistingPaths(t *testing.T) {
 
 // TestMissingPathsCatchesBrokenReferences: the check reports a broken link,
 // a broken image, a broken code-span path and directory, and nothing for
-// existing paths, URLs, anchors, globs, commands, fenced blocks and import
-// paths (so that TestDocsNameExistingPaths can fail, and fails only on
-// real breakage).
+// existing paths, URLs, existing anchors (a repeated heading's "-1"
+// included), globs, commands, fenced blocks and import paths; and a
+// broken anchor of another file and of its own (so that
+// TestDocsNameExistingPaths can fail, and fails only on real breakage).
 func TestMissingPathsCatchesBrokenReferences(t *testing.T) {
 	got, err := missingPaths(".", "testdata/paths/README.md")
 	if err != nil {
@@ -205,6 +284,9 @@ func TestMissingPathsCatchesBrokenReferences(t *testing.T) {
 		"testdata/paths/README.md:8: code span sub/gone/",
 		"testdata/paths/README.md:9: code span sub/gone",
 		"testdata/paths/README.md:10: link /testdata/paths/gone.md",
+		"testdata/paths/README.md:16: anchor sub/ok.md#gone",
+		"testdata/paths/README.md:16: anchor #gone",
+		"testdata/paths/README.md:16: anchor #x-2",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("missingPaths:\n got %q\nwant %q", got, want)

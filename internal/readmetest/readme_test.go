@@ -111,18 +111,12 @@ var (
 func runReport(context.Context, lockapi.Token) error { return nil }
 `
 
-// compileMarkdown compiles the Go blocks of the Markdown file at path and
-// returns what the compiler said ("" if they compile).
-func compileMarkdown(t *testing.T, path string) string {
+// compileMarkdown compiles the Go blocks of the Markdown files at paths
+// and returns what the compiler said ("" if they compile). Each file's
+// blocks form packages of their own (fragments of one file may continue
+// each other, never another file's), all checked by one go vet.
+func compileMarkdown(t *testing.T, paths ...string) string {
 	t.Helper()
-	md, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codes, lines := blocks(string(md))
-	if len(codes) == 0 {
-		t.Fatalf("%s has no go code blocks", path)
-	}
 	// A directory inside the module (so that its packages resolve), hidden
 	// from ./... by its leading dot.
 	dir, err := os.MkdirTemp(".", ".readme-check-")
@@ -130,32 +124,45 @@ func compileMarkdown(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	frag := filepath.Join(dir, "fragments")
-	os.Mkdir(frag, 0o755)
-	os.WriteFile(filepath.Join(frag, "preamble.go"), []byte(preamble), 0o644)
-	pkgs := []string{"./" + frag}
-	type fragment struct {
-		line int
-		code string
-	}
-	var frags []fragment
-	for i, code := range codes {
-		if strings.HasPrefix(strings.TrimSpace(code), "package ") {
-			d := filepath.Join(dir, fmt.Sprintf("file%d", i))
-			os.Mkdir(d, 0o755)
-			os.WriteFile(filepath.Join(d, "main.go"), []byte(code), 0o644)
-			pkgs = append(pkgs, "./"+d)
-			continue
+	var pkgs []string
+	for k, path := range paths {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !importBlock.MatchString(code) && len(frags) > 0 {
-			frags[len(frags)-1].code += "\n" + code // a continuation of the fragment above
-			continue
+		codes, lines := blocks(string(md))
+		if len(codes) == 0 {
+			t.Fatalf("%s has no go code blocks", path)
 		}
-		frags = append(frags, fragment{lines[i], code})
-	}
-	for i, f := range frags {
-		name := fmt.Sprintf("line%d.go", f.line)
-		os.WriteFile(filepath.Join(frag, name), []byte(fragmentFile(f.code, i)), 0o644)
+		// The directory names the file, so that the compiler's messages do.
+		base := filepath.Join(dir, fmt.Sprintf("%d-%s", k, strings.TrimSuffix(filepath.Base(path), ".md")))
+		frag := filepath.Join(base, "fragments")
+		os.MkdirAll(frag, 0o755)
+		os.WriteFile(filepath.Join(frag, "preamble.go"), []byte(preamble), 0o644)
+		pkgs = append(pkgs, "./"+frag)
+		type fragment struct {
+			line int
+			code string
+		}
+		var frags []fragment
+		for i, code := range codes {
+			if strings.HasPrefix(strings.TrimSpace(code), "package ") {
+				d := filepath.Join(base, fmt.Sprintf("file%d", i))
+				os.Mkdir(d, 0o755)
+				os.WriteFile(filepath.Join(d, "main.go"), []byte(code), 0o644)
+				pkgs = append(pkgs, "./"+d)
+				continue
+			}
+			if !importBlock.MatchString(code) && len(frags) > 0 {
+				frags[len(frags)-1].code += "\n" + code // a continuation of the fragment above
+				continue
+			}
+			frags = append(frags, fragment{lines[i], code})
+		}
+		for i, f := range frags {
+			name := fmt.Sprintf("line%d.go", f.line)
+			os.WriteFile(filepath.Join(frag, name), []byte(fragmentFile(f.code, i)), 0o644)
+		}
 	}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
@@ -170,11 +177,29 @@ func compileMarkdown(t *testing.T, path string) string {
 	return ""
 }
 
-// TestREADMECompiles: the code blocks of README.md compile (issue 16: the
-// API snippet did not — "declared and not used: err").
+// TestREADMECompiles: the Go code blocks of README.md and of the Markdown
+// files under docs/ compile (issue 16: the API snippet did not —
+// "declared and not used: err").
 func TestREADMECompiles(t *testing.T) {
-	if msg := compileMarkdown(t, "../../README.md"); msg != "" {
-		t.Errorf("README.md's Go code does not compile (lineN.go: the block starting at line N of README.md):\n%s", msg)
+	files := []string{"../../README.md"}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		md, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if codes, _ := blocks(string(md)); len(codes) > 0 {
+			files = append(files, d)
+		}
+	}
+	if len(files) < 2 {
+		t.Fatalf("Go code blocks in %v only: the docs' blocks were not found", files)
+	}
+	if msg := compileMarkdown(t, files...); msg != "" {
+		t.Errorf("Go code in %v does not compile (K-NAME/fragments/lineN.go: the block starting at line N of the K-th file, NAME.md):\n%s", files, msg)
 	}
 }
 

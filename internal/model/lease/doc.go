@@ -121,7 +121,7 @@
 //     the stated bound (fewer grants than tokensPerTick in any tick, the new
 //     cluster's leaders' wall clocks not behind the old cluster's), and
 //     except a new cluster's grants before its first RaiseTokens commits —
-//     the exception README states.
+//     the exception docs/guarantees.md states ("Fencing tokens").
 //   - P3: when a holder's window ends because it ran out (validity, the
 //     HTTP client's window, or a refused keepalive) — whoever notices it,
 //     client, HTTP keeper or leader — nothing is granted for the shortest
@@ -431,15 +431,15 @@
 // VerifyLeader below version 4; with fresh evidence alone TTL would do
 // (TestStaleEvidenceThreshold).
 //
-// # The properties and README's guarantees
+// # The properties and the guarantees (docs/guarantees.md, by section)
 //
-//   - "One holder at a time in the replicated state": P1, P3 (the
-//     lock-delay part), P6 (shared grants); the operator exception is
-//     P1's exception.
+//   - "One holder at a time": P1, P3 (the lock-delay part), P6 (shared
+//     grants); the operator exception is P1's exception.
 //   - "Fencing tokens": P2, with the rebuild bound and the new cluster's
 //     first-raise window as the stated exceptions.
-//   - "The client learns first": P1 for ε ≤ margin/(TTL − margin) (5.3 %
-//     at TTL/20, TestRateThreshold), including HTTP clients (Keeper).
+//   - "Leases and expiry" (the client learns first): P1 for
+//     ε ≤ margin/(TTL − margin) (5.3 % at TTL/20, TestRateThreshold),
+//     including HTTP clients (Keeper).
 //   - "Owner-aware release and renewal": the machine's compare-and-delete
 //     by owner; keepalives name their session.
 //   - "No grants without quorum": only a leader commits; a deposed leader

@@ -342,7 +342,7 @@ func (st *step) grant(c int) {
 	f.Counter++
 	f.Tok[c] = f.Counter
 	// A new cluster's grants before its first leader's raise commits are
-	// the documented exception (README, Guarantees: fencing tokens).
+	// the documented exception (docs/guarantees.md, "Fencing tokens").
 	exception := s.M.Rebuilt && !s.M.Raised
 	if f.Counter <= s.M.LastTok && !exception {
 		st.fail("P2", "c%d is granted token %d, not above %d granted before", c, f.Counter, s.M.LastTok)
