@@ -76,9 +76,11 @@ func (s *syncBuffer) String() string {
 }
 
 // TestDemo runs the whole demo (short mode: every step, shorter phases) and
-// checks what it found, from its results file and its output.
+// checks what it found, from its results file and its output, and that
+// examples/README.md's excerpt of a run matches that output.
 func TestDemo(t *testing.T) {
-	runDemo(t, "")
+	out := runDemo(t, "")
+	checkREADMEExcerpt(t, out)
 }
 
 // TestDemoOnPostgres: the same story with -postgres, the shared database a
