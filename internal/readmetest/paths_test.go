@@ -3,6 +3,7 @@ package readmetest
 import (
 	"fmt"
 	"io/fs"
+	"iter"
 	"net/url"
 	"os"
 	"path"
@@ -71,15 +72,7 @@ var fileExtensions = []string{".go", ".md", ".sh", ".json", ".svg", ".mod", ".su
 // `hashicorp/raft` are not).
 func pathRefs(md string, isDir func(string) bool) []pathRef {
 	var refs []pathRef
-	fenced := false
-	for i, line := range strings.Split(md, "\n") {
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for i, line := range unfencedLines(md) {
 		var targets []string
 		for _, m := range inlineLink.FindAllStringSubmatch(line, -1) {
 			targets = append(targets, m[1])
@@ -112,6 +105,23 @@ func pathRefs(md string, isDir func(string) bool) []pathRef {
 	return refs
 }
 
+// unfencedLines yields the lines of md outside fenced code blocks (``` or
+// ~~~; the fences are not yielded either) with their 0-based index.
+func unfencedLines(md string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fenced := false
+		for i, line := range strings.Split(md, "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+				fenced = !fenced
+				continue
+			}
+			if !fenced && !yield(i, line) {
+				return
+			}
+		}
+	}
+}
+
 // codePath reports whether a code span's text looks like a repository path,
 // and returns it without a leading "./" or a trailing ":line".
 func codePath(s string, isDir func(string) bool) (string, bool) {
@@ -141,15 +151,7 @@ var (
 func anchors(md string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	fenced := false
-	for _, line := range strings.Split(md, "\n") {
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for _, line := range unfencedLines(md) {
 		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}
