@@ -13,7 +13,7 @@ const (
 	entryV1         byte = 1 // ops 1-7, no request numbers
 	entryV2         byte = 2 // adds request numbers and ops 8-11
 	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
-	entryV4         byte = 4 // adds the commands of cluster version 4: the lapsed forms (ops 44-45), the fair shares' (46-47)
+	entryV4         byte = 4 // adds the commands of cluster version 4: the restore commands (ops 41-43), the lapsed forms (44-45), the fair shares' (46-47), Renewed and Takeover (48-49)
 	maxEntryVersion      = entryV4
 )
 
@@ -82,6 +82,11 @@ const (
 //	RestoreCommit      ID [16]byte, Size uvarint
 //	RestoreAbort       ID [16]byte
 //
+// and Renewed and Takeover (renewed.go):
+//
+//	Renewed            op 48: n uvarint, n × Session uvarint
+//	Takeover           op 49: (empty)
+//
 // string = uvarint length + bytes. EncodeEntry writes the lowest version
 // that carries every command of the entry, so an entry without request
 // numbers or new commands reads the same to a replica of the previous
@@ -148,7 +153,7 @@ func commandVersion(c Command) byte {
 		return entryV2
 	case SetValue, RaiseTokens, Revoke:
 		return entryV3
-	case RestoreChunk, RestoreCommit, RestoreAbort:
+	case RestoreChunk, RestoreCommit, RestoreAbort, Renewed, Takeover:
 		return entryV4
 	}
 	return entryV1
@@ -198,13 +203,10 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 			dst = appendRequest(dst, c.Seq, c.AckBelow)
 		}
 	case ExpireSessions:
-		if len(c.Sessions) > MaxExpireSessions {
-			return dst, long("session list")
-		}
-		dst = binary.AppendUvarint(dst, uint64(len(c.Sessions)))
-		for _, s := range c.Sessions {
-			dst = binary.AppendUvarint(dst, uint64(s))
-		}
+		return appendSessions(dst, c.Sessions)
+	case Renewed:
+		return appendSessions(dst, c.Sessions)
+	case Takeover:
 	case Acquire:
 		return appendAcquire(dst, c, v)
 	case Release:
@@ -307,6 +309,18 @@ func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
 	}
 	if flags&acquireValue != 0 {
 		dst = appendString(dst, c.Value)
+	}
+	return dst, nil
+}
+
+// appendSessions appends a session list (ExpireSessions, Renewed).
+func appendSessions(dst []byte, ids []SessionID) ([]byte, error) {
+	if len(ids) > MaxExpireSessions {
+		return dst, fmt.Errorf("%w: session list too long", ErrInvalidEntry)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	for _, s := range ids {
+		dst = binary.AppendUvarint(dst, uint64(s))
 	}
 	return dst, nil
 }

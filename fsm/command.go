@@ -27,10 +27,10 @@ type Op uint8
 // version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
 // entry version 3 (cluster version 3); 41-43 (the restore commands:
 // RestoreChunk, RestoreCommit, RestoreAbort), 44-45 (the lapsed forms of
-// CloseSession and Release, lapse.go) and 46-47 (the forms of SetLimits
-// and OpenSession of the fair shares, fairshare_codec.go; their Op is
-// still OpSetLimits and OpOpenSession) need entry version 4 (cluster
-// version 4).
+// CloseSession and Release, lapse.go), 46-47 (the forms of SetLimits and
+// OpenSession of the fair shares, fairshare_codec.go; their Op is still
+// OpSetLimits and OpOpenSession) and 48-49 (Renewed, Takeover, renewed.go)
+// need entry version 4 (cluster version 4).
 const (
 	OpOpenSession       Op = 1
 	OpCloseSession      Op = 2
@@ -54,6 +54,7 @@ var opNames = [...]string{
 	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
 	opCloseLapsed: "CloseSession(lapsed)", opReleaseLapsed: "Release(lapsed)",
 	opRestoreChunk: "RestoreChunk", opRestoreCommit: "RestoreCommit", opRestoreAbort: "RestoreAbort",
+	opRenewed: "Renewed", opTakeover: "Takeover",
 }
 
 func (o Op) String() string {
@@ -65,8 +66,8 @@ func (o Op) String() string {
 
 // LeaderOnly reports whether commands of this type are proposed by the
 // leader itself (ExpireSessions, Tick, Noop, EndDelay, SetLimits,
-// SetClusterVersion, InitCluster, RaiseTokens, and the restore commands)
-// and must be refused from clients.
+// SetClusterVersion, InitCluster, RaiseTokens, the restore commands,
+// Renewed, Takeover) and must be refused from clients.
 func (o Op) LeaderOnly() bool {
 	switch o {
 	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke, opCloseLapsed, opReleaseLapsed:
@@ -79,8 +80,8 @@ func (o Op) LeaderOnly() bool {
 // [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
 // (client commands) and [ExpireSessions], [Tick], [Noop], [EndDelay],
 // [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens],
-// [RestoreChunk], [RestoreCommit], [RestoreAbort] (proposed by the leader);
-// the set is closed.
+// [RestoreChunk], [RestoreCommit], [RestoreAbort], [Renewed], [Takeover]
+// (proposed by the leader); the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
 	Op() Op

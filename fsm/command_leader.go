@@ -17,7 +17,8 @@ type ExpireSessions struct {
 	Sessions []SessionID
 }
 
-// Tick is the leader's takeover barrier. At cluster version 1 it also ends
+// Tick is the leader's takeover barrier (from cluster version 4: Takeover,
+// renewed.go). At cluster version 1 it also ends
 // every lock-delay that is over at the entry's time and grants the delayed
 // locks to their waiters (Count = delays ended); from cluster version 2
 // lock-delays end only with EndDelay and Tick changes nothing. Result:

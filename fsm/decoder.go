@@ -126,6 +126,19 @@ func (d *decoder) session() SessionID {
 	return SessionID(v)
 }
 
+// sessions reads a session list (ExpireSessions, Renewed): nil when empty.
+func (d *decoder) sessions() []SessionID {
+	n := d.count(MaxExpireSessions, 1)
+	if n == 0 {
+		return nil
+	}
+	ids := make([]SessionID, n)
+	for i := range ids {
+		ids[i] = d.session()
+	}
+	return ids
+}
+
 // int reads a non-negative integer of at most MaxInt32.
 func (d *decoder) int() int {
 	v := d.uvarint()
@@ -215,15 +228,7 @@ func (d *decoder) command() Command {
 		}
 		return c
 	case op == OpExpireSessions:
-		n := d.count(MaxExpireSessions, 1)
-		var c ExpireSessions
-		if n > 0 {
-			c.Sessions = make([]SessionID, n)
-			for i := range c.Sessions {
-				c.Sessions[i] = d.session()
-			}
-		}
-		return c
+		return ExpireSessions{Sessions: d.sessions()}
 	case op == OpAcquire:
 		return d.acquire()
 	case op == OpRelease:
@@ -270,6 +275,10 @@ func (d *decoder) command() Command {
 		c := CloseSession{Session: d.session(), Lapsed: true}
 		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()
 		return c
+	case op == opRenewed && d.version >= entryV4:
+		return Renewed{Sessions: d.sessions()}
+	case op == opTakeover && d.version >= entryV4:
+		return Takeover{}
 	case op == opReleaseLapsed && d.version >= entryV4:
 		c := Release{Session: d.session(), Lock: d.string(MaxLockNameLen), Owner: d.owner(), Lapsed: true}
 		c.Seq, c.AckBelow = d.uvarint(), d.uvarint()

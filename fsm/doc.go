@@ -45,6 +45,15 @@
 // time is informational (grant and session stamps) and one far-off stamp
 // cannot freeze or advance it (see delay.go).
 //
+// # Renewals and takeover markers (cluster version 4)
+//
+// Keepalives are not in the log. To let a new leader time a session from
+// when it was last renewed rather than from its own takeover, the state
+// keeps per session the index of the entry that last renewed it (its
+// OpenSession, or the leader's [Renewed]) and the indices of the takeover
+// markers (the leader's barrier, [Takeover]): a session is timed from the first
+// marker after its last renewal. See renewed.go.
+//
 // # Quotas
 //
 // [Limits] (lock name length, waiters per lock, locks and waits per session,

@@ -18,6 +18,7 @@ const (
 	EventValueSet                            // Lock, Session, Owner, Token, Value (and Shared, Permits): SetValue replaced a grant's value
 	EventTokensRaised                        // Token: RaiseTokens raised the grant counter to Token (the next grant takes Token+1); only when it rose
 	EventRestored                            // Token: a backup replaced the whole state at Index (RestoreCommit, cluster version 4): every watcher must re-read what it waits for; Token is the restored grant counter
+	EventMarker                              // Index: a takeover marker was applied (Takeover, cluster version 4; see Renewed)
 )
 
 func (k EventKind) String() string {
@@ -44,6 +45,8 @@ func (k EventKind) String() string {
 		return "tokens-raised"
 	case EventRestored:
 		return "restored"
+	case EventMarker:
+		return "marker"
 	}
 	return "unknown"
 }

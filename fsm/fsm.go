@@ -240,6 +240,10 @@ func (a *applier) exec(c Command) Result {
 		return a.restoreCommit(c)
 	case RestoreAbort:
 		return a.restoreAbort(c)
+	case Renewed:
+		return a.renewed(c.Sessions)
+	case Takeover:
+		return a.takeover()
 	}
 	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

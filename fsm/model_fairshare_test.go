@@ -75,7 +75,7 @@ func (m *model) openSession(c OpenSession) Result {
 		reserved = true
 	}
 	m.nextSess++
-	m.sessions[m.nextSess] = &msession{delay: c.LockDelay, results: map[uint64]Result{}, desc: c.Description, node: c.Node, reserved: reserved}
+	m.sessions[m.nextSess] = &msession{renewed: m.index, delay: c.LockDelay, results: map[uint64]Result{}, desc: c.Description, node: c.Node, reserved: reserved}
 	return Result{Status: StatusOK, Session: m.nextSess}
 }
 

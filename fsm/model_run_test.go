@@ -19,7 +19,8 @@ type client struct {
 // up to version 4, or upgrading on the way; with request numbers, duplicates,
 // reordered and acknowledged-then-redelivered requests, delays ended by
 // EndDelay, lapsed closes and releases, revocations of exclusive and shared
-// grants, quotas, time jumping both ways, snapshots — to the FSM and to
+// grants, renewals and takeover markers (each session's origin marker is
+// compared), quotas, time jumping both ways, snapshots — to the FSM and to
 // the model, and compares results and state after every step.
 func TestStateMachineAgainstModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -102,8 +103,13 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				}
 				return Noop{}
 			case 9:
-				if rapid.Bool().Draw(rt, "noop") {
+				switch rapid.IntRange(0, 3).Draw(rt, "leader command") {
+				case 0:
 					return Noop{}
+				case 1: // a renewal of sessions (version 4)
+					return Renewed{Sessions: rapid.SliceOfN(rapid.Custom(session), 0, 3).Draw(rt, "renewed")}
+				case 2: // a takeover marker (version 4)
+					return Takeover{}
 				}
 				return Tick{}
 			case 10:
@@ -177,7 +183,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			if resp.Err != nil {
 				rt.Fatalf("apply: %v", resp.Err)
 			}
-			m.entry(h.now)
+			m.entry(h.index, h.now)
 			for i, c := range cmds {
 				want := m.apply(c)
 				if !sameResult(resp.Results[i], want) {
@@ -352,6 +358,11 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 	for id, ms := range m.sessions {
 		if s := f.st.sessions.get(id); s == nil || s.floor != ms.floor || len(s.results) != len(ms.results) {
 			rt.Fatalf("session %d: %+v, model floor %d with %d results", id, s, ms.floor, len(ms.results))
+		}
+	}
+	for _, s := range f.SessionTTLs() {
+		if ms := m.sessions[s.ID]; ms != nil && s.Origin != m.origin(ms) {
+			rt.Fatalf("session %d: origin marker %d, model %d (renewed at %d, markers %v)", s.ID, s.Origin, m.origin(ms), ms.renewed, m.markers)
 		}
 	}
 	if f.ClusterVersion() != m.version || f.ClusterID() != m.clusterID || f.Limits() != m.limits {

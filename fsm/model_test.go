@@ -13,8 +13,9 @@ import (
 // scanning, no copy-on-write, no indexes. The rapid test checks the real
 // FSM against it step by step.
 type model struct {
-	clock     int64 // as state.clock
-	now       int64 // the current entry's time
+	clock     int64  // as state.clock
+	now       int64  // the current entry's time
+	index     uint64 // the current entry's index
 	version   uint64
 	clusterID string
 	limits    Limits
@@ -22,9 +23,11 @@ type model struct {
 	token     Token
 	sessions  map[SessionID]*msession
 	locks     map[string]*mlock
+	markers   []uint64 // every takeover marker (version 4), ascending: none pruned
 }
 
 type msession struct {
+	renewed  uint64 // index of the entry that last renewed it (open, Renewed)
 	delay    time.Duration
 	floor    uint64
 	results  map[uint64]Result
@@ -58,8 +61,10 @@ func newModel() *model {
 	return &model{version: 1, sessions: map[SessionID]*msession{}, locks: map[string]*mlock{}}
 }
 
-// entry sets the time the commands of an entry stamped at see.
-func (m *model) entry(at int64) {
+// entry sets the index and the time the commands of an entry stamped at
+// see.
+func (m *model) entry(index uint64, at int64) {
+	m.index = index
 	if m.version >= 2 {
 		m.clock = at
 	} else {
@@ -184,6 +189,11 @@ func (m *model) exec(c Command) Result {
 		return m.acquire(c)
 	case Release:
 		return m.release(c)
+	case Takeover:
+		if len(m.markers) == 0 || m.markers[len(m.markers)-1] != m.index {
+			m.markers = append(m.markers, m.index)
+		}
+		return Result{Status: StatusOK}
 	case Tick:
 		if m.version >= 2 {
 			return Result{Status: StatusOK}
@@ -240,8 +250,29 @@ func (m *model) exec(c Command) Result {
 		return Result{Status: StatusOK, Token: m.token}
 	case Revoke:
 		return m.revoke(c)
+	case Renewed:
+		n := 0
+		for _, id := range c.Sessions {
+			if s := m.sessions[id]; s != nil {
+				s.renewed = m.index
+				n++
+			}
+		}
+		return Result{Status: StatusOK, Count: n}
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
+}
+
+// origin is the first of the newest maxMarkers markers after the session's
+// last renewal (0: none), by scanning.
+func (m *model) origin(s *msession) uint64 {
+	kept := m.markers[max(len(m.markers)-maxMarkers, 0):]
+	for _, mk := range kept {
+		if mk > s.renewed {
+			return mk
+		}
+	}
+	return 0
 }
 
 // settle ends a version-1 delay that is over; it reports whether it did.

@@ -203,14 +203,20 @@ func (f *FSM) Sessions() []SessionInfo {
 	return out
 }
 
-// SessionTTLs returns the id and TTL of every live session, in no
-// particular order: what a new leader needs to arm their deadlines, O(n).
+// SessionTTLs returns the id, TTL and origin marker of every live session,
+// in no particular order: what a new leader needs to arm their deadlines,
+// O(n).
 func (f *FSM) SessionTTLs() []SessionTTL {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]SessionTTL, 0, f.st.sessions.len())
-	for id, s := range f.st.sessions.all() {
-		out = append(out, SessionTTL{ID: id, TTL: time.Duration(s.ttl)})
+	st := f.st
+	out := make([]SessionTTL, 0, st.sessions.len())
+	for id, s := range st.sessions.all() {
+		t := SessionTTL{ID: id, TTL: time.Duration(s.ttl)}
+		if len(st.markers) > 0 {
+			t.Origin = st.origin(s.renewedAt)
+		}
+		out = append(out, t)
 	}
 	return out
 }

@@ -23,11 +23,12 @@ import (
 //     their locks passing to their waiters (or into their lock-delay) as at
 //     any expiry. The sessions of the running cluster are not in the
 //     restored state: their clients learn it at their next keepalive.
-//   - the cluster id, the replicated quotas, the record of restores and
-//     the applied index are the running cluster's (PrepareRestoreAt: the
-//     index it is installed at); the cluster version is the higher of the
-//     two (a backup of version 1 has its lock-delays converted as on an
-//     upgrade).
+//   - the cluster id, the replicated quotas, the record of restores, the
+//     takeover markers and the applied index are the running cluster's
+//     (PrepareRestoreAt: the index it is installed at); the cluster version
+//     is the higher of the two (a backup of version 1 has its lock-delays
+//     converted as on an upgrade); from cluster version 4 every session
+//     was renewed at that index (renewed.go).
 //
 // Locks, holders (with their tokens and descriptions), FIFO queues and
 // lock-delays are the backup's.
@@ -94,6 +95,7 @@ func (b *state) restoreOnto(cur *state, at uint64) (RestoreSummary, error) {
 	if at != 0 {
 		b.index = at
 	}
+	b.renewAllAt(b.index)
 	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, Token(b.tokenSeq)
 	return sum, nil
 }
@@ -142,5 +144,6 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 	// The running cluster's restores (what it installed, what it stages),
 	// not the backup's: a restore never brings back a staging.
 	b.restores = cur.restores
+	b.markers = cur.markers // the backup's are indices of another log
 	return nil
 }

@@ -18,6 +18,7 @@ func (a *applier) openSession(c OpenSession) Result {
 		reserved:    reserved,
 		createdAt:   a.now,
 		createdIdx:  a.index,
+		renewedAt:   a.index,
 	}
 	st.sessions.set(id, s)
 	st.use(s.node, s.usage())

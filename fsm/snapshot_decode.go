@@ -168,6 +168,7 @@ func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session,
 		createdAt: d.varint(),
 	}
 	s.createdIdx = d.uvarint()
+	s.renewedAt = s.createdIdx // unless the renewals section says otherwise
 	s.description = d.string(MaxDescriptionLen)
 	if v >= snapshotV2 {
 		s.floor = d.uvarint()

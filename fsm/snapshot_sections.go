@@ -37,7 +37,8 @@ type snapshotSection struct {
 // whose state needs one adds its row here (and its cluster version to the
 // table in version.go).
 var snapshotSections = []snapshotSection{
-	restoresSection,
+	restoresSection, // tag 1 (restore_section.go)
+	renewalsSection, // tag 2 (renewed.go)
 	{tag: fairSectionTag, name: "fair shares", prepare: prepareFairSection, begin: beginFairSection}, // fairshare_snapshot.go
 }
 

@@ -7,10 +7,13 @@ import (
 	"testing"
 )
 
-// fuzzFixtureV4 is fuzzFixtureV3 at cluster version 4.
+// fuzzFixtureV4 is fuzzFixtureV3 at cluster version 4, with a takeover
+// marker and a renewal (renewed.go).
 func fuzzFixtureV4(t tb) *harness {
 	h := fuzzFixtureV3(t)
 	h.do(SetClusterVersion{Version: 4})
+	h.do(Takeover{})
+	h.do(Renewed{Sessions: []SessionID{1}})
 	return h
 }
 

@@ -34,6 +34,10 @@ type state struct {
 	nodes    map[string]usage
 	total    usage
 	restores restores // staged and installed restores (RestoreChunk, RestoreCommit)
+	// markers are the indices of the takeover markers kept, ascending
+	// (cluster version 4, renewed.go). Never changed in place: a frozen
+	// copy shares the slice.
+	markers []uint64
 }
 
 type session struct {
@@ -46,6 +50,7 @@ type session struct {
 	reserved    bool   // opened in its node's reserve (OpenSession.Reserved)
 	createdAt   int64
 	createdIdx  uint64
+	renewedAt   uint64 // index of the entry that last renewed it in the log (renewed.go)
 	// acqs holds every acquisition of this session (held or waiting), so
 	// that closing or expiring a session touches only its own acquisitions
 	// and counting them is O(1). (One owner id may be used on several

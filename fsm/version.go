@@ -28,7 +28,11 @@ package fsm
 //	   (fairshare_snapshot.go);
 //	   restore as a replicated command (versionRestore): RestoreChunk,
 //	   RestoreCommit, RestoreAbort (ops 41-43) and the snapshot section
-//	   "restores" (tag 1).
+//	   "restores" (tag 1);
+//	   Renewed and Takeover (ops 48-49), per-session renewals and takeover
+//	   markers, in the renewals snapshot section (tag 2) (renewed.go), and
+//	   node's ConfirmTerm message for keepalive confirmations (node's
+//	   confirm_term.go).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too
