@@ -5,17 +5,25 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
 )
 
 // expiryManager runs on the leader. It keeps every session's deadline in
-// memory (keepalives are not written to the log), proposes ExpireSessions for
-// sessions past their deadline and ends lock-delays (expiry_delays.go).
-// Followers keep no deadlines: a new leader first commits a barrier, then
-// gives every session now + TTL + ElectionTimeout (the takeover grace), so
-// that a keepalive acknowledged by the old leader is never cut short.
+// memory (keepalives are not written to the log while the leader stays),
+// proposes ExpireSessions for sessions past their deadline and ends
+// lock-delays (expiry_delays.go). Followers keep no deadlines: a new leader
+// first commits a barrier, then gives every session TTL + ElectionTimeout
+// (the takeover grace), so that a keepalive acknowledged by the old leader
+// is never cut short — counted from now, or, for a session marked at
+// cluster version 4, from this replica's apply of the session's origin
+// marker (applyTimes): the first takeover after the session last renewed
+// in the log (fsm's renewed.go). A session that stopped renewing at T
+// thus ends by T + 2·(TTL + ElectionTimeout) + 2·E + 3·δ + λ, whatever the
+// number of leader changes (see the package doc, "Sessions across leader
+// changes").
 //
 // Deadlines sit in a heap: opening a session, a keepalive and an expiry cost
 // O(log n), and the expiry loop touches only the sessions that are due. All
@@ -24,6 +32,10 @@ type expiryManager struct {
 	h     expiryHost
 	poke  chan struct{}
 	grace time.Duration
+	// takeoverRead, if set, is called by takeOver between its read of the
+	// sessions and its replay of what was applied meanwhile (tests stall
+	// it there).
+	takeoverRead atomic.Pointer[func()]
 
 	mu       sync.Mutex
 	leading  bool          // deadlines are initialised for this leadership term
@@ -39,8 +51,9 @@ type expiryManager struct {
 // bare state machine and no Raft (expiry_unit_test.go).
 type expiryHost struct {
 	fsm        *fsm.FSM                                            // the local state machine (read only)
+	times      *applyTimes                                         // when this replica applied markers and delay starts
 	propose    func(ctx context.Context, cmd fsm.Command) outcome  // propose as leader, without forwarding or retries
-	confirm    func(ctx context.Context, wait time.Duration) error // confirm leadership (a batched VerifyLeader round, which may wait for others)
+	confirm    func(ctx context.Context, wait time.Duration) error // confirm leadership (a batched leadership round, which may wait for others)
 	duties     func(ctx context.Context)                           // the leader's other duties, after the takeover
 	wallNow    func() time.Time                                    // the leader's wall clock (version-1 lock-delay ticks only)
 	expired    func(n int)                                         // metric: sessions expired by this leader
@@ -55,6 +68,10 @@ type deadline struct {
 	id       fsm.SessionID
 	ttl      time.Duration
 	deadline time.Time
+	// marked: a takeover marker follows the session's last renewal in the
+	// log, so its keepalives are acknowledged only once a Renewed entry
+	// naming it committed (keepAliveMany); cleared by that commit.
+	marked   bool
 	expiring bool      // past its deadline; ExpireSessions proposed
 	proposed time.Time // when ExpireSessions was (last) proposed
 	at       time.Time // heap key: the deadline, or when to propose the expiry again
@@ -79,6 +96,7 @@ func newExpiryManager(h expiryHost) *expiryManager {
 func (n *Node) expiryHost() expiryHost {
 	return expiryHost{
 		fsm:     n.fsm,
+		times:   &n.applyTimes,
 		propose: n.proposeAsLeader,
 		confirm: n.verifier.confirmWithin,
 		duties:  n.clusterDuties,
@@ -110,12 +128,17 @@ func (m *expiryManager) lead(ctx context.Context) {
 		m.mu.Unlock()
 	}()
 	// The takeover barrier: commit an entry of this term through the FSM
-	// (a Tick). Once it is applied, the FSM reflects every entry of earlier
-	// terms, and — unlike raft's own Barrier, which the FSM never sees —
-	// raft's commit index points at an entry the FSM applies, so read-index
-	// waits can complete.
+	// (a Tick; from cluster version 4 a Takeover, which is also the
+	// takeover marker). Once it is applied, the FSM reflects every entry of
+	// earlier terms, and — unlike raft's own Barrier, which the FSM never
+	// sees — raft's commit index points at an entry the FSM applies, so
+	// read-index waits can complete.
 	for {
-		out := m.h.propose(ctx, fsm.Tick{})
+		var barrier fsm.Command = fsm.Tick{}
+		if m.h.fsm.ClusterVersion() >= versionRenewed {
+			barrier = fsm.Takeover{}
+		}
+		out := m.h.propose(ctx, barrier)
 		if out.err == nil {
 			break
 		}
@@ -157,10 +180,14 @@ func (m *expiryManager) lead(ctx context.Context) {
 	}
 }
 
-// takeOver gives every session the takeover grace. It reads only the ids
-// and TTLs, outside the mutex that keepalives wait on, and takes the time
-// after the read; what the FSM applies meanwhile is replayed. It returns
-// the number of sessions.
+// takeOver gives every session the takeover grace, TTL + ElectionTimeout:
+// counted from the time read after the sessions, or for a marked session
+// from this replica's apply of its origin marker (never later than that
+// time). It reads only the ids, TTLs and origins, outside the mutex that
+// keepalives wait on; what the FSM applies meanwhile is replayed with the
+// time of the replay — a session opened then gets replay time + TTL, after
+// its OpenSession committed and so after its client sent it. It returns the
+// number of sessions.
 func (m *expiryManager) takeOver() int {
 	m.mu.Lock()
 	m.takeover = []takeoverEvt{}
@@ -169,20 +196,34 @@ func (m *expiryManager) takeOver() int {
 	now := time.Now()
 	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
 	items := make([]*deadline, 0, len(ttls))
+	origins := map[uint64]time.Time{} // at most the markers kept
 	for _, s := range ttls {
-		l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+		from := now
+		if s.Origin != 0 {
+			t, ok := origins[s.Origin]
+			if !ok {
+				t = m.h.times.marker(s.Origin, now)
+				origins[s.Origin] = t
+			}
+			from = t
+		}
+		l := &deadline{id: s.ID, ttl: s.TTL, deadline: from.Add(s.TTL + m.grace), marked: s.Origin != 0}
 		l.at = l.deadline
 		sessions[s.ID] = l
 		items = append(items, l)
 	}
 	var h timeHeap[*deadline]
 	h.init(items)
+	if f := m.takeoverRead.Load(); f != nil {
+		(*f)()
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sessions, m.due = sessions, h
+	replay := time.Now()
 	for _, e := range m.takeover {
-		m.sessionEventLocked(e, now)
+		m.sessionEventLocked(e, replay)
 	}
 	m.takeover = nil
 	m.delays.reset()
@@ -317,7 +358,7 @@ func (m *expiryManager) resyncLocked(now time.Time) {
 	for _, s := range m.h.fsm.SessionTTLs() {
 		present[s.ID] = true
 		if m.sessions[s.ID] == nil {
-			l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace)}
+			l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace), marked: s.Origin != 0}
 			l.at = l.deadline
 			m.sessions[s.ID] = l
 			m.due.add(l)

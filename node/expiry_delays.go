@@ -12,11 +12,20 @@ import (
 // Lock-delays on the leader (see fsm's delay.go).
 //
 // Cluster version 2: the leader times every lock-delay on its monotonic
-// clock — from when it applies the expiry that starts the delay, and, at its
-// takeover (or when the version is raised), afresh and in full for every
-// lock already delayed — and ends it with fsm.EndDelay{Lock, Token} when
-// the time is up. A wall-clock step on any node changes nothing: a delay is
-// never shortened (a new leader always waits the full delay) nor stalled.
+// clock — from when it applies the entry that starts the delay, and, at its
+// takeover (or when the version is raised), for every lock already delayed
+// from when this replica applied that entry (applyTimes), or in full from
+// now if it does not know (the delay came with a snapshot, or began at
+// version 1) — and ends it with fsm.EndDelay{Lock, Token} when the time is
+// up. A wall-clock step on any node changes nothing: a delay is never
+// shortened (every replica applies the start after its commit) nor
+// stalled, and leader changes cannot postpone its end without bound: it
+// ends by LockDelay + E + 2·δ + λ after it began (E: the longest time
+// without a leader that has taken over; δ: the longest commit latency; λ:
+// a replica's apply lag), whatever the number of changes (the lease
+// model's DelayCredit, internal/model/lease). The elapsed part and the
+// whole are counted on one replica's clock, so a clock that runs fast
+// shortens a delay no more than when that replica times it from its start.
 //
 // Cluster version 1 (a rolling upgrade from the previous release): the
 // delay ends at a leader wall-clock time recorded in the state, and the
@@ -94,7 +103,11 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 		now := time.Now()
 		m.mu.Lock()
 		for _, d := range delayed {
-			m.delays.arm(d.DelayRef, now.Add(d.For), m.wakeAt)
+			from := now
+			if t, ok := m.h.times.delayStart(d.DelayRef); ok {
+				from = t
+			}
+			m.delays.arm(d.DelayRef, from.Add(d.For), m.wakeAt)
 		}
 		m.delays.armedAll = true
 		m.mu.Unlock()

@@ -21,6 +21,7 @@ type expiryRig struct {
 	t         *testing.T
 	m         *expiryManager
 	f         *fsm.FSM
+	times     applyTimes
 	mu        sync.Mutex
 	index     uint64
 	wall      atomic.Int64 // wall clock offset of the "leader"
@@ -36,17 +37,19 @@ func (o rigObserver) Applied(_ uint64, events []fsm.Event) {
 			o.r.expiredAt.Store(time.Now().UnixNano())
 		}
 	}
+	o.r.times.observe(events, time.Now(), o.r.f.DelayedLocks)
 	if m := o.r.m; m != nil {
 		m.observe(events)
 	}
 }
-func (o rigObserver) Restored(uint64) {}
+func (o rigObserver) Restored(uint64) { o.r.times.restored(time.Now()) }
 
 func newExpiryRig(t *testing.T) *expiryRig {
 	r := &expiryRig{t: t}
 	r.f = fsm.New(rigObserver{r})
 	r.m = newExpiryManager(expiryHost{
 		fsm:        r.f,
+		times:      &r.times,
 		propose:    r.propose,
 		confirm:    func(context.Context, time.Duration) error { return nil },
 		duties:     func(context.Context) {},

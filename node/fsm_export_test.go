@@ -83,7 +83,19 @@ func SnapshotNow(n *Node) error { return n.raft.Snapshot().Error() }
 // manager has every session's deadline).
 func IsLeading(n *Node) bool { return n.expiry.isLeading() }
 
-// LeadershipRounds is how many VerifyLeader rounds n's verifier started.
+// StallTakeover sets a function n's expiry manager calls when it takes
+// over, between its read of the sessions (and of its clock) and its replay
+// of what was applied meanwhile (nil: none). A function that blocks stalls
+// the takeover there, as a starved goroutine or a million sessions would.
+func StallTakeover(n *Node, f func()) {
+	if f == nil {
+		n.expiry.takeoverRead.Store(nil)
+		return
+	}
+	n.expiry.takeoverRead.Store(&f)
+}
+
+// LeadershipRounds is how many leadership rounds n's verifier started.
 func LeadershipRounds(n *Node) uint64 { return n.verifier.rounds.Load() }
 
 // OnLeading makes f run on n's leadership watcher each time n learns that

@@ -9,13 +9,17 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// Keepalives: a session is renewed on the leader (expiryManager), never in
-// the log; a follower forwards the keepalive.
+// Keepalives: a session is renewed on the leader (expiryManager); a follower
+// forwards the keepalive. While the leader stays, keepalives are never in
+// the log; after a leader change each live session's first keepalive is
+// recorded once, by a Renewed entry (keepalive_renew.go).
 
 // KeepAlive renews a session's lease. The leader refuses it with
 // ErrSessionExpired if the session's deadline passed before the keepalive
-// arrived; otherwise, after confirming its leadership, it moves the deadline
-// to (arrival + TTL). Keepalives are not written to the log. On a follower
+// arrived; otherwise, once it has fresh evidence that it still leads (a
+// leadership round, or the commit of a Renewed entry for a session that
+// has not renewed in the log since the last leader change), it moves the
+// deadline to (arrival + TTL). On a follower
 // the keepalive is forwarded, in one request with the others that arrive
 // within a millisecond (keepalive_batch.go); without a leader it is retried until ctx ends
 // (then the error wraps ErrNoQuorum). A nil ctx → ErrInvalidArgument; a
@@ -44,9 +48,13 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 
 // keepAliveMany renews sessions on the leader and returns each one's
 // verdict: refused if the session's deadline had passed when the keepalive
-// was received (even if its expiry is not yet committed); otherwise, once
-// a (batched) VerifyLeader round that started after it was received
-// confirmed the leadership, its deadline moves to received + TTL.
+// was received (even if its expiry is not yet committed); otherwise its
+// deadline moves to received + TTL once there is evidence, after it was
+// received, that no later leader was elected before: for a marked session
+// (a takeover marker follows its last renewal in the log) the commit of a
+// Renewed entry naming it, proposed after it was received (renewMarked);
+// for the others a (batched) leadership round that started after it was
+// received (ConfirmTerm from cluster version 4, VerifyLeader below).
 //
 // The round may wait a little for other keepalives to share it
 // (keepaliveWait, the least of the sessions'): every round makes Raft
@@ -57,40 +65,61 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 func (m *expiryManager) keepAliveMany(ctx context.Context, ids []fsm.SessionID) []error {
 	received := time.Now()
 	verdicts := make([]error, len(ids))
-	wait, some := m.checkMany(ids, received, verdicts)
-	if !some {
-		return verdicts
+	wait, unmarked, marked := m.checkMany(ids, received, verdicts)
+	var renewed chan struct{}
+	if len(marked) > 0 {
+		renewed = make(chan struct{})
+		go func() { // alongside the round: a batch may need both (each writes its own verdicts)
+			defer close(renewed)
+			m.renewMarked(ctx, ids, marked, received, verdicts)
+		}()
 	}
+	if len(unmarked) > 0 {
+		m.confirmed(ctx, ids, unmarked, wait, received, verdicts)
+	}
+	if renewed != nil {
+		<-renewed
+	}
+	return verdicts
+}
+
+// confirmed runs a leadership round for the keepalives ids[pending] and
+// renews those sessions.
+func (m *expiryManager) confirmed(ctx context.Context, ids []fsm.SessionID, pending []int, wait time.Duration, received time.Time, verdicts []error) {
 	if err := m.h.confirm(ctx, wait); err != nil {
 		err = leadershipErr(err)
-		for i := range verdicts {
-			if verdicts[i] == nil {
-				verdicts[i] = err
-			}
+		for _, i := range pending {
+			verdicts[i] = err
 		}
-		return verdicts
+		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, id := range ids {
-		if verdicts[i] != nil {
-			continue
-		}
-		if !m.leading {
-			verdicts[i] = errNotLeader
-			continue
-		}
-		l := m.sessions[id]
-		if l == nil || l.expiring {
-			verdicts[i] = ErrSessionExpired
-			continue
-		}
-		if d := received.Add(l.ttl); d.After(l.deadline) {
-			l.deadline, l.at = d, d
-			m.due.fix(l.slot)
-		}
+	for _, i := range pending {
+		verdicts[i] = m.extendLocked(ids[i], received, false)
 	}
-	return verdicts
+}
+
+// extendLocked moves a session's deadline to received + TTL (unless it is
+// later already) and returns nil, or the keepalive's refusal: this node
+// stopped leading, or the session is gone or expiring. renewed: a Renewed
+// entry for it committed (it is no longer marked).
+func (m *expiryManager) extendLocked(id fsm.SessionID, received time.Time, renewed bool) error {
+	if !m.leading {
+		return errNotLeader
+	}
+	l := m.sessions[id]
+	if l == nil || l.expiring {
+		return ErrSessionExpired
+	}
+	if renewed {
+		l.marked = false
+	}
+	if d := received.Add(l.ttl); d.After(l.deadline) {
+		l.deadline, l.at = d, d
+		m.due.fix(l.slot)
+	}
+	return nil
 }
 
 // keepaliveWait is how long a keepalive's leadership round may wait for
@@ -105,16 +134,17 @@ func keepaliveWait(heartbeat, ttl, left time.Duration) time.Duration {
 
 // checkMany refuses each keepalive received past its session's deadline
 // (or for a session not known, or expiring; every one when this node is
-// not leading) in verdicts, and returns the round's wait for the others
-// (the least keepaliveWait) and whether there are any.
-func (m *expiryManager) checkMany(ids []fsm.SessionID, received time.Time, verdicts []error) (wait time.Duration, some bool) {
+// not leading) in verdicts, and returns the positions of the others,
+// unmarked and marked, and the round's wait for the unmarked (the least
+// keepaliveWait).
+func (m *expiryManager) checkMany(ids []fsm.SessionID, received time.Time, verdicts []error) (wait time.Duration, unmarked, marked []int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leading || m.h.fsm.Halted() != nil {
 		for i := range verdicts {
 			verdicts[i] = errNotLeader
 		}
-		return 0, false
+		return 0, nil, nil
 	}
 	for i, id := range ids {
 		l := m.sessions[id]
@@ -122,11 +152,15 @@ func (m *expiryManager) checkMany(ids []fsm.SessionID, received time.Time, verdi
 			verdicts[i] = ErrSessionExpired
 			continue
 		}
+		if l.marked {
+			marked = append(marked, i)
+			continue
+		}
 		w := keepaliveWait(m.h.heartbeat, l.ttl, l.deadline.Sub(received))
-		if !some || w < wait {
+		if len(unmarked) == 0 || w < wait {
 			wait = w
 		}
-		some = true
+		unmarked = append(unmarked, i)
 	}
-	return wait, some
+	return wait, unmarked, marked
 }

@@ -26,12 +26,15 @@ type Node struct {
 	store   *storage
 	metrics *metrics
 
-	applied   appliedIndex
-	events    *eventHub
-	expiry    *expiryManager
-	verifier  *verifier
-	proposer  *batcher // leader: group commit into raft
-	forwarder *batcher // follower: group forwarding to the leader
+	applied appliedIndex
+	// applyTimes: when this replica applied takeover markers and delay
+	// starts (apply_times.go).
+	applyTimes applyTimes
+	events     *eventHub
+	expiry     *expiryManager
+	verifier   *verifier
+	proposer   *batcher // leader: group commit into raft
+	forwarder  *batcher // follower: group forwarding to the leader
 	// keepalives: a follower's keepalives, in batches to the leader.
 	keepalives *keepaliveForwarder
 	members    *gossip // gossip layer; nil without Config.Gossip

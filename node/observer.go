@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
 )
@@ -29,11 +31,13 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 			// minus the log compaction — the log holds the restore.
 			n.applied.advance(index)
 			n.events.resyncAll()
+			n.applyTimes.restoredDelays()
 			n.expiry.restored()
 			break
 		}
 	}
 	n.announcer.forgetHomes(events)
+	n.applyTimes.observe(events, time.Now(), n.fsm.DelayedLocks)
 	n.expiry.observe(events)
 	n.metrics.observeEvents(events)
 	for i := range events {
@@ -55,6 +59,7 @@ func (o *observer) Restored(index uint64) {
 	}
 	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it
 	n.events.resyncAll()
+	n.applyTimes.restored(time.Now())
 	n.expiry.restored()
 	n.adoptClusterID()
 }

@@ -87,6 +87,8 @@ func (n *Node) handleRPC(ctx context.Context, from string, req []byte) ([]byte, 
 			n.snapAsks.asked(index) // snapshot_ask.go
 		}
 		return encodeSnapshotAskReply(), nil
+	case kindConfirmTerm:
+		return n.answerConfirmTerm(req) // confirm_term.go
 	case kindPeerInfo:
 		if len(req) != 2 {
 			return nil, fmt.Errorf("%w: peer-info request with a body", errWire)

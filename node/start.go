@@ -54,7 +54,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.proposer = &batcher{max: cfg.MaxBatch, inflight: proposalsInFlight, run: n.commit, wg: &n.commits, lingerFrac: proposerLinger, deferrable: n.wouldQueue}
 	n.forwarder = &batcher{max: cfg.MaxBatch, inflight: forwardsInFlight, run: n.forward, wg: &n.wg, lingerFrac: forwarderLinger}
 	n.keepalives = &keepaliveForwarder{h: n.keepaliveForwarderHost()}
-	n.verifier = &verifier{verify: func() error { return n.raft.VerifyLeader().Error() }, wg: &n.wg}
+	n.verifier = &verifier{verify: n.confirmLeadership, wg: &n.wg}
 	n.expiry = newExpiryManager(n.expiryHost())
 
 	ok := false

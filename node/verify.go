@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// verifier batches leadership confirmations: one VerifyLeader round is in
+// verifier batches leadership confirmations: one round (confirmLeadership:
+// ConfirmTerm from cluster version 4, raft's VerifyLeader below) is in
 // flight at a time, and a round serves every caller that arrived before it
 // started. A caller that arrives while a round is in flight waits for the
 // next one — the running round may have started before the caller's request
@@ -16,7 +17,7 @@ import (
 // A caller may also say how long the next round may wait for others
 // (confirmWithin): the round starts once the earliest such bound among its
 // callers passes, or at once when a caller without one arrives. Each round
-// makes Raft heartbeat every follower at once, so keepalives — which come
+// sends a message to every other voter at once, so keepalives — which come
 // steadily, a few milliseconds apart, and need no prompt answer — share a
 // round instead of each costing one (TestKeepalivesShareLeadershipRounds).
 // The guarantee is the same either way: a round that started after the
@@ -29,7 +30,7 @@ import (
 // one in flight, which a running Raft answers (confirmed, or leadership
 // lost within the leader lease timeout).
 type verifier struct {
-	verify func() error // one round (raft.VerifyLeader().Error())
+	verify func() error // one round (Node.confirmLeadership)
 	wg     *sync.WaitGroup
 
 	mu       sync.Mutex

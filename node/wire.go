@@ -21,7 +21,8 @@ import (
 //	grant notice reply: v, kindGrantNotice
 //	peer-info request and reply: see peerinfo.go
 //	commit nudge (6): see nudge.go; snapshot ask (7): see snapshot_ask.go;
-//	keepalive batch (8): see keepalive_batch.go
+//	keepalive batch (8): see keepalive_batch.go; confirm term (9): see
+//	confirm_term.go
 //
 // An apply request carries commands in the entry version the cluster
 // version allows (fsm.Downgrade), so that a leader of the previous release
