@@ -89,9 +89,11 @@ func (ch *churn) lambda() time.Duration {
 
 // watchGrant returns when the waiter of sub is granted, as the node applies
 // it (read by a goroutine of its own, so that it is timed while the test
-// changes leaders), or the zero time if not within limit.
-func watchGrant(sub *node.Subscription, limit time.Duration) <-chan time.Time {
+// changes leaders), or the zero time if not within limit or once stop is
+// called (which the test must do before it ends).
+func watchGrant(sub *node.Subscription, limit time.Duration) (granted <-chan time.Time, stop func()) {
 	out := make(chan time.Time, 1)
+	done := make(chan struct{})
 	go func() {
 		deadline := time.After(limit)
 		for {
@@ -104,10 +106,14 @@ func watchGrant(sub *node.Subscription, limit time.Duration) <-chan time.Time {
 			case <-deadline:
 				out <- time.Time{}
 				return
+			case <-done:
+				out <- time.Time{}
+				return
 			}
 		}
 	}()
-	return out
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done) }) }
 }
 
 // renewer keeps a session alive with keepalives through node n every
@@ -178,7 +184,8 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				mustApply(t, n, fsm.Acquire{Session: live, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
 				keeper := renew(c.Nodes[0], live, ttl)
 				defer keeper.halt()
-				grant := watchGrant(sub, 30*time.Second)
+				grant, stopWatch := watchGrant(sub, 30*time.Second)
+				defer stopWatch()
 
 				// The holder renews a few times, then stops: T is when its
 				// last keepalive was accepted (after it arrived).
@@ -252,7 +259,8 @@ func TestLockDelayEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				}
 				defer sub.Close()
 				mustApply(t, n, fsm.Acquire{Session: live, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
-				grant := watchGrant(sub, 30*time.Second)
+				grant, stopWatch := watchGrant(sub, 30*time.Second)
+				defer stopWatch()
 
 				// The holder's lapsed release starts the delay.
 				mustApply(t, n, fsm.Release{Session: holder, Lock: "x", Owner: ho, Lapsed: true}, fsm.StatusOK)

@@ -114,7 +114,6 @@ func (n *Node) confirmTerm() error {
 // every request it sent to end.
 func (n *Node) askTerm(peers []raft.Server, term uint64, want int) (got int, later bool) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Timing.HeartbeatTimeout)
-	defer cancel()
 	type answer struct {
 		term   uint64
 		leader bool
@@ -135,7 +134,10 @@ func (n *Node) askTerm(peers []raft.Server, term uint64, want int) (got int, lat
 			answers <- a
 		}()
 	}
-	defer wg.Wait() // after cancel: the requests still out end at once
+	defer func() {
+		cancel() // the requests still out end at once
+		wg.Wait()
+	}()
 	for range peers {
 		a := <-answers
 		switch {

@@ -95,6 +95,15 @@ func StallTakeover(n *Node, f func()) {
 	n.expiry.takeoverRead.Store(&f)
 }
 
+// RaftLastContact is when n's raft last heard from a leader.
+func RaftLastContact(n *Node) time.Time { return n.raft.LastContact() }
+
+// TransferOnce asks n's raft (n must lead) once to hand leadership to the
+// node to, and waits until another node leads or the transfer failed.
+func TransferOnce(ctx context.Context, n *Node, to string) (string, error) {
+	return n.transferLocal(ctx, to)
+}
+
 // LeadershipRounds is how many leadership rounds n's verifier started.
 func LeadershipRounds(n *Node) uint64 { return n.verifier.rounds.Load() }
 
