@@ -220,6 +220,9 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				if _, ok := c.Nodes[0].Session(live); !ok {
 					t.Fatal("the renewing session is gone")
 				}
+				// Replicas applied the markers at different times: the
+				// state is the same.
+				requireConverged(t, ctx, c.Nodes...)
 			})
 		})
 	}

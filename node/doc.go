@@ -18,9 +18,11 @@
 //
 // Propose and Apply (propose.go) commit a command — group-committed on the
 // leader, forwarded (batched) from a follower — and return its result;
-// KeepAlive (keepalive.go) renews a session on the leader, never through
-// the log (a follower sends the keepalives that come together in one
-// request: keepalive_batch.go); Subscribe (events.go) delivers what the
+// KeepAlive (keepalive.go) renews a session on the leader — not through
+// the log while the leader stays; after a leader change each live session's
+// first keepalive is recorded once (see "Sessions across leader changes")
+// — (a follower sends the keepalives that come together in one request:
+// keepalive_batch.go); Subscribe (events.go) delivers what the
 // local FSM applies, and with EarlyGrants the hand-offs the leader
 // announces before this replica applies them (OnEarlyGrant: straight to the
 // subscriber's waiter, on the goroutine that received the announcement).
@@ -41,10 +43,16 @@
 //     leader, every session's deadline in a heap (keepalives move it); the
 //     takeover grace; ExpireSessions for the overdue; lock-delays timed on
 //     the leader's monotonic clock and ended with EndDelay. A narrow host
-//     (expiryHost) separates its decisions from the node.
+//     (expiryHost) separates its decisions from the node. What every
+//     replica remembers of when it applied takeover markers and delay
+//     starts: apply_times.go; renewals in the log: keepalive_renew.go.
+//   - Leadership rounds (verify.go batches them; confirm_term.go): a
+//     keepalive or a read is confirmed by a quorum of voters that answered
+//     the leader's term after it arrived (ConfirmTerm, cluster version 4;
+//     raft's VerifyLeader below).
 //   - Read barrier (reads.go): Sync asks the leader for raft's commit index
 //     (after its takeover barrier) and waits until the local FSM applied it
-//     (applied.go); verify.go batches the leader's VerifyLeader rounds.
+//     (applied.go).
 //   - Grant announcements (announce.go, announce_route.go): the leader
 //     tells the replica a waiter lives on at once about the hand-off grant it
 //     applied (every other replica when it does not know which), so that a
@@ -78,6 +86,49 @@
 //     so that their final sync does not stall the log's fsyncs
 //     (storage_snapshot_writeback.go).
 //   - Metrics (metrics.go): raftlock_node_*.
+//
+// # Sessions across leader changes
+//
+// A leader keeps deadlines in memory and acknowledges a keepalive only with
+// evidence, from after it arrived, that no later leader had been elected: a
+// ConfirmTerm round (confirm_term.go; raft's VerifyLeader counts replies to
+// requests sent before it, and a deposed leader acknowledged keepalives the
+// next leader's grace did not cover). A new leader gives each session the
+// takeover grace, TTL + ElectionTimeout, so that no acknowledgement of its
+// predecessors is cut short.
+//
+// From cluster version 4 a session that stops renewing ends within a
+// bound, whatever the number of leader changes: a session silent since T
+// (the last keepalive a leader accepted) is expired by
+//
+//	T + 2·(TTL + ElectionTimeout) + 2·E + 3·δ + λ
+//
+// (E: the longest time without a leader that has taken over; δ: the
+// longest commit latency; λ: the lag of an entry's apply on a replica that
+// later leads). Likewise (from cluster version 2, with no log change) a
+// lock-delay that began at D ends by D + LockDelay + E + 2·δ + λ: a new
+// leader times it from its own apply of the entry that started it. Before,
+// every new leader gave every session a fresh grace and timed every
+// pending lock-delay again in full, so that leaders changing faster than
+// that kept a silent session, or a delayed lock, from its waiters for as
+// long as the changes went on. The lease model (internal/model/lease, its
+// package doc) checks both bounds.
+//
+// The session bound costs one exception to "keepalives are never logged"
+// (DESIGN.md §11 words it so): after each leader change, the first
+// keepalive of each live session writes one small record, Renewed (a batch
+// of keepalives, one command; group commit puts many in one entry), and
+// the leader acknowledges it once that record committed. While the leader
+// stays no keepalive writes anything. No design without such a record can
+// bound the silence: take two executions with identical logs, one in which
+// the session stopped renewing at T, one in which each leader acknowledged
+// it once just before it was deposed; a new leader cannot tell them apart,
+// and in the second it must not expire the session before the last
+// acknowledgement + TTL − margin — so in the first, every leader change
+// would give the session a new lease. With the record a new leader times a
+// session from its own apply of the first takeover marker (fsm.Takeover,
+// the barrier) after the session's last record, the same for every later
+// leader (keepalive_renew.go, apply_times.go, fsm's renewed.go).
 //
 // # Goroutines
 //

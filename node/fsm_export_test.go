@@ -138,3 +138,6 @@ func AdminReplyErr(b []byte) error {
 
 // ErrRestoreReplicated is errRestoreReplicated.
 var ErrRestoreReplicated = errRestoreReplicated
+
+// ConfirmLeadership runs one leadership round on n (its leader), unbatched.
+func ConfirmLeadership(n *Node) error { return n.confirmLeadership() }

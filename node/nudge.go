@@ -26,7 +26,8 @@ import (
 // follower could learn of it.
 //
 // The leader also flushes on its own: when its log goes quiet (no entry
-// for flushDelay) after an entry that was not a Noop, it proposes one Noop,
+// for flushDelay) after an entry that was not a Noop (nor only Renewed
+// records, see onlyNoops), it proposes one Noop,
 // so that followers apply what the last entries did within milliseconds
 // without anyone asking — a Subscription on a follower (an Election
 // observer, a lease watch) sees a release as promptly as with a short
@@ -230,10 +231,16 @@ func decodeNudgeRequest(b []byte) (uint64, error) { return decodeIndexRequest(b,
 
 func encodeNudgeReply() []byte { return []byte{wireVersion, kindCommitNudge} }
 
-// onlyNoops reports whether a batch carries nothing but Noops.
+// onlyNoops reports whether a batch carries nothing a read or a
+// subscription sees: Noops, and the leader's Renewed records (which only
+// the next leader's takeover reads, after its own barrier) — so that a
+// failover's renewals, like Noops, neither call for a flush nor hold a
+// follower's Sync back.
 func onlyNoops(cmds []fsm.Command) bool {
 	for _, c := range cmds {
-		if _, ok := c.(fsm.Noop); !ok {
+		switch c.(type) {
+		case fsm.Noop, fsm.Renewed:
+		default:
 			return false
 		}
 	}

@@ -47,6 +47,20 @@ func TestWireRoundTrip(t *testing.T) {
 	if v, err := decodeKeepAliveReply(encodeKeepAliveReply(ErrNoQuorum)); err != nil || !errors.Is(v, ErrNoQuorum) {
 		t.Fatalf("keepalive reply: %v %v", err, v)
 	}
+	if term, err := decodeConfirmTermRequest(encodeConfirmTermRequest(1 << 40)); err != nil || term != 1<<40 {
+		t.Fatalf("confirm-term request: %v %d", err, term)
+	}
+	for _, leader := range []bool{false, true} {
+		if term, l, err := decodeConfirmTermReply(encodeConfirmTermReply(7, leader)); err != nil || term != 7 || l != leader {
+			t.Fatalf("confirm-term reply: %v %d %v", err, term, l)
+		}
+	}
+	if _, _, err := decodeConfirmTermReply(append(encodeConfirmTermReply(7, false)[:3], 2)); err == nil {
+		t.Fatal("confirm-term reply with leader flag 2 accepted")
+	}
+	if _, err := decodeConfirmTermRequest(append(encodeConfirmTermRequest(7), 0)); err == nil {
+		t.Fatal("confirm-term request with trailing bytes accepted")
+	}
 	if i, v, err := decodeReadIndexReply(encodeReadIndexReply(12, nil)); err != nil || v != nil || i != 12 {
 		t.Fatalf("read-index reply: %v %v %d", err, v, i)
 	}
@@ -100,6 +114,8 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodeSnapshotAsk(36))
 	f.Add(encodeKeepAliveBatchRequest([]fsm.SessionID{1, 300}))
 	f.Add(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired}))
+	f.Add(encodeConfirmTermRequest(3))
+	f.Add(encodeConfirmTermReply(4, true))
 	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
 	f.Add(v2)
 	for _, c := range []fsm.Command{
@@ -159,6 +175,16 @@ func FuzzWire(f *testing.F) {
 		if p, err := decodePeerInfoReply(b); err == nil {
 			if back, err := decodePeerInfoReply(encodePeerInfoReply(p)); err != nil || back != p {
 				t.Fatalf("peer info round trip: %v %+v %+v", err, p, back)
+			}
+		}
+		if term, err := decodeConfirmTermRequest(b); err == nil {
+			if back, err := decodeConfirmTermRequest(encodeConfirmTermRequest(term)); err != nil || back != term {
+				t.Fatal("confirm-term request round trip")
+			}
+		}
+		if term, leader, err := decodeConfirmTermReply(b); err == nil {
+			if bt, bl, err := decodeConfirmTermReply(encodeConfirmTermReply(term, leader)); err != nil || bt != term || bl != leader {
+				t.Fatal("confirm-term reply round trip")
 			}
 		}
 		if i, err := decodeSnapshotAsk(b); err == nil {

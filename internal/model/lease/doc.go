@@ -338,9 +338,13 @@
 //   - FSM state (cluster version 4, in snapshots): per session
 //     renewedAt, the index of the last entry that renewed it in the log
 //     (its OpenSession, its latest Renewed entry, or the Restore that
-//     created it); the indices of the takeover markers applied — a Tick at
-//     version 4 is the leader's takeover barrier, and is the marker — at
-//     least those after the smallest renewedAt (at most a configured number,
+//     created it); the indices of the takeover markers applied — at
+//     version 4 the leader's takeover barrier is a command of its own,
+//     fsm.Takeover, and is the marker (not a Tick: a version-1 lock-delay
+//     Tick applied after the version was raised would be a marker in the
+//     middle of a leader's term, after acknowledgements it did not
+//     record) — at least those after the smallest renewedAt (at most a
+//     configured number,
 //     64: a session whose first marker was pruned uses the oldest kept,
 //     which is later: safe). A session is marked when a marker follows its
 //     renewedAt; its origin is the first such marker.
@@ -349,8 +353,8 @@
 //     live session named.
 //   - Every replica, in memory (not in the log or snapshots): the
 //     monotonic time at which it applied each marker still kept (the
-//     node's apply hook; after a restart the replay time, after a snapshot
-//     install the install time — both later, so safe).
+//     node's apply hook, node.applyTimes; after a restart the replay time,
+//     after a snapshot install the install time — both later, so safe).
 //   - Leader, keepalive of a marked session: propose Renewed for it
 //     (gathered with the other marked sessions' keepalives, like group
 //     commit, or on a small periodic entry), wait for the commit of that
@@ -363,12 +367,20 @@
 //     next leader's commit and acknowledges a keepalive the log never
 //     recorded; the deep bound found this in the model's first version of
 //     the rule). An unmarked session's keepalive: item 7's confirmation.
-//     The refusals stay (deadline passed at arrival, expiry proposed).
+//     The refusals stay (deadline passed at arrival, expiry proposed). (The
+//     model lets a keepalive wait for a Renewed entry of its session that
+//     was proposed before it arrived and is still uncommitted; the node
+//     proposes one of its own, after the arrival, for every batch: a
+//     subset of the model's schedules. Raft's commit of an entry the
+//     followers appended before the arrival could be learnt late, as a
+//     reply to a request sent before — the stale evidence of item 7.)
 //   - Leader, takeover: a marked session's deadline is
 //     markerApplied[origin] + TTL + ElectionTimeout (this replica's apply
-//     time of the origin marker; the earliest known apply time of a later
-//     marker if that one is unknown); a session opened during the takeover
-//     (item 8): its replay time plus TTL.
+//     time of the origin marker; if it does not know it, the marker came
+//     with the snapshot it installed last, and the install time — after the
+//     marker's commit, before the apply of any later marker — counts); a
+//     session opened during the takeover (item 8): its replay time plus
+//     TTL.
 //   - Cost: one Renewed record per live session per leader term, batched
 //     (N sessions: about N/MaxExpireSessions small entries after a leader
 //     change, spread over the keepalive interval); keepalives are
