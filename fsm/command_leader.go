@@ -95,11 +95,15 @@ func (SetClusterVersion) Op() Op { return OpSetClusterVersion }
 func (InitCluster) Op() Op { return OpInitCluster }
 
 // Validate implements Command.
-func (c ExpireSessions) Validate() error {
-	if len(c.Sessions) > MaxExpireSessions {
-		return fmt.Errorf("%w: %d sessions in one ExpireSessions (max %d)", ErrInvalidCommand, len(c.Sessions), MaxExpireSessions)
+func (c ExpireSessions) Validate() error { return validateSessionList(c, c.Sessions) }
+
+// validateSessionList checks the session list of c (ExpireSessions,
+// Renewed): at most MaxExpireSessions valid ids.
+func validateSessionList(c Command, ids []SessionID) error {
+	if len(ids) > MaxExpireSessions {
+		return fmt.Errorf("%w: %d sessions in one %s (max %d)", ErrInvalidCommand, len(ids), c.Op(), MaxExpireSessions)
 	}
-	for _, s := range c.Sessions {
+	for _, s := range ids {
 		if err := validateSession(s); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 )
 
@@ -80,17 +79,7 @@ func (Takeover) Op() Op { return opTakeover }
 func (Takeover) Validate() error { return nil }
 
 // Validate implements Command.
-func (c Renewed) Validate() error {
-	if len(c.Sessions) > MaxExpireSessions {
-		return fmt.Errorf("%w: %d sessions in one Renewed (max %d)", ErrInvalidCommand, len(c.Sessions), MaxExpireSessions)
-	}
-	for _, s := range c.Sessions {
-		if err := validateSession(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (c Renewed) Validate() error { return validateSessionList(c, c.Sessions) }
 
 // renewed applies Renewed.
 func (a *applier) renewed(ids []SessionID) Result {

@@ -116,46 +116,18 @@ func watchGrant(sub *node.Subscription, limit time.Duration) (granted <-chan tim
 	return out, func() { once.Do(func() { close(done) }) }
 }
 
-// renewer keeps a session alive with keepalives through node n every
-// ttl/4, and records every error.
-type renewer struct {
-	stop, done chan struct{}
-	once       sync.Once
-	mu         sync.Mutex
-	errs       []error
-}
-
-func renew(n *node.Node, s fsm.SessionID, ttl time.Duration) *renewer {
-	r := &renewer{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-time.After(ttl / 4):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), ttl/2)
-			err := n.KeepAlive(ctx, s)
-			cancel()
-			if err != nil {
-				r.mu.Lock()
-				r.errs = append(r.errs, err)
-				r.mu.Unlock()
-			}
-		}
-	}()
-	return r
-}
-
-// halt stops the keepalives (once: a deferred halt after another does
-// nothing more) and returns the errors.
-func (r *renewer) halt() []error {
-	r.once.Do(func() { close(r.stop) })
-	<-r.done
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.errs
+// queueWaiter queues session s for lock through via and returns when the
+// waiter is granted, as at applies it (watchGrant: stop must be called).
+func queueWaiter(t *testing.T, at, via *node.Node, s fsm.SessionID, lock string) (granted <-chan time.Time, stop func()) {
+	t.Helper()
+	o := newOwner()
+	sub, err := at.Subscribe(node.EventFilter{Owner: o}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	mustApply(t, via, fsm.Acquire{Session: s, Lock: lock, Owner: o, Wait: true}, fsm.StatusQueued)
+	return watchGrant(sub, 30*time.Second)
 }
 
 // Issue 45 item 9: a session that stopped renewing at T (the last keepalive
@@ -175,17 +147,10 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				holder := openSession(t, ctx, n, ttl)
 				mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
 				live := openSession(t, ctx, n, ttl)
-				o := newOwner()
-				sub, err := c.Nodes[0].Subscribe(node.EventFilter{Owner: o}, 8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sub.Close()
-				mustApply(t, n, fsm.Acquire{Session: live, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
-				keeper := renew(c.Nodes[0], live, ttl)
-				defer keeper.halt()
-				grant, stopWatch := watchGrant(sub, 30*time.Second)
+				grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
 				defer stopWatch()
+				k := keepAlive(c.Nodes[0], live, ttl)
+				defer k.halt()
 
 				// The holder renews a few times, then stops: T is when its
 				// last keepalive was accepted (after it arrived).
@@ -212,7 +177,7 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 					t.Fatalf("%d leader changes: the silent holder's lock went to the waiter %v after its last keepalive, beyond the bound %v",
 						changes, took, bound)
 				}
-				for _, err := range keeper.halt() {
+				for _, err := range k.halt() {
 					if errors.Is(err, node.ErrSessionExpired) {
 						t.Fatalf("a renewing session expired across the leader changes: %v", err)
 					}
@@ -248,21 +213,12 @@ func TestLockDelayEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				}
 				defer lockSub.Close()
 				holder := mustApply(t, n, fsm.OpenSession{TTL: ttl, LockDelay: delay}, fsm.StatusOK).Session
-				keepHolder := renew(c.Nodes[0], holder, ttl)
-				defer keepHolder.halt()
+				defer keepAlive(c.Nodes[0], holder, ttl).halt()
 				ho := newOwner()
 				mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: ho}, fsm.StatusGranted)
 				live := openSession(t, ctx, n, ttl)
-				keepLive := renew(c.Nodes[0], live, ttl)
-				defer keepLive.halt()
-				o := newOwner()
-				sub, err := c.Nodes[0].Subscribe(node.EventFilter{Owner: o}, 8)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sub.Close()
-				mustApply(t, n, fsm.Acquire{Session: live, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
-				grant, stopWatch := watchGrant(sub, 30*time.Second)
+				defer keepAlive(c.Nodes[0], live, ttl).halt()
+				grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
 				defer stopWatch()
 
 				// The holder's lapsed release starts the delay.

@@ -16,6 +16,7 @@ import (
 type keeper struct {
 	stop chan struct{}
 	done chan struct{}
+	once sync.Once
 	mu   sync.Mutex
 	errs []error
 }
@@ -43,8 +44,10 @@ func keepAlive(n *node.Node, s fsm.SessionID, ttl time.Duration) *keeper {
 	return k
 }
 
+// halt stops the keepalives (a second halt, deferred for a failing test,
+// only waits) and returns their errors.
 func (k *keeper) halt() []error {
-	close(k.stop)
+	k.once.Do(func() { close(k.stop) })
 	<-k.done
 	k.mu.Lock()
 	defer k.mu.Unlock()

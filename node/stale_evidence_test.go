@@ -106,16 +106,8 @@ func staleEvidenceSchedule(t *testing.T, c *clustertest.Cluster, net *memnet.Net
 	var out staleEvidence
 	out.window = time.Now().Add(ttl - margin)
 	mustApply(t, L, fsm.Acquire{Session: client, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
-	waiter := openSession(t, ctx, L, time.Minute)
-	o := newOwner()
-	sub, err := B.Subscribe(node.EventFilter{Owner: o}, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	grant, stopWatch := watchGrant(sub, 10*time.Second)
+	grant, stopWatch := queueWaiter(t, B, L, openSession(t, ctx, L, time.Minute), "x")
 	defer stopWatch()
-	mustApply(t, L, fsm.Acquire{Session: waiter, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
 	keepalive := func() bool {
 		sent := time.Now()
 		kctx, cancel := context.WithTimeout(ctx, ttl/2)
