@@ -116,6 +116,19 @@ func watchGrant(sub *node.Subscription, limit time.Duration) (granted <-chan tim
 	return out, func() { once.Do(func() { close(done) }) }
 }
 
+// churnRuns runs test with 0, 2, 4 and 6 leader changes, each on a new
+// cluster of 3 on fake time.
+func churnRuns(t *testing.T, test func(t *testing.T, ch *churn, changes int)) {
+	for _, changes := range []int{0, 2, 4, 6} {
+		t.Run(fmt.Sprintf("%d changes", changes), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, _ := readyCluster(t, clustertest.Options{})
+				test(t, &churn{t: t, c: c}, changes)
+			})
+		})
+	}
+}
+
 // queueWaiter queues session s for lock through via and returns when the
 // waiter is granted, as at applies it (watchGrant: stop must be called).
 func queueWaiter(t *testing.T, at, via *node.Node, s fsm.SessionID, lock string) (granted <-chan time.Time, stop func()) {
@@ -136,113 +149,103 @@ func queueWaiter(t *testing.T, at, via *node.Node, s fsm.SessionID, lock string)
 // come, each less than a TTL after the one before; a session that keeps
 // renewing keeps its lease across all of them.
 func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
-	for _, changes := range []int{0, 2, 4, 6} {
-		t.Run(fmt.Sprintf("%d changes", changes), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c, leader := readyCluster(t, clustertest.Options{})
-				ch := &churn{t: t, c: c}
-				ctx := context.Background()
-				const ttl, spacing = time.Second, 900 * time.Millisecond
-				n := c.Nodes[leader]
-				holder := openSession(t, ctx, n, ttl)
-				mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
-				live := openSession(t, ctx, n, ttl)
-				grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
-				defer stopWatch()
-				k := keepAlive(c.Nodes[0], live, ttl)
-				defer k.halt()
+	churnRuns(t, func(t *testing.T, ch *churn, changes int) {
+		c, ctx := ch.c, context.Background()
+		leader := c.WaitLeader(time.Second)
+		const ttl, spacing = time.Second, 900 * time.Millisecond
+		n := c.Nodes[leader]
+		holder := openSession(t, ctx, n, ttl)
+		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+		live := openSession(t, ctx, n, ttl)
+		grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
+		defer stopWatch()
+		k := keepAlive(c.Nodes[0], live, ttl)
+		defer k.halt()
 
-				// The holder renews a few times, then stops: T is when its
-				// last keepalive was accepted (after it arrived).
-				for range 3 {
-					time.Sleep(ttl / 4)
-					if err := n.KeepAlive(ctx, holder); err != nil {
-						t.Fatal(err)
-					}
-				}
-				last := time.Now()
-				for i := 1; i <= changes; i++ {
-					time.Sleep(time.Until(last.Add(time.Duration(i) * spacing)))
-					ch.change()
-				}
-				granted := <-grant
-				if granted.IsZero() {
-					t.Fatalf("the waiter was never granted: %s", c.Describe())
-				}
-				g := ttl + node.TestTiming().ElectionTimeout
-				bound := 2*g + 2*ch.maxE + 3*ch.maxD + ch.lambda()
-				t.Logf("%d changes: granted %v after the holder's last keepalive (bound %v: E %v, δ %v, λ %v)",
-					changes, granted.Sub(last), bound, ch.maxE, ch.maxD, ch.lambda())
-				if took := granted.Sub(last); took > bound {
-					t.Fatalf("%d leader changes: the silent holder's lock went to the waiter %v after its last keepalive, beyond the bound %v",
-						changes, took, bound)
-				}
-				for _, err := range k.halt() {
-					if errors.Is(err, node.ErrSessionExpired) {
-						t.Fatalf("a renewing session expired across the leader changes: %v", err)
-					}
-				}
-				if _, ok := c.Nodes[0].Session(live); !ok {
-					t.Fatal("the renewing session is gone")
-				}
-				// Replicas applied the markers at different times: the
-				// state is the same.
-				requireConverged(t, ctx, c.Nodes...)
-			})
-		})
-	}
+		// The holder renews a few times, then stops: T is when its
+		// last keepalive was accepted (after it arrived).
+		for range 3 {
+			time.Sleep(ttl / 4)
+			if err := n.KeepAlive(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := time.Now()
+		for i := 1; i <= changes; i++ {
+			time.Sleep(time.Until(last.Add(time.Duration(i) * spacing)))
+			ch.change()
+		}
+		granted := <-grant
+		if granted.IsZero() {
+			t.Fatalf("the waiter was never granted: %s", c.Describe())
+		}
+		g := ttl + node.TestTiming().ElectionTimeout
+		bound := 2*g + 2*ch.maxE + 3*ch.maxD + ch.lambda()
+		t.Logf("%d changes: granted %v after the holder's last keepalive (bound %v: E %v, δ %v, λ %v)",
+			changes, granted.Sub(last), bound, ch.maxE, ch.maxD, ch.lambda())
+		if took := granted.Sub(last); took > bound {
+			t.Fatalf("%d leader changes: the silent holder's lock went to the waiter %v after its last keepalive, beyond the bound %v",
+				changes, took, bound)
+		}
+		for _, err := range k.halt() {
+			if errors.Is(err, node.ErrSessionExpired) {
+				t.Fatalf("a renewing session expired across the leader changes: %v", err)
+			}
+		}
+		if _, ok := c.Nodes[0].Session(live); !ok {
+			t.Fatal("the renewing session is gone")
+		}
+		// Replicas applied the markers at different times: the
+		// state is the same.
+		requireConverged(t, ctx, c.Nodes...)
+	})
 }
 
 // A lock-delay that began at D ends by D + LockDelay + E + 2·δ + λ however
 // many leader changes come meanwhile (the lease model's today/delay-churn:
 // every new leader used to time the delay again in full).
 func TestLockDelayEndsWithinBoundUnderLeaderChurn(t *testing.T) {
-	for _, changes := range []int{0, 2, 4, 6} {
-		t.Run(fmt.Sprintf("%d changes", changes), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c, leader := readyCluster(t, clustertest.Options{})
-				ch := &churn{t: t, c: c}
-				ctx := context.Background()
-				const ttl, delay, spacing = time.Second, 2 * time.Second, 1200 * time.Millisecond
-				n := c.Nodes[leader]
-				// The delay begins when the leader applies the release (a
-				// follower may apply it later than the grant that ends it).
-				lockSub, err := n.Subscribe(node.EventFilter{Lock: "x"}, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer lockSub.Close()
-				holder := mustApply(t, n, fsm.OpenSession{TTL: ttl, LockDelay: delay}, fsm.StatusOK).Session
-				defer keepAlive(c.Nodes[0], holder, ttl).halt()
-				ho := newOwner()
-				mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: ho}, fsm.StatusGranted)
-				live := openSession(t, ctx, n, ttl)
-				defer keepAlive(c.Nodes[0], live, ttl).halt()
-				grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
-				defer stopWatch()
+	churnRuns(t, func(t *testing.T, ch *churn, changes int) {
+		c, ctx := ch.c, context.Background()
+		leader := c.WaitLeader(time.Second)
+		const ttl, delay, spacing = time.Second, 2 * time.Second, 1200 * time.Millisecond
+		n := c.Nodes[leader]
+		// The delay begins when the leader applies the release (a
+		// follower may apply it later than the grant that ends it).
+		lockSub, err := n.Subscribe(node.EventFilter{Lock: "x"}, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lockSub.Close()
+		holder := mustApply(t, n, fsm.OpenSession{TTL: ttl, LockDelay: delay}, fsm.StatusOK).Session
+		defer keepAlive(c.Nodes[0], holder, ttl).halt()
+		ho := newOwner()
+		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: ho}, fsm.StatusGranted)
+		live := openSession(t, ctx, n, ttl)
+		defer keepAlive(c.Nodes[0], live, ttl).halt()
+		grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
+		defer stopWatch()
 
-				// The holder's lapsed release starts the delay.
-				mustApply(t, n, fsm.Release{Session: holder, Lock: "x", Owner: ho, Lapsed: true}, fsm.StatusOK)
-				began := waitDelayStart(t, lockSub)
-				for i := 1; i <= changes; i++ {
-					time.Sleep(time.Until(began.Add(time.Duration(i) * spacing)))
-					ch.change()
-				}
-				granted := <-grant
-				if granted.IsZero() {
-					t.Fatalf("the waiter was never granted: %s", c.Describe())
-				}
-				bound := delay + ch.maxE + 2*ch.maxD + ch.lambda()
-				t.Logf("%d changes: granted %v after the delay began (bound %v: E %v, δ %v, λ %v)",
-					changes, granted.Sub(began), bound, ch.maxE, ch.maxD, ch.lambda())
-				switch took := granted.Sub(began); {
-				case took < delay:
-					t.Fatalf("granted %v after the delay began, before the delay %v", took, delay)
-				case took > bound:
-					t.Fatalf("%d leader changes: the delayed lock went to the waiter %v after the delay began, beyond the bound %v",
-						changes, took, bound)
-				}
-			})
-		})
-	}
+		// The holder's lapsed release starts the delay.
+		mustApply(t, n, fsm.Release{Session: holder, Lock: "x", Owner: ho, Lapsed: true}, fsm.StatusOK)
+		began := waitDelayStart(t, lockSub)
+		for i := 1; i <= changes; i++ {
+			time.Sleep(time.Until(began.Add(time.Duration(i) * spacing)))
+			ch.change()
+		}
+		granted := <-grant
+		if granted.IsZero() {
+			t.Fatalf("the waiter was never granted: %s", c.Describe())
+		}
+		bound := delay + ch.maxE + 2*ch.maxD + ch.lambda()
+		t.Logf("%d changes: granted %v after the delay began (bound %v: E %v, δ %v, λ %v)",
+			changes, granted.Sub(began), bound, ch.maxE, ch.maxD, ch.lambda())
+		switch took := granted.Sub(began); {
+		case took < delay:
+			t.Fatalf("granted %v after the delay began, before the delay %v", took, delay)
+		case took > bound:
+			t.Fatalf("%d leader changes: the delayed lock went to the waiter %v after the delay began, beyond the bound %v",
+				changes, took, bound)
+		}
+	})
 }
