@@ -31,6 +31,12 @@ var (
 	ErrLeaseLost = errors.New("lockapi: lease lost")
 	// ErrUnlocked: the lease ended because Unlock was called.
 	ErrUnlocked = errors.New("lockapi: unlocked")
+	// ErrAlreadyHeld: the session already holds a grant of the name that the
+	// acquisition would wait for — Lock of a lock the session holds
+	// (exclusively or for reading), RLock of one it holds exclusively, more
+	// permits of a semaphore than its limit leaves beside the session's own.
+	// Locks are not reentrant; nothing was sent to the cluster (see Lock).
+	ErrAlreadyHeld = errors.New("lockapi: already held by this session")
 	// ErrInvalidArgument: a bad argument (lock name, TTL, option); nothing
 	// was sent to the cluster.
 	ErrInvalidArgument = errors.New("lockapi: invalid argument")

@@ -23,8 +23,10 @@ func startPrimsNode() *node.Node {
 	return n
 }
 
-// At most 2 of the workers hold a permit of the semaphore at once; a third
-// waits (FIFO) or, with TryAcquire, is told how many permits are free.
+// At most 2 permits of the semaphore are held at once: two goroutines of
+// one session take one each; another worker waits (FIFO) or, with
+// TryAcquire, is told how many permits are free. The first session asking
+// for a third permit would wait for its own: it is refused at once.
 func ExampleSession_Acquire() {
 	n := startPrimsNode()
 	defer n.Close(context.Background())
@@ -34,34 +36,45 @@ func ExampleSession_Acquire() {
 		log.Fatal(err)
 	}
 	defer sess.Close(ctx)
+	other, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer other.Close(ctx)
 
 	gpus := lockapi.Semaphore{Name: "pool:gpu", Limit: 2}
 	a, _ := sess.Acquire(ctx, gpus, 1)
 	b, _ := sess.Acquire(ctx, gpus, 1)
-	_, err = sess.TryAcquire(ctx, gpus, 1)
+	_, err = other.TryAcquire(ctx, gpus, 1)
 	var locked *lockapi.LockedError
 	fmt.Println("third refused:", errors.As(err, &locked), "free:", locked.Free)
 	fmt.Println("own tokens:", a.Token() < b.Token())
+	_, err = sess.Acquire(ctx, gpus, 1)
+	fmt.Println("a third of its own:", errors.Is(err, lockapi.ErrAlreadyHeld))
 
-	_, err = sess.Acquire(ctx, lockapi.Semaphore{Name: "pool:gpu", Limit: 3}, 1)
+	_, err = other.Acquire(ctx, lockapi.Semaphore{Name: "pool:gpu", Limit: 3}, 1)
 	fmt.Println("another limit:", errors.Is(err, lockapi.ErrConflict))
 	a.Unlock(ctx)
 	b.Unlock(ctx)
 	// Output:
 	// third refused: true free: 0
 	// own tokens: true
+	// a third of its own: true
 	// another limit: true
 }
 
 // Readers share a document; a writer waits for them, and readers that come
 // after it wait behind it. A reader's token validates a read against the
-// write fence; only writers record theirs.
+// write fence; only writers record theirs. A session does not upgrade its
+// read lock: its Lock would wait for its own readers.
 func ExampleSession_RLock() {
 	n := startPrimsNode()
 	defer n.Close(context.Background())
 	ctx := context.Background()
 	sess, _ := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
 	defer sess.Close(ctx)
+	writer, _ := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
+	defer writer.Close(ctx)
 	var writes fence.Memory
 
 	w, _ := sess.Lock(ctx, "doc:7")
@@ -72,17 +85,20 @@ func ExampleSession_RLock() {
 	r2, _ := sess.RLock(ctx, "doc:7") // readers share
 	fmt.Println("readers:", r1.Shared() && r2.Shared())
 	fmt.Println("read sees no later write:", writes.Highest("doc:7") < uint64(r1.Token()))
-	_, err := sess.TryLock(ctx, "doc:7")
+	_, err := writer.TryLock(ctx, "doc:7")
 	fmt.Println("writer refused while reading:", errors.Is(err, lockapi.ErrLocked))
+	_, err = sess.Lock(ctx, "doc:7")
+	fmt.Println("no upgrade:", errors.Is(err, lockapi.ErrAlreadyHeld))
 	r1.Unlock(ctx)
 	r2.Unlock(ctx)
-	w2, _ := sess.TryLock(ctx, "doc:7")
+	w2, _ := writer.TryLock(ctx, "doc:7")
 	fmt.Println("writer token above the readers':", w2.Token() > r2.Token())
 	w2.Unlock(ctx)
 	// Output:
 	// readers: true
 	// read sees no later write: true
 	// writer refused while reading: true
+	// no upgrade: true
 	// writer token above the readers': true
 }
 

@@ -71,13 +71,25 @@ func (p *pending) queuedAt() uint64 {
 // The returned Lease carries the fencing token; pass Lease.Context to the
 // work, and Lease.Token to the protected resource.
 //
+// Locks are not reentrant, and a session never waits for itself: Lock of a
+// name the session already holds — exclusively, or for reading (a read lock
+// is not upgraded) — returns an error wrapping ErrAlreadyHeld at once,
+// without asking the cluster, instead of waiting for its own grant until
+// ctx ends. This holds for every goroutine of the session: goroutines that
+// must exclude each other through one name take a session each (or
+// serialize locally). Only grants the session holds when Lock is called
+// count: two concurrent Lock calls of one session for a free name both
+// queue, and the second is granted once the first's lease is released.
+//
 // Options (WithValue) attach a value to the grant.
 func (s *Session) Lock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	return s.acquireKind(ctx, acquisition(name, true, opts))
 }
 
 // TryLock acquires the named lock if it is free and returns at once
-// otherwise, with a *LockedError (wrapping ErrLocked) that names the holder.
+// otherwise, with a *LockedError (wrapping ErrLocked) that names the holder
+// — or, when this session holds it, an error wrapping ErrAlreadyHeld (as
+// Lock).
 // Without a quorum it returns an error wrapping ErrNoQuorum promptly — within
 // a few election timeouts — even if ctx has no deadline.
 func (s *Session) TryLock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
@@ -122,6 +134,10 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 		err := s.err
 		s.mu.Unlock()
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
+	}
+	if err := s.ownConflictLocked(want); err != nil {
+		s.mu.Unlock()
+		return nil, err
 	}
 	s.pending[p.owner] = p // before proposing: the grant may be applied before Apply returns
 	s.mu.Unlock()
@@ -224,7 +240,7 @@ func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.T
 	}
 	l := newLease(s, p.name, p.owner, tok, index)
 	l.shared, l.permits, l.value = p.want.Shared, p.want.Permits, p.want.Value
-	s.leases[p.owner] = l
+	s.addLeaseLocked(l)
 	delete(s.pending, p.owner)
 	s.mu.Unlock()
 	s.metrics.acquired(time.Since(start))

@@ -30,13 +30,22 @@ import (
 // FIFO queue until granted, ctx ends or the session ends — with every
 // guarantee of Lock (nothing left held or queued when ctx ends first). The
 // Lease's Shared reports true.
+//
+// RLock of a name the session holds exclusively returns an error wrapping
+// ErrAlreadyHeld at once (it would wait for its own writer), and so does
+// Lock of a name the session reads (no upgrades). A session may hold
+// several read grants of a name — its goroutines read together — but, as
+// with sync.RWMutex, a second RLock queues behind a writer that waits for
+// the first: a goroutine must not wait for a second read grant while it
+// holds one.
 func (s *Session) RLock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	return s.acquireKind(ctx, shared(name, true, opts))
 }
 
 // TryRLock acquires a read grant if it can be granted now — no writer holds
 // or waits for the lock — and returns a *LockedError (wrapping ErrLocked)
-// otherwise; like TryLock it answers promptly without a quorum.
+// otherwise (ErrAlreadyHeld as RLock); like TryLock it answers promptly
+// without a quorum.
 func (s *Session) TryRLock(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	return s.acquireKind(ctx, shared(name, false, opts))
 }

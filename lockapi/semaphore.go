@@ -31,13 +31,21 @@ type Semaphore struct {
 // ends — with every guarantee of Lock (nothing left held or queued when ctx
 // ends first). The returned Lease holds the n permits (Lease.Permits) until
 // Unlock; its Token is the grant's fencing token.
+//
+// A session may hold several grants of one semaphore (its goroutines share
+// a pool), up to the limit: asking for n permits while the session holds k
+// with k + n > sem.Limit returns an error wrapping ErrAlreadyHeld at once
+// (they could only be granted after the session's own release). Within the
+// limit a request still queues behind a larger one that arrived first: a
+// goroutine must not wait for more permits while it holds some.
 func (s *Session) Acquire(ctx context.Context, sem Semaphore, n int, opts ...AcquireOption) (*Lease, error) {
 	return s.acquireKind(ctx, permits(sem, n, true, opts))
 }
 
 // TryAcquire acquires n permits if they are free and nobody waits ahead,
 // and returns a *LockedError (wrapping ErrLocked, with the permits free)
-// otherwise; like TryLock it answers promptly without a quorum.
+// otherwise (ErrAlreadyHeld as Acquire); like TryLock it answers promptly
+// without a quorum.
 func (s *Session) TryAcquire(ctx context.Context, sem Semaphore, n int, opts ...AcquireOption) (*Lease, error) {
 	return s.acquireKind(ctx, permits(sem, n, false, opts))
 }

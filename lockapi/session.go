@@ -46,8 +46,11 @@ func (s State) String() string {
 //
 // A Session is safe for concurrent use: many goroutines may take locks
 // through one session; each Lock call is its own acquisition (its own owner
-// id and fencing token), so two goroutines of one session contend for a lock
-// like strangers.
+// id and fencing token), queued like a stranger's. But a session never
+// waits for a grant it holds itself: an acquisition that could only be
+// granted after one of the session's own grants is released fails at once
+// with ErrAlreadyHeld (see Lock). Goroutines that must exclude each other
+// through one lock take a session each.
 type Session struct {
 	n       *node.Node
 	id      fsm.SessionID
@@ -75,6 +78,7 @@ type Session struct {
 	keepaliveErr error                    // of the last keepalive, if it failed
 	pending      map[fsm.OwnerID]*pending // acquisitions waiting for their outcome
 	leases       map[fsm.OwnerID]*Lease   // granted and not unlocked
+	held         map[string][]*Lease      // the leases by name (held.go)
 	releases     map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
 	settling     []*release               // committed releases the local replica has not applied yet
 	// syncedAt is the applied index at which the last resync read the
@@ -135,6 +139,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		changed:  make(chan struct{}),
 		pending:  make(map[fsm.OwnerID]*pending),
 		leases:   make(map[fsm.OwnerID]*Lease),
+		held:     make(map[string][]*Lease),
 		releases: make(map[fsm.OwnerID]*release),
 	}
 	sent := time.Now()
@@ -289,6 +294,7 @@ func (s *Session) end(state State, cause error) bool {
 	leases := s.leases
 	pend := s.pending
 	s.leases, s.pending = map[fsm.OwnerID]*Lease{}, map[fsm.OwnerID]*pending{}
+	s.held = map[string][]*Lease{}
 	for _, r := range s.releases {
 		s.finishReleaseLocked(r, 0, 0, cause)
 	}

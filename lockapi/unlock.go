@@ -62,7 +62,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 
 	s := l.s
 	s.mu.Lock()
-	delete(s.leases, l.owner)
+	s.dropLeaseLocked(l.owner)
 	r := s.addReleaseLocked(l.name, l.owner) // nil once the session has ended
 	background := r != nil && r.background
 	s.mu.Unlock()

@@ -75,7 +75,7 @@ func (s *Session) handle(e fsm.Event) {
 		l := s.leases[e.Owner]
 		p := s.pending[e.Owner]
 		if l != nil && !l.isUnlocking() {
-			delete(s.leases, e.Owner)
+			s.dropLeaseLocked(e.Owner)
 		} else {
 			l = nil
 		}
@@ -155,7 +155,7 @@ func (s *Session) resync() {
 		}
 		if st := s.n.Owner(l.name, l.owner); (!st.Held || st.Token != l.token) && !l.isUnlocking() {
 			s.mu.Lock()
-			delete(s.leases, l.owner)
+			s.dropLeaseLocked(l.owner)
 			s.mu.Unlock()
 			l.end(fmt.Errorf("%w: no longer the holder", ErrLeaseLost))
 		}
