@@ -155,11 +155,11 @@ func (a authenticator) who(r *http.Request) (caller, error) {
 		return caller{p: Principal{Name: "anonymous", Role: RoleAdmin}, client: addrClient(r.RemoteAddr)}, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
-		secret, ok := strings.CutPrefix(h, "Bearer ")
+		secret, ok := bearer(h)
 		if !ok {
 			return caller{}, fmt.Errorf("%w: Authorization is not a bearer token", errUnauthorized)
 		}
-		sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+		sum := sha256.Sum256([]byte(secret))
 		for k, t := range a.tokens { // constant time in the secret: compare every digest
 			if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
 				return caller{p: Principal{Name: t.Name, Role: t.Role}, client: "token:" + t.Name}, nil
@@ -172,6 +172,18 @@ func (a authenticator) who(r *http.Request) (caller, error) {
 		return caller{p: Principal{Name: name, Role: a.certRole}, client: name}, nil
 	}
 	return caller{}, fmt.Errorf("%w: send \"Authorization: Bearer <token>\"", errUnauthorized)
+}
+
+// bearer returns the token of an Authorization header of the Bearer
+// scheme: "Bearer <token>", the scheme's name in any case (RFC 7235
+// §2.1), one or more spaces before the token.
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }
 
 // authenticate answers 401 or 403 and reports false unless r may use a

@@ -103,12 +103,12 @@ func TestLongPollOutlivesServerTimeouts(t *testing.T) {
 	ctx := context.Background()
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
-	post := func(body string) (*http.Response, error) {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/acquire", stringsReader(body))
+	post := func(path, body string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+path, stringsReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		return hc.Do(req)
 	}
-	first, err := post(`{"lock":"lp","wait":false}`)
+	first, err := post("/v1/acquire", `{"lock":"lp","wait":false,"ttl_ms":60000}`)
 	if err != nil || first.StatusCode != http.StatusOK {
 		t.Fatalf("first acquire: %v %v", first, err)
 	}
@@ -116,7 +116,7 @@ func TestLongPollOutlivesServerTimeouts(t *testing.T) {
 	decodeResp(t, first, &got)
 	// The second waits for 1 s (longer than both timeouts) and times out
 	// with a proper answer, not a cut connection.
-	second, err := post(`{"lock":"lp","wait":true,"timeout_ms":1000}`)
+	second, err := post("/v1/acquire", `{"lock":"lp","wait":true,"timeout_ms":1000}`)
 	if err != nil {
 		t.Fatalf("waiting acquire: connection cut: %v", err)
 	}
@@ -124,5 +124,8 @@ func TestLongPollOutlivesServerTimeouts(t *testing.T) {
 	decodeResp(t, second, &e)
 	if second.StatusCode != http.StatusGatewayTimeout || e.Error != ErrKindTimeout {
 		t.Errorf("waiting acquire: HTTP %d %+v, want 504 timeout", second.StatusCode, e)
+	}
+	if rel, err := post("/v1/release", `{"handle":"`+got.Handle+`"}`); err == nil {
+		rel.Body.Close()
 	}
 }

@@ -31,15 +31,17 @@
 //	GET  /v1/locks/{name}         ?waiters=&sync=1&stale=1
 //	GET  /v1/sessions             ?limit=&sync=1&stale=1
 //	GET  /v1/whoami
-//	GET  /metrics                 (with Config.Gatherer)
+//	GET  /metrics                 (with Config.Gatherer; without one: 501 not_configured)
 //
 // RoleLock (and read):
 //
 //	POST /v1/acquire              {"lock":"x","wait":true,"timeout_ms":5000,"ttl_ms":10000,"owner":"job 7"}
+//	                              a read lock: {"lock":"x","shared":true,...}
 //	                              a semaphore: {"lock":"pool","limit":4,"permits":1,...}
+//	                              in the replica's session: {"lock":"x","session":"replica",...}
 //	POST /v1/release              {"handle":"..."}
 //	GET  /v1/lease                ?handle=           (renews a client-kept lease)
-//	GET  /v1/lease/wait           ?handle=&timeout_ms=
+//	GET  /v1/lease/wait           ?handle=&timeout_ms= (answers when the lease ends or the wait does; renews too)
 //
 // RoleAdmin (everything):
 //
@@ -50,12 +52,34 @@
 //	GET  /v1/admin/snapshot             a backup of the lock table (octet-stream)
 //	POST /v1/admin/snapshot             restore one (see node.Node.Restore)
 //
+// # Leases
+//
+// A lease acquired over HTTP is client-kept unless asked otherwise: it has
+// a session of its own, of TTL ttl_ms (default Config.TTL, 10 s unless
+// set), and its client keeps it by asking about it at least once per TTL —
+// GET /v1/lease every third of the TTL, say, or GET /v1/lease/wait again
+// each time it answers (for a client-kept lease it answers within half the
+// TTL) — until it releases it with POST /v1/release. Every answer says how
+// long the lease stays valid at least (valid_for_ms, counted from when the
+// answer was sent). A client that stops asking — it crashed, hangs, or lost
+// the network — loses the lock a TTL after its last question: the server
+// releases it as an expiry would, and the lock stays ungranted for the
+// lock-delay. "session":"replica" puts the lease in the server's one shared
+// session instead, where it is held until released, or until the replica
+// stops or is cut off from the cluster: for holders that cannot renew, not
+// for a script that may die holding it. A session never waits for a grant
+// it holds itself (lockapi.ErrAlreadyHeld): in the shared session a waiting
+// acquire of a name it holds for another client waits at the replica until
+// that lease ends, and a try answers 409 locked.
+//
 // Every answer is JSON (the snapshot excepted), errors included: unknown
 // paths are 404 and wrong methods 405 with {"error":"not_found"} or
 // {"error":"method_not_allowed"}; the kinds are the ErrKind constants.
 // Request bodies are strict: Content-Type application/json (a restore:
-// application/octet-stream; else 415 bad_request), one JSON object with
-// known fields only (anything else is 400 bad_request). Error details
+// application/octet-stream; else 415 bad_request), one JSON object whose
+// keys are the request's field names exactly — case-sensitive, each at
+// most once — and nothing after it (anything else is 400 bad_request).
+// Error details
 // never carry the library's package prefixes.
 //
 // A read of the lock table on a node that is not ready (in no cluster, no
@@ -64,7 +88,8 @@
 //
 // # Authentication
 //
-// Config.Auth is required: bearer tokens (Token: name, secret, role),
+// Config.Auth is required: bearer tokens (Token: name, secret, role; sent
+// as "Authorization: Bearer <secret>", the scheme in any case),
 // and/or mutual TLS (Auth.ClientCertRole: the role of any verified client
 // certificate; the http.Server's tls.Config must verify them). Without
 // either, New fails unless Auth.Unauthenticated says so explicitly. Every

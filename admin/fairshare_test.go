@@ -40,7 +40,7 @@ func TestFairShareAnswers429AndTheSharedSessionStillOpens(t *testing.T) {
 			t.Fatalf("an acquire in a session of its own: %d %s", a.code, a.raw)
 		}
 		t.Logf("%d %s", a.code, a.raw)
-		a = serve(api, "192.0.2.1:1", "POST", "/v1/acquire", `{"lock":"shared"}`)
+		a = serve(api, "192.0.2.1:1", "POST", "/v1/acquire", `{"lock":"shared","session":"replica"}`)
 		if a.code != http.StatusOK {
 			t.Fatalf("an acquire in the server's shared session: %d %s", a.code, a.raw)
 		}

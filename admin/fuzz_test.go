@@ -1,27 +1,36 @@
 package admin
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // The request-body decoder never panics, and what it accepts is one JSON
-// object with known fields that fits the body limit.
+// object that fits the body limit, whose keys are the request's field
+// names exactly, each once.
 func FuzzDecodeBody(f *testing.F) {
 	for _, seed := range []string{
 		`{"lock":"x","wait":true,"timeout_ms":5000}`, `{"handle":"abc"}`, `{"lock":"x"} {}`, `{"lock":"x","extra":1}`,
 		``, `[]`, `null`, `{"lock":` + strings.Repeat(`"`, 10), `{"timeout_ms":1e400}`, "{\"lock\":\"\xff\"}",
+		`{"Lock":"x"}`, `{"lock":"x","lock":"y"}`, `{"handle":"a","HANDLE":"b"}`, `{"lock":"x","shared":true,"session":"replica"}`,
+		"{\"lock\u0000\":1}", `{"\u006cock":"x"}`,
 	} {
 		f.Add(seed)
 	}
 	s := &Server{limits: DefaultLimits()}
+	names := map[string][]string{
+		"acquire": {"lock", "wait", "timeout_ms", "ttl_ms", "owner", "session", "shared", "limit", "permits"},
+		"release": {"handle"},
+	}
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, v := range []any{&AcquireRequest{}, &ReleaseRequest{}} {
+		for kind, v := range map[string]any{"acquire": &AcquireRequest{}, "release": &ReleaseRequest{}} {
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest("POST", "/", strings.NewReader(body))
 			ok := s.decode(rec, req, v)
@@ -30,6 +39,23 @@ func FuzzDecodeBody(f *testing.F) {
 				t.Fatalf("accepted a body of %d bytes (limit %d)", len(body), s.limits.MaxBodyBytes)
 			case !ok && rec.Code != http.StatusBadRequest && rec.Code != http.StatusRequestEntityTooLarge:
 				t.Fatalf("refused with HTTP %d", rec.Code)
+			case !ok:
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(body))
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+				t.Fatalf("%s: accepted %q, not an object", kind, body)
+			}
+			seen := map[string]bool{}
+			for dec.More() {
+				tok, _ := dec.Token()
+				key, _ := tok.(string)
+				if !slices.Contains(names[kind], key) || seen[key] {
+					t.Fatalf("%s: accepted %q with the key %q (known: %v; seen before: %v)", kind, body, key, names[kind], seen[key])
+				}
+				seen[key] = true
+				var skip json.RawMessage
+				dec.Decode(&skip)
 			}
 		}
 	})

@@ -17,25 +17,46 @@ import (
 // TimeoutMS bounds the call (0: 30 s when waiting; a TryLock answers within
 // a few election timeouts anyway).
 //
-// With TTLMS or Owner the acquisition gets a session of its own (TTL TTLMS,
-// default the server's; the server's lock-delay; description Owner, default
-// "http:<client>") and is client-kept: the client must ask about it (GET
-// /v1/lease or /v1/lease/wait) at least once per TTL, or the server
-// releases it — as a lapse: the lock stays ungranted for the lock-delay.
-// The raftlock CLI acquires so. Without them the lease is in the server's
-// shared session and lives until released or lost.
+// The lease is client-kept (Session "" or "client"): the acquisition gets
+// a session of its own — TTL TTLMS, default the server's (Config.TTL,
+// lockapi.DefaultTTL unless set), the server's lock-delay, description
+// Owner, default "http:<client address>" — and the client keeps it by
+// asking about it at least once per TTL: GET /v1/lease, or a loop of GET
+// /v1/lease/wait, whose answers renew it (for a client-kept lease a wait
+// answers within half the TTL). Unasked, the server releases it as a
+// lapse: the lock stays ungranted for the lock-delay. So a client that
+// dies, hangs or is cut off holds the lock for at most a TTL. The raftlock
+// CLI acquires so.
+//
+// Session "replica" puts the lease in the server's one shared session
+// instead: it is held until released, or until that session is lost (the
+// replica stops or is cut off from the cluster) — whatever becomes of the
+// client. For holders that cannot renew; TTLMS and Owner do not apply. A
+// waiting acquire of a name the shared session already holds for another
+// client waits at the replica, outside the lock's queue, until that lease
+// ends (a session never waits for its own grant: lockapi.ErrAlreadyHeld).
+//
+// Shared asks for a read lock (many readers or one writer: see
+// lockapi.Session.RLock); Limit > 0 for Permits (default 1) of the
+// counting semaphore Lock of that limit (cluster version 3, both).
 type AcquireRequest struct {
 	Lock      string `json:"lock"`
 	Wait      bool   `json:"wait"`
 	TimeoutMS int64  `json:"timeout_ms"`
 	TTLMS     int64  `json:"ttl_ms,omitempty"`
 	Owner     string `json:"owner,omitempty"`
+	Session   string `json:"session,omitempty"`
 
-	// A semaphore (cluster version 3): Limit > 0 asks for Permits
-	// (default 1) of the counting semaphore Lock of that limit.
-	Limit   int `json:"limit,omitempty"`
-	Permits int `json:"permits,omitempty"`
+	Shared  bool `json:"shared,omitempty"`
+	Limit   int  `json:"limit,omitempty"`
+	Permits int  `json:"permits,omitempty"`
 }
+
+// The values of AcquireRequest.Session.
+const (
+	sessionClient  = "client"  // the default: a session of its own, renewed by its client
+	sessionReplica = "replica" // the server's shared session
+)
 
 // AcquireResponse is the answer of a successful POST /v1/acquire.
 // ValidForMS: the lease stays valid at least this long from when the
@@ -80,46 +101,63 @@ const (
 	unlockWait  = 10 * time.Second
 )
 
+// checkAcquire validates an acquire request and fills in its defaults (a
+// semaphore's permits; a client-kept lease's TTL). own: the lease is
+// client-kept. It returns a description of the first mistake, "" if none.
+func (s *Server) checkAcquire(req *AcquireRequest) (ttl time.Duration, own bool, bad string) {
+	if err := fsm.ValidateLockName(req.Lock); err != nil {
+		return 0, false, "lock: " + public(err.Error())
+	}
+	if r, at, ok := textsafe.Control(req.Lock); ok {
+		return 0, false, fmt.Sprintf("lock %q: control character %U at byte %d (new names may not contain control characters)", req.Lock, r, at)
+	}
+	if req.TimeoutMS < 0 || req.TimeoutMS > s.limits.MaxWait.Milliseconds() {
+		return 0, false, fmt.Sprintf("timeout_ms %d outside [0, %d] (Limits.MaxWait)", req.TimeoutMS, s.limits.MaxWait.Milliseconds())
+	}
+	if req.Limit != 0 || req.Permits != 0 {
+		if req.Shared {
+			return 0, false, "shared: a read lock; limit and permits: a semaphore (its permits are shared already): not both"
+		}
+		if req.Permits == 0 {
+			req.Permits = 1
+		}
+		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
+			return 0, false, public(err.Error())
+		}
+	}
+	switch req.Session {
+	case "", sessionClient:
+	case sessionReplica:
+		if req.TTLMS != 0 || req.Owner != "" {
+			return 0, false, `ttl_ms and owner are a client-kept lease's; "session":"replica" holds the lease in the replica's session, of the server's TTL and description`
+		}
+		return 0, false, ""
+	default:
+		return 0, false, fmt.Sprintf(`session %q: want "client" (the default: a lease of its own that the client renews) or "replica" (the replica's session: held until released or the replica is lost)`, req.Session)
+	}
+	ttl = s.sess.ttl // Config.TTL, at least the minimum (New)
+	if req.TTLMS != 0 {
+		min := lockapi.MinTTL(s.n)
+		if req.TTLMS < 0 || req.TTLMS > fsm.MaxTTL.Milliseconds() || time.Duration(req.TTLMS)*time.Millisecond < min {
+			return 0, false, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, (min + time.Millisecond - 1).Milliseconds(), fsm.MaxTTL.Milliseconds())
+		}
+		ttl = time.Duration(req.TTLMS) * time.Millisecond
+	}
+	if err := fsm.ValidateDescription(req.Owner); err != nil {
+		return 0, false, "owner: " + public(err.Error())
+	}
+	return ttl, true, ""
+}
+
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	var req AcquireRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if err := fsm.ValidateLockName(req.Lock); err != nil {
-		writeBad(w, "lock: "+public(err.Error()))
+	ttl, own, bad := s.checkAcquire(&req)
+	if bad != "" {
+		writeBad(w, bad)
 		return
-	}
-	if r, at, ok := textsafe.Control(req.Lock); ok {
-		writeBad(w, fmt.Sprintf("lock %q: control character %U at byte %d (new names may not contain control characters)", req.Lock, r, at))
-		return
-	}
-	if req.TimeoutMS < 0 || req.TimeoutMS > s.limits.MaxWait.Milliseconds() {
-		writeBad(w, fmt.Sprintf("timeout_ms %d outside [0, %d] (Limits.MaxWait)", req.TimeoutMS, s.limits.MaxWait.Milliseconds()))
-		return
-	}
-	if req.Limit != 0 || req.Permits != 0 {
-		if req.Permits == 0 {
-			req.Permits = 1
-		}
-		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
-			writeBad(w, public(err.Error()))
-			return
-		}
-	}
-	ttl := time.Duration(req.TTLMS) * time.Millisecond
-	own := req.TTLMS != 0 || req.Owner != ""
-	if own {
-		if ttl == 0 {
-			ttl = s.sess.ttl
-		}
-		if min := lockapi.MinTTL(s.n); ttl < min || ttl > fsm.MaxTTL {
-			writeBad(w, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, min.Milliseconds(), fsm.MaxTTL.Milliseconds()))
-			return
-		}
-		if err := fsm.ValidateDescription(req.Owner); err != nil {
-			writeBad(w, "owner: "+public(err.Error()))
-			return
-		}
 	}
 	client := quotaClientOf(r)
 	if req.Wait {
@@ -166,16 +204,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var lease *lockapi.Lease
-	sem := lockapi.Semaphore{Name: req.Lock, Limit: req.Limit}
-	switch {
-	case req.Limit > 0 && req.Wait:
-		lease, err = sess.Acquire(ctx, sem, req.Permits)
-	case req.Limit > 0:
-		lease, err = sess.TryAcquire(ctx, sem, req.Permits)
-	case req.Wait:
-		lease, err = sess.Lock(ctx, req.Lock)
-	default:
-		lease, err = sess.TryLock(ctx, req.Lock)
+	if own {
+		lease, err = acquireIn(ctx, sess, req)
+	} else {
+		lease, err = s.acquireInReplicaSession(ctx, sess, req)
 	}
 	if err != nil {
 		if own {
@@ -198,6 +230,48 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		ValidUntilUnixMS: until.UnixMilli(), ValidForMS: validForMS(until), TTLMS: sess.TTL().Milliseconds(),
 		Session: uint64(sess.ID()),
 	})
+}
+
+// acquireIn makes the acquisition req asks for in sess: a lock, a read
+// lock or permits of a semaphore; waiting, or a try.
+func acquireIn(ctx context.Context, sess *lockapi.Session, req AcquireRequest) (*lockapi.Lease, error) {
+	sem := lockapi.Semaphore{Name: req.Lock, Limit: req.Limit}
+	switch {
+	case req.Limit > 0 && req.Wait:
+		return sess.Acquire(ctx, sem, req.Permits)
+	case req.Limit > 0:
+		return sess.TryAcquire(ctx, sem, req.Permits)
+	case req.Shared && req.Wait:
+		return sess.RLock(ctx, req.Lock)
+	case req.Shared:
+		return sess.TryRLock(ctx, req.Lock)
+	case req.Wait:
+		return sess.Lock(ctx, req.Lock)
+	}
+	return sess.TryLock(ctx, req.Lock)
+}
+
+// acquireInReplicaSession makes the acquisition in the shared session,
+// whose leases belong to many clients: where the session already holds
+// the name for another client (lockapi.ErrAlreadyHeld), a try answers that
+// the lock is held, as to anyone, and a wait waits here until one of the
+// shared session's leases of the name ends (or a lease is added, which may
+// be the one in the way), then asks again.
+func (s *Server) acquireInReplicaSession(ctx context.Context, sess *lockapi.Session, req AcquireRequest) (*lockapi.Lease, error) {
+	for {
+		added := s.handles.addedSignal()
+		lease, err := acquireIn(ctx, sess, req)
+		if !errors.Is(err, lockapi.ErrAlreadyHeld) {
+			return lease, err
+		}
+		if !req.Wait {
+			li, _ := s.n.Lock(req.Lock)
+			return nil, &lockapi.LockedError{Lock: req.Lock, Holder: li.Holder, DelayUntil: li.DelayUntil, Free: max(li.Limit-li.Used, 0)}
+		}
+		if err := s.handles.waitLeaseEnds(ctx, sess, req.Lock, added); err != nil {
+			return nil, fmt.Errorf("admin: lock %q: held in the replica's session for another client: %w", req.Lock, err)
+		}
+	}
 }
 
 // acquireSession returns the session an acquisition goes into: the shared
@@ -256,7 +330,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
 	defer cancel()
 	var err error
-	if s.handles.own(req.Handle) {
+	if s.handles.kept(req.Handle) > 0 {
 		// A client-kept lease is its session's only grant: closing the
 		// session releases it in one command. (An Unlock ends the lease,
 		// which starts that close anyway, and the two raced: the release
@@ -310,7 +384,9 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 
 // leaseWait long-polls until the lease ends or timeout_ms (default 30 s,
 // at most Limits.MaxWait: a longer one is shortened) passes; the body tells
-// which. It counts as a long poll of its client (Limits.MaxPollsPerClient).
+// which. For a client-kept lease the wait is at most half its TTL: the
+// answer renews the lease, so a client that keeps asking again keeps it.
+// It counts as a long poll of its client (Limits.MaxPollsPerClient).
 func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
 	timeout := defaultWait
 	if v := r.URL.Query().Get("timeout_ms"); v != "" {
@@ -324,6 +400,9 @@ func (s *Server) leaseWait(w http.ResponseWriter, r *http.Request) {
 	l, h := s.leaseFor(w, r)
 	if l == nil {
 		return
+	}
+	if ttl := s.handles.kept(h); ttl > 0 {
+		timeout = min(timeout, ttl/2)
 	}
 	client := quotaClientOf(r)
 	if err := s.quotas.beginPoll(client); err != nil {

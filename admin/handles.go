@@ -12,18 +12,18 @@ import (
 
 // handles maps opaque handles to the leases HTTP clients hold.
 //
-// A lease of the shared session lives until it is released or the session
-// is lost. A lease acquired with its own session (ttl_ms or owner in the
-// acquire) is client-kept: the client must ask about it (GET /v1/lease or
-// /v1/lease/wait) at least once per TTL, or the server releases it — so a
-// client that died does not hold its lock for as long as this replica
-// lives. The client's lease has then lapsed: the server abandons the
-// session (lockapi.Session.Abandon), which releases the lock as an expiry
-// would, into the session's lock-delay. Its session is closed when the
-// lease ends.
+// A lease acquired with its own session (the default) is client-kept: the
+// client must ask about it (GET /v1/lease or /v1/lease/wait) at least once
+// per TTL, or the server releases it — so a client that died does not hold
+// its lock for as long as this replica lives. The client's lease has then
+// lapsed: the server abandons the session (lockapi.Session.Abandon), which
+// releases the lock as an expiry would, into the session's lock-delay. Its
+// session is closed when the lease ends. A lease of the shared session
+// ("session":"replica") lives until it is released or the session is lost.
 type handles struct {
 	mu       sync.Mutex
 	m        map[string]*entry
+	added    chan struct{}  // closed and replaced when a handle is added (addedSignal)
 	stopping bool           // the server is stopping: no more windows are reported
 	wg       sync.WaitGroup // closing own sessions
 }
@@ -44,7 +44,7 @@ type entry struct {
 	releasing bool // drain is releasing it
 }
 
-func newHandles() *handles { return &handles{m: make(map[string]*entry)} }
+func newHandles() *handles { return &handles{m: make(map[string]*entry), added: make(chan struct{})} }
 
 // add makes a handle for l. If more than max handles exist, the handles of
 // leases that ended are forgotten first (clients asking about them get 404
@@ -66,6 +66,8 @@ func (h *handles) add(l *lockapi.Lease, max int, own bool, ttl time.Duration) st
 		}
 	}
 	h.m[id] = e
+	close(h.added)
+	h.added = make(chan struct{})
 	if own {
 		e.renewBy = time.Now().Add(ttl)
 		e.watch = time.AfterFunc(ttl, func() { h.expireUnrenewed(e) })
@@ -147,12 +149,55 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// own reports whether handle id is a client-kept lease (its own session).
-func (h *handles) own(id string) bool {
+// kept returns the TTL of handle id's lease if it is client-kept (its own
+// session), else 0.
+func (h *handles) kept(id string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := h.m[id]
-	return e != nil && e.own
+	if e := h.m[id]; e != nil && e.own {
+		return e.ttl
+	}
+	return 0
+}
+
+// addedSignal returns a channel closed when the next handle is added.
+func (h *handles) addedSignal() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.added
+}
+
+// waitLeaseEnds waits until one of the leases of sess on name that have a
+// handle ends, or added is closed (a handle was added since the caller
+// took it: perhaps the lease in its way), or ctx ends (its error).
+func (h *handles) waitLeaseEnds(ctx context.Context, sess *lockapi.Session, name string, added <-chan struct{}) error {
+	ended := make(chan struct{}, 1)
+	var stops []func() bool
+	h.mu.Lock()
+	for _, e := range h.m {
+		if l := e.lease; l.Session() == sess && l.Name() == name && l.Context().Err() == nil {
+			stops = append(stops, context.AfterFunc(l.Context(), func() {
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}))
+		}
+	}
+	h.mu.Unlock()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	select {
+	case <-ended:
+		return nil
+	case <-added:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (h *handles) remove(id string) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -48,6 +46,7 @@ const (
 	ErrKindBadSnapshot    = "bad_snapshot"       // 400: restore: not a backup this binary reads
 	ErrKindNotRemoved     = "not_removed"        // 504: remove-peer: still a server when the call ended
 	ErrKindConflict       = "conflict"           // 409: the name is in use as another kind or semaphore limit
+	ErrKindNotConfigured  = "not_configured"     // 501: the route needs configuration the server lacks (/metrics without Config.Gatherer)
 )
 
 // internalPrefixes are the package prefixes of Go errors ("node: ..."):
@@ -80,6 +79,9 @@ func classify(err error) (int, ErrorJSON) {
 		return http.StatusTooManyRequests, body
 	case errors.As(err, &locked):
 		body.Error, body.Holder, body.DelayUntilUnixMS = ErrKindLocked, holderJSON(locked.Holder), nsToMS(locked.DelayUntil)
+		return http.StatusConflict, body
+	case errors.Is(err, lockapi.ErrAlreadyHeld): // the replica's session holds it for another client
+		body.Error = ErrKindLocked
 		return http.StatusConflict, body
 	case errors.Is(err, lockapi.ErrConflict):
 		body.Error = ErrKindConflict
@@ -140,28 +142,4 @@ func writeErr(w http.ResponseWriter, err error) {
 
 func writeBad(w http.ResponseWriter, detail string) {
 	writeJSON(w, http.StatusBadRequest, ErrorJSON{Error: ErrKindBadRequest, Detail: detail})
-}
-
-// decode reads the request's JSON body into v: one object with known
-// fields only, at most Limits.MaxBodyBytes. It reports false after
-// answering 413 or 400.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("data after the JSON object")
-		}
-	}
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		writeJSON(w, http.StatusRequestEntityTooLarge, ErrorJSON{Error: ErrKindTooLarge, Detail: fmt.Sprintf("body over %d bytes", tooLarge.Limit)})
-		return false
-	case err != nil:
-		writeBad(w, "body: "+public(err.Error()))
-		return false
-	}
-	return true
 }

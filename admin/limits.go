@@ -24,11 +24,14 @@ import (
 // above a total (MaxAcquisitions, MaxPolls) let the first clients take it
 // all: size them so that every principal keeps its share.
 //
-// Without a client-kept lease (ttl_ms or owner in the acquire), every
-// acquisition of every client is a lease in the one session of the
-// server's process, so the quotas below also keep that session within the
-// cluster's per-session quota (fsm.Limits.MaxLocksPerSession, 10,000 by
-// default) — keep MaxAcquisitions below it.
+// A client-kept lease (the default) has a session of its own, so
+// MaxAcquisitions also bounds the sessions the server's clients hold: keep
+// it within this node's share of the cluster's sessions
+// (fsm.Limits.MaxSessions, 100,000 by default, shared between the nodes).
+// The leases of "session":"replica" acquisitions are all in the one shared
+// session of the server's process, which the quotas below also keep within
+// the cluster's per-session quota (fsm.Limits.MaxLocksPerSession, 10,000
+// by default) — keep MaxAcquisitions below it.
 type Limits struct {
 	// ReadHeaderTimeout bounds reading a request's headers (default 5 s).
 	ReadHeaderTimeout time.Duration

@@ -27,11 +27,16 @@ func TestStatusShowsSemaphoresAndReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close(context.Background())
+		s2, err := lockapi.NewSession(ctx, c.Nodes[0], lockapi.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close(context.Background())
 		sem := lockapi.Semaphore{Name: "pool", Limit: 3}
 		if _, err := s.Acquire(ctx, sem, 2, lockapi.WithValue("w1")); err != nil {
 			t.Fatal(err)
 		}
-		go s.Acquire(ctx, sem, 2)
+		go s2.Acquire(ctx, sem, 2)
 		if _, err := s.RLock(ctx, "doc"); err != nil {
 			t.Fatal(err)
 		}

@@ -94,7 +94,7 @@ func TestLongPollsAreCapped(t *testing.T) {
 		defer closeAPI(t, api)
 		const a, b = "192.0.2.1:1000", "192.0.2.2:1000"
 		var lease AcquireResponse
-		if ans := serve(api, a, "POST", "/v1/acquire", `{"lock":"polled","wait":false}`); ans.code != http.StatusOK {
+		if ans := serve(api, a, "POST", "/v1/acquire", `{"lock":"polled","wait":false,"session":"replica"}`); ans.code != http.StatusOK {
 			t.Fatalf("acquire: HTTP %d %s", ans.code, ans.raw)
 		} else {
 			json.Unmarshal(ans.raw, &lease)

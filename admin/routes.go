@@ -66,10 +66,14 @@ func (s *Server) routes(g prometheus.Gatherer) {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	rec := &recorder{header: http.Header{}, code: http.StatusOK}
 	h.ServeHTTP(rec, r)
-	switch rec.code {
-	case http.StatusNotFound:
+	switch {
+	case rec.code == http.StatusNotFound && r.URL.Path == "/metrics":
+		// Not routed without a Gatherer (an application may mount its own
+		// on Mux): say why rather than "no such path".
+		writeJSON(w, http.StatusNotImplemented, ErrorJSON{Error: ErrKindNotConfigured, Detail: "metrics not configured (admin.Config.Gatherer)"})
+	case rec.code == http.StatusNotFound:
 		writeJSON(w, http.StatusNotFound, ErrorJSON{Error: ErrKindNotFound, Detail: "no such path: " + r.URL.Path})
-	case http.StatusMethodNotAllowed:
+	case rec.code == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
 		w.Header().Set("Allow", allow)
 		writeJSON(w, http.StatusMethodNotAllowed, ErrorJSON{Error: ErrKindMethod, Detail: r.Method + " " + r.URL.Path + ": allowed: " + allow})

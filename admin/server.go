@@ -19,10 +19,15 @@ type Config struct {
 	Node *node.Node
 	// Auth says who may do what (required: New refuses a zero Auth).
 	Auth Auth
-	// TTL and LockDelay of the server's shared HTTP session (acquisitions
-	// without ttl_ms); TTL default lockapi.DefaultTTL, at least
-	// lockapi.MinTTL(Node). LockDelay is also that of the sessions of
-	// client-kept leases, and holds whoever notices a lapse (see
+	// TTL is the default TTL of HTTP leases: a client-kept lease's (an
+	// acquire without ttl_ms) and that of the server's shared session (the
+	// leases of "session":"replica"). Default lockapi.DefaultTTL, the
+	// library's default session TTL; at least lockapi.MinTTL(Node). A
+	// client keeps its lease by asking about it at least once per TTL (see
+	// AcquireRequest).
+	//
+	// LockDelay is the lock-delay of the shared session and of the sessions
+	// of client-kept leases, and holds whoever notices a lapse (see
 	// lockapi.WithLockDelay): a client-kept lease nobody asked about in time
 	// and the leases a graceful stop releases once their windows ended are
 	// released with it.
@@ -30,7 +35,7 @@ type Config struct {
 	LockDelay time.Duration
 	Owner     string // the shared session's description; default "http@<node id>"
 	Metrics   *lockapi.Metrics
-	Gatherer  prometheus.Gatherer // served on /metrics; nil: no /metrics
+	Gatherer  prometheus.Gatherer // served on /metrics; nil: /metrics answers 501 not_configured
 	Logger    *slog.Logger        // nil: the node's
 	Limits    Limits              // zero fields: DefaultLimits
 	// AllowedHosts are the Host names an Auth.Unauthenticated server
