@@ -128,11 +128,13 @@ func acquire(t *testing.T, r *replicaproc.Replica, body string) (*http.Response,
 	return http.DefaultClient.Do(req)
 }
 
-// TestStatusPageInABrowser: the page of r1 renders the cluster (members,
-// fault tolerance, a held lock with its holder and a waiter labelled with
-// its place and session); when a follower dies it warns that one more
-// failure stops all grants; when the other replica dies too, r1 has no
-// quorum and a red banner says it is not ready.
+// TestStatusPageInABrowser: the page of r1 first asks for a token (a
+// prompt, not the red "does not answer" of a node that is down), then
+// renders the cluster (members, fault tolerance, a held lock with its
+// holder and a waiter labelled with its place and session, a semaphore's
+// permits and their holders, a read lock's readers); when a follower dies
+// it warns that one more failure stops all grants; when the other replica
+// dies too, r1 has no quorum and a red banner says it is not ready.
 func TestStatusPageInABrowser(t *testing.T) {
 	ctx := browser(t)
 	dir := shotsDir(t)
@@ -144,6 +146,17 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Fatalf("acquire: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	for _, body := range []string{
+		`{"lock":"pool:gpu","limit":3,"permits":2,"ttl_ms":120000,"owner":"gpu worker 1"}`,
+		`{"lock":"doc:7","shared":true,"ttl_ms":120000,"owner":"reader A"}`,
+		`{"lock":"doc:7","shared":true,"ttl_ms":120000,"owner":"reader B"}`,
+	} {
+		resp, err := acquire(t, r3, body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("acquire %s: %v %v", body, resp, err)
+		}
+		resp.Body.Close()
+	}
 	waiterCtx, cancelWaiter := context.WithCancel(context.Background())
 	defer cancelWaiter()
 	go func() {
@@ -156,10 +169,23 @@ func TestStatusPageInABrowser(t *testing.T) {
 		}
 	}()
 
-	// The page holds no data: it asks for the token, then renders.
+	// The page holds no data: it asks for the token — as a prompt, not as
+	// a node that does not answer — then renders.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://"+r1.HTTP+"/"),
 		chromedp.WaitVisible(chromedp.ID("login")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	prompt := waitText(t, ctx, 30*time.Second, "#banner", "enter a token")
+	if strings.Contains(prompt, "does not answer") {
+		t.Errorf("first visit: the banner says %q", prompt)
+	}
+	if bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.getElementById("banner")).backgroundColor`)); err != nil || bg == "rgb(220, 38, 38)" {
+		t.Errorf("first visit: the token prompt %q is red (%s, %v)", prompt, bg, err)
+	}
+	screenshot(t, ctx, dir, "status-0-token.png")
+	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("token"), replicaproc.Token),
 		chromedp.Click(chromedp.CSS("#login button")), // as a user would (form.submit() skips the submit event)
 	); err != nil {
@@ -171,10 +197,14 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Errorf("members table: want 3 rows:\n%s", members)
 	}
 	waitText(t, ctx, 30*time.Second, "#locks", "invoice:842", "billing worker 7 (#", "1. billing worker 9 (#", "waiting", "(TTL 2.0 min)")
+	// Semaphores and read locks name their holders (the holder column said
+	// "—", which reads as free).
+	waitText(t, ctx, 30*time.Second, "#locks", "pool:gpu", "semaphore, 2 of 3 permits held: gpu worker 1 (#", ": 2 permits",
+		"doc:7", "read by 2: reader A (#", "reader B (#")
 	if b := text(ctx, "#banner"); b != "" {
 		t.Errorf("banner shown on a healthy cluster: %q", b)
 	}
-	if s := text(ctx, "#summary"); !strings.Contains(s, "leader r") || !strings.Contains(s, "locks held") {
+	if s := text(ctx, "#summary"); !strings.Contains(s, "leader r") || !strings.Contains(s, "locks held · 2 read grants · 2 permits held of 1 semaphores") {
 		t.Errorf("summary: %q", s)
 	}
 	screenshot(t, ctx, dir, "status-1-healthy.png")
