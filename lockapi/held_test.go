@@ -92,7 +92,9 @@ func TestAcquireOfOwnGrantFailsAtOnce(t *testing.T) {
 		if err := reader.Unlock(bg); err != nil {
 			t.Fatal(err)
 		}
-		if l, err := s.Lock(bg, "report"); !errors.Is(err, ErrAlreadyHeld) || l != nil {
+		ctx, cancel = context.WithTimeout(bg, time.Minute) // bounded: this was a self-deadlock
+		defer cancel()
+		if l, err := s.Lock(ctx, "report"); !errors.Is(err, ErrAlreadyHeld) || l != nil {
 			t.Errorf("Lock while the second reader holds: %v, %v", l, err)
 		}
 	})

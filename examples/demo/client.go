@@ -88,9 +88,12 @@ func (c *client) status(ctx context.Context) (admin.StatusJSON, error) {
 	return st, err
 }
 
+// acquire takes lock in the replica's shared session ("session":"replica"),
+// which the replica keeps alive: the story follows that session's
+// keepalives, and its loss without a quorum, rather than renewals of ours.
 func (c *client) acquire(ctx context.Context, lock string, wait bool, timeout time.Duration) (admin.AcquireResponse, error) {
 	var out admin.AcquireResponse
-	err := c.call(ctx, "POST", "/v1/acquire", admin.AcquireRequest{Lock: lock, Wait: wait, TimeoutMS: timeout.Milliseconds()}, &out)
+	err := c.call(ctx, "POST", "/v1/acquire", admin.AcquireRequest{Lock: lock, Wait: wait, TimeoutMS: timeout.Milliseconds(), Session: "replica"}, &out)
 	return out, err
 }
 

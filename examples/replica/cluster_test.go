@@ -362,9 +362,10 @@ func TestReplicaCluster(t *testing.T) {
 		t.Errorf("status: %+v", st)
 	}
 
-	// Acquire (TryLock), then the same lock from another replica: 409 with the holder.
+	// Acquire (TryLock) in r1's session — held until released, without
+	// renewals — then the same lock from another replica: 409 with the holder.
 	var a1 admin.AcquireResponse
-	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": false}, &a1); code != 200 || a1.Token == 0 || a1.Handle == "" || a1.Lock != "x" {
+	if code := r1.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": false, "session": "replica"}, &a1); code != 200 || a1.Token == 0 || a1.Handle == "" || a1.Lock != "x" {
 		t.Fatalf("acquire: HTTP %d %+v", code, a1)
 	}
 	if a1.ValidUntilUnixMS < time.Now().UnixMilli() {
@@ -399,7 +400,7 @@ func TestReplicaCluster(t *testing.T) {
 	waited := make(chan result, 1)
 	go func() {
 		var r admin.AcquireResponse
-		code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": true, "timeout_ms": 20000}, &r)
+		code := r2.do("POST", "/v1/acquire", map[string]any{"lock": "x", "wait": true, "timeout_ms": 20000, "session": "replica"}, &r)
 		waited <- result{code, r}
 	}()
 	waitUntil(t, 10*time.Second, "the waiter in the lock's queue", func() bool {
