@@ -27,9 +27,9 @@
 //
 //	GET  /v1/status               ?probe=1 asks every server too; 503 (same body) while not ready
 //	GET  /v1/members              every member, with what each server says of itself (?probe=0: gossip only)
-//	GET  /v1/locks                ?prefix=&limit=&waiters=&sync=1&stale=1
-//	GET  /v1/locks/{name}         ?waiters=&sync=1&stale=1
-//	GET  /v1/sessions             ?limit=&sync=1&stale=1
+//	GET  /v1/locks                ?prefix=&after=&limit=&waiters=&sync=1&stale=1
+//	GET  /v1/locks/{name}         ?waiters=&after=&shared_after=&sync=1&stale=1
+//	GET  /v1/sessions             ?after=&limit=&sync=1&stale=1
 //	GET  /v1/whoami
 //	GET  /metrics                 (with Config.Gatherer; without one: 501 not_configured)
 //
@@ -81,6 +81,17 @@
 // most once — and nothing after it (anything else is 400 bad_request).
 // Error details
 // never carry the library's package prefixes.
+//
+// Listings come in pages of at most 1,000 (and at most the Limits): a page
+// of /v1/locks or /v1/sessions names the next one in "next" (pass it as
+// ?after=; absent on the last page); one lock's waiters and shared grants
+// page with "waiters_next" and "shared_next" (?after= and ?shared_after=),
+// and each lock of /v1/locks lists at most its first 8 of each (with
+// waiter_count and shared_count). Pages are read from the node's lock
+// table a page at a time: a listing never holds up the state machine for
+// more than its page. An item that exists from the first page to the last
+// is listed once (a waiter at least once), in order; items added or
+// removed meanwhile may be listed or not (fsm.FSM.Locks).
 //
 // A read of the lock table on a node that is not ready (in no cluster, no
 // leader known, not caught up) is 503 not_ready — the answer is unknown —

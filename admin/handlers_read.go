@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -28,7 +29,8 @@ type HolderJSON struct {
 }
 
 // WaiterJSON describes one entry of a lock's FIFO queue: its place
-// (1 = next), the session that waits and that session's description.
+// (1 = next; 0 on a page read from a cursor, where places are not
+// counted), the session that waits and that session's description.
 type WaiterJSON struct {
 	Position         int    `json:"position"`
 	Session          uint64 `json:"session"`
@@ -40,24 +42,33 @@ type WaiterJSON struct {
 	Permits int  `json:"permits,omitempty"`
 }
 
-// LockJSON describes a lock (GET /v1/locks/{name}). Waiters lists the
-// first waiters of the queue (at most ?waiters=, see Limits.MaxListedWaiters);
-// WaiterCount is the length of the whole queue. Stale: the answer is this
-// node's local view while it is not ready (asked for with ?stale=1).
+// LockJSON describes a lock (GET /v1/locks/{name}, and each lock of
+// GET /v1/locks). Waiters lists a page of the queue: GET /v1/locks/{name}
+// lists at most ?waiters= (see Limits.MaxListedWaiters, and at most 1,000)
+// from the front or from ?after= (the WaitersNext of the previous page),
+// GET /v1/locks the first 8 of each lock; WaiterCount is the length of the
+// whole queue. Stale: the answer is this node's local view while it is not
+// ready (asked for with ?stale=1).
 type LockJSON struct {
 	Name             string       `json:"name"`
 	Held             bool         `json:"held"`
 	Holder           *HolderJSON  `json:"holder"`
 	Waiters          []WaiterJSON `json:"waiters"`
 	WaiterCount      int          `json:"waiter_count"`
+	WaitersNext      string       `json:"waiters_next,omitempty"` // the ?after= of the next page of waiters (GET /v1/locks/{name})
 	DelayUntilUnixMS int64        `json:"delay_until_unix_ms,omitempty"`
 	Stale            bool         `json:"stale,omitempty"`
 
-	// Cluster version 3: the readers of a lock, or a semaphore's holders
-	// (in grant order), and a semaphore's limit and permits held.
-	Shared []HolderJSON `json:"shared,omitempty"`
-	Limit  int          `json:"limit,omitempty"`
-	Used   int          `json:"used,omitempty"`
+	// Cluster version 3: a page of the readers of a lock, or of a
+	// semaphore's holders (in grant order; as many as waiters are listed,
+	// from the front or from ?shared_after=, the SharedNext of the
+	// previous page), how many there are, and a semaphore's limit and
+	// permits held.
+	Shared      []HolderJSON `json:"shared,omitempty"`
+	SharedCount int          `json:"shared_count,omitempty"`
+	SharedNext  string       `json:"shared_next,omitempty"`
+	Limit       int          `json:"limit,omitempty"`
+	Used        int          `json:"used,omitempty"`
 }
 
 // SessionJSON describes one session of the cluster (GET /v1/sessions).
@@ -79,6 +90,15 @@ func holderJSON(h fsm.Holder) *HolderJSON {
 		Permits: h.Permits, Value: h.Value}
 }
 
+// holdersJSON describes shared grants (nil for none).
+func holdersJSON(hs []fsm.Holder) []HolderJSON {
+	var out []HolderJSON
+	for _, h := range hs {
+		out = append(out, *holderJSON(h))
+	}
+	return out
+}
+
 // descriptions caches session descriptions for one answer: a queue is
 // mostly a few sessions waiting many times, and each lookup takes the
 // FSM's read lock.
@@ -93,10 +113,11 @@ func (s *Server) describe(d descriptions, id fsm.SessionID) fsm.SessionInfo {
 	return si
 }
 
-// lockJSON describes li with at most maxWaiters of its waiters: linear in
-// what it lists.
+// lockJSON describes li with at most maxWaiters of its waiters (and of its
+// shared grants): linear in what it lists.
 func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJSON {
-	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: len(li.Waiters), DelayUntilUnixMS: nsToMS(li.DelayUntil)}
+	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: li.WaiterCount, DelayUntilUnixMS: nsToMS(li.DelayUntil),
+		SharedCount: li.SharedCount}
 	if li.Held {
 		out.Holder = holderJSON(li.Holder)
 		if out.Holder != nil {
@@ -104,14 +125,22 @@ func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJ
 		}
 	}
 	out.Limit, out.Used = li.Limit, li.Used
-	for _, h := range li.Shared[:min(len(li.Shared), maxWaiters)] {
-		out.Shared = append(out.Shared, *holderJSON(h))
-	}
-	for i, w := range li.Waiters[:min(len(li.Waiters), maxWaiters)] {
-		out.Waiters = append(out.Waiters, WaiterJSON{
-			Position: i + 1, Session: uint64(w.Session), Description: s.describe(d, w.Session).Description, EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
-			Shared: w.Shared, Permits: w.Permits,
-		})
+	out.Shared = holdersJSON(li.Shared[:min(len(li.Shared), maxWaiters)])
+	out.Waiters = s.waitersJSON(li.Waiters[:min(len(li.Waiters), maxWaiters)], true, d)
+	return out
+}
+
+// waitersJSON describes a page of a queue (numbered from 1 if it is the
+// front of the queue).
+func (s *Server) waitersJSON(page []fsm.Waiter, front bool, d descriptions) []WaiterJSON {
+	out := make([]WaiterJSON, 0, len(page))
+	for i, w := range page {
+		wj := WaiterJSON{Session: uint64(w.Session), Description: s.describe(d, w.Session).Description, EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
+			Shared: w.Shared, Permits: w.Permits}
+		if front {
+			wj.Position = i + 1
+		}
+		out = append(out, wj)
 	}
 	return out
 }
@@ -168,6 +197,31 @@ func boolParam(r *http.Request, name string) bool {
 	return v != "" && v != "0" && v != "false"
 }
 
+// listingTurns bounds the listings (GET /v1/locks, /v1/locks/{name},
+// /v1/sessions) served at a time to half the CPUs (at least one): a page
+// of 1,000 locks costs milliseconds of CPU to read and encode, and clients
+// listing back to back would otherwise take every CPU from Raft and the
+// keepalives. The others wait their turn, first come first served, until
+// their request ends.
+type listingTurns chan struct{}
+
+func newListingTurns() listingTurns { return make(listingTurns, max(1, runtime.GOMAXPROCS(0)/2)) }
+
+// take waits for a turn; it reports false (and answers 503) if the request
+// or the server ends first. The caller calls done when it is.
+func (t listingTurns) take(w http.ResponseWriter, r *http.Request, stop <-chan struct{}) bool {
+	select {
+	case t <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+	case <-stop:
+	}
+	writeJSON(w, http.StatusServiceUnavailable, ErrorJSON{Error: ErrKindNotReady, Detail: "no turn to list before the request ended"})
+	return false
+}
+
+func (t listingTurns) done() { <-t }
+
 // readLocal is the prelude of every read of the local view: ?sync=1 first
 // (syncIf), then readable. It reports false once it has answered.
 func (s *Server) readLocal(w http.ResponseWriter, r *http.Request) (stale, ok bool) {
@@ -219,16 +273,37 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	after, sharedAfter := r.URL.Query().Get("after"), r.URL.Query().Get("shared_after")
 	stale, ok := s.readLocal(w, r)
-	if !ok {
+	if !ok || !s.reads.take(w, r, s.ctx.Done()) {
 		return
 	}
+	defer s.reads.done()
 	li, found := s.n.Lock(name)
 	if !found {
 		li = fsm.LockInfo{Name: name}
 	}
-	out := s.lockJSON(li, waiters, descriptions{})
+	d := descriptions{}
+	out := s.lockJSON(li, waiters, d)
 	out.Stale = stale
+	if after != "" || li.WaiterCount > len(out.Waiters) {
+		// A page of the queue read on its own: from the cursor, or past
+		// what Lock lists.
+		page, next, err := s.n.Waiters(name, after, waiters)
+		if err != nil {
+			writeBad(w, "after: not a cursor of this lock's waiters")
+			return
+		}
+		out.Waiters, out.WaitersNext = s.waitersJSON(page, after == "", d), next
+	}
+	if sharedAfter != "" || li.SharedCount > len(out.Shared) {
+		page, next, err := s.n.SharedGrants(name, sharedAfter, waiters)
+		if err != nil {
+			writeBad(w, "shared_after: not a cursor of this lock's shared grants")
+			return
+		}
+		out.Shared, out.SharedNext = holdersJSON(page), next
+	}
 	if out.Holder != nil {
 		d, ok := s.leasesLeft(r.Context(), []fsm.SessionID{li.Holder.Session})[li.Holder.Session]
 		out.Holder.LeaseLeftMS = msPtr(d, ok)
@@ -247,16 +322,22 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stale, ok := s.readLocal(w, r)
-	if !ok {
+	if !ok || !s.reads.take(w, r, s.ctx.Done()) {
 		return
 	}
+	defer s.reads.done()
 	out := struct {
 		Locks []LockJSON `json:"locks"`
+		Next  string     `json:"next,omitempty"` // the ?after= of the next page
 		Stale bool       `json:"stale,omitempty"`
 	}{Locks: []LockJSON{}, Stale: stale}
 	desc := descriptions{}
 	var holders []fsm.SessionID
-	for _, li := range s.n.Locks(q.Get("prefix"), limit) {
+	page, more := s.n.Locks(q.Get("prefix"), q.Get("after"), limit)
+	if more {
+		out.Next = page[len(page)-1].Name
+	}
+	for _, li := range page {
 		out.Locks = append(out.Locks, s.lockJSON(li, waiters, desc))
 		if li.Held {
 			holders = append(holders, li.Holder.Session)
@@ -274,25 +355,40 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// sessions answers GET /v1/sessions?limit=: the cluster's sessions in id
-// order (at most Limits.MaxListedLocks), with their lease time left.
+// sessions answers GET /v1/sessions?limit=&after=: a page of the
+// cluster's sessions in id order (at most Limits.MaxListedLocks, and at
+// most 1,000) after the id ?after=, with their lease time left; next is
+// the ?after= of the next page.
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	limit, ok := listParam(w, r, "limit", s.limits.MaxListedLocks, s.limits.MaxListedLocks)
 	if !ok {
 		return
 	}
+	var after uint64
+	if v := r.URL.Query().Get("after"); v != "" {
+		var err error
+		if after, err = strconv.ParseUint(v, 10, 63); err != nil {
+			writeBad(w, "after: want a session id")
+			return
+		}
+	}
 	stale, ok := s.readLocal(w, r)
-	if !ok {
+	if !ok || !s.reads.take(w, r, s.ctx.Done()) {
 		return
 	}
-	all := s.n.Sessions()
+	defer s.reads.done()
+	page, more := s.n.Sessions(fsm.SessionID(after), limit)
 	out := struct {
 		Sessions []SessionJSON `json:"sessions"`
 		Total    int           `json:"total"`
+		Next     uint64        `json:"next,omitempty"` // the ?after= of the next page
 		Stale    bool          `json:"stale,omitempty"`
-	}{Sessions: []SessionJSON{}, Total: len(all), Stale: stale}
-	ids := make([]fsm.SessionID, 0, min(limit, len(all)))
-	for _, si := range all[:min(limit, len(all))] {
+	}{Sessions: []SessionJSON{}, Total: s.n.Stats().Sessions, Stale: stale}
+	if more {
+		out.Next = uint64(page[len(page)-1].ID)
+	}
+	ids := make([]fsm.SessionID, 0, len(page))
+	for _, si := range page {
 		out.Sessions = append(out.Sessions, SessionJSON{ID: uint64(si.ID), Description: si.Description, TTLMS: si.TTL.Milliseconds(),
 			LockDelayMS: si.LockDelay.Milliseconds(), CreatedAtUnixMS: nsToMS(si.CreatedAt), Locks: si.Locks})
 		ids = append(ids, si.ID)

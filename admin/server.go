@@ -65,6 +65,7 @@ type Server struct {
 	quotas  *quotas
 	conns   *connLimiter
 	peers   peerCache
+	reads   listingTurns    // listings served at a time (handlers_read.go)
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -116,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 		limits:  cfg.Limits,
 		quotas:  newQuotas(cfg.Limits),
 		conns:   newConnLimiter(cfg.Limits.MaxConns, cfg.Limits.MaxConnsPerAddr, cfg.Logger),
+		reads:   newListingTurns(),
 		done:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -79,15 +79,16 @@ func BenchmarkExpireLongQueue(b *testing.B) {
 	}
 }
 
-// BenchmarkSessionsLongQueue: FSM.Sessions() (what the previous leader's
-// takeover read, under the keepalive mutex) with one long queue.
+// BenchmarkSessionsLongQueue: every page of FSM.Sessions (what the
+// previous leader's takeover read at once, under the keepalive mutex) with
+// one long queue.
 func BenchmarkSessionsLongQueue(b *testing.B) {
 	for _, n := range queueSizes {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
 			h, _ := longQueue(b, n)
 			b.ResetTimer()
 			for range b.N {
-				if got := len(h.f.Sessions()); got != n+1 {
+				if got := len(allSessions(h.f)); got != n+1 {
 					b.Fatalf("%d sessions", got)
 				}
 			}
@@ -95,15 +96,24 @@ func BenchmarkSessionsLongQueue(b *testing.B) {
 	}
 }
 
-// BenchmarkSessionTTLsLongQueue: FSM.SessionTTLs() — what a new leader's
-// takeover reads now — with one long queue.
+// BenchmarkSessionTTLsLongQueue: every page of FSM.SessionTTLs — what a
+// new leader's takeover reads now — with one long queue.
 func BenchmarkSessionTTLsLongQueue(b *testing.B) {
 	for _, n := range queueSizes {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
 			h, _ := longQueue(b, n)
 			b.ResetTimer()
 			for range b.N {
-				if got := len(h.f.SessionTTLs()); got != n+1 {
+				got := 0
+				for after, more := SessionID(0), true; more; {
+					var page []SessionTTL
+					page, more = h.f.SessionTTLs(after, 0)
+					got += len(page)
+					if more {
+						after = page[len(page)-1].ID
+					}
+				}
+				if got != n+1 {
 					b.Fatalf("%d sessions", got)
 				}
 			}

@@ -31,7 +31,7 @@ func BenchmarkApplyDuringPersist(b *testing.B) {
 		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
 			h := populate(b, n)
 			wantStatus(b, "version", h.do(SetClusterVersion{Version: MaxClusterVersion}), StatusOK) // as a cluster runs
-			sid := h.f.Sessions()[0].ID
+			sid := allSessions(h.f)[0].ID
 			k := 0
 			applyPair := func() {
 				k++

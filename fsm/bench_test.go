@@ -33,7 +33,7 @@ type applyBench struct {
 func newApplyBench(b *testing.B) *applyBench {
 	h := populate(b, baseHeld)
 	var sess []SessionID
-	for _, si := range h.f.Sessions() {
+	for _, si := range allSessions(h.f) {
 		sess = append(sess, si.ID)
 	}
 	return &applyBench{b: b, h: h, sess: sess, next: baseHeld}

@@ -200,7 +200,7 @@ func fuzzFixture(t tb) *harness {
 func checkInvariants(t tb, f *FSM) {
 	t.Helper()
 	held, waiters, readers, semHolders, permits, semaphores := 0, 0, 0, 0, 0, 0
-	for _, li := range f.Locks("", 0) {
+	for _, li := range allLocks(f) {
 		seen := map[OwnerID]bool{}
 		if li.Held {
 			held++
@@ -268,14 +268,18 @@ func checkInvariants(t tb, f *FSM) {
 		if l.held {
 			add(l.holder.session, acqKey{name, l.holder.owner})
 		}
-		for o, g := range l.shared {
-			add(g.session, acqKey{name, o})
+		for g := range l.shared.all() {
+			add(g.session, acqKey{name, g.owner})
 		}
 		for w := range l.waiters.all() {
 			add(w.session, acqKey{name, w.owner})
 		}
-		if l.waiters.len() != countLive(&l.waiters) {
-			t.Fatalf("lock %q: queue counts %d live waiters, holds %d", name, l.waiters.len(), countLive(&l.waiters))
+		checkSlots(t, name+" queue", &l.waiters)
+		if l.shared != nil {
+			checkSlots(t, name+" shared grants", l.shared)
+			if l.shared.len() == 0 {
+				t.Fatalf("lock %q: an empty list of shared grants", name)
+			}
 		}
 	}
 	checkRecount(t, f)
@@ -291,12 +295,28 @@ func checkInvariants(t tb, f *FSM) {
 	}
 }
 
-func countLive(q *queue) int {
-	n := 0
-	for range q.all() {
-		n++
+// checkSlots checks a slots list: it counts its live items, its keys
+// (tombstones' included) never decrease from head on — what a listing's
+// cursor relies on — and its owner index, if any, points at every live
+// item and nothing else.
+func checkSlots[T any, P slot[T]](t tb, what string, q *slots[T, P]) {
+	t.Helper()
+	live := 0
+	for i := q.head; i < len(q.items); i++ {
+		it := P(&q.items[i])
+		if i > q.head && it.slotKey() < P(&q.items[i-1]).slotKey() {
+			t.Fatalf("%s: key %d after %d (slot %d)", what, it.slotKey(), P(&q.items[i-1]).slotKey(), i)
+		}
+		if o := it.slotOwner(); !o.IsZero() {
+			live++
+			if j, ok := q.owners[o]; q.owners != nil && (!ok || j != i) {
+				t.Fatalf("%s: owner index has %s at %d (%v), it is at %d", what, o, j, ok, i)
+			}
+		}
 	}
-	return n
+	if live != q.len() || (q.owners != nil && len(q.owners) != live) {
+		t.Fatalf("%s: counts %d live items, holds %d (index %d)", what, q.len(), live, len(q.owners))
+	}
 }
 
 var sampleResults = []Result{

@@ -1,9 +1,12 @@
 package fsm
 
 import (
+	"cmp"
 	"iter"
 	"maps"
 	"slices"
+
+	"github.com/google/btree"
 )
 
 // cowMap is a map that a snapshot freezes in O(shards) instead of O(n):
@@ -21,6 +24,13 @@ import (
 // The hash is not keyed, so keys chosen to collide make one large shard —
 // no worse than the single map it replaces.
 //
+// A map made by newOrderedCowMap also keeps its keys in order (a B-tree
+// of the keys, in memory only: frozen copies and snapshots leave it out),
+// so that a listing reads one page of keys from a cursor in O(log n +
+// page) instead of sorting them all (ascend). Keeping it costs O(log n)
+// per key added or removed, and no allocation per operation once the
+// tree has grown (its nodes are recycled).
+//
 // The zero value is not usable: use newCowMap. Not safe for concurrent
 // use; a frozen copy is immutable and may be read from any goroutine.
 type cowMap[K comparable, V any] struct {
@@ -29,6 +39,7 @@ type cowMap[K comparable, V any] struct {
 	hash   func(K) uint64
 	shards []*cowShard[K, V] // nil: no entry yet
 	n      int
+	order  *btree.BTreeG[K] // the keys in order (newOrderedCowMap); nil otherwise and in frozen copies
 }
 
 type cowShard[K comparable, V any] struct {
@@ -41,6 +52,17 @@ func newCowMap[K comparable, V any](bits uint8, hash func(K) uint64) *cowMap[K, 
 	return &cowMap[K, V]{shift: 64 - bits, hash: hash, shards: make([]*cowShard[K, V], 1<<bits)}
 }
 
+// orderDegree is the degree of the key order's B-tree: nodes of up to 63
+// keys, four levels for a million.
+const orderDegree = 32
+
+// newOrderedCowMap is newCowMap that also keeps its keys in order.
+func newOrderedCowMap[K cmp.Ordered, V any](bits uint8, hash func(K) uint64) *cowMap[K, V] {
+	m := newCowMap[K, V](bits, hash)
+	m.order = btree.NewG(orderDegree, cmp.Less[K])
+	return m
+}
+
 // Shard counts: a million locks are ~250 entries a shard; the sessions
 // and the delays are fewer.
 const (
@@ -49,10 +71,12 @@ const (
 	delayShardBits   = 10
 )
 
-func newLockMap() *cowMap[string, *lock] { return newCowMap[string, *lock](lockShardBits, hashString) }
+func newLockMap() *cowMap[string, *lock] {
+	return newOrderedCowMap[string, *lock](lockShardBits, hashString)
+}
 
 func newSessionMap() *cowMap[SessionID, *session] {
-	return newCowMap[SessionID, *session](sessionShardBits, func(id SessionID) uint64 { return uint64(id) })
+	return newOrderedCowMap[SessionID, *session](sessionShardBits, func(id SessionID) uint64 { return uint64(id) })
 }
 
 func newDelayMap() *cowMap[string, int64] {
@@ -112,7 +136,12 @@ func (m *cowMap[K, V]) set(k K, v V) {
 	s := m.own(m.shard(k))
 	n := len(s.m)
 	s.m[k] = v
-	m.n += len(s.m) - n
+	if len(s.m) != n {
+		m.n++
+		if m.order != nil {
+			m.order.ReplaceOrInsert(k)
+		}
+	}
 }
 
 func (m *cowMap[K, V]) del(k K) {
@@ -125,6 +154,9 @@ func (m *cowMap[K, V]) del(k K) {
 	s := m.own(i)
 	delete(s.m, k)
 	m.n--
+	if m.order != nil {
+		m.order.Delete(k)
+	}
 }
 
 // reserve makes room for about n entries in an empty map (a decoder's
@@ -166,11 +198,20 @@ func (m *cowMap[K, V]) keys() iter.Seq[K] {
 	}
 }
 
+// ascend calls fn with the entries whose keys are at or above from, in key
+// order, until fn returns false: O(log n) to start, then O(1) amortised per
+// entry. Only for a map made by newOrderedCowMap (live, not frozen).
+func (m *cowMap[K, V]) ascend(from K, fn func(K, V) bool) {
+	m.order.AscendGreaterOrEqual(from, func(k K) bool { return fn(k, m.get(k)) })
+}
+
 // freeze returns an immutable copy of m in O(shards): the copy shares
-// every shard, and m copies a shard before it next changes it.
+// every shard, and m copies a shard before it next changes it. The copy
+// has no key order (snapshots do not need it, and it is not copy-on-write).
 func (m *cowMap[K, V]) freeze() *cowMap[K, V] {
 	c := *m
 	c.shards = slices.Clone(m.shards)
+	c.order = nil
 	m.gen++
 	return &c
 }

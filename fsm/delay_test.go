@@ -115,7 +115,7 @@ func TestVersion1SettledDelayRefusedByQuotaLeavesNoEntry(t *testing.T) {
 		t.Fatalf("acquire c over the session's quota: %+v", r)
 	}
 	var names []string
-	for _, li := range h.f.Locks("", 0) {
+	for _, li := range allLocks(h.f) {
 		names = append(names, li.Name)
 	}
 	if len(names) != 1 || names[0] != "a" {

@@ -105,17 +105,24 @@
 //
 // # Costs
 //
-// Every operation costs what it touches: removing a waiter is O(1) amortised
-// (queues keep tombstones and an owner index), ending a session is linear in
-// its own acquisitions whatever the length of the queues they are in, a
-// session's lock count is kept, not counted, and the leader's read of the
-// sessions at takeover ([FSM.SessionTTLs]) is O(n).
+// Every operation costs what it touches: removing a waiter or a shared
+// grant is O(1) amortised (queues and grant lists keep tombstones and an
+// owner index), ending a session is linear in its own acquisitions whatever
+// the length of the queues they are in, a session's lock count is kept,
+// not counted, and creating or dropping a lock or a session also costs
+// O(log n) in its ordered index (in memory only, for the listings).
 //
 // # Concurrency
 //
 // Apply, ApplyBatch, Snapshot and Restore are called by Raft from one
 // goroutine. The read accessors ([FSM.Holder], [FSM.Lock], [FSM.Session],
-// [FSM.Stats] ...) are safe to call from any goroutine concurrently with them;
-// while a RestoreCommit builds the restored state they read the state before
-// it (the lock is taken only to swap the two).
+// [FSM.Stats] ...) are safe to call from any goroutine concurrently with
+// them, and none holds up an apply for more than what it returns: listings
+// ([FSM.Locks], [FSM.Sessions], [FSM.SessionTTLs], [FSM.Waiters],
+// [FSM.SharedGrants]) return pages of at most 1,000 from a cursor, read in
+// O(log n + page), and [FSM.Halted] takes no lock. (Go's RWMutex makes new
+// readers wait while an apply waits for the current ones: one long read
+// would hold up every apply and every read behind it.) While a
+// RestoreCommit builds the restored state they read the state before it
+// (the lock is taken only to swap the two).
 package fsm

@@ -49,4 +49,7 @@ var (
 	// ErrConflict: the name is in use as another kind (lock or semaphore)
 	// or as a semaphore of another limit. Nothing changed.
 	ErrConflict = errors.New("fsm: name in use as another kind or limit")
+	// ErrInvalidCursor: a listing's cursor that no page returned (see
+	// FSM.Waiters).
+	ErrInvalidCursor = errors.New("fsm: invalid cursor")
 )

@@ -291,7 +291,7 @@ func (st *state) countUsage() (nodes map[string]usage, total usage, acqBytes map
 		if l.held {
 			charge(l.holder.session, l.holder.value)
 		}
-		for _, h := range l.shared {
+		for h := range l.shared.all() {
 			charge(h.session, h.value)
 		}
 		for w := range l.waiters.all() {

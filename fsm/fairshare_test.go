@@ -427,7 +427,7 @@ func TestFairShareSnapshot(t *testing.T) {
 	if len(f.st.nodes) != 4 || f.st.nodes["n1"] != (usage{locks: 2, bytes: 2*delayCharge + int64(len("fair")+len("gone"))}) || f.st.nodes["n2"].sessions != 1 {
 		t.Fatalf("usage %+v", f.st.nodes)
 	}
-	for _, si := range h.f.Sessions() {
+	for _, si := range allSessions(h.f) {
 		if got, _ := f.Session(si.ID); got != si {
 			t.Fatalf("session %+v restored as %+v", si, got)
 		}
@@ -451,7 +451,7 @@ func TestFairShareSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes := map[string]int{}
-	for _, si := range g.Sessions() {
+	for _, si := range allSessions(g) {
 		nodes[si.Node]++
 	}
 	if nodes["n2"] != 1 || nodes["?n2"] != 1 || !reflect.DeepEqual(g.st.nodes["?n2"], h.f.st.nodes["?n2"]) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -13,13 +14,15 @@ import (
 //
 // Apply, ApplyBatch, Snapshot and Restore must be called from one goroutine
 // at a time (Raft's FSM goroutine). Read accessors may be called from any
-// goroutine concurrently.
+// goroutine concurrently: each holds the state's read lock for O(log n +
+// what it returns) at most (listings return pages, see Locks), so that no
+// read holds up an apply for long; Halted takes no lock at all.
 type FSM struct {
 	mu     sync.RWMutex
 	st     *state
 	obs    Observer
-	halted error   // sticky (see ErrHalted); guarded by mu
-	events []Event // scratch buffer of the entry being applied
+	halted atomic.Pointer[error] // sticky (see ErrHalted); changed under mu, read without it
+	events []Event               // scratch buffer of the entry being applied
 }
 
 var (
@@ -55,7 +58,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 // skip records that a non-command entry (a configuration change) was applied.
 func (f *FSM) skip(index uint64) {
 	f.mu.Lock()
-	if f.halted != nil {
+	if f.haltErr() != nil {
 		f.mu.Unlock()
 		return
 	}
@@ -70,11 +73,24 @@ func (f *FSM) skip(index uint64) {
 
 // Halted returns nil while the state machine applies entries, and an error
 // wrapping ErrHalted (and ErrUnsupportedVersion) once it met an entry or
-// snapshot it cannot apply.
-func (f *FSM) Halted() error {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.halted
+// snapshot it cannot apply. It takes no lock: it never waits for an apply
+// or a read (a leader's keepalives ask it).
+func (f *FSM) Halted() error { return f.haltErr() }
+
+func (f *FSM) haltErr() error {
+	if p := f.halted.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// halt records the halt (nil: ends it); the caller holds mu.
+func (f *FSM) halt(err error) {
+	if err == nil {
+		f.halted.Store(nil)
+		return
+	}
+	f.halted.Store(&err)
 }
 
 // ApplyEntry decodes and applies one encoded Entry at the given log index.
@@ -92,14 +108,14 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 	}
 
 	f.mu.Lock()
-	if f.halted != nil {
-		resp.Err = f.halted
+	if h := f.haltErr(); h != nil {
+		resp.Err = h
 		f.mu.Unlock()
 		return resp
 	}
 	if errors.Is(err, ErrUnsupportedVersion) {
-		f.halted = fmt.Errorf("%w at log index %d: %w", ErrHalted, index, err)
-		resp.Err = f.halted
+		resp.Err = fmt.Errorf("%w at log index %d: %w", ErrHalted, index, err)
+		f.halt(resp.Err)
 		f.mu.Unlock()
 		if h, ok := f.obs.(HaltObserver); ok {
 			h.Halted(index, resp.Err)

@@ -162,3 +162,69 @@ type tb interface {
 	Fatal(args ...any)
 	Fatalf(format string, args ...any)
 }
+
+// allLocks reads every lock of f page by page, each with all its waiters
+// and shared grants (read with Waiters and Lock where a page lists fewer).
+func allLocks(f *FSM) []LockInfo {
+	var out []LockInfo
+	for after := ""; ; {
+		page, more := f.Locks("", after, 0)
+		for _, li := range page {
+			if li.SharedCount > len(li.Shared) {
+				full, _ := f.Lock(li.Name)
+				li.Shared = full.Shared
+			}
+			if li.WaiterCount > len(li.Waiters) {
+				li.Waiters = allWaiters(f, li.Name)
+			}
+			out = append(out, li)
+		}
+		if !more {
+			return out
+		}
+		after = page[len(page)-1].Name
+	}
+}
+
+// allWaiters reads the whole queue of a lock page by page.
+func allWaiters(f *FSM, name string) []Waiter {
+	var out []Waiter
+	for cursor := ""; ; {
+		page, next, err := f.Waiters(name, cursor, 0)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out
+		}
+		cursor = next
+	}
+}
+
+// allSessions reads every session of f page by page.
+func allSessions(f *FSM) []SessionInfo {
+	var out []SessionInfo
+	for after := SessionID(0); ; {
+		page, more := f.Sessions(after, 0)
+		out = append(out, page...)
+		if !more {
+			return out
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// allSessionTTLs reads the id, TTL and origin of every session page by
+// page.
+func allSessionTTLs(f *FSM) []SessionTTL {
+	var out []SessionTTL
+	for after := SessionID(0); ; {
+		page, more := f.SessionTTLs(after, 0)
+		out = append(out, page...)
+		if !more {
+			return out
+		}
+		after = page[len(page)-1].ID
+	}
+}

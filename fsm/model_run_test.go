@@ -265,7 +265,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 // liveAcquisitions lists every grant and waiter of f, in name order.
 func liveAcquisitions(f *FSM) []Event {
 	var out []Event
-	for _, li := range f.Locks("", 0) {
+	for _, li := range allLocks(f) {
 		if li.Held {
 			out = append(out, Event{Lock: li.Name, Session: li.Holder.Session, Owner: li.Holder.Owner})
 		}
@@ -283,7 +283,7 @@ func liveAcquisitions(f *FSM) []Event {
 // name order.
 func liveGrants(f *FSM) []Revoke {
 	var out []Revoke
-	for _, li := range f.Locks("", 0) {
+	for _, li := range allLocks(f) {
 		if li.Held {
 			out = append(out, Revoke{Lock: li.Name, Token: li.Holder.Token})
 		}
@@ -298,7 +298,7 @@ func liveGrants(f *FSM) []Revoke {
 // at most one holder per lock, FIFO order as the model, every holder and
 // waiter belongs to a live session.
 func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
-	locks := f.Locks("", 0)
+	locks := allLocks(f)
 	if len(locks) != len(m.locks) {
 		rt.Fatalf("%d locks, model %d", len(locks), len(m.locks))
 	}
@@ -360,7 +360,7 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 			rt.Fatalf("session %d: %+v, model floor %d with %d results", id, s, ms.floor, len(ms.results))
 		}
 	}
-	for _, s := range f.SessionTTLs() {
+	for _, s := range allSessionTTLs(f) {
 		if ms := m.sessions[s.ID]; ms != nil && s.Origin != m.origin(ms) {
 			rt.Fatalf("session %d: origin marker %d, model %d (renewed at %d, markers %v)", s.ID, s.Origin, m.origin(ms), ms.renewed, m.markers)
 		}

@@ -61,7 +61,7 @@ func TestVersion3SnapshotRoundTrip(t *testing.T) {
 }
 
 // A snapshot taken before changes to shared grants keeps them as they were
-// (the map of shared grants is copied on write).
+// (the list of shared grants is copied on write).
 func TestVersion3SnapshotIsIsolated(t *testing.T) {
 	h := fuzzFixtureV3(t)
 	want := h.snapshot()
@@ -88,19 +88,17 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 	for name, corrupt := range map[string]func(st *state){
 		"permits over the limit": func(st *state) {
 			l := st.locks.get("pool")
-			l.shared[owner(99)] = holder{session: 1, owner: owner(99), token: 1, permits: 2}
+			l.shared.push(holder{session: 1, owner: owner(99), token: 1, permits: 2}) // holders already
 		},
 		"reader with a writer": func(st *state) {
 			l := st.locks.get("leader")
-			l.shared = map[OwnerID]holder{owner(98): {session: 1, owner: owner(98), token: 1}}
+			l.shared = newGrants()
+			l.shared.push(holder{session: 1, owner: owner(98), token: 1})
 		},
 		"grantable head": func(st *state) {
 			l := st.locks.get("pool")
-			for o, h := range l.shared {
-				delete(l.shared, o)
-				l.used -= h.permits
-			}
-			l.shared[owner(97)] = holder{session: 1, owner: owner(97), token: 1, permits: 1}
+			l.shared = newGrants()
+			l.shared.push(holder{session: 1, owner: owner(97), token: 1, permits: 1})
 			l.used = 1
 			l.waiters.popFront() // the 3-permit request; 1 permit fits now
 		},
@@ -117,7 +115,7 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 			st := h.f.st.freeze()
 			for n, l := range st.locks.all() { // private copies to corrupt
 				c := *l
-				c.shared = clone(l.shared)
+				c.shared = cloneGrants(l.shared)
 				c.waiters = l.waiters.clone()
 				st.locks.set(n, &c)
 			}
@@ -133,14 +131,6 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 			t.Log(err)
 		})
 	}
-}
-
-func clone(m map[OwnerID]holder) map[OwnerID]holder {
-	c := make(map[OwnerID]holder, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // Shared grants and waiters past a record's worth each, with values of the

@@ -76,8 +76,10 @@ func (f *FSM) Holder(name string) (Holder, bool) {
 	return f.st.describe(l.holder), true
 }
 
-// Lock returns the lock's holder, waiters and delay, and false if the lock
-// has none of them.
+// Lock returns the lock's holder, its first waiters and shared grants (at
+// most 1,000 of each: LockInfo.WaiterCount and SharedCount are the totals,
+// Waiters pages the whole queue) and its delay, and false if the lock has
+// none of them.
 func (f *FSM) Lock(name string) (LockInfo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -85,54 +87,49 @@ func (f *FSM) Lock(name string) (LockInfo, bool) {
 	if l == nil {
 		return LockInfo{}, false
 	}
-	return f.st.lockInfo(name, l), true
+	return f.st.lockInfo(name, l, maxPage), true
 }
 
-// Locks returns up to limit locks whose names start with prefix, in name
-// order (limit <= 0: all). It sorts every matching name: meant for status
-// pages and tools, not hot paths.
-func (f *FSM) Locks(prefix string, limit int) []LockInfo {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var names []string
-	for name := range f.st.locks.all() {
-		if strings.HasPrefix(name, prefix) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	if limit > 0 && len(names) > limit {
-		names = names[:limit]
-	}
-	out := make([]LockInfo, len(names))
-	for i, name := range names {
-		out[i] = f.st.lockInfo(name, f.st.locks.get(name))
-	}
-	return out
-}
-
-func (st *state) lockInfo(name string, l *lock) LockInfo {
+// lockInfo describes l with at most detail of its waiters and of its shared
+// grants (the first ones): O(detail).
+func (st *state) lockInfo(name string, l *lock, detail int) LockInfo {
 	li := LockInfo{Name: name, Held: l.held, Delayed: l.delayed, DelayUntil: l.delayUntil,
-		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken, Limit: l.limit, Used: l.used}
+		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken, Limit: l.limit, Used: l.used,
+		WaiterCount: l.waiters.len(), SharedCount: l.shared.len()}
 	if l.held {
 		li.Holder = st.describe(l.holder)
 	}
-	if len(l.shared) > 0 {
-		li.Shared = make([]Holder, 0, len(l.shared))
-		for _, h := range l.sharedByToken(nil) {
-			d := st.describe(h)
-			d.Shared = l.limit == 0
-			li.Shared = append(li.Shared, d)
+	if n := min(l.shared.len(), detail); n > 0 {
+		li.Shared = make([]Holder, 0, n)
+		for h := range l.shared.all() {
+			if len(li.Shared) == n {
+				break
+			}
+			li.Shared = append(li.Shared, st.describeShared(l, h))
 		}
 	}
-	if l.waiters.len() > 0 {
-		li.Waiters = make([]Waiter, 0, l.waiters.len())
+	if n := min(l.waiters.len(), detail); n > 0 {
+		li.Waiters = make([]Waiter, 0, n)
 		for w := range l.waiters.all() {
-			li.Waiters = append(li.Waiters, Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx,
-				Shared: w.shared, Permits: w.permits, Value: w.value})
+			if len(li.Waiters) == n {
+				break
+			}
+			li.Waiters = append(li.Waiters, w.info())
 		}
 	}
 	return li
+}
+
+// describeShared describes h, a shared grant of l.
+func (st *state) describeShared(l *lock, h holder) Holder {
+	d := st.describe(h)
+	d.Shared = l.limit == 0
+	return d
+}
+
+func (w waiter) info() Waiter {
+	return Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx,
+		Shared: w.shared, Permits: w.permits, Value: w.value}
 }
 
 // OwnerState is where one acquisition stands.
@@ -190,46 +187,22 @@ func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 	return s.info(), true
 }
 
-// Sessions returns every live session in id order. O(n log n) in the
-// sessions, whatever they hold.
-func (f *FSM) Sessions() []SessionInfo {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]SessionInfo, 0, f.st.sessions.len())
-	for _, s := range f.st.sessions.all() {
-		out = append(out, s.info())
-	}
-	slices.SortFunc(out, func(a, b SessionInfo) int { return cmpID(a.ID, b.ID) })
-	return out
-}
-
-// SessionTTLs returns the id, TTL and origin marker of every live session,
-// in no particular order: what a new leader needs to arm their deadlines,
-// O(n).
-func (f *FSM) SessionTTLs() []SessionTTL {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	st := f.st
-	out := make([]SessionTTL, 0, st.sessions.len())
-	for id, s := range st.sessions.all() {
-		t := SessionTTL{ID: id, TTL: time.Duration(s.ttl)}
-		if len(st.markers) > 0 {
-			t.Origin = st.origin(s.renewedAt)
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-// SessionLocks returns, in name order, the locks the session holds or waits for.
+// SessionLocks returns, in name order, the locks the session holds or
+// waits for. It holds the state's read lock for O(k) in the session's
+// acquisitions (at most Limits.MaxLocksPerSession) and sorts them after.
 func (f *FSM) SessionLocks(id SessionID) []string {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
 	s := f.st.sessions.get(id)
-	if s == nil {
-		return nil
+	var names []string
+	if s != nil {
+		names = make([]string, 0, len(s.acqs))
+		for k := range s.acqs {
+			names = append(names, k.lock)
+		}
 	}
-	return s.lockNames()
+	f.mu.RUnlock()
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 func (s *session) info() SessionInfo {
@@ -266,15 +239,18 @@ func (f *FSM) NextDelayEnd() (int64, bool) {
 }
 
 // DelayedLocks returns every lock in lock-delay, in name order, with what
-// the leader needs to time and end the delay (cluster version 2).
+// the leader needs to time and end the delay (cluster version 2). It holds
+// the state's read lock for O(d) in the delayed locks and sorts them after
+// (the leader reads them once per leadership, not per request).
 func (f *FSM) DelayedLocks() []DelayInfo {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
 	out := make([]DelayInfo, 0, f.st.delayed.len())
-	for _, name := range slices.Sorted(f.st.delayed.keys()) {
+	for name := range f.st.delayed.keys() {
 		if l := f.st.locks.get(name); l != nil && l.delayed {
 			out = append(out, DelayInfo{DelayRef: DelayRef{Lock: name, Token: l.delayToken}, For: time.Duration(l.delayFor)})
 		}
 	}
+	f.mu.RUnlock()
+	slices.SortFunc(out, func(a, b DelayInfo) int { return strings.Compare(a.Lock, b.Lock) })
 	return out
 }

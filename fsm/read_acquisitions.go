@@ -16,19 +16,21 @@ type Acquisition struct {
 
 // SessionAcquisitions returns every acquisition of the session — held or
 // waiting, of every kind — in lock-name order (then owner order), nil if
-// the session does not exist. O(k log k) in the session's k acquisitions,
-// whatever the length of the queues they are in.
+// the session does not exist. O(k log k) in the session's k acquisitions
+// (O(k) of it under the read lock), whatever the length of the queues
+// they are in.
 func (f *FSM) SessionAcquisitions(id SessionID) []Acquisition {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
 	s := f.st.sessions.get(id)
 	if s == nil {
+		f.mu.RUnlock()
 		return nil
 	}
 	out := make([]Acquisition, 0, len(s.acqs))
 	for k := range s.acqs {
 		out = append(out, Acquisition{Lock: k.lock, Owner: k.owner})
 	}
+	f.mu.RUnlock() // sorted outside the read lock: O(k) under it
 	slices.SortFunc(out, func(a, b Acquisition) int {
 		if c := cmp.Compare(a.Lock, b.Lock); c != 0 {
 			return c

@@ -1,6 +1,6 @@
 package fsm
 
-// LockAt is Lock together with the index of the last entry applied, read
+// LockAt is Lock (with the same bounds on what it lists) together with the index of the last entry applied, read
 // at once: the lock as it stands after that entry. A watcher that
 // subscribed to the lock's events first and then calls LockAt knows which
 // of the events it receives the state already includes (those of entries
@@ -12,5 +12,5 @@ func (f *FSM) LockAt(name string) (LockInfo, uint64, bool) {
 	if l == nil {
 		return LockInfo{}, f.st.index, false
 	}
-	return f.st.lockInfo(name, l), f.st.index, true
+	return f.st.lockInfo(name, l, maxPage), f.st.index, true
 }

@@ -11,7 +11,7 @@ import (
 // origins returns every live session's origin marker (SessionTTLs).
 func origins(f *FSM) map[SessionID]uint64 {
 	out := map[SessionID]uint64{}
-	for _, s := range f.SessionTTLs() {
+	for _, s := range allSessionTTLs(f) {
 		out[s.ID] = s.Origin
 	}
 	return out

@@ -120,9 +120,12 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 		if l.held {
 			l.holder.session += SessionID(offset)
 		}
-		for o, h := range l.shared { // readers, a semaphore's permits
-			h.session += SessionID(offset)
-			l.shared[o] = h
+		if g := l.shared; g != nil { // readers, a semaphore's permits
+			for i := range g.items {
+				if !g.items[i].owner.IsZero() {
+					g.items[i].session += SessionID(offset)
+				}
+			}
 		}
 		for i := range l.waiters.items {
 			if !l.waiters.items[i].owner.IsZero() {

@@ -131,12 +131,11 @@ func (a *applier) revoke(c Revoke) Result {
 }
 
 // sharedWithToken returns the shared grant (a reader, a semaphore's
-// holder) with token t, if one holds the lock. O(shared grants).
+// holder) with token t, if one holds the lock. O(log shared grants): they
+// are in token order.
 func (l *lock) sharedWithToken(t Token) (holder, bool) {
-	for _, h := range l.shared {
-		if h.token == t {
-			return h, true
-		}
+	if l.shared == nil {
+		return holder{}, false
 	}
-	return holder{}, false
+	return l.shared.withKey(t)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // atV3 returns a harness at cluster version 3.
-func atV3(t *testing.T) *harness {
+func atV3(t tb) *harness {
 	t.Helper()
 	h := newHarness(t)
 	wantStatus(t, "set version", h.do(SetClusterVersion{Version: 3}), StatusOK)

@@ -69,8 +69,8 @@ func (a *applier) endSession(s *session, reason Reason) {
 			st.waiters--
 			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
 		})
-		if len(l.shared) > 0 {
-			for _, h := range l.sharedByToken(byLock[name]) {
+		if l.shared.len() > 0 {
+			for _, h := range l.sharedOf(byLock[name]) {
 				a.endGrant(name, l, h, reason)
 			}
 		}

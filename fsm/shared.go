@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 )
@@ -53,8 +52,7 @@ func (l *lock) grantOf(owner OwnerID) (holder, bool) {
 	if l.held && l.holder.owner == owner {
 		return l.holder, true
 	}
-	h, ok := l.shared[owner]
-	return h, ok
+	return l.shared.lookup(owner)
 }
 
 // sameKind reports whether the grant h is of the kind c asks for (a retry
@@ -75,14 +73,14 @@ func (l *lock) admits(w waiter) bool {
 	case w.shared:
 		return true
 	}
-	return len(l.shared) == 0
+	return l.shared.len() == 0
 }
 
 func (st *state) addShared(l *lock, h holder) {
 	if l.shared == nil {
-		l.shared = make(map[OwnerID]holder)
+		l.shared = newGrants()
 	}
-	l.shared[h.owner] = h
+	l.shared.push(h) // a new grant's token is above every other
 	if l.limit > 0 {
 		l.used += h.permits
 		st.counts.semHolders++
@@ -93,8 +91,10 @@ func (st *state) addShared(l *lock, h holder) {
 }
 
 func (st *state) removeShared(l *lock, h holder) {
-	delete(l.shared, h.owner)
-	if len(l.shared) == 0 {
+	if i := l.shared.find(h.owner); i >= 0 {
+		l.shared.removeSlot(i)
+	}
+	if l.shared.len() == 0 {
 		l.shared = nil
 	}
 	if l.limit > 0 {
@@ -106,23 +106,48 @@ func (st *state) removeShared(l *lock, h holder) {
 	}
 }
 
-// sharedByToken returns the shared grants in grant order (or those of the
-// given owners only, when owners is not nil).
-func (l *lock) sharedByToken(owners []OwnerID) []holder {
-	var out []holder
-	if owners == nil {
-		out = make([]holder, 0, len(l.shared))
-		for _, h := range l.shared {
-			out = append(out, h)
+// newGrants returns an empty list of shared grants with room for 8 in the
+// same allocation: the readers a writer's release lets in at once, or a
+// semaphore's first holders, cost one allocation, as the map of grants
+// this list replaced did.
+func newGrants() *grants {
+	b := new(struct {
+		grants
+		room [8]holder
+	})
+	b.items = b.room[:0]
+	return &b.grants
+}
+
+// cloneGrants returns a compacted copy of g (nil for none).
+func cloneGrants(g *grants) *grants {
+	if g.len() == 0 {
+		return nil
+	}
+	if g.len() <= 8 && g.owners == nil {
+		c := newGrants()
+		for h := range g.all() {
+			c.push(h)
 		}
-	} else {
-		for _, o := range owners {
-			if h, ok := l.shared[o]; ok {
-				out = append(out, h)
-			}
+		return c
+	}
+	c := g.clone()
+	return &c
+}
+
+// sharedOf returns the shared grants of the given owners, in grant order.
+func (l *lock) sharedOf(owners []OwnerID) []holder {
+	var at []int
+	for _, o := range owners {
+		if i := l.shared.find(o); i >= 0 {
+			at = append(at, i)
 		}
 	}
-	slices.SortFunc(out, func(a, b holder) int { return cmp.Compare(a.token, b.token) })
+	slices.Sort(at)
+	out := make([]holder, len(at))
+	for k, i := range at {
+		out[k] = l.shared.at(i)
+	}
 	return out
 }
 
@@ -154,7 +179,7 @@ func (a *applier) setValue(c SetValue) Result {
 	if exclusive {
 		l.holder = h
 	} else {
-		l.shared[c.Owner] = h
+		l.shared.items[l.shared.find(c.Owner)] = h // found again: a private copy has other slots
 	}
 	a.emit(Event{Kind: EventValueSet, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token,
 		Shared: !exclusive && l.limit == 0, Permits: h.permits, Value: h.value})

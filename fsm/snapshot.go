@@ -104,8 +104,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *FSM) frozen() (*state, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.halted != nil {
-		return nil, fmt.Errorf("fsm: no snapshot: %w", f.halted)
+	if h := f.haltErr(); h != nil {
+		return nil, fmt.Errorf("fsm: no snapshot: %w", h)
 	}
 	return f.st.freeze(), nil
 }
@@ -168,11 +168,11 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedVersion) {
 			f.mu.Lock()
-			first := f.halted == nil
+			first := f.haltErr() == nil
 			if first {
-				f.halted = fmt.Errorf("%w: restore: %w", ErrHalted, err)
+				f.halt(fmt.Errorf("%w: restore: %w", ErrHalted, err))
 			}
-			halted := f.halted
+			halted := f.haltErr()
 			f.mu.Unlock()
 			if h, ok := f.obs.(HaltObserver); ok && first {
 				h.Halted(0, halted)
@@ -189,7 +189,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 		return fmt.Errorf("%w: snapshot at index %d, applied %d", ErrOlderSnapshot, st.index, applied)
 	}
 	f.st = st
-	f.halted = nil
+	f.halt(nil)
 	f.mu.Unlock()
 	if f.obs != nil {
 		f.obs.Restored(st.index)

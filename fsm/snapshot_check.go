@@ -16,7 +16,7 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 		return fmt.Errorf("lock %q: zero delay end", name)
 	case l.delayFor < 0 || l.delayFor > int64(MaxLockDelay) || uint64(l.delayToken) > st.tokenSeq:
 		return fmt.Errorf("lock %q: bad delay", name)
-	case !l.held && !l.delayed && len(l.shared) == 0:
+	case !l.held && !l.delayed && l.shared.len() == 0:
 		return fmt.Errorf("lock %q: neither held nor delayed", name)
 	case l.held && l.delayed:
 		return fmt.Errorf("lock %q: both held and delayed", name)
@@ -28,8 +28,8 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 		return err
 	}
 	var owners map[OwnerID]struct{} // duplicates are only possible with more than one acquisition
-	if l.waiters.len()+len(l.shared) > 0 {
-		owners = make(map[OwnerID]struct{}, l.waiters.len()+len(l.shared)+1)
+	if l.waiters.len()+l.shared.len() > 0 {
+		owners = make(map[OwnerID]struct{}, l.waiters.len()+l.shared.len()+1)
 	}
 	check := func(s SessionID, o OwnerID) error {
 		sess := st.sessions.get(s)
@@ -62,7 +62,7 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 			return err
 		}
 	}
-	for _, h := range l.shared {
+	for h := range l.shared.all() {
 		if err := grant(h); err != nil {
 			return err
 		}
@@ -88,12 +88,12 @@ func (l *lock) checkKind(name string) error {
 		return bad("a semaphore held exclusively or delayed")
 	case l.limit > 0 && l.used > l.limit:
 		return bad("more permits held than the limit")
-	case len(l.shared) > 0 && (l.held || l.delayed):
+	case l.shared.len() > 0 && (l.held || l.delayed):
 		return bad("shared grants with an exclusive holder or a delay")
 	case l.holder.permits != 0 || len(l.holder.value) > MaxValueLen:
 		return bad("bad exclusive holder")
 	}
-	for _, h := range l.shared {
+	for h := range l.shared.all() {
 		if (l.limit > 0) != (h.permits > 0) {
 			return bad("shared grant of the wrong kind")
 		}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -248,19 +249,21 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 		if flags&flagSemaphore != 0 {
 			l.limit = d.limit()
 		}
-		err := d.list(sr, 22, func(d *decoder) {
-			h := d.holder(v)
-			if _, dup := l.shared[h.owner]; dup && d.err == nil {
-				d.fail("shared grant of owner %s twice", h.owner)
+		var shared []holder
+		if err := d.list(sr, 22, func(d *decoder) { shared = append(shared, d.holder(v)) }); err != nil {
+			return err
+		}
+		// Written in token order; kept in it whatever the bytes say.
+		slices.SortStableFunc(shared, func(a, b holder) int { return cmp.Compare(a.token, b.token) })
+		for _, h := range shared {
+			if l.shared.find(h.owner) >= 0 {
+				return fmt.Errorf("shared grant of owner %s twice", h.owner)
 			}
 			if l.shared == nil {
-				l.shared = make(map[OwnerID]holder)
+				l.shared = newGrants()
 			}
-			l.shared[h.owner] = h
+			l.shared.push(h)
 			l.used += h.permits
-		})
-		if err != nil {
-			return err
 		}
 	}
 	if v < snapshotV2 {
@@ -296,7 +299,7 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	if l.limit > 0 {
 		st.counts.semaphores++
 	}
-	for _, h := range l.shared {
+	for h := range l.shared.all() {
 		if l.limit > 0 {
 			st.counts.semHolders++
 			st.counts.permits += h.permits

@@ -201,9 +201,8 @@ func (l *lock) encode(w *snapWriter, name string, v byte) {
 		if l.limit > 0 {
 			w.rec = binary.AppendUvarint(w.rec, uint64(l.limit))
 		}
-		shared := l.sharedByToken(nil)
-		list := w.list(len(shared))
-		for _, h := range shared {
+		list := w.list(l.shared.len())
+		for h := range l.shared.all() {
 			list.next()
 			w.rec = appendHolder(w.rec, h, v)
 		}

@@ -74,10 +74,11 @@ type lock struct {
 	seq    uint64 // creation order: snapshots list locks by it
 	held   bool   // an exclusive holder
 	holder holder
-	// shared holds the shared grants by owner (cluster version 3): the
-	// readers of a lock, or the holders of a semaphore's permits. Never
-	// iterated where the order matters without sorting by token.
-	shared map[OwnerID]holder
+	// shared holds the shared grants in grant (token) order (cluster
+	// version 3): the readers of a lock, or the holders of a semaphore's
+	// permits; nil when there are none (most locks: a pointer keeps them
+	// small).
+	shared *grants
 	limit  int // > 0: a counting semaphore of limit permits
 	used   int // a semaphore's permits held
 	// waiters is the FIFO queue of every kind of acquisition.
@@ -144,7 +145,7 @@ func (st *state) mutLock(name string) *lock {
 		c := *l
 		c.gen = st.gen
 		c.waiters = l.waiters.clone()
-		c.shared = maps.Clone(l.shared)
+		c.shared = cloneGrants(l.shared)
 		l = &c
 		st.locks.set(name, l)
 	}
@@ -211,7 +212,7 @@ func (s *session) lockNames() []string {
 // dropIfIdle forgets a lock (or semaphore) that has no holder, no
 // waiters and no delay.
 func (st *state) dropIfIdle(name string, l *lock) {
-	if !l.held && len(l.shared) == 0 && l.waiters.len() == 0 && !l.delayed {
+	if !l.held && l.shared.len() == 0 && l.waiters.len() == 0 && !l.delayed {
 		if l.limit > 0 {
 			st.counts.semaphores--
 		}

@@ -68,19 +68,25 @@ type SessionInfo struct {
 }
 
 // LockInfo describes one lock or semaphore: its exclusive holder (if any),
-// its shared grants, its waiters in FIFO order and its lock-delay.
+// its first shared grants, its first waiters in FIFO order and its
+// lock-delay. How many of the shared grants and waiters it lists depends on
+// the read (FSM.Lock: up to 1,000 of each; FSM.Locks: up to 8); WaiterCount
+// and SharedCount are the totals, and FSM.Waiters and FSM.SharedGrants page
+// through all of them.
 type LockInfo struct {
 	Name   string
 	Held   bool   // an exclusive holder (never for a semaphore)
 	Holder Holder // the exclusive holder, when Held
-	// Shared are the shared grants in grant (token) order: the readers of
-	// a lock, or the holders of a semaphore's permits.
-	Shared []Holder
+	// Shared are the first shared grants in grant (token) order: the
+	// readers of a lock, or the holders of a semaphore's permits.
+	Shared      []Holder
+	SharedCount int // shared grants in all
 	// Limit is a semaphore's number of permits (0: a lock); Used the
 	// permits its holders hold.
-	Limit   int
-	Used    int
-	Waiters []Waiter
+	Limit       int
+	Used        int
+	Waiters     []Waiter // the first waiters, in FIFO order
+	WaiterCount int      // waiters in all
 	// Delayed is set while the lock is in lock-delay. DelayUntil is the
 	// leader time at which the delay ends (at cluster version 1 that
 	// decides; from version 2 it is informational: the leader ends the

@@ -56,13 +56,17 @@ func permits(sem Semaphore, n int, wait bool, opts []AcquireOption) fsm.Acquire 
 	return a
 }
 
-// SemaphoreInfo describes a semaphore as the local replica has it.
+// SemaphoreInfo describes a semaphore as the local replica has it: its
+// first holders and waiters (at most 1,000 of each; HolderCount and
+// WaiterCount count them all).
 type SemaphoreInfo struct {
-	Name    string
-	Limit   int          // 0 when the semaphore is not in use
-	Used    int          // permits held
-	Holders []fsm.Holder // in grant order; Permits, Token, Value of each
-	Waiters []fsm.Waiter // FIFO
+	Name        string
+	Limit       int          // 0 when the semaphore is not in use
+	Used        int          // permits held
+	Holders     []fsm.Holder // in grant order; Permits, Token, Value of each
+	HolderCount int
+	Waiters     []fsm.Waiter // FIFO
+	WaiterCount int
 }
 
 // DescribeSemaphore returns the semaphore as the session's replica has it
@@ -77,5 +81,6 @@ func (s *Session) DescribeSemaphore(name string) (SemaphoreInfo, error) {
 	if li.Limit == 0 {
 		return SemaphoreInfo{}, &ConflictError{Name: name, Reason: "\"" + name + "\" is a lock, not a semaphore"}
 	}
-	return SemaphoreInfo{Name: name, Limit: li.Limit, Used: li.Used, Holders: li.Shared, Waiters: li.Waiters}, nil
+	return SemaphoreInfo{Name: name, Limit: li.Limit, Used: li.Used, Holders: li.Shared, HolderCount: li.SharedCount,
+		Waiters: li.Waiters, WaiterCount: li.WaiterCount}, nil
 }

@@ -86,6 +86,7 @@ type takeoverEvt struct {
 	kind fsm.EventKind
 	id   fsm.SessionID
 	ttl  time.Duration
+	ttls []fsm.SessionTTL // EventRestored: the sessions the restore left
 }
 
 func newExpiryManager(h expiryHost) *expiryManager {
@@ -183,16 +184,18 @@ func (m *expiryManager) lead(ctx context.Context) {
 // takeOver gives every session the takeover grace, TTL + ElectionTimeout:
 // counted from the time read after the sessions, or for a marked session
 // from this replica's apply of its origin marker (never later than that
-// time). It reads only the ids, TTLs and origins, outside the mutex that
-// keepalives wait on; what the FSM applies meanwhile is replayed with the
-// time of the replay — a session opened then gets replay time + TTL, after
+// time). It reads only the ids, TTLs and origins, a page at a time (the
+// FSM applies between pages), outside the mutex that keepalives wait on;
+// what the FSM applies meanwhile is replayed (a session opened meanwhile is
+// in a later page or in the replay, or both; one that ended is removed by
+// the replay) with the time of the replay — a session opened then gets replay time + TTL, after
 // its OpenSession committed and so after its client sent it. It returns the
 // number of sessions.
 func (m *expiryManager) takeOver() int {
 	m.mu.Lock()
 	m.takeover = []takeoverEvt{}
 	m.mu.Unlock()
-	ttls := m.h.fsm.SessionTTLs()
+	ttls := allSessionTTLs(m.h.fsm)
 	now := time.Now()
 	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
 	items := make([]*deadline, 0, len(ttls))
@@ -249,7 +252,7 @@ func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke b
 			m.due.remove(l.slot)
 		}
 	case fsm.EventRestored: // replayed after a takeover (restored)
-		m.resyncLocked(now)
+		m.resyncLocked(now, e.ttls)
 		return true
 	}
 	return false
@@ -296,8 +299,18 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 }
 
 // observe updates deadlines and delay timers from applied events (FSM
-// goroutine; O(log n) per event, never blocks for long).
+// goroutine; O(log n) per event, never blocks for long). The TTLs of the
+// sessions opened are read from the FSM before the mutex is taken: a
+// keepalive, which waits on the mutex, never waits on the FSM's lock.
 func (m *expiryManager) observe(events []fsm.Event) {
+	var buf [8]time.Duration
+	opened := buf[:0] // the TTL of each EventSessionOpened, in order; 0: gone
+	for _, e := range events {
+		if e.Kind == fsm.EventSessionOpened {
+			s, _ := m.h.fsm.Session(e.Session)
+			opened = append(opened, s.TTL)
+		}
+	}
 	poke := false
 	m.mu.Lock()
 	if m.leading || m.takeover != nil {
@@ -307,11 +320,10 @@ func (m *expiryManager) observe(events []fsm.Event) {
 			case fsm.EventSessionOpened, fsm.EventSessionClosed, fsm.EventSessionExpired:
 				te := takeoverEvt{kind: e.Kind, id: e.Session}
 				if e.Kind == fsm.EventSessionOpened {
-					s, ok := m.h.fsm.Session(e.Session)
-					if !ok {
+					te.ttl, opened = opened[0], opened[1:]
+					if te.ttl == 0 {
 						continue
 					}
-					te.ttl = s.TTL
 				}
 				if m.takeover != nil {
 					m.takeover = append(m.takeover, te)
@@ -338,24 +350,34 @@ func (m *expiryManager) observe(events []fsm.Event) {
 // restored re-reads every session after a restore (a follower installing
 // the leader's snapshot, a restore command, or the leader a user
 // snapshot). During a takeover it is replayed with the events applied
-// meanwhile.
+// meanwhile. It runs on the FSM goroutine: the sessions it reads, a page
+// at a time before it takes the mutex, are those the restore left. (A
+// takeover that begins after the first look reads them itself.)
 func (m *expiryManager) restored() {
 	m.mu.Lock()
+	active := m.leading || m.takeover != nil
+	m.mu.Unlock()
+	if !active {
+		m.wake()
+		return
+	}
+	ttls := allSessionTTLs(m.h.fsm)
+	m.mu.Lock()
 	if m.takeover != nil {
-		m.takeover = append(m.takeover, takeoverEvt{kind: fsm.EventRestored})
+		m.takeover = append(m.takeover, takeoverEvt{kind: fsm.EventRestored, ttls: ttls})
 	} else if m.leading {
-		m.resyncLocked(time.Now())
+		m.resyncLocked(time.Now(), ttls)
 	}
 	m.mu.Unlock()
 	m.wake()
 }
 
-// resyncLocked gives the sessions the state machine has and the deadlines
-// lack a deadline of now + TTL + the takeover grace, and drops the
-// deadlines of sessions it no longer has.
-func (m *expiryManager) resyncLocked(now time.Time) {
-	present := map[fsm.SessionID]bool{}
-	for _, s := range m.h.fsm.SessionTTLs() {
+// resyncLocked gives the sessions of ttls (what the state machine has)
+// that the deadlines lack a deadline of now + TTL + the takeover grace,
+// and drops the deadlines of sessions it no longer has.
+func (m *expiryManager) resyncLocked(now time.Time, ttls []fsm.SessionTTL) {
+	present := make(map[fsm.SessionID]bool, len(ttls))
+	for _, s := range ttls {
 		present[s.ID] = true
 		if m.sessions[s.ID] == nil {
 			l := &deadline{id: s.ID, ttl: s.TTL, deadline: now.Add(s.TTL + m.grace), marked: s.Origin != 0}
@@ -380,4 +402,18 @@ func (m *expiryManager) isLeading() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.leading
+}
+
+// allSessionTTLs reads the id and TTL of every session, a page at a time.
+func allSessionTTLs(f *fsm.FSM) []fsm.SessionTTL {
+	var out []fsm.SessionTTL
+	for after, more := fsm.SessionID(0), true; more; {
+		var page []fsm.SessionTTL
+		page, more = f.SessionTTLs(after, 0)
+		out = append(out, page...)
+		if more {
+			after = page[len(page)-1].ID
+		}
+	}
+	return out
 }

@@ -11,18 +11,48 @@ import (
 
 // The read accessors below read this node's FSM: they are fast, never block
 // on the network, and may be stale on a follower (by its replication lag) or
-// on a partitioned node. Call Sync first for a linearizable read.
+// on a partitioned node. Call Sync first for a linearizable read. Listings
+// come in pages with a cursor (fsm.FSM.Locks says what pages read while the
+// state changes may miss or repeat): no read holds up the node's applies or
+// keepalives for longer than its page.
 
 // Holder returns the current holder of a lock, and false if it is free.
 func (n *Node) Holder(name string) (fsm.Holder, bool) { return n.fsm.Holder(name) }
 
-// Lock returns a lock's holder, FIFO waiters and lock-delay, and false if it
-// has none.
+// Lock returns a lock's holder, its first FIFO waiters and shared grants
+// (at most 1,000 of each; LockInfo.WaiterCount and SharedCount count them
+// all) and its lock-delay, and false if it has none.
 func (n *Node) Lock(name string) (fsm.LockInfo, bool) { return n.fsm.Lock(name) }
 
-// Locks returns up to limit locks whose names start with prefix, in name
-// order (limit <= 0: all).
-func (n *Node) Locks(prefix string, limit int) []fsm.LockInfo { return n.fsm.Locks(prefix, limit) }
+// Locks returns a page of the locks whose names start with prefix, in name
+// order after the name after ("": from the first), at most limit (1 to
+// 1,000), each with its first 8 waiters and shared grants; more reports
+// whether locks follow (the next page starts after the page's last name).
+func (n *Node) Locks(prefix, after string, limit int) (page []fsm.LockInfo, more bool) {
+	return n.fsm.Locks(prefix, after, limit)
+}
+
+// Waiters returns a page of a lock's FIFO queue from cursor ("": the
+// front), at most limit (1 to 1,000), and the cursor of the next page (""
+// at the end); see fsm.FSM.Waiters. A cursor that no page returned:
+// ErrInvalidArgument (and fsm.ErrInvalidCursor).
+func (n *Node) Waiters(name, cursor string, limit int) (page []fsm.Waiter, next string, err error) {
+	page, next, err = n.fsm.Waiters(name, cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return page, next, nil
+}
+
+// SharedGrants returns a page of a lock's shared grants (its readers, or a
+// semaphore's holders) in grant order, as Waiters pages its queue.
+func (n *Node) SharedGrants(name, cursor string, limit int) (page []fsm.Holder, next string, err error) {
+	page, next, err = n.fsm.SharedGrants(name, cursor, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return page, next, nil
+}
 
 // Owner returns where the acquisition (name, owner) stands.
 func (n *Node) Owner(name string, owner fsm.OwnerID) fsm.OwnerState { return n.fsm.Owner(name, owner) }
@@ -30,8 +60,12 @@ func (n *Node) Owner(name string, owner fsm.OwnerID) fsm.OwnerState { return n.f
 // Session returns a live session, and false if it does not exist.
 func (n *Node) Session(id fsm.SessionID) (fsm.SessionInfo, bool) { return n.fsm.Session(id) }
 
-// Sessions returns every live session in id order.
-func (n *Node) Sessions() []fsm.SessionInfo { return n.fsm.Sessions() }
+// Sessions returns a page of the live sessions in id order after the id
+// after (0: from the first), at most limit (1 to 1,000); more reports
+// whether sessions follow.
+func (n *Node) Sessions(after fsm.SessionID, limit int) (page []fsm.SessionInfo, more bool) {
+	return n.fsm.Sessions(after, limit)
+}
 
 // SessionAcquisitions returns every acquisition (lock, owner) of a session,
 // held or waiting, of every kind, in lock-name order.

@@ -78,16 +78,29 @@ func (e *env) members(ctx context.Context) error {
 	})
 }
 
+// locks lists a page of the locks (-limit, at most 1,000) from the first
+// name after -after; the table's last row says how to ask for the next.
 func (e *env) locks(ctx context.Context, args []string) error {
-	if len(args) > 1 {
-		return fmt.Errorf("%w: locks [PREFIX]", errUsage)
+	fs := flag.NewFlagSet("locks", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	after := fs.String("after", "", "list the locks after this `name` (the next page)")
+	limit := fs.Int("limit", 1000, "at most this many locks (1 to 1000)")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
 	}
-	q := url.Values{"limit": {"1000"}, "sync": {"1"}} // a linearizable view
-	if len(args) == 1 {
-		q.Set("prefix", args[0])
+	if fs.NArg() > 1 || *limit < 1 || *limit > 1000 {
+		return fmt.Errorf("%w: locks [-after NAME] [-limit N] [PREFIX]", errUsage)
+	}
+	q := url.Values{"limit": {strconv.Itoa(*limit)}, "sync": {"1"}} // a linearizable view
+	if fs.NArg() == 1 {
+		q.Set("prefix", fs.Arg(0))
+	}
+	if *after != "" {
+		q.Set("after", *after)
 	}
 	var out struct {
 		Locks []admin.LockJSON `json:"locks"`
+		Next  string           `json:"next,omitempty"`
 	}
 	if err := e.c.call(ctx, "GET", "/v1/locks?"+q.Encode(), nil, &out, 0); err != nil {
 		return err
@@ -108,21 +121,44 @@ func (e *env) locks(ctx context.Context, args []string) error {
 				for _, h := range l.Shared {
 					row(t, "  "+l.Name, h.Description, h.Session, h.Token, ago(h.AcquiredAtUnixMS), ms(h.LeaseLeftMS), "", fmt.Sprintf("%d permits", h.Permits))
 				}
+				if more := l.SharedCount - len(l.Shared); more > 0 {
+					row(t, "  "+l.Name, fmt.Sprintf("(%d more holders)", more))
+				}
 			case len(l.Shared) > 0:
-				row(t, l.Name, fmt.Sprintf("%d readers", len(l.Shared)), "", "", "", "", l.WaiterCount, next)
+				row(t, l.Name, fmt.Sprintf("%d readers", l.SharedCount), "", "", "", "", l.WaiterCount, next)
 			default:
 				row(t, l.Name, "free", "", "", "", "", l.WaiterCount, next)
 			}
 		}
+		if out.Next != "" {
+			row(t, fmt.Sprintf("(more: raftlock locks -after %s)", strconv.Quote(out.Next)))
+		}
 	})
 }
 
-func (e *env) sessions(ctx context.Context) error {
+// sessions lists a page of the sessions (-limit, at most 1,000) from the
+// first id after -after.
+func (e *env) sessions(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	after := fs.Uint64("after", 0, "list the sessions after this `id` (the next page)")
+	limit := fs.Int("limit", 1000, "at most this many sessions (1 to 1000)")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 || *limit < 1 || *limit > 1000 {
+		return fmt.Errorf("%w: sessions [-after ID] [-limit N]", errUsage)
+	}
+	q := url.Values{"limit": {strconv.Itoa(*limit)}, "sync": {"1"}}
+	if *after != 0 {
+		q.Set("after", strconv.FormatUint(*after, 10))
+	}
 	var out struct {
 		Sessions []admin.SessionJSON `json:"sessions"`
 		Total    int                 `json:"total"`
+		Next     uint64              `json:"next,omitempty"`
 	}
-	if err := e.c.call(ctx, "GET", "/v1/sessions?sync=1", nil, &out, 0); err != nil {
+	if err := e.c.call(ctx, "GET", "/v1/sessions?"+q.Encode(), nil, &out, 0); err != nil {
 		return err
 	}
 	return e.emit(out, func(t *tabwriter.Writer) {
@@ -131,8 +167,8 @@ func (e *env) sessions(ctx context.Context) error {
 			ttl, delay := s.TTLMS, s.LockDelayMS
 			row(t, s.ID, s.Description, ms(&ttl), ms(&delay), ago(s.CreatedAtUnixMS), s.Locks, ms(s.LeaseLeftMS))
 		}
-		if out.Total > len(out.Sessions) {
-			row(t, fmt.Sprintf("(%d more)", out.Total-len(out.Sessions)))
+		if out.Next != 0 {
+			row(t, fmt.Sprintf("(%d sessions in all; more: raftlock sessions -after %d)", out.Total, out.Next))
 		}
 	})
 }

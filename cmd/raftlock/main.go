@@ -3,7 +3,8 @@
 // that mounts it).
 //
 //	raftlock [global flags] lock [flags] NAME -- CMD [ARGS...]
-//	raftlock status | members | locks [PREFIX] | sessions
+//	raftlock status | members
+//	raftlock locks [-after NAME] [-limit N] [PREFIX] | sessions [-after ID] [-limit N]
 //	raftlock revoke [-token-of N] [-why TEXT] NAME
 //	raftlock snapshot save FILE | snapshot restore FILE
 //	raftlock leader transfer [ID]
@@ -81,8 +82,8 @@ commands:
   lock [flags] NAME -- CMD [ARGS...]  run CMD while holding lock NAME (raftlock lock -h)
   status                              this replica: leader, readiness, fault tolerance, warnings
   members                             every member, its role, state and lag
-  locks [PREFIX]                      locks with holders, tokens, lease time left, waiters
-  sessions                            sessions with lease time left
+  locks [-after NAME] [-limit N] [PREFIX]  a page of locks with holders, tokens, lease time left, waiters
+  sessions [-after ID] [-limit N]     a page of sessions with lease time left
   revoke [-token-of N] [-why TEXT] NAME   force-release a lock, or one reader or permit holder (admin)
   snapshot save FILE | restore FILE   back up or restore the lock table (admin)
   leader transfer [ID]                move the leadership (admin)
@@ -157,7 +158,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "locks":
 		err = e.locks(ctx, rest)
 	case "sessions":
-		err = e.noArgs(rest, e.sessions, ctx)
+		err = e.sessions(ctx, rest)
 	case "revoke":
 		err = e.revoke(ctx, rest)
 	case "snapshot":

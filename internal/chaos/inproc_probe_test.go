@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/lockapi"
 )
@@ -164,12 +165,27 @@ func (s *sim) captureEndState() {
 		return
 	}
 	es := &EndState{At: now(), Node: n.ID(), Index: n.AppliedIndex()}
-	for _, l := range n.Locks("", 0) {
-		if l.Held {
-			es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(l.Holder.Session), Owner: l.Holder.Owner.String(), Token: uint64(l.Holder.Token)})
-		}
-		for _, w := range l.Waiters {
-			es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(w.Session), Owner: w.Owner.String(), Waiter: true})
+	for after, more := "", true; more; {
+		var page []fsm.LockInfo
+		page, more = n.Locks("", after, 0)
+		for _, l := range page {
+			after = l.Name
+			if l.Held {
+				es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(l.Holder.Session), Owner: l.Holder.Owner.String(), Token: uint64(l.Holder.Token)})
+			}
+			for cursor := ""; ; {
+				waiters, next, err := n.Waiters(l.Name, cursor, 0)
+				if err != nil {
+					s.note("end state: waiters of %s: %v", l.Name, err)
+				}
+				for _, w := range waiters {
+					es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(w.Session), Owner: w.Owner.String(), Waiter: true})
+				}
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
 		}
 	}
 	s.mu.Lock()
