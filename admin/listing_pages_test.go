@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -153,11 +152,7 @@ func TestListingsTakeTurns(t *testing.T) {
 		}
 		list := func(ctx context.Context) <-chan int {
 			code := make(chan int, 1)
-			go func() {
-				rec := httptest.NewRecorder()
-				api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/locks", nil).WithContext(ctx))
-				code <- rec.Code
-			}()
+			go func() { code <- serveReq(api, toolRequest("GET", "/v1/locks", "").WithContext(ctx)).code }()
 			return code
 		}
 		waiting := list(context.Background())

@@ -141,18 +141,10 @@ func readPage[T any, K any](f *FSM, limit int, after K, key func(T) K, scan func
 // read. A lock not in use gives an empty page. A cursor that does not
 // parse: ErrInvalidCursor.
 func (f *FSM) Waiters(name, cursor string, limit int) (page []Waiter, next string, err error) {
-	at, err := parseCursor(cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	l := f.st.locks.get(name)
-	if l == nil {
-		return nil, "", nil
-	}
-	page, next = pageOf(&l.waiters, at, pageLimit(limit), func(w waiter) Waiter { return w.info() })
-	return page, next, nil
+	err = f.readLock(name, cursor, func(l *lock, at slotCursor) {
+		page, next = pageOf(&l.waiters, at, pageLimit(limit), func(w waiter) Waiter { return w.info() })
+	})
+	return page, next, err
 }
 
 // SharedGrants returns a page of the lock's shared grants (its readers, or
@@ -161,21 +153,27 @@ func (f *FSM) Waiters(name, cursor string, limit int) (page []Waiter, next strin
 // of the next page ("" at the end). As Waiters, but a grant that is held
 // throughout is listed exactly once (each has a token of its own).
 func (f *FSM) SharedGrants(name, cursor string, limit int) (page []Holder, next string, err error) {
+	err = f.readLock(name, cursor, func(l *lock, at slotCursor) {
+		if l.shared != nil {
+			page, next = pageOf(l.shared, at, pageLimit(limit), func(h holder) Holder { return f.st.describeShared(l, h) })
+		}
+	})
+	return page, next, err
+}
+
+// readLock parses cursor, then calls read under the read lock with the
+// lock named name, if it is in use.
+func (f *FSM) readLock(name, cursor string, read func(l *lock, at slotCursor)) error {
 	at, err := parseCursor(cursor)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	l := f.st.locks.get(name)
-	if l == nil {
-		return nil, "", nil
+	if l := f.st.locks.get(name); l != nil {
+		read(l, at)
 	}
-	if l.shared == nil {
-		return nil, "", nil
-	}
-	page, next = pageOf(l.shared, at, pageLimit(limit), func(h holder) Holder { return f.st.describeShared(l, h) })
-	return page, next, nil
+	return nil
 }
 
 // pageOf returns at most limit items of q from the cursor, described by

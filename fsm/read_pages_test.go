@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -312,65 +313,41 @@ func TestPagesUnderChange(t *testing.T) {
 		limit := rapid.IntRange(1, 4).Draw(rt, "limit")
 
 		// Locks.
-		var listed []string
-		present := map[string]int{} // name → boundaries it was present at
-		pages := 0
-		for after, more := "", true; more; pages++ {
+		checkKeyedPages(rt, "locks", func() []string {
+			var names []string
 			for _, li := range allLocks(h.f) {
-				present[li.Name]++
+				names = append(names, li.Name)
 			}
-			var page []LockInfo
-			page, more = h.f.Locks("", after, limit)
+			return names
+		}, func(after string) ([]string, bool) {
+			page, more := h.f.Locks("", after, limit)
+			var names []string
 			for _, li := range page {
-				listed = append(listed, li.Name)
+				names = append(names, li.Name)
 			}
-			if more {
-				after = page[len(page)-1].Name
-			}
-			change(rt)
-		}
-		if !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(listed) {
-			rt.Fatalf("locks listed out of order or twice: %q", listed)
-		}
-		for name, n := range present {
-			if n == pages && !slices.Contains(listed, name) {
-				rt.Fatalf("lock %q present throughout, not listed (%q)", name, listed)
-			}
-		}
-
-		// Sessions.
-		var ids []SessionID
-		seen := map[SessionID]int{}
-		pages = 0
-		for after, more := SessionID(0), true; more; pages++ {
+			return names, more
+		}, change)
+		checkKeyedPages(rt, "sessions", func() []SessionID {
+			var ids []SessionID
 			for _, s := range allSessions(h.f) {
-				seen[s.ID]++
+				ids = append(ids, s.ID)
 			}
-			var page []SessionInfo
-			page, more = h.f.Sessions(after, limit)
+			return ids
+		}, func(after SessionID) ([]SessionID, bool) {
+			page, more := h.f.Sessions(after, limit)
+			var ids []SessionID
 			for _, s := range page {
 				ids = append(ids, s.ID)
 			}
-			if more {
-				after = page[len(page)-1].ID
-			}
-			change(rt)
-		}
-		if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
-			rt.Fatalf("sessions listed out of order or twice: %v", ids)
-		}
-		for id, n := range seen {
-			if n == pages && !slices.Contains(ids, id) {
-				rt.Fatalf("session %d present throughout, not listed (%v)", id, ids)
-			}
-		}
+			return ids, more
+		}, change)
 
 		// One lock's waiters and shared grants.
 		name := "k" + strconv.Itoa(rapid.IntRange(0, 12).Draw(rt, "listed lock"))
 		var waiters []Waiter
 		var cursors []uint64 // the enqueue index each page ended at
 		inQueue := map[OwnerID]int{}
-		pages = 0
+		pages := 0
 		for cursor, first := "", true; first || cursor != ""; first, pages = false, pages+1 {
 			li, _ := h.f.Lock(name)
 			for _, w := range li.Waiters {
@@ -430,6 +407,37 @@ func TestPagesUnderChange(t *testing.T) {
 		}
 		checkInvariants(rt, h.f)
 	})
+}
+
+// checkKeyedPages reads a listing keyed by name or id page by page
+// (page(after)), changing the state after each page, and checks that it
+// lists keys in order, each once, and every key present whenever a page
+// was read (all() before each page).
+func checkKeyedPages[K cmp.Ordered](rt *rapid.T, what string, all func() []K, page func(after K) ([]K, bool), change func(*rapid.T)) {
+	var listed []K
+	present := map[K]int{} // key → pages it was present at
+	pages := 0
+	var after K
+	for more := true; more; pages++ {
+		for _, k := range all() {
+			present[k]++
+		}
+		var keys []K
+		keys, more = page(after)
+		listed = append(listed, keys...)
+		if len(keys) > 0 {
+			after = keys[len(keys)-1]
+		}
+		change(rt)
+	}
+	if !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(listed) {
+		rt.Fatalf("%s listed out of order or twice: %v", what, listed)
+	}
+	for k, n := range present {
+		if n == pages && !slices.Contains(listed, k) {
+			rt.Fatalf("%s: %v present throughout, not listed (%v)", what, k, listed)
+		}
+	}
 }
 
 func ExampleFSM_Locks() {
