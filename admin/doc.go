@@ -89,7 +89,11 @@
 // and each lock of /v1/locks lists at most its first 8 of each (with
 // waiter_count and shared_count). Pages are read from the node's lock
 // table a page at a time: a listing never holds up the state machine for
-// more than its page. An item that exists from the first page to the last
+// more than its page. At most half the CPUs' worth of listings (at least
+// one) are served at a time, first come first served; the others wait
+// their turn while their request lasts (503 not_ready if it ends first),
+// so that clients listing back to back cannot take every CPU from Raft
+// and the keepalives. An item that exists from the first page to the last
 // is listed once (a waiter at least once), in order; items added or
 // removed meanwhile may be listed or not (fsm.FSM.Locks).
 //
