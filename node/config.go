@@ -340,6 +340,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// transportConfig is the part of the transport's configuration that c
+// sets (Start adds the node's hooks, logger and registerer).
+func (c *Config) transportConfig() transport.Config {
+	return transport.Config{
+		BindAddr:       c.BindAddr,
+		AdvertiseAddr:  c.AdvertiseAddr,
+		TLS:            c.TLS,
+		AllowPlaintext: c.AllowPlaintext,
+		Listener:       c.Listener,
+		Dialer:         c.Dialer,
+		Inbound:        c.Inbound,
+	}
+}
+
 // Validate reports the first problem with c (its zero tunables taken as
 // their defaults), wrapping ErrInvalidConfig.
 func (c *Config) Validate() error {
@@ -401,6 +415,12 @@ func (c *Config) validate() error {
 		return bad("Limits: %v", err)
 	}
 	if err := c.Inbound.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	// The transport's own rules (a plaintext bind that other machines can
+	// reach, the TLS config, the advertised address), here so that Start
+	// refuses them before it opens the data dir.
+	if err := c.transportConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	ids, addrs := map[string]bool{}, map[string]bool{}

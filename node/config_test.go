@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -66,4 +68,34 @@ func TestConfigZeroMeansDefault(t *testing.T) {
 	if got, want := node.WithDefaults(scratch), node.WithDefaults(d); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults differ:\n%+v\n%+v", got, want)
 	}
+}
+
+// A configuration the transport refuses (here a plaintext bind other
+// machines can reach) is refused by Validate, and by Start before it opens
+// the data dir: nothing is written (a replica used to create its Raft
+// store and only then fail in the transport).
+func TestConfigRefusedBeforeDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	c := node.DefaultConfig()
+	c.ID, c.DataDir, c.BindAddr = "a", dir, "0.0.0.0:0"
+	for _, err := range []error{c.Validate(), startErr(c)} {
+		if !errors.Is(err, node.ErrInvalidConfig) || !strings.Contains(err.Error(), "plaintext bind") {
+			t.Errorf("plaintext bind on every interface: %v, want ErrInvalidConfig naming the plaintext bind", err)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data dir exists after a refused start: %v", err)
+	}
+	c.AllowPlaintext = true
+	if err := c.Validate(); err != nil {
+		t.Errorf("with AllowPlaintext: %v", err)
+	}
+}
+
+func startErr(c node.Config) error {
+	n, err := node.Start(context.Background(), c)
+	if err == nil {
+		n.Close(context.Background())
+	}
+	return err
 }

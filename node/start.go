@@ -86,22 +86,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	peers, _ := n.memberAddrs() // the static peers (names are resolved by watchMemberHosts)
 	initial := memberHostSet(peers, nil, nil)
 	n.memberHosts.set.Store(&initial)
-	n.trans, err = transport.New(transport.Config{
-		BindAddr:       cfg.BindAddr,
-		AdvertiseAddr:  cfg.AdvertiseAddr,
-		TLS:            cfg.TLS,
-		AllowPlaintext: cfg.AllowPlaintext,
-		Listener:       cfg.Listener,
-		Dialer:         cfg.Dialer,
-		Logger:         n.log,
-		Registerer:     cfg.Registerer,
-		Identity:       n.helloIdentity,
-		CheckPeer:      n.checkPeer,
-		AcceptLegacy:   n.acceptLegacy,
-		RaftVoteGate:   n.guard.allow,
-		MemberHost:     n.memberHosts.has,
-		Inbound:        cfg.Inbound,
-	}, transport.HandlerFunc(n.handleRPC))
+	tc := cfg.transportConfig()
+	tc.Logger, tc.Registerer = n.log, cfg.Registerer
+	tc.Identity, tc.CheckPeer, tc.AcceptLegacy = n.helloIdentity, n.checkPeer, n.acceptLegacy
+	tc.RaftVoteGate, tc.MemberHost = n.guard.allow, n.memberHosts.has
+	n.trans, err = transport.New(tc, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
