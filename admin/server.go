@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -74,11 +76,37 @@ type Server struct {
 // errInvalidConfig: New refused its Config.
 var errInvalidConfig = errors.New("admin: invalid config")
 
+// Validate reports the first problem with cfg that does not need its Node
+// (Auth, AllowedHosts, Limits, the ranges of TTL and LockDelay): a program
+// calls it before it starts its node, so that a bad configuration touches
+// nothing. New checks the rest (a Node, TTL at least its minimum).
+func (cfg Config) Validate() error {
+	if _, err := cfg.Auth.compile(); err != nil {
+		return err
+	}
+	if _, err := compileHosts(cfg.AllowedHosts); err != nil {
+		return err
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return err
+	}
+	if cfg.TTL < 0 || cfg.TTL > fsm.MaxTTL {
+		return fmt.Errorf("%w: TTL %v outside [0, %v]", errInvalidConfig, cfg.TTL, fsm.MaxTTL)
+	}
+	if cfg.LockDelay < 0 || cfg.LockDelay > fsm.MaxLockDelay {
+		return fmt.Errorf("%w: LockDelay %v outside [0, %v]", errInvalidConfig, cfg.LockDelay, fsm.MaxLockDelay)
+	}
+	return nil
+}
+
 // New returns a Server. It opens the shared HTTP session in the background
 // (and again whenever it is lost); requests that need it wait for it.
 func New(cfg Config) (*Server, error) {
 	if cfg.Node == nil {
 		return nil, errors.Join(errInvalidConfig, errors.New("admin: nil node"))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	auth, err := cfg.Auth.compile()
 	if err != nil {
@@ -86,9 +114,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	hosts, err := compileHosts(cfg.AllowedHosts)
 	if err != nil {
-		return nil, err
-	}
-	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
