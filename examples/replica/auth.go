@@ -38,7 +38,7 @@ func (c config) adminAuth() (admin.Auth, error) {
 func readTokenFile(path string) ([]admin.Token, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("-admin-token-file: %w", err)
+		return nil, fmt.Errorf("%s: %w", flagRef("admin-token-file"), err)
 	}
 	defer f.Close()
 	var out []admin.Token
@@ -49,8 +49,16 @@ func readTokenFile(path string) ([]admin.Token, error) {
 			continue
 		}
 		fields := strings.Fields(text)
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("-admin-token-file %s:%d: want \"name role secret\"", path, line)
+		bad := func(format string, args ...any) ([]admin.Token, error) {
+			return nil, fmt.Errorf("%s %s:%d: "+format, append([]any{flagRef("admin-token-file"), path, line}, args...)...)
+		}
+		switch {
+		case len(fields) != 3:
+			return bad("want \"name role secret\"")
+		case !validRole(fields[1]):
+			return bad("role %q: want read, lock or admin", fields[1])
+		case len(fields[2]) < admin.MinSecretLen:
+			return bad("the secret of %q is %d bytes long: want at least %d (make one with: openssl rand -hex 16)", fields[0], len(fields[2]), admin.MinSecretLen)
 		}
 		out = append(out, admin.Token{Name: fields[0], Role: admin.Role(fields[1]), Secret: fields[2]})
 	}
@@ -64,17 +72,17 @@ func (c config) httpTLS() (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(c.HTTPTLSCert, c.HTTPTLSKey)
 	if err != nil {
-		return nil, fmt.Errorf("HTTPS certificate: %w", err)
+		return nil, fmt.Errorf("%s, %s: %w", flagRef("http-tls-cert"), flagRef("http-tls-key"), err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if c.HTTPClientCA != "" {
 		pem, err := os.ReadFile(c.HTTPClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("-http-client-ca: %w", err)
+			return nil, fmt.Errorf("%s: %w", flagRef("http-client-ca"), err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-http-client-ca %s: no PEM certificate", c.HTTPClientCA)
+			return nil, fmt.Errorf("%s %s: no PEM certificate", flagRef("http-client-ca"), c.HTTPClientCA)
 		}
 		// Certificates are optional (token clients), verified when given.
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven

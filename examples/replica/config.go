@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftlock/raftlock/admin"
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -162,37 +164,115 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return c, fmt.Errorf("unexpected arguments %q (every setting is a flag: replica -h lists them)", fs.Args())
 	}
+	return c, c.check()
+}
+
+// flagRef names a flag and its environment variable, as every
+// configuration error does: "-allow-plaintext (RAFTLOCK_ALLOW_PLAINTEXT)".
+func flagRef(name string) string { return "-" + name + " (" + envVars[name] + ")" }
+
+// switchRef names a boolean flag and the variable that sets it:
+// "-http-no-auth (RAFTLOCK_HTTP_NO_AUTH=true)".
+func switchRef(name string) string { return "-" + name + " (" + envVars[name] + "=true)" }
+
+// check reports the first problem with the flags' values that needs no
+// file and no lookup (prepare checks the rest).
+func (c config) check() error {
 	switch {
 	case c.ID == "":
-		return c, errors.New("-id (RAFTLOCK_ID) is required")
+		return fmt.Errorf("%s is required", flagRef("id"))
 	case c.DataDir == "":
-		return c, errors.New("-data-dir (RAFTLOCK_DATA_DIR) is required")
+		return fmt.Errorf("%s is required", flagRef("data-dir"))
+	case c.Bind == "":
+		return fmt.Errorf("%s is required", flagRef("bind"))
+	case !validHostPort(c.HTTP):
+		return fmt.Errorf("%s %q: want host:port (such as 127.0.0.1:8080, or 0.0.0.0:8080 for every interface)", flagRef("http"), c.HTTP)
 	case c.Gossip == "":
-		return c, errors.New("-gossip (RAFTLOCK_GOSSIP) is required: replicas find each other through gossip")
+		return fmt.Errorf("%s is required: replicas find each other through gossip", flagRef("gossip"))
 	case c.Timing != "lan" && c.Timing != "fast" && c.Timing != "test":
-		return c, fmt.Errorf("-timing %q: want lan, fast or test", c.Timing)
+		return fmt.Errorf("%s %q: want lan, fast or test", flagRef("timing"), c.Timing)
 	case !validLogStore(c.LogStore):
-		return c, fmt.Errorf("-log-store %q: want %s or %s", c.LogStore, node.LogStoreBolt, node.LogStoreWAL)
+		return fmt.Errorf("%s %q: want %s or %s", flagRef("log-store"), c.LogStore, node.LogStoreBolt, node.LogStoreWAL)
 	case (c.TLSCA != "" || c.TLSCert != "" || c.TLSKey != "") && (c.TLSCA == "" || c.TLSCert == "" || c.TLSKey == ""):
-		return c, errors.New("mutual TLS needs all of -tls-ca, -tls-cert and -tls-key")
+		return fmt.Errorf("mutual TLS needs all three of %s, %s and %s", flagRef("tls-ca"), flagRef("tls-cert"), flagRef("tls-key"))
+	case c.TLSCA == "" && !c.AllowPlaintext && !loopbackAddr(c.Bind):
+		return fmt.Errorf("%s %q is not a loopback address, and without mutual TLS anyone who reaches it can speak Raft to this replica: "+
+			"set %s, %s and %s (replica certs writes trial ones), or %s if only the replicas can reach this network",
+			flagRef("bind"), c.Bind, flagRef("tls-ca"), flagRef("tls-cert"), flagRef("tls-key"), switchRef("allow-plaintext"))
+	case c.TLSCA != "" && c.GossipKey == "" && !c.UnencryptedOK:
+		return fmt.Errorf("mutual TLS is on but gossip would be in clear text: set %s (base64 of 32 random bytes: openssl rand -base64 32), or %s on a closed network",
+			flagRef("gossip-key"), switchRef("allow-unencrypted-gossip"))
 	case c.BootstrapExpect < 0:
-		return c, fmt.Errorf("-bootstrap-expect %d: want 0 (join only) or the number of founding replicas", c.BootstrapExpect)
+		return fmt.Errorf("%s %d: want 0 (join only) or the number of founding replicas", flagRef("bootstrap-expect"), c.BootstrapExpect)
+	case c.MaxVoters < 0:
+		return fmt.Errorf("%s %d: want 0 (the default, %d) or more", flagRef("max-voters"), c.MaxVoters, node.DefaultConfig().MaxVoters)
+	case c.BootstrapExpect > c.maxVoters():
+		return fmt.Errorf("%s %d: more founders than voters (%s %d)", flagRef("bootstrap-expect"), c.BootstrapExpect, flagRef("max-voters"), c.maxVoters())
+	case c.ReapTimeout < 0:
+		return fmt.Errorf("%s %v: want 0 (the default) or more", flagRef("reap-timeout"), c.ReapTimeout)
 	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
-		return c, errors.New("HTTPS needs both -http-tls-cert and -http-tls-key")
+		return fmt.Errorf("HTTPS needs both %s and %s", flagRef("http-tls-cert"), flagRef("http-tls-key"))
 	case c.HTTPClientCA != "" && c.HTTPTLSCert == "":
-		return c, errors.New("-http-client-ca needs HTTPS (-http-tls-cert and -http-tls-key)")
+		return fmt.Errorf("%s needs HTTPS (%s and %s)", flagRef("http-client-ca"), flagRef("http-tls-cert"), flagRef("http-tls-key"))
 	case !c.HTTPNoAuth && c.AdminToken == "" && c.AdminTokenFile == "" && c.HTTPClientCA == "":
-		return c, errors.New("the HTTP API needs authentication: -admin-token (RAFTLOCK_ADMIN_TOKEN), -admin-token-file or -http-client-ca; or -http-no-auth on a closed network")
+		return fmt.Errorf("the HTTP API needs authentication: %s, %s or %s; or %s on a closed network",
+			flagRef("admin-token"), flagRef("admin-token-file"), flagRef("http-client-ca"), switchRef("http-no-auth"))
+	case c.AdminToken != "" && len(c.AdminToken) < admin.MinSecretLen:
+		return fmt.Errorf("%s is %d bytes long: want at least %d (make one with: openssl rand -hex 16)", flagRef("admin-token"), len(c.AdminToken), admin.MinSecretLen)
+	case c.HTTPClientCA != "" && !validRole(c.HTTPClientRole):
+		return fmt.Errorf("%s %q: want read, lock or admin", flagRef("http-client-role"), c.HTTPClientRole)
+	case c.TTL > fsm.MaxTTL:
+		return fmt.Errorf("%s %v: want at most %v", flagRef("ttl"), c.TTL, fsm.MaxTTL)
+	case c.LockDelay < 0 || c.LockDelay > fsm.MaxLockDelay:
+		return fmt.Errorf("%s %v: want 0 to %v", flagRef("lock-delay"), c.LockDelay, fsm.MaxLockDelay)
 	}
 	if min := lockapi.MinTTLFor(c.timing()); c.TTL < min {
-		return c, fmt.Errorf("-ttl %v: below the minimum %v for -timing %s (a keepalive interval must outlast a leader failover)", c.TTL, min, c.Timing)
+		return fmt.Errorf("%s %v: below the minimum %v for %s %s (a keepalive interval must outlast a leader failover)", flagRef("ttl"), c.TTL, min, flagRef("timing"), c.Timing)
+	}
+	for _, h := range c.allowedHosts() {
+		if (admin.Config{Auth: admin.Auth{Unauthenticated: true}, AllowedHosts: []string{h}}).Validate() != nil {
+			return fmt.Errorf("%s entry %q: want a host name such as raftlock.internal or *.ops.example, without scheme or port", flagRef("http-allowed-hosts"), h)
+		}
 	}
 	if _, err := logLevel(c.LogLevel); err != nil {
-		return c, err
+		return err
 	}
-	return c, nil
+	return nil
+}
+
+// maxVoters is -max-voters with its default applied.
+func (c config) maxVoters() int {
+	if c.MaxVoters == 0 {
+		return node.DefaultConfig().MaxVoters
+	}
+	return c.MaxVoters
+}
+
+// loopbackAddr reports whether a host:port's host is localhost or a
+// loopback IP: the only plaintext -bind the transport accepts without
+// -allow-plaintext.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true // malformed: node.Config.Validate explains it
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+func validHostPort(addr string) bool {
+	_, _, err := net.SplitHostPort(addr)
+	return err == nil
+}
+
+func validRole(r string) bool {
+	switch admin.Role(r) {
+	case admin.RoleRead, admin.RoleLock, admin.RoleAdmin:
+		return true
+	}
+	return false
 }
 
 // allowedHosts splits -http-allowed-hosts.
@@ -209,7 +289,7 @@ func (c config) allowedHosts() []string {
 func logLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("-log-level %q: want debug, info, warn or error", s)
+		return 0, fmt.Errorf("%s %q: want debug, info, warn or error", flagRef("log-level"), s)
 	}
 	return l, nil
 }
@@ -273,15 +353,15 @@ func (c config) nodeConfig() (node.Config, error) {
 	}
 	var err error
 	if nc.Gossip.Addr, err = resolveHost(nc.Gossip.Addr); err != nil {
-		return nc, fmt.Errorf("-gossip: %w", err)
+		return nc, fmt.Errorf("%s: %w", flagRef("gossip"), err)
 	}
 	if nc.Gossip.AdvertiseAddr, err = resolveHost(nc.Gossip.AdvertiseAddr); err != nil {
-		return nc, fmt.Errorf("-gossip-advertise: %w", err)
+		return nc, fmt.Errorf("%s: %w", flagRef("gossip-advertise"), err)
 	}
 	if c.GossipKey != "" {
 		key, err := base64.StdEncoding.DecodeString(c.GossipKey)
 		if err != nil {
-			return nc, fmt.Errorf("gossip key: not base64: %w", err)
+			return nc, fmt.Errorf("%s: not base64: %w", flagRef("gossip-key"), err)
 		}
 		nc.Gossip.Key = key
 	}
@@ -292,21 +372,21 @@ func (c config) nodeConfig() (node.Config, error) {
 		}
 		nc.TLS = t
 	}
-	return nc, nc.Validate()
+	return nc, inFlagTerms(nc.Validate())
 }
 
 func loadTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("TLS CA: %w", err)
+		return nil, fmt.Errorf("%s: %w", flagRef("tls-ca"), err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("TLS CA %s: no PEM certificate found", caFile)
+		return nil, fmt.Errorf("%s %s: no PEM certificate found", flagRef("tls-ca"), caFile)
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("TLS certificate: %w", err)
+		return nil, fmt.Errorf("%s, %s: %w", flagRef("tls-cert"), flagRef("tls-key"), err)
 	}
 	return transport.NewMutualTLSConfig(cert, pool, serverName), nil
 }

@@ -68,7 +68,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no data dir", []string{"-id", "a"}, nil, "-data-dir"},
 		{"bad env duration", nil, map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/d", "RAFTLOCK_TTL": "soon"}, "RAFTLOCK_TTL"},
 		{"bad timing", []string{"-timing", "wan"}, base, "-timing"},
-		{"TTL below lan timing's minimum", []string{"-ttl", "3s"}, base, "below the minimum 4.5s for -timing lan"},
+		{"TTL below lan timing's minimum", []string{"-ttl", "3s"}, base, "below the minimum 4.5s for -timing (RAFTLOCK_TIMING) lan"},
 		{"partial TLS", []string{"-tls-ca", "ca.pem"}, base, "mutual TLS"},
 		{"bad log level", []string{"-log-level", "loud"}, base, "-log-level"},
 		{"extra args", []string{"oops"}, base, "unexpected"},
@@ -107,16 +107,16 @@ func TestCertsAndTLSConfig(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	c, err := parseConfig([]string{"-id", "r1", "-data-dir", dir, "-tls-ca", filepath.Join(dir, "ca.pem"),
-		"-tls-cert", filepath.Join(dir, "r1.pem"), "-tls-key", filepath.Join(dir, "r1-key.pem"), "-tls-server-name", "raftlock", "-http-no-auth"}, envOf(nil), &out)
+	tlsArgs := []string{"-id", "r1", "-data-dir", dir, "-tls-ca", filepath.Join(dir, "ca.pem"),
+		"-tls-cert", filepath.Join(dir, "r1.pem"), "-tls-key", filepath.Join(dir, "r1-key.pem"), "-tls-server-name", "raftlock", "-http-no-auth"}
+	// Mutual TLS with gossip in clear text is refused unless allowed.
+	if _, err := parseConfig(tlsArgs, envOf(nil), &out); err == nil || !strings.Contains(err.Error(), "gossip would be in clear text") {
+		t.Fatalf("TLS without a gossip key: %v", err)
+	}
+	c, err := parseConfig(append(tlsArgs, "-gossip-key", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 16))), envOf(nil), &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Mutual TLS with gossip in clear text is refused unless allowed.
-	if _, err := c.nodeConfig(); err == nil || !strings.Contains(err.Error(), "gossip is not encrypted") {
-		t.Fatalf("TLS without a gossip key: %v", err)
-	}
-	c.GossipKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 16))
 	nc, err := c.nodeConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestUsageErrorsBeforeStart(t *testing.T) {
 		want string
 	}{
 		"bootstrap-expect -1": {[]string{"-bootstrap-expect", "-1", "-http-no-auth"}, "bootstrap-expect"},
-		"ttl 100ms":           {[]string{"-ttl", "100ms", "-http-no-auth"}, "-ttl 100ms"},
+		"ttl 100ms":           {[]string{"-ttl", "100ms", "-http-no-auth"}, "-ttl (RAFTLOCK_TTL) 100ms"},
 		"no auth":             {nil, "-admin-token"},
 	} {
 		var out bytes.Buffer

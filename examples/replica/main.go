@@ -14,6 +14,13 @@
 // be set by an environment variable (RAFTLOCK_ID, …); flags win. SIGINT or
 // SIGTERM: the replica closes its HTTP sessions and stops for a restart
 // (with -leave-on-stop: leaves the cluster for good).
+//
+// Exit status: 0 after a signal; 2 for a configuration error — a flag or
+// variable, a file it names, or a data dir that belongs to another id or
+// left its cluster — which restarting does not fix (every setting is checked
+// before the data dir or the network is touched; systemd units say
+// RestartPreventExitStatus=2); 1 for anything else (a busy port, a failure
+// at run time).
 package main
 
 import (
@@ -72,23 +79,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return usage(err)
 	}
+	// Everything is checked before the data dir or the network is touched.
+	set, err := c.prepare()
+	if err != nil {
+		return usage(err)
+	}
 	level, _ := logLevel(c.LogLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	nc, err := c.nodeConfig()
-	if errors.Is(err, node.ErrInvalidConfig) {
-		return usage(err)
-	} else if err != nil {
-		return err
-	}
-	auth, err := c.adminAuth()
-	if err != nil {
-		return err
-	}
-	tlsConf, err := c.httpTLS()
-	if err != nil {
-		return err
-	}
+	nc := set.node
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := node.EnableRaftMetrics(reg); err != nil {
@@ -107,6 +105,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	n, err := node.Start(startCtx, nc)
 	cancel()
 	if err != nil {
+		if err, final := startError(c, err); final {
+			return usage(err)
+		}
 		return err
 	}
 	defer func() {
@@ -125,10 +126,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	api, err := admin.New(admin.Config{Node: n, Auth: auth, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log,
-		AllowedHosts: c.allowedHosts()})
+	api, err := admin.New(admin.Config{Node: n, Auth: set.auth, TTL: c.TTL, LockDelay: c.LockDelay, Metrics: m, Gatherer: reg, Logger: log,
+		AllowedHosts: set.hosts})
 	if err != nil {
-		return usage(err)
+		return usage(inFlagTerms(err))
 	}
 	defer func() {
 		// Close keeps each HTTP client's lease until the window reported to
@@ -144,6 +145,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer cancelRequests()
 	mux := http.NewServeMux()
 	api.Mount(mux, "/")
+	tlsConf := set.https
 	srv := &http.Server{Handler: mux, TLSConfig: tlsConf,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    httpErrorLog(log)}
