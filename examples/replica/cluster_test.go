@@ -48,7 +48,12 @@ func startReplica(t *testing.T, id string, args []string, env map[string]string)
 	}
 	a, _ := json.Marshal(args)
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), replicaArgsEnv+"="+string(a))
+	for _, kv := range os.Environ() { // the replica's settings are the test's alone
+		if !strings.HasPrefix(kv, "RAFTLOCK_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, replicaArgsEnv+"="+string(a))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -18,7 +18,7 @@ func TestDeployExamplesConfigure(t *testing.T) {
 	for _, v := range envVars {
 		known[v] = true
 	}
-	for _, f := range []string{"../deploy/Dockerfile", "../deploy/kubernetes/raftlock.yaml", "../deploy/systemd/raftlock.env", "../deploy/systemd/raftlock.service"} {
+	for _, f := range []string{"../deploy/Dockerfile", "../deploy/compose.yaml", "../deploy/kubernetes/raftlock.yaml", "../deploy/systemd/raftlock.env", "../deploy/systemd/raftlock.service"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
