@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -42,6 +43,11 @@ func TestDeployExamplesConfigure(t *testing.T) {
 	c, err := parseConfig(nil, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil || c.ID != "r1" || c.BootstrapExpect != 3 || c.TLSServerName != "raftlock" || c.AdminTokenFile == "" {
 		t.Errorf("systemd/raftlock.env: %+v %v", c, err)
+	}
+	// Gossip advertises an IP literal (a name would be resolved once, at
+	// start): the file sets one, as its comment says.
+	if host, _, err := net.SplitHostPort(c.GossipAdvertise); err != nil || net.ParseIP(host) == nil {
+		t.Errorf("systemd/raftlock.env: RAFTLOCK_GOSSIP_ADVERTISE=%s is no IP literal", c.GossipAdvertise)
 	}
 
 	// Kubernetes: the "- {name: X, value: Y}" and "- name: X / value: Y"

@@ -49,7 +49,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
 	stop()
 	if errors.Is(err, errUsage) {
-		os.Exit(2)
+		os.Exit(exitConfig)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
@@ -57,7 +57,12 @@ func main() {
 	}
 }
 
+// errUsage: a usage or configuration error was printed; the replica exits
+// with exitConfig, which service managers are told not to retry
+// (RestartPreventExitStatus in examples/deploy/systemd).
 var errUsage = errors.New("usage")
+
+const exitConfig = 2
 
 // run runs the replica until ctx ends (then shuts it down gracefully) or a
 // fatal error.
