@@ -19,7 +19,8 @@ import (
 //
 // The lease is client-kept (Session "" or "client"): the acquisition gets
 // a session of its own — TTL TTLMS, default the server's (Config.TTL,
-// lockapi.DefaultTTL unless set), the server's lock-delay, description
+// lockapi.DefaultTTL unless set), lock-delay LockDelayMS (at most
+// fsm.MaxLockDelay), default the server's (Config.LockDelay), description
 // Owner, default "http:<client address>" — and the client keeps it by
 // asking about it at least once per TTL: GET /v1/lease, or a loop of GET
 // /v1/lease/wait, whose answers renew it (for a client-kept lease a wait
@@ -31,7 +32,8 @@ import (
 // Session "replica" puts the lease in the server's one shared session
 // instead: it is held until released, or until that session is lost (the
 // replica stops or is cut off from the cluster) — whatever becomes of the
-// client. For holders that cannot renew; TTLMS and Owner do not apply. A
+// client. For holders that cannot renew; TTLMS, LockDelayMS and Owner do
+// not apply. A
 // waiting acquire of a name the shared session already holds for another
 // client waits at the replica, outside the lock's queue, until that lease
 // ends (a session never waits for its own grant: lockapi.ErrAlreadyHeld).
@@ -40,12 +42,13 @@ import (
 // lockapi.Session.RLock); Limit > 0 for Permits (default 1) of the
 // counting semaphore Lock of that limit (cluster version 3, both).
 type AcquireRequest struct {
-	Lock      string `json:"lock"`
-	Wait      bool   `json:"wait"`
-	TimeoutMS int64  `json:"timeout_ms"`
-	TTLMS     int64  `json:"ttl_ms,omitempty"`
-	Owner     string `json:"owner,omitempty"`
-	Session   string `json:"session,omitempty"`
+	Lock        string `json:"lock"`
+	Wait        bool   `json:"wait"`
+	TimeoutMS   int64  `json:"timeout_ms"`
+	TTLMS       int64  `json:"ttl_ms,omitempty"`
+	LockDelayMS int64  `json:"lock_delay_ms,omitempty"`
+	Owner       string `json:"owner,omitempty"`
+	Session     string `json:"session,omitempty"`
 
 	Shared  bool `json:"shared,omitempty"`
 	Limit   int  `json:"limit,omitempty"`
@@ -104,49 +107,56 @@ const (
 // checkAcquire validates an acquire request and fills in its defaults (a
 // semaphore's permits; a client-kept lease's TTL). own: the lease is
 // client-kept. It returns a description of the first mistake, "" if none.
-func (s *Server) checkAcquire(req *AcquireRequest) (ttl time.Duration, own bool, bad string) {
+func (s *Server) checkAcquire(req *AcquireRequest) (ttl, lockDelay time.Duration, own bool, bad string) {
 	if err := fsm.ValidateLockName(req.Lock); err != nil {
-		return 0, false, "lock: " + public(err.Error())
+		return 0, 0, false, "lock: " + public(err.Error())
 	}
 	if r, at, ok := textsafe.Control(req.Lock); ok {
-		return 0, false, fmt.Sprintf("lock %q: control character %U at byte %d (new names may not contain control characters)", req.Lock, r, at)
+		return 0, 0, false, fmt.Sprintf("lock %q: control character %U at byte %d (new names may not contain control characters)", req.Lock, r, at)
 	}
 	if req.TimeoutMS < 0 || req.TimeoutMS > s.limits.MaxWait.Milliseconds() {
-		return 0, false, fmt.Sprintf("timeout_ms %d outside [0, %d] (Limits.MaxWait)", req.TimeoutMS, s.limits.MaxWait.Milliseconds())
+		return 0, 0, false, fmt.Sprintf("timeout_ms %d outside [0, %d] (Limits.MaxWait)", req.TimeoutMS, s.limits.MaxWait.Milliseconds())
 	}
 	if req.Limit != 0 || req.Permits != 0 {
 		if req.Shared {
-			return 0, false, "shared: a read lock; limit and permits: a semaphore (its permits are shared already): not both"
+			return 0, 0, false, "shared: a read lock; limit and permits: a semaphore (its permits are shared already): not both"
 		}
 		if req.Permits == 0 {
 			req.Permits = 1
 		}
 		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
-			return 0, false, public(err.Error())
+			return 0, 0, false, public(err.Error())
 		}
 	}
 	switch req.Session {
 	case "", sessionClient:
 	case sessionReplica:
-		if req.TTLMS != 0 || req.Owner != "" {
-			return 0, false, `ttl_ms and owner are a client-kept lease's; "session":"replica" holds the lease in the replica's session, of the server's TTL and description`
+		if req.TTLMS != 0 || req.LockDelayMS != 0 || req.Owner != "" {
+			return 0, 0, false, `ttl_ms, lock_delay_ms and owner are a client-kept lease's; "session":"replica" holds the lease in the replica's session, of the server's TTL, lock-delay and description`
 		}
-		return 0, false, ""
+		return 0, 0, false, ""
 	default:
-		return 0, false, fmt.Sprintf(`session %q: want "client" (the default: a lease of its own that the client renews) or "replica" (the replica's session: held until released or the replica is lost)`, req.Session)
+		return 0, 0, false, fmt.Sprintf(`session %q: want "client" (the default: a lease of its own that the client renews) or "replica" (the replica's session: held until released or the replica is lost)`, req.Session)
 	}
 	ttl = s.sess.ttl // Config.TTL, at least the minimum (New)
 	if req.TTLMS != 0 {
 		min := lockapi.MinTTL(s.n)
 		if req.TTLMS < 0 || req.TTLMS > fsm.MaxTTL.Milliseconds() || time.Duration(req.TTLMS)*time.Millisecond < min {
-			return 0, false, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, (min + time.Millisecond - 1).Milliseconds(), fsm.MaxTTL.Milliseconds())
+			return 0, 0, false, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, (min + time.Millisecond - 1).Milliseconds(), fsm.MaxTTL.Milliseconds())
 		}
 		ttl = time.Duration(req.TTLMS) * time.Millisecond
 	}
-	if err := fsm.ValidateDescription(req.Owner); err != nil {
-		return 0, false, "owner: " + public(err.Error())
+	lockDelay = s.sess.lockDelay // Config.LockDelay
+	if req.LockDelayMS != 0 {
+		if req.LockDelayMS < 0 || req.LockDelayMS > fsm.MaxLockDelay.Milliseconds() {
+			return 0, 0, false, fmt.Sprintf("lock_delay_ms %d outside [0, %d]", req.LockDelayMS, fsm.MaxLockDelay.Milliseconds())
+		}
+		lockDelay = time.Duration(req.LockDelayMS) * time.Millisecond
 	}
-	return ttl, true, ""
+	if err := fsm.ValidateDescription(req.Owner); err != nil {
+		return 0, 0, false, "owner: " + public(err.Error())
+	}
+	return ttl, lockDelay, true, ""
 }
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +164,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	ttl, own, bad := s.checkAcquire(&req)
+	ttl, lockDelay, own, bad := s.checkAcquire(&req)
 	if bad != "" {
 		writeBad(w, bad)
 		return
@@ -198,7 +208,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
 		sctx, cancel = context.WithTimeout(ctx, lockapi.TryTimeout(s.n))
 		defer cancel()
 	}
-	sess, err := s.acquireSession(sctx, own, ttl, req.Owner, clientOf(r))
+	sess, err := s.acquireSession(sctx, own, ttl, lockDelay, req.Owner, clientOf(r))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -276,14 +286,14 @@ func (s *Server) acquireInReplicaSession(ctx context.Context, sess *lockapi.Sess
 
 // acquireSession returns the session an acquisition goes into: the shared
 // one, or a new one of its own.
-func (s *Server) acquireSession(ctx context.Context, own bool, ttl time.Duration, owner, client string) (*lockapi.Session, error) {
+func (s *Server) acquireSession(ctx context.Context, own bool, ttl, lockDelay time.Duration, owner, client string) (*lockapi.Session, error) {
 	if !own {
 		return s.sess.Get(ctx)
 	}
 	if owner == "" {
 		owner = "http:" + client
 	}
-	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithLockDelay(s.sess.lockDelay), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
+	return lockapi.NewSession(ctx, s.n, lockapi.WithTTL(ttl), lockapi.WithLockDelay(lockDelay), lockapi.WithOwner(owner), lockapi.WithLogger(s.log))
 }
 
 func (s *Server) unlockInBackground(l *lockapi.Lease, closeSession bool) {

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -78,5 +80,32 @@ func TestLapsedHTTPLeasesKeepTheLockDelay(t *testing.T) {
 				t.Fatalf("close: %v", err)
 			}
 		})
+	})
+}
+
+// An acquisition may set its client-kept lease's lock-delay (lock_delay_ms,
+// what raftlock lock -lock-delay sends): a lapse of that lease holds the
+// lock for that delay, on a server whose own lock-delay is 0. Out of range
+// is refused and nothing is acquired.
+func TestAcquireSetsItsLockDelay(t *testing.T) {
+	const delay = 4 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, 3)
+		api, other := newAPI(t, c.Nodes[0], testLimits{}), newAPI(t, c.Nodes[1], testLimits{})
+		defer closeAPI(t, api)
+		defer closeAPI(t, other)
+		for _, bad := range []string{`,"lock_delay_ms":-1`, `,"lock_delay_ms":3600001`} {
+			if a := serve(api, "10.0.0.1:1", "POST", "/v1/acquire", `{"lock":"kept"`+bad+`}`); a.code != http.StatusBadRequest || !strings.Contains(a.body.Detail, "lock_delay_ms") {
+				t.Errorf("%s: HTTP %d %s, want 400 naming lock_delay_ms", bad, a.code, a.raw)
+			}
+		}
+		_, end := acquireVia(t, api, "10.0.0.1:1", "kept", `,"lock_delay_ms":4000`)
+		at, ok := <-grantedAt(other, "10.0.0.2:1", "kept")
+		if !ok {
+			t.Fatal("the other client's acquire failed")
+		}
+		if gap := at.Sub(end); gap < delay {
+			t.Errorf("granted %v after the window of the lapsed lease ended; its lock-delay is %v", gap, delay)
+		}
 	})
 }
