@@ -193,6 +193,10 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("snapshot save and restore", func(t *testing.T) {
+		// The backup has a session holding a lock.
+		f := filepath.Join(dir, "snap")
+		holder := background(follower, "lock", "-ttl", "3s", "snap", "--", exe, "hold", f)
+		waitFor(t, 20*time.Second, "the command under the lock to start", func() bool { return exists(f + ".started") })
 		file := filepath.Join(dir, "backup.snap")
 		if out, errOut, code := cli(follower, "snapshot", "save", file); code != 0 || !strings.Contains(out, "saved") {
 			t.Fatalf("snapshot save: exit %d %s%s", code, out, errOut)
@@ -200,13 +204,60 @@ func TestCLI(t *testing.T) {
 		if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
 			t.Fatalf("backup file: %v", err)
 		}
-		out, errOut, code := cli(follower, "-o", "json", "snapshot", "restore", file)
-		var rr admin.RestoreResponse
-		if code != 0 || json.Unmarshal([]byte(out), &rr) != nil || rr.LastToken < rr.BackupLastToken {
-			t.Fatalf("snapshot restore: exit %d %s%s", code, out, errOut)
+		os.WriteFile(f+".stop", nil, 0o644)
+		if code, errOut := holder.wait(t, 20*time.Second); code != 0 {
+			t.Fatalf("holder: exit %d %s", code, errOut)
 		}
-		if _, _, code := cli(follower, "snapshot", "restore", filepath.Join(dir, "nope")); code != exitError {
+		// Not confirmed (stdin ends): nothing restored.
+		_, errOut, code := cliIn(follower, "", "snapshot", "restore", file)
+		for _, want := range []string{"every session now in the cluster ends", "sessions come back, holding 1 lock (0 acquisitions waiting)",
+			"until their TTL (up to 3s) plus the leader's takeover grace runs out", "Restore? [y/N]", "not restored: not confirmed (answer y, or pass -force)"} {
+			if code != exitError || !strings.Contains(errOut, want) {
+				t.Errorf("snapshot restore without confirmation: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+			}
+		}
+		if l := lockOf(t, leader, "snap"); l.Held {
+			t.Errorf("snap is held after a restore that was not confirmed: %+v", l.Holder)
+		}
+		// Confirmed: the backup's session comes back holding its lock, as
+		// the warning said.
+		if out, errOut, code := cliIn(follower, "y\n", "snapshot", "restore", file); code != 0 || !strings.Contains(out, "restored") {
+			t.Fatalf("snapshot restore, confirmed: exit %d %s%s", code, out, errOut)
+		}
+		if l := lockOf(t, leader, "snap"); !l.Held || l.Holder == nil || !strings.Contains(l.Holder.Description, "raftlock lock on") {
+			t.Errorf("snap after the restore: %+v, want held by the backup's session", l)
+		}
+		out, errOut, code := cli(follower, "-o", "json", "snapshot", "restore", "-force", file)
+		var rr admin.RestoreResponse
+		if code != 0 || json.Unmarshal([]byte(out), &rr) != nil || rr.LastToken < rr.BackupLastToken || strings.Contains(errOut, "Restore?") {
+			t.Fatalf("snapshot restore -force: exit %d %s%s", code, out, errOut)
+		}
+		if _, _, code := cli(follower, "snapshot", "restore", "-force", filepath.Join(dir, "nope")); code != exitError {
 			t.Errorf("restore of a missing file: exit %d", code)
+		}
+	})
+
+	t.Run("lock: -lock-delay, and a TTL below the cluster's minimum", func(t *testing.T) {
+		f := filepath.Join(dir, "delay")
+		holder := background(follower, "lock", "-ttl", "3s", "-lock-delay", "1500ms", "delay", "--", exe, "hold", f)
+		waitFor(t, 20*time.Second, "the command under the lock to start", func() bool { return exists(f + ".started") })
+		out, _, _ := cli(leader, "-o", "json", "sessions")
+		var ss struct{ Sessions []admin.SessionJSON }
+		json.Unmarshal([]byte(out), &ss)
+		found := false
+		for _, s := range ss.Sessions {
+			found = found || (s.Locks == 1 && s.LockDelayMS == 1500 && s.TTLMS == 3000 && strings.Contains(s.Description, "raftlock lock on"))
+		}
+		if !found {
+			t.Errorf("no session of TTL 3s with lock-delay 1.5s holding a lock: %s", out)
+		}
+		os.WriteFile(f+".stop", nil, 0o644)
+		if code, errOut := holder.wait(t, 20*time.Second); code != 0 {
+			t.Errorf("holder: exit %d %s", code, errOut)
+		}
+		_, errOut, code := cli(leader, "lock", "-ttl", "100ms", "short", "--", exe, "env", "0")
+		if want := "raftlock lock: -ttl 100ms: below this cluster's minimum, 450ms (the replicas' Raft timing sets it)\n"; code != exitUsage || errOut != want {
+			t.Errorf("lock -ttl 100ms: exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, want)
 		}
 	})
 
@@ -247,7 +298,7 @@ func TestCLI(t *testing.T) {
 				t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 			}
 		}
-		if _, errOut, code := cli(leader, "status", "-o", "json"); code != exitUsage || !strings.Contains(errOut, "go before the command") {
+		if _, errOut, code := cli(leader, "status", "-o", "json"); code != exitUsage || !strings.Contains(errOut, "goes before the command") {
 			t.Errorf("a global flag after the command: exit %d %q, want a usage error that says where it goes", code, errOut)
 		}
 		var o, e syncBuffer
@@ -256,7 +307,7 @@ func TestCLI(t *testing.T) {
 				return "http://" + leader.HTTP
 			}
 			return ""
-		}, &o, &e)
+		}, stdio{strings.NewReader(""), &o, &e})
 		if code != exitError || !strings.Contains(e.String(), "unauthorized") {
 			t.Errorf("status without a token: exit %d %s", code, e.String())
 		}
@@ -283,6 +334,28 @@ func TestCLI(t *testing.T) {
 			if s.ID == follower.ID {
 				t.Errorf("%s is still a server", follower.ID)
 			}
+		}
+	})
+
+	t.Run("quorum lost: lock says no quorum", func(t *testing.T) {
+		// Two servers are left: killing one costs the quorum. raftlock
+		// lock's replica answers, but cannot renew the lease.
+		var alive []*replica
+		for _, r := range reps {
+			if !r.Exited() {
+				alive = append(alive, r)
+			}
+		}
+		if len(alive) != 2 {
+			t.Fatalf("%d replicas alive, want 2", len(alive))
+		}
+		f := filepath.Join(dir, "quorum")
+		holder := background(alive[0], "lock", "-ttl", "3s", "quorum", "--", exe, "hold", f)
+		waitFor(t, 20*time.Second, "the command under the lock to start", func() bool { return exists(f + ".started") })
+		alive[1].Kill()
+		code, errOut := holder.wait(t, 30*time.Second)
+		if code != exitLeaseLost || !strings.Contains(errOut, "not renewed in time: no quorum") || !exists(f+".term") {
+			t.Errorf("lock through the replica that lost its quorum: exit %d (want %d), SIGTERM seen %v: %s", code, exitLeaseLost, exists(f+".term"), errOut)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +31,14 @@ func statusOf(r *replica) (admin.StatusJSON, error) {
 }
 
 // cli runs the raftlock command against replica r (token in the
-// environment) and returns its output and exit status.
-func cli(r *replica, args ...string) (stdout, stderr string, code int) {
+// environment, stdin empty) and returns its output and exit status.
+func cli(r *replica, args ...string) (stdout, stderr string, code int) { return cliIn(r, "", args...) }
+
+// cliIn is cli with stdin.
+func cliIn(r *replica, stdin string, args ...string) (stdout, stderr string, code int) {
 	var o, e syncBuffer
 	env := map[string]string{"RAFTLOCK_ADDR": "http://" + r.HTTP, "RAFTLOCK_ADMIN_TOKEN": replicaproc.Token}
-	code = run(context.Background(), args, func(k string) string { return env[k] }, &o, &e)
+	code = run(context.Background(), args, func(k string) string { return env[k] }, stdio{strings.NewReader(stdin), &o, &e})
 	return o.String(), e.String(), code
 }
 

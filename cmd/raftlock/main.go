@@ -6,9 +6,10 @@
 //	raftlock status | members
 //	raftlock locks [-after NAME] [-limit N] [PREFIX] | sessions [-after ID] [-limit N]
 //	raftlock revoke [-token-of N] [-why TEXT] NAME
-//	raftlock snapshot save FILE | snapshot restore FILE
+//	raftlock snapshot save FILE | snapshot restore [-force] FILE
 //	raftlock leader transfer [ID]
 //	raftlock peer remove ID
+//	raftlock help [COMMAND]
 //
 // Global flags (each also from an environment variable):
 //
@@ -19,10 +20,15 @@
 //	-o table|json output for people (default) or for scripts
 //	-timeout D    per request (default 15s)
 //
+// `raftlock help COMMAND` and `raftlock COMMAND -h` print a command's help
+// (to stdout, exit 0, without contacting the replica).
+//
 // Exit status: 0 success; 1 an error (the API's answer is printed); 2 a
-// usage error; lock: CMD's exit status, 3 when the lock was not acquired
-// (held with -try, or -wait passed), 4 when the lease was lost while CMD
-// ran (CMD was signalled; see lock.go).
+// usage error (one line on stderr naming the flag or argument, in the
+// units it was typed); lock: CMD's exit status, 3 when the lock was not
+// acquired (held with -try, or -wait passed), 4 when the lease was lost
+// while CMD ran (CMD was signalled; see lock.go), 127 when CMD could not be
+// started.
 package main
 
 import (
@@ -40,7 +46,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Getenv, stdio{os.Stdin, os.Stdout, os.Stderr})
 	stop()
 	os.Exit(code)
 }
@@ -52,9 +58,23 @@ const (
 	exitUsage       = 2
 	exitNotAcquired = 3
 	exitLeaseLost   = 4
+	exitNoCommand   = 127 // lock: CMD could not be started (as a shell says)
 )
 
+// errUsage marks a usage mistake: the command line, not the cluster, is
+// wrong (exit 2).
 var errUsage = errors.New("usage")
+
+// usageErr is a usage mistake with its one-line message.
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+// stdio is the process's standard streams as the commands see them.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
 
 // globals are the flags every command takes.
 type globals struct {
@@ -70,116 +90,81 @@ type globals struct {
 // env is the process environment as the commands see it.
 type env struct {
 	getenv func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 	g      globals
 	c      *client
 }
 
-const usageText = `usage: raftlock [global flags] COMMAND [ARGS]
-
-commands:
-  lock [flags] NAME -- CMD [ARGS...]  run CMD while holding lock NAME (raftlock lock -h)
-  status                              this replica: leader, readiness, fault tolerance, warnings
-  members                             every member, its role, state and lag
-  locks [-after NAME] [-limit N] [PREFIX]  a page of locks with holders, tokens, lease time left, waiters
-  sessions [-after ID] [-limit N]     a page of sessions with lease time left
-  revoke [-token-of N] [-why TEXT] NAME   force-release a lock, or one reader or permit holder (admin)
-  snapshot save FILE | restore FILE   back up or restore the lock table (admin)
-  leader transfer [ID]                move the leadership (admin)
-  peer remove ID                      remove a dead server (admin)
-
-global flags:
-`
-
-// run runs one command line and returns the exit status.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("raftlock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := getenv("RAFTLOCK_ADDR")
+// globalFlags declares the global flags on fs.
+func (e *env) globalFlags(fs *flag.FlagSet, tokenFile *string, timeout *durationFlag) {
+	addr := e.getenv("RAFTLOCK_ADDR")
 	if addr == "" {
 		addr = "http://127.0.0.1:8080"
 	}
 	fs.StringVar(&e.g.addr, "addr", addr, "the replica's admin API `URL` (RAFTLOCK_ADDR)")
-	tokenFile := fs.String("token-file", getenv("RAFTLOCK_ADMIN_TOKEN_FILE"), "`file` holding the bearer token (RAFTLOCK_ADMIN_TOKEN_FILE; or the token in RAFTLOCK_ADMIN_TOKEN)")
-	fs.StringVar(&e.g.ca, "ca", getenv("RAFTLOCK_CA"), "HTTPS: PEM `file` of the CA to trust (RAFTLOCK_CA)")
-	fs.StringVar(&e.g.cert, "cert", getenv("RAFTLOCK_CERT"), "HTTPS: PEM client certificate `file` (RAFTLOCK_CERT)")
-	fs.StringVar(&e.g.key, "key", getenv("RAFTLOCK_KEY"), "HTTPS: PEM key `file` of -cert (RAFTLOCK_KEY)")
+	fs.StringVar(tokenFile, "token-file", e.getenv("RAFTLOCK_ADMIN_TOKEN_FILE"), "`file` holding the bearer token (RAFTLOCK_ADMIN_TOKEN_FILE; or the token in RAFTLOCK_ADMIN_TOKEN)")
+	fs.StringVar(&e.g.ca, "ca", e.getenv("RAFTLOCK_CA"), "HTTPS: PEM `file` of the CA to trust (RAFTLOCK_CA)")
+	fs.StringVar(&e.g.cert, "cert", e.getenv("RAFTLOCK_CERT"), "HTTPS: PEM client certificate `file` (RAFTLOCK_CERT)")
+	fs.StringVar(&e.g.key, "key", e.getenv("RAFTLOCK_KEY"), "HTTPS: PEM key `file` of -cert (RAFTLOCK_KEY)")
 	fs.StringVar(&e.g.output, "o", "table", "output: table or json")
-	fs.DurationVar(&e.g.timeout, "timeout", 15*time.Second, "per-request timeout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageText)
-		fs.PrintDefaults()
-	}
+	timeout.d = 15 * time.Second
+	fs.Var(timeout, "timeout", "per-request timeout (a `duration`)")
+}
+
+// run runs one command line and returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, std stdio) int {
+	e := &env{getenv: getenv, stdin: std.in, stdout: std.out, stderr: std.err}
+	fs := flag.NewFlagSet("raftlock", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // mistakes are reported once, below
+	var tokenFile string
+	var timeout durationFlag
+	e.globalFlags(fs, &tokenFile, &timeout)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			e.topHelp(e.stdout)
 			return exitOK
 		}
-		return exitUsage
-	}
-	e.g.token = getenv("RAFTLOCK_ADMIN_TOKEN")
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "raftlock: -token-file:", err)
-			return exitUsage
-		}
-		e.g.token = string(trimSpace(b))
-	}
-	if e.g.output != "table" && e.g.output != "json" {
-		fmt.Fprintf(stderr, "raftlock: -o %q: want table or json\n", e.g.output)
-		return exitUsage
-	}
-	if (e.g.cert == "") != (e.g.key == "") || e.g.timeout <= 0 {
-		fmt.Fprintln(stderr, "raftlock: -cert and -key go together; -timeout must be positive")
-		return exitUsage
+		return e.usage("", usageErr("%v (raftlock help lists the global flags)", err))
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		e.topHelp(e.stderr)
 		return exitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		return e.help(rest)
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		return e.usage("", usageErr("unknown command %q (raftlock help lists them)", name))
+	}
+	act, err := cmd.parseArgs(e, rest)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		cmd.printHelp(e, e.stdout)
+		return exitOK
+	case err != nil:
+		return e.usage(name, err)
+	}
+	if err := e.checkGlobals(tokenFile, timeout); err != nil {
+		return e.usage("", err)
 	}
 	c, err := newClient(e.g)
 	if err != nil {
-		fmt.Fprintln(stderr, "raftlock:", err)
-		return exitUsage
+		return e.usage("", err)
 	}
 	defer c.close()
 	e.c = c
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	var code int
-	switch cmd {
-	case "lock":
-		code, err = e.lock(ctx, rest)
-	case "status":
-		err = e.noArgs(rest, e.status, ctx)
-	case "members":
-		err = e.noArgs(rest, e.members, ctx)
-	case "locks":
-		err = e.locks(ctx, rest)
-	case "sessions":
-		err = e.sessions(ctx, rest)
-	case "revoke":
-		err = e.revoke(ctx, rest)
-	case "snapshot":
-		err = e.snapshot(ctx, rest)
-	case "leader":
-		err = e.leader(ctx, rest)
-	case "peer":
-		err = e.peer(ctx, rest)
-	default:
-		err = fmt.Errorf("%w: unknown command %q (raftlock -h lists them)", errUsage, cmd)
-	}
+	code, err := act(ctx)
 	switch {
 	case err == nil:
 		return code
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "raftlock:", shown(err))
-		return exitUsage
+		return e.usage(name, err)
 	default:
-		fmt.Fprintf(stderr, "raftlock %s: %s\n", shown(cmd), shown(err))
+		fmt.Fprintf(e.stderr, "raftlock %s: %s\n", shown(name), shown(err))
 		if code != 0 {
 			return code
 		}
@@ -187,19 +172,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-func (e *env) noArgs(args []string, f func(context.Context) error, ctx context.Context) error {
-	if len(args) > 0 {
-		if strings.HasPrefix(args[0], "-") {
-			return fmt.Errorf("%w: unexpected arguments %q (global flags such as -addr and -o go before the command: raftlock -addr URL status)", errUsage, args)
-		}
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
+// usage prints a usage mistake (one line) and returns exitUsage.
+func (e *env) usage(cmd string, err error) int {
+	msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+	prefix := "raftlock"
+	if cmd != "" {
+		prefix += " " + cmd
 	}
-	return f(ctx)
+	fmt.Fprintf(e.stderr, "%s: %s\n", prefix, shown(msg))
+	return exitUsage
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
+// checkGlobals checks the global flags and reads the token file.
+func (e *env) checkGlobals(tokenFile string, timeout durationFlag) error {
+	e.g.timeout = timeout.d
+	e.g.token = e.getenv("RAFTLOCK_ADMIN_TOKEN")
+	switch {
+	case e.g.output != "table" && e.g.output != "json":
+		return usageErr("-o %s: want table or json", e.g.output)
+	case e.g.cert != "" && e.g.key == "":
+		return usageErr("-cert %s needs -key (RAFTLOCK_KEY): the key of the client certificate", e.g.cert)
+	case e.g.key != "" && e.g.cert == "":
+		return usageErr("-key %s needs -cert (RAFTLOCK_CERT): the client certificate of the key", e.g.key)
+	case timeout.d <= 0:
+		return usageErr("-timeout %s: want a positive duration, such as 15s", timeout.typed())
 	}
-	return b
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return usageErr("-token-file: %v", err)
+		}
+		e.g.token = strings.TrimRight(string(b), "\r\n ")
+	}
+	return nil
 }

@@ -71,7 +71,7 @@ func TestCommandEscapesTerminalControls(t *testing.T) {
 				return srv.URL
 			}
 			return ""
-		}, &stdout, &stderr)
+		}, stdio{strings.NewReader(""), &stdout, &stderr})
 		out := stdout.String() + stderr.String()
 		if args[0] == "-o" && !json.Valid([]byte(stdout.String())) {
 			t.Errorf("raftlock %s: not JSON:\n%s", strings.Join(args, " "), stdout.String())

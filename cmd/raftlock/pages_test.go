@@ -33,7 +33,7 @@ func TestListingCommandsPage(t *testing.T) {
 	defer srv.Close()
 	cmd := func(args ...string) (string, int) {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), append([]string{"-addr", srv.URL}, args...), func(string) string { return "" }, &out, &errOut)
+		code := run(context.Background(), append([]string{"-addr", srv.URL}, args...), func(string) string { return "" }, stdio{strings.NewReader(""), &out, &errOut})
 		return out.String() + errOut.String(), code
 	}
 

@@ -34,12 +34,12 @@ func TestWaitingAcquireRetriesAQuotaRefusal(t *testing.T) {
 	}
 	defer c.close()
 	e := &env{c: c, g: globals{timeout: 10 * time.Second}}
-	got, err := e.acquire(context.Background(), lockOpts{name: "job", ttl: 10 * time.Second, wait: time.Minute})
+	got, err := e.acquire(context.Background(), lockOpts{name: "job", ttl: durationFlag{d: 10 * time.Second}, wait: durationFlag{d: time.Minute}})
 	if err != nil || got.Token != 9 || calls.Load() != 4 {
 		t.Errorf("waiting acquire: %+v %v after %d calls, want token 9 after 4", got, err, calls.Load())
 	}
 	calls.Store(0)
-	if _, err := e.acquire(context.Background(), lockOpts{name: "job", ttl: 10 * time.Second, try: true}); kindOf(err) != admin.ErrKindClientQuota || calls.Load() != 1 {
+	if _, err := e.acquire(context.Background(), lockOpts{name: "job", ttl: durationFlag{d: 10 * time.Second}, try: true}); kindOf(err) != admin.ErrKindClientQuota || calls.Load() != 1 {
 		t.Errorf("-try: %v after %d calls, want client_quota after 1", err, calls.Load())
 	}
 }
