@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,7 +246,7 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 		r.n.metrics.memberConflicts.WithLabelValues(nt.Reason).Inc()
 		r.n.log.Warn(nt.Msg, append([]any{"reason", nt.Reason}, nt.Args...)...)
 	}
-	r.n.refusals.add(nt.Reason, fmt.Sprint(append([]any{nt.Msg}, nt.Args...)...), nt.Key)
+	r.n.refusals.add(nt.Reason, noteDetail(nt.Msg, nt.Args), nt.Key)
 	if nt.Notify == "" {
 		return
 	}
@@ -334,4 +336,33 @@ func (r *reconciler) requestLeave(raftID string) {
 	case r.poke <- struct{}{}:
 	default:
 	}
+}
+
+// noteDetail renders a membership note for people (the refusals a status
+// shows): its message, then its slog-style key-value arguments as
+// key=value, a value with spaces or quotes quoted:
+// "not adding member yet: … (member=r3 addr=10.0.0.3:7400)".
+func noteDetail(msg string, args []any) string {
+	if len(args) == 0 {
+		return msg
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString(" (")
+	for i := 0; i < len(args); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if i+1 == len(args) { // a value without a key, as slog's !BADKEY
+			fmt.Fprintf(&b, "%v", args[i])
+			break
+		}
+		v := fmt.Sprint(args[i+1])
+		if v == "" || strings.ContainsAny(v, " \t\"=") {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(&b, "%v=%s", args[i], v)
+	}
+	b.WriteByte(')')
+	return b.String()
 }

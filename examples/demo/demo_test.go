@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,6 +197,11 @@ func runDemo(t *testing.T, postgres string) string {
 	}
 	if strings.Contains(out.String(), "\x1b[") {
 		t.Error("colour codes in output that is not a terminal")
+	}
+	// Tokens readably: the first in full, once, the others as T+n.
+	if long := regexp.MustCompile(`\b\d{13,}\b`).FindAllString(out.String(), -1); len(long) != 1 ||
+		!regexp.MustCompile(`REJECTED the stale write: token T\+\d+ < T\+\d+`).MatchString(out.String()) {
+		t.Errorf("tokens shown in full %d times (want once, then as T+n): %v", len(long), long)
 	}
 	return out.String()
 }

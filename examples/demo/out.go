@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,10 +16,11 @@ import (
 // narrator prints the story: "[ 12.3s] text", timestamps relative to the
 // start, ANSI colour only when writing to a terminal.
 type narrator struct {
-	mu    sync.Mutex
-	w     io.Writer
-	start time.Time
-	color bool
+	mu     sync.Mutex
+	w      io.Writer
+	start  time.Time
+	color  bool
+	tokens tokenNames
 }
 
 const (
@@ -84,3 +87,57 @@ func (n *narrator) plain(code, s string) {
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+// tokenNames shows fencing tokens readably. A token is a 16-digit number
+// (the cluster floors its counter at the wall clock in microseconds, so
+// that tokens keep rising across rebuilt clusters); the demo names the
+// first one it shows T and every other one by its distance from it:
+// T+38, T-2.
+type tokenNames struct {
+	mu   sync.Mutex
+	base uint64 // 0: none shown yet
+}
+
+// name returns how token t is shown, and whether it is the first (T).
+func (tn *tokenNames) name(t uint64) (string, bool) {
+	if t == 0 {
+		return "0 (none)", false
+	}
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	first := tn.base == 0
+	if first {
+		tn.base = t
+	}
+	switch {
+	case t == tn.base:
+		return "T", first
+	case t > tn.base:
+		return fmt.Sprintf("T+%d", t-tn.base), false
+	}
+	return fmt.Sprintf("T-%d", tn.base-t), false
+}
+
+// tok shows token t; the first one shown is also printed in full, with
+// what T means.
+func (n *narrator) tok(t uint64) string {
+	s, first := n.tokens.name(t)
+	if first {
+		return fmt.Sprintf("T = %d (tokens are 16-digit numbers; the others are shown as T+n: a new leader raises the counter to its clock in µs, hence the jumps)", t)
+	}
+	return s
+}
+
+// longNumber is a number as long as a token.
+var longNumber = regexp.MustCompile(`\b\d{13,20}\b`)
+
+// toks shows the tokens in text (a document's content) as tok does.
+func (n *narrator) toks(text string) string {
+	return longNumber.ReplaceAllStringFunc(text, func(m string) string {
+		t, err := strconv.ParseUint(m, 10, 64)
+		if err != nil {
+			return m
+		}
+		return n.tok(t)
+	})
+}

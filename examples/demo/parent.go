@@ -436,7 +436,7 @@ func (d *demo) step1(ctx context.Context) error {
 		db = "PostgreSQL"
 	}
 	n.say("every replica runs 2 workers: lock doc:N → render → publish into %s through the fence → unlock", db)
-	n.say("singleton %q campaigns on every replica; it runs on %s (token %d), the others wait in its queue", singletonLock, leader.ID, tok)
+	n.say("singleton %q campaigns on every replica; it runs on %s (token %s), the others wait in its queue", singletonLock, leader.ID, n.tok(tok))
 	if !sleepCtx(ctx, d.work) {
 		return ctx.Err()
 	}
@@ -444,7 +444,7 @@ func (d *demo) step1(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.good("%d documents published (%s); highest fencing token so far %d", c.published, c.byReplica(), c.maxToken)
+	n.good("%d documents published (%s); highest fencing token so far %s", c.published, c.byReplica(), n.tok(c.maxToken))
 	n.good("singleton wrote %d rows, all from %s", c.singletonRows, strings.Join(c.singletonRunners, ", "))
 	return nil
 }
@@ -486,7 +486,7 @@ func (d *demo) step2(ctx context.Context) error {
 	if err := fc.call(ctx, "POST", "/demo/stale/acquire", map[string]string{"doc": staleDoc}, &acq); err != nil {
 		return err
 	}
-	n.say("%s/worker locks %s → token %d and starts rendering  %s", frozen, staleDoc, acq.Token, n.paint(ansiDim, "(its other workers paused first)"))
+	n.say("%s/worker locks %s → token %s and starts rendering  %s", frozen, staleDoc, n.tok(acq.Token), n.paint(ansiDim, "(its other workers paused first)"))
 	p := d.proc(frozen)
 	if err := p.freeze(); err != nil {
 		return err
@@ -506,8 +506,8 @@ func (d *demo) step2(ctx context.Context) error {
 	if !pub.Accepted {
 		return fmt.Errorf("%s's publish of %s with token %d failed: %s", taker, staleDoc, pub.Token, pub.Error)
 	}
-	n.good("%s is granted %s after %s (%s's session expired on the cluster): token %d > %d; it publishes",
-		taker, staleDoc, secs(time.Duration(pub.WaitedMS)*time.Millisecond), frozen, pub.Token, acq.Token)
+	n.good("%s is granted %s after %s (%s's session expired on the cluster): token %s > %s; it publishes",
+		taker, staleDoc, secs(time.Duration(pub.WaitedMS)*time.Millisecond), frozen, n.tok(pub.Token), n.tok(acq.Token))
 	// Keep it frozen past its TTL, as in the reference's scenario (its
 	// session may expire sooner: its last keepalive preceded the freeze).
 	if rest := d.ttl + d.ttl/6 - time.Since(frozenAt); rest > 0 && !sleepCtx(ctx, rest) {
@@ -517,8 +517,8 @@ func (d *demo) step2(ctx context.Context) error {
 	if err := p.thaw(); err != nil {
 		return err
 	}
-	n.warn("SIGCONT %s after %s frozen (> TTL %v): its worker finishes rendering and publishes with token %d, without re-checking its lock",
-		frozen, secs(frozenFor), d.ttl, acq.Token)
+	n.warn("SIGCONT %s after %s frozen (> TTL %v): its worker finishes rendering and publishes with token %s, without re-checking its lock",
+		frozen, secs(frozenFor), d.ttl, n.tok(acq.Token))
 	var fin staleResult
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -531,12 +531,12 @@ func (d *demo) step2(ctx context.Context) error {
 	s.Rejected, s.Accepted, s.Error = fin.Rejected, fin.Accepted, fin.Error
 	s.FrozenMS, s.TakeoverWaitMS = frozenFor.Milliseconds(), pub.WaitedMS
 	if fin.Rejected {
-		n.good("the fence REJECTED the stale write: token %d < %d, the highest accepted for %s", fin.Token, fin.Highest, staleDoc)
+		n.good("the fence REJECTED the stale write: token %s < %s, the highest accepted for %s", n.tok(fin.Token), n.tok(fin.Highest), staleDoc)
 	} else {
-		n.bad("the stale write with token %d was NOT rejected (accepted=%v, error=%q)", fin.Token, fin.Accepted, fin.Error)
+		n.bad("the stale write with token %s was NOT rejected (accepted=%v, error=%q)", n.tok(fin.Token), fin.Accepted, fin.Error)
 	}
 	if doc, err := d.document(ctx, staleDoc); err == nil {
-		n.say("%s in the database: %q", staleDoc, doc)
+		n.say("%s in the database: %q", staleDoc, n.toks(doc))
 	}
 	if fin.LeaseValidAtWrite {
 		n.note("(when it wrote, its lease still looked valid to it: the process had not yet noticed that its deadline")
@@ -563,7 +563,7 @@ func (d *demo) step3(ctx context.Context) error {
 			survivors = append(survivors, id)
 		}
 	}
-	n.say("leader is %s (term %d); the singleton runs on %s (token %d)", killed, leader.Term, runner, runnerTok)
+	n.say("leader is %s (term %d); the singleton runs on %s (token %s)", killed, leader.Term, runner, n.tok(runnerTok))
 	d.proc(killed).kill()
 	tKill := time.Now()
 	n.warn("SIGKILL %s (the Raft leader)", killed)
@@ -583,8 +583,8 @@ func (d *demo) step3(ctx context.Context) error {
 	}
 	f := &d.res.Failover
 	f.Killed, f.NewLeader, f.FailoverMS, f.ProbeToken = killed, newLeader.ID, failover.Milliseconds(), probe.Token
-	n.good("first grant after the kill: %s later, through %s (token %d); new leader %s (term %d)",
-		secs(failover), survivors[0], probe.Token, newLeader.ID, newLeader.Term)
+	n.good("first grant after the kill: %s later, through %s (token %s); new leader %s (term %d)",
+		secs(failover), survivors[0], n.tok(probe.Token), newLeader.ID, newLeader.Term)
 
 	f.SingletonFrom = runner
 	if runner != killed {
@@ -603,8 +603,8 @@ func (d *demo) step3(ctx context.Context) error {
 	}
 	moved := time.Since(tKill)
 	f.SingletonTo, f.SingletonMoved, f.SingletonMovedMS = to, true, moved.Milliseconds()
-	n.good("the singleton moved from %s (token %d) to %s (token %d), %s after the kill — once the dead runner's session expired",
-		runner, runnerTok, to, toTok, secs(moved))
+	n.good("the singleton moved from %s (token %s) to %s (token %s), %s after the kill — once the dead runner's session expired",
+		runner, n.tok(runnerTok), to, n.tok(toTok), secs(moved))
 	return nil
 }
 
@@ -642,7 +642,7 @@ func (d *demo) step4(ctx context.Context) error {
 		return err
 	}
 	d.recordGrant(keep, "report:quarterly", held.Token)
-	n.say("an HTTP client of %s holds report:quarterly (token %d); the session renews it every %v", keep, held.Token, d.ttl/3)
+	n.say("an HTTP client of %s holds report:quarterly (token %s); the session renews it every %v", keep, n.tok(held.Token), (d.ttl / 3).Round(10*time.Millisecond))
 
 	kaAtKill, err := d.keepalives(ctx, keep)
 	if err != nil {
@@ -717,7 +717,7 @@ func (d *demo) step4(ctx context.Context) error {
 	n.say("on %s in the %s since the first refusal: %d grants · %g renewals succeeded · %d acquisitions refused (%g renewals failed since the kill)",
 		keep, secs(time.Since(tNoQuorum)), after.Grants-before.Grants, q.RenewalsOK, after.NoQuorum-before.NoQuorum, q.RenewalsFailed)
 	if after.SingletonToken == 0 && runner == keep {
-		n.say("%s is a %s without a leader; its sessions are %s; its singleton job (token %d) has stopped — it runs nowhere now", keep, st.State, st.Session.State, runnerTok)
+		n.say("%s is a %s without a leader; its sessions are %s; its singleton job (token %s) has stopped — it runs nowhere now", keep, st.State, st.Session.State, n.tok(runnerTok))
 	} else {
 		n.say("%s is a %s without a leader; its sessions are %s", keep, st.State, st.Session.State)
 	}
@@ -742,8 +742,8 @@ func (d *demo) step4(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.good("recovered: first grant %s after the restart (token %d); leader %s (term %d), three voters again",
-		secs(recovery), rec.Token, st3.ID, st3.Term)
+	n.good("recovered: first grant %s after the restart (token %s); leader %s (term %d), three voters again",
+		secs(recovery), n.tok(rec.Token), st3.ID, st3.Term)
 	for _, id := range restarted {
 		if err := d.clients[id].workers(ctx, true); err != nil {
 			return err
@@ -767,7 +767,7 @@ func (d *demo) step4(ctx context.Context) error {
 		return err
 	}
 	q.SingletonBackMS = time.Since(tRestart).Milliseconds()
-	n.good("the singleton runs again on %s (token %d), %s after the restart — once its lost session had expired", to, toTok, secs(time.Since(tRestart)))
+	n.good("the singleton runs again on %s (token %s), %s after the restart — once its lost session had expired", to, n.tok(toTok), secs(time.Since(tRestart)))
 	if !sleepCtx(ctx, d.after) {
 		return ctx.Err()
 	}
@@ -785,10 +785,10 @@ func (d *demo) step5(ctx context.Context) error {
 	if err := d.collect(ctx); err != nil {
 		return err
 	}
-	d.res.check()
-	n.plain("", d.res.summaryTable())
+	d.res.check(&n.tokens)
+	n.plain("", d.res.summaryTable(&n.tokens))
 	n.plain("", "")
-	n.plain("", d.res.locksTable())
+	n.plain("", d.res.locksTable(&n.tokens))
 	n.plain("", "")
 	for _, inv := range d.res.Invariants {
 		if inv.OK {

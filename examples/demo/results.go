@@ -88,6 +88,9 @@ type results struct {
 	pubs   []pubRow
 	rejs   []pubRow
 	runs   []pubRow
+	// runsShown are the singleton's successive runs as replica#token, the
+	// token as the narrator names it (Totals.SingletonRunners: in full).
+	runsShown []string
 }
 
 type lockSummary struct {
@@ -190,11 +193,13 @@ func (d *demo) collect(ctx context.Context) error {
 	return nil
 }
 
-// check computes the totals and the invariant checks.
-func (r *results) check() {
+// check computes the totals and the invariant checks; their details show
+// tokens as tn names them (the results' token fields have them in full).
+func (r *results) check(tn *tokenNames) {
 	add := func(name string, ok bool, format string, args ...any) {
 		r.Invariants = append(r.Invariants, invariant{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
+	tk := func(t uint64) string { s, _ := tn.name(t); return s }
 
 	// Tokens strictly increase per lock, in the order the grants happened
 	// (each grant is recorded by its receiver as soon as it is returned).
@@ -210,7 +215,7 @@ func (r *results) check() {
 		for i := 1; i < len(gs); i++ {
 			if gs[i].Token <= gs[i-1].Token {
 				ok = false
-				bad = append(bad, fmt.Sprintf("%s: %d (%s) after %d (%s)", name, gs[i].Token, gs[i].Replica, gs[i-1].Token, gs[i-1].Replica))
+				bad = append(bad, fmt.Sprintf("%s: %s (%s) after %s (%s)", name, tk(gs[i].Token), gs[i].Replica, tk(gs[i-1].Token), gs[i-1].Replica))
 			}
 		}
 		r.Locks = append(r.Locks, lockSummary{Lock: name, Grants: len(gs), FirstToken: gs[0].Token, LastToken: gs[len(gs)-1].Token, Increasing: ok})
@@ -225,7 +230,7 @@ func (r *results) check() {
 	bad = nil
 	for _, g := range r.grants {
 		if o, dup := seen[g.Token]; dup {
-			bad = append(bad, fmt.Sprintf("token %d: %s@%s and %s@%s", g.Token, o.Lock, o.Replica, g.Lock, g.Replica))
+			bad = append(bad, fmt.Sprintf("token %s: %s@%s and %s@%s", tk(g.Token), o.Lock, o.Replica, g.Lock, g.Replica))
 		}
 		seen[g.Token] = g
 	}
@@ -251,7 +256,7 @@ func (r *results) check() {
 
 	// The stale write was rejected (and nothing else was).
 	add("the frozen holder's stale write was rejected", r.Stale.Rejected && !r.Stale.Accepted && len(r.rejs) >= 1,
-		"%s token %d < %d; stale writes rejected in all: %d", r.Stale.Doc, r.Stale.StaleToken, r.Stale.Highest, len(r.rejs))
+		"%s token %s < %s; stale writes rejected in all: %d", r.Stale.Doc, tk(r.Stale.StaleToken), tk(r.Stale.Highest), len(r.rejs))
 
 	// The singleton: one runner per token, tokens never go back.
 	runner := map[uint64]string{}
@@ -260,20 +265,21 @@ func (r *results) check() {
 	var runners []string
 	for _, p := range r.runs {
 		if o, ok := runner[p.Token]; ok && o != p.Replica {
-			bad = append(bad, fmt.Sprintf("token %d written by %s and %s", p.Token, o, p.Replica))
+			bad = append(bad, fmt.Sprintf("token %s written by %s and %s", tk(p.Token), o, p.Replica))
 		}
 		runner[p.Token] = p.Replica
 		if p.Token < lastTok {
-			bad = append(bad, fmt.Sprintf("token %d after %d", p.Token, lastTok))
+			bad = append(bad, fmt.Sprintf("token %s after %s", tk(p.Token), tk(lastTok)))
 		}
 		lastTok = max(lastTok, p.Token)
 		if run := fmt.Sprintf("%s#%d", p.Replica, p.Token); len(runners) == 0 || runners[len(runners)-1] != run {
 			runners = append(runners, run)
+			r.runsShown = append(r.runsShown, p.Replica+"#"+tk(p.Token))
 		}
 	}
 	r.Totals.SingletonRows, r.Totals.SingletonRunners = len(r.runs), runners
 	add("singleton: one runner at a time", len(bad) == 0 && len(r.runs) > 0,
-		"%d rows by %d successive runs (replica#token: %s)%s", len(r.runs), len(runner), strings.Join(runners, " → "), listBad(bad))
+		"%d rows by %d successive runs (replica#token: %s)%s", len(r.runs), len(runner), strings.Join(r.runsShown, " → "), listBad(bad))
 
 	// Failover.
 	f := r.Failover
@@ -335,27 +341,31 @@ func splitNum(s string) (string, int, bool) {
 	return s[:i], n, true
 }
 
-func (r *results) summaryTable() string {
+func (r *results) summaryTable(tn *tokenNames) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	f, q, s := r.Failover, r.NoQuorum, r.Stale
 	fmt.Fprintf(tw, "grants (all replicas)\t%d\tof %d locks\n", r.Totals.Grants, r.Totals.Locks)
 	fmt.Fprintf(tw, "documents published\t%d\taccepted by the fence\n", r.Totals.Published)
-	fmt.Fprintf(tw, "stale writes rejected\t%d\t%s: token %d < %d (%s frozen %.1fs)\n", r.Totals.Rejected, s.Doc, s.StaleToken, s.Highest, s.Holder, float64(s.FrozenMS)/1000)
+	stale, _ := tn.name(s.StaleToken)
+	highest, _ := tn.name(s.Highest)
+	fmt.Fprintf(tw, "stale writes rejected\t%d\t%s: token %s < %s (%s frozen %.1fs)\n", r.Totals.Rejected, s.Doc, stale, highest, s.Holder, float64(s.FrozenMS)/1000)
 	fmt.Fprintf(tw, "failover\t%.2fs\tkill of leader %s → next grant; new leader %s\n", float64(f.FailoverMS)/1000, f.Killed, f.NewLeader)
 	if f.SingletonMoved {
 		fmt.Fprintf(tw, "singleton moved\t%.2fs\t%s → %s\n", float64(f.SingletonMovedMS)/1000, f.SingletonFrom, f.SingletonTo)
 	} else {
 		fmt.Fprintf(tw, "singleton\tstayed\ton %s\n", f.SingletonTo)
 	}
-	fmt.Fprintf(tw, "singleton runs\t%d rows\t%s\n", r.Totals.SingletonRows, strings.Join(r.Totals.SingletonRunners, " → "))
+	fmt.Fprintf(tw, "singleton runs\t%d rows\t%s\n", r.Totals.SingletonRows, strings.Join(r.runsShown, " → "))
 	fmt.Fprintf(tw, "without quorum\t%d grants\tTryLock → %d %s; lease ended after %.1fs\n", q.GrantsWithoutQuorum, q.TryLockStatus, q.TryLockError, float64(q.LeaseEndedAfterMS)/1000)
 	fmt.Fprintf(tw, "recovery\t%.2fs\trestart → next grant; %d grants since; singleton back after %.1fs\n", float64(q.RecoveryMS)/1000, q.GrantsAfterRestart, float64(q.SingletonBackMS)/1000)
 	tw.Flush()
 	return b.String()
 }
 
-func (r *results) locksTable() string {
+// locksTable lists the grants of each lock, tokens shown as tn names them
+// (the JSON results have them in full).
+func (r *results) locksTable(tn *tokenNames) string {
 	w := len("lock")
 	for _, l := range r.Locks {
 		w = max(w, len(l.Lock))
@@ -367,7 +377,9 @@ func (r *results) locksTable() string {
 		if !l.Increasing {
 			inc = "NO"
 		}
-		fmt.Fprintf(&b, "%-*s  %6d  %11d  %10d  %s\n", w, l.Lock, l.Grants, l.FirstToken, l.LastToken, inc)
+		first, _ := tn.name(l.FirstToken)
+		last, _ := tn.name(l.LastToken)
+		fmt.Fprintf(&b, "%-*s  %6d  %11s  %10s  %s\n", w, l.Lock, l.Grants, first, last, inc)
 	}
 	return b.String()
 }
