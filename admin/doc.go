@@ -39,6 +39,7 @@
 //	                              a read lock: {"lock":"x","shared":true,...}
 //	                              a semaphore: {"lock":"pool","limit":4,"permits":1,...}
 //	                              in the replica's session: {"lock":"x","session":"replica",...}
+//	                              a client-kept lease's lock-delay: {...,"lock_delay_ms":2000}
 //	POST /v1/release              {"handle":"..."}
 //	GET  /v1/lease                ?handle=           (renews a client-kept lease)
 //	GET  /v1/lease/wait           ?handle=&timeout_ms= (answers when the lease ends or the wait does; renews too)
