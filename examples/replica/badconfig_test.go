@@ -227,3 +227,14 @@ func TestStartErrorClassifies(t *testing.T) {
 		t.Error("a busy port: final (restarting may cure it)")
 	}
 }
+
+// A name that does not resolve is not a configuration error: DNS may
+// answer on the next start (exit 1, which service managers retry).
+func TestUnresolvedNameIsNotFinal(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-id", "r1", "-data-dir", filepath.Join(t.TempDir(), "data"), "-http-no-auth",
+		"-gossip-advertise", "no-such-host.invalid:7401"}, envOf(nil), &out)
+	if err == nil || err == errUsage || !errors.Is(err, errLookup) || !strings.Contains(err.Error(), "-gossip-advertise (RAFTLOCK_GOSSIP_ADVERTISE)") {
+		t.Errorf("run: %v (output %q), want a lookup error naming -gossip-advertise, not errUsage", err, out.String())
+	}
+}

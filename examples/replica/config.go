@@ -305,6 +305,10 @@ func (c config) timing() node.Timing {
 	return node.DefaultConfig().Timing
 }
 
+// errLookup: a name could not be resolved. Not a configuration error
+// (exit 1, not 2): DNS may answer on the next start.
+var errLookup = errors.New("resolving")
+
 // resolveHost turns a host name in host:port into an IP address (IPv4
 // preferred): gossip binds and advertises IP literals. (Join seeds may stay
 // names: gossip resolves them again at every join attempt.)
@@ -318,7 +322,7 @@ func resolveHost(addr string) (string, error) {
 	}
 	ips, err := net.LookupIP(host)
 	if err != nil || len(ips) == 0 {
-		return "", fmt.Errorf("resolving %q: %v", host, err)
+		return "", fmt.Errorf("%w %q: %v", errLookup, host, err)
 	}
 	ip := ips[0]
 	for _, c := range ips {

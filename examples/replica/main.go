@@ -19,8 +19,8 @@
 // variable, a file it names, or a data dir that belongs to another id or
 // left its cluster — which restarting does not fix (every setting is checked
 // before the data dir or the network is touched; systemd units say
-// RestartPreventExitStatus=2); 1 for anything else (a busy port, a failure
-// at run time).
+// RestartPreventExitStatus=2); 1 for anything else (a busy port, a name
+// DNS does not resolve yet, a failure at run time).
 package main
 
 import (
@@ -86,7 +86,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// Everything is checked before the data dir or the network is touched.
 	set, err := c.prepare()
-	if err != nil {
+	if errors.Is(err, errLookup) {
+		return err // DNS may answer on the next start: restarting may help
+	} else if err != nil {
 		return usage(err)
 	}
 	level, _ := logLevel(c.LogLevel)
