@@ -12,13 +12,13 @@ import (
 
 var (
 	excerptTime    = regexp.MustCompile(`^\[\s*\d+\.\d+s\] `)
-	excerptToken   = regexp.MustCompile(`\b\d{10,}\b`)
+	excerptToken   = regexp.MustCompile(`\b\d{10,}\b|\bT[+-]\d+\b`)
 	excerptSecs    = regexp.MustCompile(`\b\d+\.\d+s\b`)
 	excerptReplica = regexp.MustCompile(`\br\d\b`)
 )
 
 // normalizeDemoLine drops what changes from run to run in a line of the
-// demo's output — its time, tokens (16-digit numbers), measured durations
+// demo's output — its time, tokens (T+n, or 16-digit numbers), measured durations
 // (with a decimal point) and replica names — and keeps the rest: the
 // wording, the TTL and the phases' set durations.
 func normalizeDemoLine(l string) string {

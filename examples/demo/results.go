@@ -243,7 +243,7 @@ func (r *results) check(tn *tokenNames) {
 	unknown := 0
 	for _, p := range r.pubs {
 		if p.Token < last[p.Doc] {
-			bad = append(bad, fmt.Sprintf("%s: token %d accepted after %d", p.Doc, p.Token, last[p.Doc]))
+			bad = append(bad, fmt.Sprintf("%s: token %s accepted after %s", p.Doc, tk(p.Token), tk(last[p.Doc])))
 		}
 		last[p.Doc] = max(last[p.Doc], p.Token)
 		if g, ok := seen[p.Token]; !ok || g.Lock != p.Doc {
