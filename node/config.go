@@ -93,7 +93,9 @@ type Config struct {
 	DataDir string
 	// InMemory keeps the log and snapshots in memory: NOT durable. For tests
 	// and throw-away demos only; a restarted in-memory node has lost its state
-	// and must not rejoin its old cluster under the same ID.
+	// and must not rejoin its old cluster under the same ID. An in-memory
+	// node needs Bootstrap, Peers or Gossip (it has no state to restart
+	// from): Validate refuses one with none of them.
 	InMemory bool
 
 	// BindAddr is the TCP address of the node's one port (Raft and RPC).
@@ -399,6 +401,8 @@ func (c *Config) validate() error {
 		return bad("Bootstrap without Peers founds a one-node static cluster: with gossip, use BootstrapExpect = 1")
 	case c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
 		return bad("LogStore %q is neither %q nor %q", c.LogStore, LogStoreBolt, LogStoreWAL)
+	case c.InMemory && !c.Bootstrap && len(c.Peers) == 0 && !c.gossipOn():
+		return bad("InMemory without Bootstrap, Peers or Gossip can neither found nor join a cluster (it would wait forever for a quorum): set Bootstrap for a one-node cluster, Peers, or Gossip")
 	case c.Recover && c.InMemory:
 		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
 	case c.MaxNonvoters < 0:

@@ -15,7 +15,7 @@ import (
 func TestConfigValidate(t *testing.T) {
 	base := func() node.Config {
 		c := node.DefaultConfig()
-		c.ID, c.InMemory = "a", true
+		c.ID, c.InMemory, c.Bootstrap = "a", true, true
 		return c
 	}
 	if c := base(); c.Validate() != nil {
@@ -32,6 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		"MaxBatch":                func(c *node.Config) { c.MaxBatch = -1 },
 		"LogStore":                func(c *node.Config) { c.LogStore = "sqlite" },
 		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
+		"InMemory without Bootstrap, Peers or Gossip": func(c *node.Config) { c.Bootstrap = false },
 		"does not contain":        func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
 			c.Peers = []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "a", Addr: "127.0.0.1:2"}}
@@ -59,12 +60,12 @@ func TestConfigValidate(t *testing.T) {
 // The one defaulting rule: a zero tunable means its default, whether the
 // Config came from DefaultConfig or was built from scratch.
 func TestConfigZeroMeansDefault(t *testing.T) {
-	scratch := node.Config{ID: "a", InMemory: true}
+	scratch := node.Config{ID: "a", InMemory: true, Bootstrap: true}
 	if err := scratch.Validate(); err != nil {
 		t.Fatalf("a config with only the required fields: %v", err)
 	}
 	d := node.DefaultConfig()
-	d.ID, d.InMemory = "a", true
+	d.ID, d.InMemory, d.Bootstrap = "a", true, true
 	if got, want := node.WithDefaults(scratch), node.WithDefaults(d); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults differ:\n%+v\n%+v", got, want)
 	}

@@ -62,7 +62,7 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 // Config.Validate refuses quotas beyond the hard limits.
 func TestConfigValidatesLimits(t *testing.T) {
 	cfg := node.DefaultConfig()
-	cfg.ID, cfg.InMemory = "n1", true
+	cfg.ID, cfg.InMemory, cfg.Bootstrap = "n1", true, true
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
