@@ -33,7 +33,7 @@ func TestConfigValidate(t *testing.T) {
 		"LogStore":                func(c *node.Config) { c.LogStore = "sqlite" },
 		"one-node static cluster": func(c *node.Config) { c.Bootstrap, c.Gossip.Addr = true, "127.0.0.1:0" }, // Bootstrap without Peers, with gossip
 		"InMemory without Bootstrap, Peers or Gossip": func(c *node.Config) { c.Bootstrap = false },
-		"does not contain":        func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
+		"does not contain":                            func(c *node.Config) { c.Bootstrap, c.Peers = true, []node.Peer{{ID: "b", Addr: "127.0.0.1:1"}} },
 		"duplicate peer ID": func(c *node.Config) {
 			c.Peers = []node.Peer{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "a", Addr: "127.0.0.1:2"}}
 		},
