@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -92,6 +93,11 @@ type Stats struct {
 	ResumeMillis int `json:"resume_ms"`
 	// EndHolds: holders and waiters in the final lock table.
 	EndHolds int `json:"end_holds"`
+	// OperatorActions: the operator's calls (backups, restores,
+	// revocations, ends of sessions, snapshots); RestoresInstalled: the
+	// restores' installs in the log.
+	OperatorActions   int `json:"operator_actions,omitempty"`
+	RestoresInstalled int `json:"restores_installed,omitempty"`
 }
 
 // Report is the outcome of checking one history.
@@ -165,6 +171,12 @@ type checker struct {
 	staleChecks map[int]bool
 	// failed counts violations per check (reports are capped).
 	failed map[string]int
+	// installs are the restores installed (check_restore.go), by the
+	// position of their restored event in log too.
+	installs  []*restoreInstall
+	installAt map[int]*restoreInstall
+	// grantPos: the position of each token's grant in log.
+	grantPos map[uint64]int
 }
 
 func (c *checker) fail(check, lock, format string, args ...any) {
@@ -203,10 +215,22 @@ func Check(h *History, o CheckOptions) *Report {
 	c := &checker{
 		h: h, o: o, r: &Report{}, log: h.Log,
 		grantByToken: map[uint64]LogEvent{}, releaseOf: map[uint64]LogEvent{},
-		opGrant: map[uint64]*Op{}, opRelease: map[uint64]*Op{},
+		opGrant: map[uint64]*Op{}, opRelease: map[uint64]*Op{}, grantPos: map[uint64]int{},
 	}
+	if ms := c.restoreMarkers(); len(ms) > 0 {
+		c.log = append(append([]LogEvent(nil), h.Log...), ms...)
+		sort.SliceStable(c.log, func(i, j int) bool {
+			a, b := c.log[i], c.log[j]
+			if a.Index != b.Index {
+				return a.Index < b.Index
+			}
+			return a.Seq < b.Seq
+		})
+	}
+	c.findInstalls()
 	c.r.ClientOps = len(h.Ops)
 	c.r.LogEvents = len(h.Log)
+	c.r.OperatorActions = len(h.Operator)
 	for _, e := range h.HarnessErrors {
 		c.fail("harness", "", "%s", e)
 	}
@@ -223,6 +247,7 @@ func Check(h *History, o CheckOptions) *Report {
 		}
 	}
 	c.checkValidity()
+	c.checkPrimitives()
 	c.checkDigests()
 	c.checkSamples()
 	c.checkLogMatching()
@@ -232,12 +257,19 @@ func Check(h *History, o CheckOptions) *Report {
 	c.checkProbes()
 	c.checkLockDelay()
 	c.checkErrors()
+	c.checkOperator()
+	c.checkCatchUps()
+	c.checkUnknown()
 	c.checkLinearizable()
 	return c.r
 }
 
 // checkLog replays the log: unique, complete, per-lock increasing tokens; one
-// holder per lock at any index; releases only of the holder.
+// holder per lock at any index; releases only of the holder. A restore
+// replaces the holders with its backup's (check_restore.go), whose tokens
+// are then held — and released — again; its grant counter must not be
+// below a token granted before it. Shared-grant names (History.Primitives)
+// are left to checkPrimitives but for the tokens' uniqueness.
 func (c *checker) checkLog() {
 	type hold struct {
 		token uint64
@@ -246,8 +278,30 @@ func (c *checker) checkLog() {
 	}
 	holder := map[string]hold{}
 	last := map[string]uint64{}
-	for _, e := range c.log {
+	// held: the tokens held now (every kind), for the restores' records.
+	held := map[uint64]bool{}
+	released := map[uint64]bool{}
+	var top LogEvent // the grant of the highest token so far
+	for pos, e := range c.log {
 		switch e.Kind {
+		case EvRestored:
+			in := c.installAt[pos]
+			in.held = held
+			held = map[uint64]bool{}
+			clear(holder)
+			if e.Token != 0 && e.Token < top.Token {
+				c.fail(CheckTokenUnique, top.Lock, "the restore at index %d set the grant counter to %d, below token %d granted at index %d: a later grant can take a token again", e.Index, e.Token, top.Token, top.Index)
+			}
+			for _, r := range in.restoredHolds() {
+				if r.Waiter {
+					continue
+				}
+				held[r.Token] = true
+				delete(released, r.Token)
+				if !r.Shared && r.Permits == 0 {
+					holder[r.Lock] = hold{r.Token, r.Owner, e.Index}
+				}
+			}
 		case EvGranted:
 			c.r.LogGrants++
 			if prev, dup := c.grantByToken[e.Token]; dup {
@@ -255,6 +309,14 @@ func (c *checker) checkLog() {
 				continue
 			}
 			c.grantByToken[e.Token] = e
+			c.grantPos[e.Token] = pos
+			held[e.Token] = true
+			if e.Token > top.Token {
+				top = e
+			}
+			if c.primitive(e.Lock) {
+				continue
+			}
 			if h, held := holder[e.Lock]; held {
 				c.fail(CheckOneHolder, e.Lock, "index %d grants token %d while token %d (granted at index %d) still holds", e.Index, e.Token, h.token, h.index)
 			}
@@ -264,17 +326,24 @@ func (c *checker) checkLog() {
 			last[e.Lock] = max(last[e.Lock], e.Token)
 			holder[e.Lock] = hold{e.Token, e.Owner, e.Index}
 		case EvReleased:
-			h, held := holder[e.Lock]
-			if !held || h.token != e.Token || (e.Owner != "" && h.owner != "" && e.Owner != h.owner) {
-				c.fail(CheckReleaseHolder, e.Lock, "index %d releases token %d (owner %s) but the holder is %+v (held %v)", e.Index, e.Token, e.Owner, h, held)
+			if _, first := c.releaseOf[e.Token]; !first {
+				c.releaseOf[e.Token] = e
 			}
-			if _, dup := c.releaseOf[e.Token]; dup {
-				c.fail(CheckReleaseHolder, e.Lock, "token %d released twice (index %d)", e.Token, e.Index)
-			}
-			c.releaseOf[e.Token] = e
 			if e.Reason == "session-expired" {
 				c.r.Expiries++
 			}
+			delete(held, e.Token)
+			if c.primitive(e.Lock) {
+				continue
+			}
+			h, isHeld := holder[e.Lock]
+			if !isHeld || h.token != e.Token || (e.Owner != "" && h.owner != "" && e.Owner != h.owner) {
+				c.fail(CheckReleaseHolder, e.Lock, "index %d releases token %d (owner %s) but the holder is %+v (held %v)", e.Index, e.Token, e.Owner, h, isHeld)
+			}
+			if released[e.Token] {
+				c.fail(CheckReleaseHolder, e.Lock, "token %d released twice (index %d)", e.Token, e.Index)
+			}
+			released[e.Token] = true
 			delete(holder, e.Lock)
 		}
 	}
@@ -292,7 +361,7 @@ func (c *checker) checkLogComplete() {
 	next, missing, first := uint64(1), uint64(0), uint64(0)
 	for _, e := range c.h.Log {
 		switch {
-		case e.Kind == EvRaised && e.Token >= next:
+		case (e.Kind == EvRaised || e.Kind == EvRestored) && e.Token >= next:
 			next = e.Token + 1
 		case e.Kind == EvGranted && e.Token >= next:
 			if e.Token > next && missing == 0 {
@@ -321,7 +390,7 @@ func (c *checker) indexOps() {
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
 		switch {
-		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
+		case op.Kind.acquires() && op.Result == Granted:
 			c.r.Grants++
 			if prev := c.opGrant[op.Token]; prev != nil {
 				c.fail(CheckTokenUnique, op.Lock, "token %d acknowledged to two acquisitions (ops %d and %d)", op.Token, prev.ID, op.ID)
@@ -340,7 +409,7 @@ func (c *checker) indexOps() {
 func (c *checker) checkAcks() {
 	for _, op := range c.h.Ops {
 		switch {
-		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
+		case op.Kind.acquires() && op.Result == Granted:
 			g, ok := c.grantByToken[op.Token]
 			switch {
 			case !ok:

@@ -15,7 +15,9 @@ import "slices"
 //     the same lock still waits.
 //
 // Both read only the log. A queued event the log lacks makes its waiter
-// unknown to the FIFO check, which then never flags on its account.
+// unknown to the FIFO check, which then never flags on its account. A
+// restore ends every acquisition and brings the backup's back
+// (check_restore.go).
 func (c *checker) checkOwners() {
 	if !c.h.Expect.ExactlyOnce {
 		return
@@ -44,7 +46,33 @@ func (c *checker) checkOwners() {
 		}
 		return i
 	}
-	for _, e := range c.log[from:] {
+	for pos, e := range c.log[from:] {
+		if e.Kind == EvRestored {
+			// Whatever was held or queued ends; the backup's holds and
+			// waits come back (a restored waiter may be granted again).
+			for k, g := range granted {
+				if _, gone := ended[k]; !gone {
+					ended[k] = LogEvent{Index: e.Index, Kind: EvRestored, Lock: g.Lock, Owner: g.Owner}
+				}
+			}
+			for l, q := range queue {
+				for _, o := range q {
+					ended[acq{l, o}] = LogEvent{Index: e.Index, Kind: EvRestored, Lock: l, Owner: o}
+				}
+			}
+			clear(queue)
+			for _, r := range c.installAt[from+pos].restoredHolds() {
+				k := acq{r.Lock, r.Owner}
+				delete(ended, k)
+				if r.Waiter {
+					delete(granted, k)
+					queue[r.Lock] = append(queue[r.Lock], r.Owner)
+				} else {
+					granted[k] = LogEvent{Index: e.Index, Kind: EvRestored, Lock: r.Lock, Owner: r.Owner, Token: r.Token}
+				}
+			}
+			continue
+		}
 		if e.Owner == "" || e.Lock == "" {
 			continue
 		}

@@ -40,7 +40,7 @@ type primHold struct {
 
 // primName is what the checkers track of one name.
 type primName struct {
-	holds     map[fsm.OwnerID]primHold
+	holds     map[string]primHold // by owner
 	lastToken uint64
 }
 
@@ -66,6 +66,18 @@ func (p *primName) state() (writers, readers, permits int) {
 // The invariants must hold at every entry boundary: within one entry a
 // release precedes the grants it makes room for.
 func CheckPrimitivesLog(events []fsm.Event, limits map[string]int) []Violation {
+	log := make([]LogEvent, len(events))
+	for i, e := range events {
+		log[i] = logEvent(e, 0)
+	}
+	return primitivesLog(log, limits, nil)
+}
+
+// primitivesLog is CheckPrimitivesLog over log events (of every name it
+// is given: the caller filters). restored, if set, gives the holds a
+// restored event at position k brings back (nil: none known); every
+// other hold ends there.
+func primitivesLog(events []LogEvent, limits map[string]int, restored func(k int) []EndHold) []Violation {
 	var out []Violation
 	fail := func(check, lock, format string, args ...any) {
 		out = append(out, Violation{Check: check, Lock: lock, Detail: fmt.Sprintf(format, args...)})
@@ -74,7 +86,7 @@ func CheckPrimitivesLog(events []fsm.Event, limits map[string]int) []Violation {
 	get := func(n string) *primName {
 		p := names[n]
 		if p == nil {
-			p = &primName{holds: map[fsm.OwnerID]primHold{}}
+			p = &primName{holds: map[string]primHold{}}
 			names[n] = p
 		}
 		return p
@@ -89,33 +101,48 @@ func CheckPrimitivesLog(events []fsm.Event, limits map[string]int) []Violation {
 			case w > 0 && r > 0:
 				fail(CheckReaderDuringWriter, n, "%d readers with a writer after entry %d", r, index)
 			}
-			if lim, ok := limits[n]; ok && permits > lim {
+			if lim, ok := limits[n]; ok && lim > 0 && permits > lim {
 				fail(CheckPermitsOverLimit, n, "%d permits held of %d after entry %d", permits, lim, index)
 			}
 		}
 		clear(touched)
 	}
 	var index uint64
-	for _, e := range events {
+	for k, e := range events {
 		if e.Index != index {
 			checkEntry(index)
 			index = e.Index
 		}
+		if e.Kind == EvRestored {
+			for n, p := range names {
+				clear(p.holds)
+				touched[n] = true
+			}
+			if restored != nil {
+				for _, r := range restored(k) {
+					if _, ours := limits[r.Lock]; ours && !r.Waiter {
+						get(r.Lock).holds[r.Owner] = primHold{token: r.Token, shared: r.Shared, permits: r.Permits}
+						touched[r.Lock] = true
+					}
+				}
+			}
+			continue
+		}
 		p := get(e.Lock)
 		switch e.Kind {
-		case fsm.EventGranted:
+		case EvGranted:
 			touched[e.Lock] = true
-			if uint64(e.Token) <= p.lastToken {
+			if e.Token <= p.lastToken {
 				fail(CheckPrimTokenOrder, e.Lock, "token %d at index %d after token %d", e.Token, e.Index, p.lastToken)
 			}
-			p.lastToken = max(p.lastToken, uint64(e.Token))
+			p.lastToken = max(p.lastToken, e.Token)
 			if _, dup := p.holds[e.Owner]; dup {
 				fail(CheckUnmatchedRelease, e.Lock, "owner %s granted twice (index %d)", e.Owner, e.Index)
 			}
-			p.holds[e.Owner] = primHold{token: uint64(e.Token), shared: e.Shared, permits: e.Permits}
-		case fsm.EventReleased:
+			p.holds[e.Owner] = primHold{token: e.Token, shared: e.Shared, permits: e.Permits}
+		case EvReleased:
 			touched[e.Lock] = true
-			if h, ok := p.holds[e.Owner]; !ok || h.token != uint64(e.Token) {
+			if h, ok := p.holds[e.Owner]; !ok || h.token != e.Token {
 				fail(CheckUnmatchedRelease, e.Lock, "release of owner %s token %d at index %d that holds nothing", e.Owner, e.Token, e.Index)
 			}
 			delete(p.holds, e.Owner)
@@ -143,7 +170,13 @@ type PrimWindow struct {
 // window overlap a write window, or two write windows overlap; and a write
 // window's token exceeds every token whose window began before it, a read
 // window's the token of every write window that began before it.
-func CheckPrimitiveWindows(ws []PrimWindow) []Violation {
+func CheckPrimitiveWindows(ws []PrimWindow) []Violation { return primitiveWindows(ws, nil) }
+
+// primitiveWindows is CheckPrimitiveWindows where allowed, if set, says
+// which windows may overlap a newer one all the same (the operator
+// exception: check_operator.go): those are left out when the newer one
+// begins.
+func primitiveWindows(ws []PrimWindow, allowed func(older, newer PrimWindow) bool) []Violation {
 	var out []Violation
 	byLock := map[string][]PrimWindow{}
 	for _, w := range ws {
@@ -155,12 +188,12 @@ func CheckPrimitiveWindows(ws []PrimWindow) []Violation {
 	}
 	sort.Strings(locks)
 	for _, n := range locks {
-		out = append(out, checkLockWindows(n, byLock[n])...)
+		out = append(out, checkLockWindows(n, byLock[n], allowed)...)
 	}
 	return out
 }
 
-func checkLockWindows(name string, ws []PrimWindow) []Violation {
+func checkLockWindows(name string, ws []PrimWindow, allowed func(older, newer PrimWindow) bool) []Violation {
 	var out []Violation
 	fail := func(check, format string, args ...any) {
 		out = append(out, Violation{Check: check, Lock: name, Detail: fmt.Sprintf(format, args...)})
@@ -213,6 +246,9 @@ func checkLockWindows(name string, ws []PrimWindow) []Violation {
 		open[w.Token] = w
 		writers, readers, permits := 0, 0, 0
 		for _, o := range open {
+			if o.Token != w.Token && allowed != nil && allowed(o, w) {
+				continue
+			}
 			switch {
 			case o.Permits > 0:
 				permits += o.Permits
@@ -233,4 +269,49 @@ func checkLockWindows(name string, ws []PrimWindow) []Violation {
 		}
 	}
 	return out
+}
+
+// checkPrimitives checks the shared-grant names of the workload
+// (History.Primitives) in the merged log, restores included, and in the
+// clients' validity windows, with the operator exception.
+func (c *checker) checkPrimitives() {
+	if len(c.h.Primitives) == 0 {
+		return
+	}
+	var events []LogEvent
+	for _, e := range c.log {
+		if c.primitive(e.Lock) || e.Kind == EvRestored {
+			events = append(events, e)
+		}
+	}
+	// Positions in events → positions in c.log, for the restores.
+	pos := make([]int, 0, len(events))
+	for k, e := range c.log {
+		if c.primitive(e.Lock) || e.Kind == EvRestored {
+			pos = append(pos, k)
+		}
+	}
+	restored := func(k int) []EndHold { return c.installAt[pos[k]].restoredHolds() }
+	for _, v := range primitivesLog(events, c.h.Primitives, restored) {
+		c.fail(v.Check, v.Lock, "log: %s", v.Detail)
+	}
+	var ws []PrimWindow
+	for _, op := range c.h.Ops {
+		if !c.primitive(op.Lock) || !op.Kind.acquires() || op.Result != Granted {
+			continue
+		}
+		ws = append(ws, PrimWindow{Client: op.Client, Lock: op.Lock, Token: op.Token, Shared: op.Shared, Permits: op.Permits,
+			Limit: c.h.Primitives[op.Lock], From: op.Return, To: c.validTo[op.Token]})
+	}
+	ends := c.operatorEnds()
+	allowed := func(older, newer PrimWindow) bool {
+		to := older.To
+		if to == 0 {
+			to = c.h.End
+		}
+		return c.overlapAllowed(ends, older.Token, newer.Token, to)
+	}
+	for _, v := range primitiveWindows(ws, allowed) {
+		c.fail(v.Check, v.Lock, "client windows: %s", v.Detail)
+	}
 }

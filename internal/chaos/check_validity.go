@@ -9,8 +9,13 @@ type window struct {
 }
 
 // checkValidity: windows of different holders of one lock are disjoint, and
-// the log hands a lock on only after its holder's window closed.
+// the log hands a lock on only after its holder's window closed — but for
+// the operator exception (check_operator.go): an operator's action ended
+// the older grant first, and its window closed within a TTL of that.
+// Shared-grant names are checkPrimitives'; the log's releases are checked
+// for them too.
 func (c *checker) checkValidity() {
+	ends := c.operatorEnds()
 	byLock := map[string][]window{}
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
@@ -22,11 +27,13 @@ func (c *checker) checkValidity() {
 		if to == 0 {
 			to = max(c.h.End, op.Return)
 		}
-		if to > op.Return {
+		if to > op.Return && !c.primitive(op.Lock) {
 			byLock[op.Lock] = append(byLock[op.Lock], window{op.Return, to, op})
 		}
 		if r, ok := c.releaseOf[op.Token]; ok && validTo != 0 && c.decided(r) != infinity && c.decided(r)+c.o.ClockSlack < validTo {
-			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s, leader time %d) before the client's window closed at %d", op.Token, op.Client, r.Index, r.Reason, c.decided(r), validTo)
+			if e, byOperator := ends[op.Token]; !byOperator || c.log[e.pos] != r || validTo > e.at+c.h.TTL+c.o.ClockSlack {
+				c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s, leader time %d) before the client's window closed at %d", op.Token, op.Client, r.Index, r.Reason, c.decided(r), validTo)
+			}
 		}
 		if r, ok := c.releaseOf[op.Token]; ok && validTo == 0 && c.decided(r) < c.h.End {
 			c.fail(CheckLeaseBeforeLog, op.Lock, "token %d (client %d): the log released it at index %d (%s) but the client's window never closed", op.Token, op.Client, r.Index, r.Reason)
@@ -34,16 +41,21 @@ func (c *checker) checkValidity() {
 	}
 	for l, ws := range byLock {
 		sort.Slice(ws, func(i, j int) bool { return ws[i].from < ws[j].from })
-		var open *window
+		var open []*window // windows that began before, still open
 		for i := range ws {
 			w := &ws[i]
-			if open != nil && w.from < open.to && w.op.Token != open.op.Token {
-				c.fail(CheckValidity, l, "client %d held token %d during [%d, %d) while client %d held token %d during [%d, %d)",
-					open.op.Client, open.op.Token, open.from, open.to, w.op.Client, w.op.Token, w.from, w.to)
+			still := open[:0]
+			for _, o := range open {
+				if o.to <= w.from {
+					continue
+				}
+				still = append(still, o)
+				if o.op.Token != w.op.Token && !c.overlapAllowed(ends, o.op.Token, w.op.Token, o.to) {
+					c.fail(CheckValidity, l, "client %d held token %d during [%d, %d) while client %d held token %d during [%d, %d)",
+						o.op.Client, o.op.Token, o.from, o.to, w.op.Client, w.op.Token, w.from, w.to)
+				}
 			}
-			if open == nil || w.to > open.to {
-				open = w
-			}
+			open = append(still, w)
 		}
 	}
 }

@@ -50,15 +50,29 @@ func (s *sim) replayForward() {
 	done := s.fault("replay-forward", fmt.Sprintf("%s→%s: recorded for %v, sent again %v later", s.c.ID(f), s.c.ID(l), record, late))
 	defer done()
 
-	tap := s.net.Tap(memnet.FlowFilter{From: from, To: to, Preface: prefaceRPC}, replayBudget)
-	for _, fl := range s.net.Flows(memnet.FlowFilter{From: from, To: to, Preface: prefaceRPC}) {
-		s.net.ResetFlow(fl.ID)
-	}
+	tap := s.tapForward(from, to)
 	time.Sleep(record)
 	tap.Stop()
 	recs := tap.Recordings()
 	time.Sleep(late)
+	s.replayRecorded(fmt.Sprintf("replay-forward %s→%s", s.c.ID(f), s.c.ID(l)), tap, recs)
+}
 
+// tapForward resets the RPC connections from host from to host to and
+// records the ones dialed next from their first byte (stop the tap when
+// done).
+func (s *sim) tapForward(from, to string) *memnet.Tap {
+	tap := s.net.Tap(memnet.FlowFilter{From: from, To: to, Preface: prefaceRPC}, replayBudget)
+	for _, fl := range s.net.Flows(memnet.FlowFilter{From: from, To: to, Preface: prefaceRPC}) {
+		s.net.ResetFlow(fl.ID)
+	}
+	return tap
+}
+
+// replayRecorded sends each of the first maxReplayed recorded
+// conversations again, each on a connection of its own held open for a
+// forward timeout while the leader answers, and notes what was sent.
+func (s *sim) replayRecorded(what string, tap *memnet.Tap, recs []memnet.Recording) {
 	recs = recs[:min(len(recs), maxReplayed)]
 	results := make([]string, len(recs))
 	var wg sync.WaitGroup
@@ -74,5 +88,5 @@ func (s *sim) replayForward() {
 		})
 	}
 	wg.Wait()
-	s.note("replay-forward %s→%s: %d conversations sent again: %s", s.c.ID(f), s.c.ID(l), len(recs), strings.Join(results, "; "))
+	s.note("%s: %d conversations sent again: %s", what, len(recs), strings.Join(results, "; "))
 }

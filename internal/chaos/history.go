@@ -40,7 +40,28 @@ const (
 	// OpLeaseCheck asks the client's replica whether a lease is still valid
 	// (multi-process: GET /v1/lease); Result Valid, NotHolder or Unknown.
 	OpLeaseCheck OpKind = "lease-check"
+	// Shared grants (History.Primitives names them): RLock and TryRLock of
+	// a lock, Acquire and TryAcquire of a semaphore's permits. Their
+	// releases are OpRelease.
+	OpReadAcquire    OpKind = "read-acquire"
+	OpTryReadAcquire OpKind = "try-read-acquire"
+	OpSemAcquire     OpKind = "sem-acquire"
+	OpTrySemAcquire  OpKind = "try-sem-acquire"
 )
+
+// acquires reports whether k asks for a grant (of any kind).
+func (k OpKind) acquires() bool {
+	switch k {
+	case OpAcquire, OpTryAcquire, OpReadAcquire, OpTryReadAcquire, OpSemAcquire, OpTrySemAcquire:
+		return true
+	}
+	return false
+}
+
+// tries reports whether k is a try-acquire of any kind (answers at once).
+func (k OpKind) tries() bool {
+	return k == OpTryAcquire || k == OpTryReadAcquire || k == OpTrySemAcquire
+}
 
 // Outcome is what a client learnt from an operation.
 type Outcome string
@@ -88,6 +109,16 @@ type Op struct {
 	// (0: it did not, or the layer cannot tell): a blocking call must
 	// return soon after.
 	SessionEnded int64 `json:"session_ended,omitempty"`
+	// Session is the client's session (in-process; 0 when not recorded).
+	Session uint64 `json:"session,omitempty"`
+	// Shared and Permits describe a shared grant (a read grant, a
+	// semaphore's permits); Limit is the semaphore's.
+	Shared  bool `json:"shared,omitempty"`
+	Permits int  `json:"permits,omitempty"`
+	// Lost (a granted acquisition) is when its lease ended on the client
+	// before the client's release call: a lapse, a revocation, the end of
+	// its session (0: released first, or held to the end).
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // Error kinds of failed client calls (Op.ErrKind).
@@ -135,6 +166,12 @@ const (
 	EvQueued   = "queued"
 	EvDequeued = "dequeued"
 	EvRaised   = "tokens-raised" // RaiseTokens raised the counter to Token
+	// EvRestored: a restore installed a backup at Index (cluster version
+	// 4: a replicated command; Token is the restored grant counter).
+	// Before, a restore was no entry of the log: Check adds one at the
+	// index where a leader's state machine was replaced
+	// (History.Resyncs).
+	EvRestored = "restored"
 )
 
 // LogEvent is one event the replicated state machine emitted.
@@ -154,6 +191,9 @@ type LogEvent struct {
 	// 2 and later); 0 for a version-1 delay, which ends at a leader
 	// wall-clock time.
 	DelayFor int64 `json:"delay_for_ns,omitempty"`
+	// Shared and Permits: a shared grant's (granted, queued, released).
+	Shared  bool `json:"shared,omitempty"`
+	Permits int  `json:"permits,omitempty"`
 	// At is the entry's leader time: never later than its commit.
 	At int64 `json:"at"`
 	// Observed is the earliest time a replica was seen applying it: never
@@ -253,6 +293,25 @@ type History struct {
 	// HarnessErrors are problems of the harness itself (the run proves
 	// nothing then): they fail the run like a violation.
 	HarnessErrors []string `json:"harness_errors,omitempty"`
+	// MaxTTL is the longest TTL of the run's sessions when some are longer
+	// than TTL (the operator's keepers); 0: TTL.
+	MaxTTL int64 `json:"max_ttl_ns,omitempty"`
+	// Primitives are the names the workload takes shared grants of: a
+	// read-write lock (limit 0) or a semaphore (its limit). The checks of
+	// exclusive locks leave them to the primitives' checks.
+	Primitives map[string]int `json:"primitives,omitempty"`
+	// The operator's actions and what the harness saw of them
+	// (history_operator.go).
+	Operator []OperatorOp `json:"operator,omitempty"`
+	Backups  []Backup     `json:"backups,omitempty"`
+	// Resyncs are the subscriptions' resync signals: a replica's state
+	// was replaced (a snapshot installed or a restore).
+	Resyncs []Resync `json:"resyncs,omitempty"`
+	// CatchUps are the no-wedged-replica probes after heals.
+	CatchUps []CatchUp `json:"catch_ups,omitempty"`
+	// Closes are the clients' Close calls on sessions that were healthy
+	// then (a voluntary close ends a session without its lock-delay).
+	Closes []SessionClose `json:"closes,omitempty"`
 
 	seenEntries map[EntrySample]bool // AddEntries: (index, term, hash) recorded
 	seenDigests map[DigestSample]bool

@@ -1,5 +1,7 @@
 package chaos
 
+import "github.com/raftlock/raftlock/fsm"
+
 // What the harness samples from the replicas during a run, and what a
 // class expects of a correct cluster.
 
@@ -98,13 +100,36 @@ type Probe struct {
 	Resume bool `json:"resume,omitempty"`
 }
 
-// EndHold is one holder or waiter of the final lock table.
+// EndHold is one holder or waiter of a lock table (the final one, or a
+// backup's).
 type EndHold struct {
 	Lock    string `json:"lock"`
 	Session uint64 `json:"session"`
 	Owner   string `json:"owner"`
 	Token   uint64 `json:"token,omitempty"`
 	Waiter  bool   `json:"waiter,omitempty"`
+	// Shared and Permits: a read grant, a semaphore's permits (held or
+	// waited for).
+	Shared  bool `json:"shared,omitempty"`
+	Permits int  `json:"permits,omitempty"`
+}
+
+// tableHolds lists the holders, shared grants and waiters (in queue
+// order) of a lock table.
+func tableHolds(locks []fsm.LockInfo) []EndHold {
+	var out []EndHold
+	for _, l := range locks {
+		if l.Held {
+			out = append(out, EndHold{Lock: l.Name, Session: uint64(l.Holder.Session), Owner: l.Holder.Owner.String(), Token: uint64(l.Holder.Token)})
+		}
+		for _, g := range l.Shared {
+			out = append(out, EndHold{Lock: l.Name, Session: uint64(g.Session), Owner: g.Owner.String(), Token: uint64(g.Token), Shared: g.Shared, Permits: g.Permits})
+		}
+		for _, w := range l.Waiters {
+			out = append(out, EndHold{Lock: l.Name, Session: uint64(w.Session), Owner: w.Owner.String(), Waiter: true, Shared: w.Shared, Permits: w.Permits})
+		}
+	}
+	return out
 }
 
 // GivenUp is an acquisition its client let go of without the cluster

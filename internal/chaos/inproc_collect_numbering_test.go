@@ -20,7 +20,7 @@ func TestNumberEventsIgnoresResyncMidEntry(t *testing.T) {
 		var got []int
 		go func() {
 			defer close(done)
-			numberEvents(events, resync, stop, func(_ fsm.Event, seq int) { got = append(got, seq) })
+			numberEvents(events, resync, stop, func(_ fsm.Event, seq int) { got = append(got, seq) }, nil)
 		}()
 		for i, k := range kinds {
 			if i == at {

@@ -21,8 +21,13 @@ type collector struct {
 	mu   sync.Mutex
 	evs  map[[2]uint64]LogEvent
 	errs []string
-	subs map[*node.Node]*watcher
-	wg   sync.WaitGroup
+	// resyncs are the Resyncs received (History.Resyncs).
+	resyncs []Resync
+	// installs counts what looks like a restore's install: a restored
+	// event seen first, a resync while leading.
+	installs int
+	subs     map[*node.Node]*watcher
+	wg       sync.WaitGroup
 }
 
 type watcher struct {
@@ -42,6 +47,9 @@ func (c *collector) record(nodeID string, le LogEvent, at int64) {
 	if !ok {
 		le.Observed = at
 		c.evs[k] = le
+		if le.Kind == EvRestored {
+			c.installs++
+		}
 		return
 	}
 	obs := prev.Observed
@@ -65,7 +73,8 @@ func (c *collector) watch(nodeID string, n *node.Node) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		numberEvents(sub.C, sub.Resync, w.stop, func(e fsm.Event, seq int) { c.record(nodeID, logEvent(e, seq), now()) })
+		numberEvents(sub.C, sub.Resync, w.stop, func(e fsm.Event, seq int) { c.record(nodeID, logEvent(e, seq), now()) },
+			func() { c.resynced(nodeID, n) })
 		sub.Close()
 	}()
 }
@@ -84,7 +93,9 @@ func (c *collector) watch(nodeID string, n *node.Node) {
 // resetting the count there made the rest of an entry's events shift by
 // one position (chaos disk seed 48 of the long run: "replicas disagree on
 // the event at index 410", the final digests all equal).
-func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan struct{}, record func(e fsm.Event, seq int)) {
+//
+// onResync, if set, is called for every Resync received.
+func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan struct{}, record func(e fsm.Event, seq int), onResync func()) {
 	var index uint64
 	seq := 0
 	handle := func(e fsm.Event) {
@@ -100,6 +111,9 @@ func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan s
 		case e := <-events:
 			handle(e)
 		case <-resync:
+			if onResync != nil {
+				onResync()
+			}
 		case <-stop:
 			for {
 				select {
@@ -111,6 +125,29 @@ func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan s
 			}
 		}
 	}
+}
+
+// resynced records a Resync of node n's subscription: its applied index
+// and whether it leads, read now (History.Resyncs). The collector
+// receives it at the fake instant the state was replaced: nothing that
+// takes time (a commit round) runs in between.
+func (c *collector) resynced(nodeID string, n *node.Node) {
+	r := Resync{Node: nodeID, At: now(), Index: n.AppliedIndex(), Leading: n.IsLeader()}
+	c.mu.Lock()
+	c.resyncs = append(c.resyncs, r)
+	if r.Leading {
+		c.installs++
+	}
+	c.mu.Unlock()
+}
+
+// installCount is how many installs of restores the collector has seen
+// signs of (an install may show both ways: only an increase means
+// anything).
+func (c *collector) installCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.installs
 }
 
 // stopped ends the observation of a node that was shut down (after it
@@ -144,6 +181,13 @@ func (c *collector) events() []LogEvent {
 		out = append(out, e)
 	}
 	return out
+}
+
+// resyncList returns the Resyncs received so far.
+func (c *collector) resyncList() []Resync {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Resync(nil), c.resyncs...)
 }
 
 func (c *collector) problems() []string {

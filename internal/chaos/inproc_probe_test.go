@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/lockapi"
 )
@@ -164,30 +163,11 @@ func (s *sim) captureEndState() {
 		s.note("end state: no synced node: %v", err)
 		return
 	}
-	es := &EndState{At: now(), Node: n.ID(), Index: n.AppliedIndex()}
-	for after, more := "", true; more; {
-		var page []fsm.LockInfo
-		page, more = n.Locks("", after, 0)
-		for _, l := range page {
-			after = l.Name
-			if l.Held {
-				es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(l.Holder.Session), Owner: l.Holder.Owner.String(), Token: uint64(l.Holder.Token)})
-			}
-			for cursor := ""; ; {
-				waiters, next, err := n.Waiters(l.Name, cursor, 0)
-				if err != nil {
-					s.note("end state: waiters of %s: %v", l.Name, err)
-				}
-				for _, w := range waiters {
-					es.Holds = append(es.Holds, EndHold{Lock: l.Name, Session: uint64(w.Session), Owner: w.Owner.String(), Waiter: true})
-				}
-				if next == "" {
-					break
-				}
-				cursor = next
-			}
-		}
+	locks, err := wholeTable(n)
+	if err != nil {
+		s.note("end state: %v", err)
 	}
+	es := &EndState{At: now(), Node: n.ID(), Index: n.AppliedIndex(), Holds: tableHolds(locks)}
 	s.mu.Lock()
 	es.GivenUp = append(es.GivenUp, s.givenUp...)
 	for _, sess := range s.sessions {

@@ -28,6 +28,9 @@ type simConfig struct {
 	Locks    int           // size of the lock set
 	Duration time.Duration // workload time (fake)
 	TTL      time.Duration // session TTL
+	// SharedClients are workers that take shared grants (read grants and
+	// writes of a read-write lock, a semaphore's permits: inproc_shared).
+	SharedClients int
 	// LockDelay is the lock-delay of the workers' sessions (0: none).
 	LockDelay time.Duration
 	Faults    bool // nemesis on
@@ -63,6 +66,8 @@ type sim struct {
 	// holding: per worker, the node it runs on while it holds a lease and
 	// has not yet written (a target for a pause), else -1.
 	holding []atomic.Int32
+	// current: per worker, its current session (the operator's targets).
+	current []atomic.Pointer[lockapi.Session]
 	// clocks: per node, the offset of its wall clock (Config.WallClock)
 	// and the rate of its drift in parts per million.
 	clocks []clockState
@@ -71,8 +76,12 @@ type sim struct {
 	end  time.Time
 	wg   sync.WaitGroup // workers
 
-	mu       sync.Mutex
-	h        *History
+	mu      sync.Mutex
+	h       *History
+	backups [][]byte // the operator's backups (History.Backups)
+	// keepers: per node, the operator's long-lived session there
+	// (nemesis goroutine only).
+	keepers  []*lockapi.Session
 	nextOp   int
 	sessions []*lockapi.Session // workers' sessions left open at the end
 	givenUp  []GivenUp
@@ -113,9 +122,11 @@ func newSim(t *testing.T, cfg simConfig, net *memnet.Network, name string) *sim 
 		},
 		nodes:   make([]atomic.Pointer[node.Node], total),
 		frozen:  make([]atomic.Int64, total),
-		holding: make([]atomic.Int32, cfg.Clients),
+		holding: make([]atomic.Int32, cfg.Clients+cfg.SharedClients),
+		current: make([]atomic.Pointer[lockapi.Session], cfg.Clients+cfg.SharedClients),
 		clocks:  make([]clockState, total),
 		disk:    make([]diskState, total),
+		keepers: make([]*lockapi.Session, total),
 	}
 	s.reg.Unfenced = cfg.unfenced
 	s.col = newCollector(s)
@@ -139,12 +150,6 @@ func (s *sim) addOp(op Op) int {
 func (s *sim) addDelaySession(id uint64) {
 	s.mu.Lock()
 	s.h.DelaySessions = append(s.h.DelaySessions, id)
-	s.mu.Unlock()
-}
-
-func (s *sim) setValidTo(i int, v int64) {
-	s.mu.Lock()
-	s.h.Ops[i].ValidTo = v
 	s.mu.Unlock()
 }
 
@@ -279,6 +284,9 @@ func (s *sim) startCluster() {
 	}
 	s.h.Expect = s.class.expect(s)
 	s.h.Expect.ExactlyOnce = true // every in-process cluster runs this release
+	if s.cfg.SharedClients > 0 {
+		s.h.Primitives = primitives()
+	}
 }
 
 // startWorkload starts the workers and the sampler.
@@ -294,6 +302,13 @@ func (s *sim) startWorkload() {
 		go func() {
 			defer s.wg.Done()
 			s.worker(w)
+		}()
+	}
+	for w := range s.cfg.SharedClients {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.sharedWorker(s.cfg.Clients + w)
 		}()
 	}
 }
@@ -315,6 +330,7 @@ func (s *sim) finish() {
 	s.col.stopAll()
 	s.h.Final = s.reg.Final()
 	s.h.Log = s.col.events()
+	s.h.Resyncs = s.col.resyncList()
 	s.h.Disagreements = append(s.h.Disagreements, s.col.problems()...)
 	s.crossCheckDisk()
 }
@@ -326,9 +342,7 @@ func (s *sim) closeSessions() {
 	s.sessions = nil
 	s.mu.Unlock()
 	for _, sess := range sessions {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.TTL)
-		sess.Close(ctx)
-		cancel()
+		s.closeSession(sess, 2*s.cfg.TTL)
 	}
 }
 

@@ -77,46 +77,80 @@ func (s *sim) sessionOptions(id int) []lockapi.SessionOption {
 	return opts
 }
 
+// worker runs lock / fenced write / unlock cycles on the workload's locks
+// until the end of the workload.
 func (s *sim) worker(id int) {
+	locks := s.lockNames()
+	s.runWorker(id, func(w *workerState) { s.cycle(w, locks[w.rng.IntN(len(locks))]) })
+}
+
+// runWorker runs step for worker id, on a live session, until the end of
+// the workload; the session stays open (the end state is read while it
+// lives).
+func (s *sim) runWorker(id int, step func(w *workerState)) {
 	w := &workerState{id: id, home: id % s.cfg.Nodes, rng: seededRand(s.cfg.Seed, uint64(id)+1)}
 	defer func() {
-		// The session stays open: the end state is read while it lives.
 		if w.sess != nil {
 			s.mu.Lock()
 			s.sessions = append(s.sessions, w.sess)
 			s.mu.Unlock()
 		}
 	}()
-	locks := s.lockNames()
 	for time.Now().Before(s.end) {
-		s.freezePoint(w.home)
-		i, n := s.pick(w)
-		if n == nil {
-			time.Sleep(50 * time.Millisecond)
+		if !s.session(w) {
 			continue
 		}
-		if w.sess == nil || w.sess.Err() != nil || w.sess.Node() != n {
-			if w.sess != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL)
-				w.sess.Close(ctx)
-				cancel()
-				w.sess = nil
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.TTL)
-			sess, err := lockapi.NewSession(ctx, n, s.sessionOptions(id)...)
-			cancel()
-			if err != nil {
-				time.Sleep(time.Duration(w.rng.Int64N(int64(s.cfg.TTL / 4))))
-				continue
-			}
-			w.sess, w.node = sess, i
-			if s.cfg.LockDelay > 0 {
-				s.addDelaySession(uint64(sess.ID()))
-			}
-		}
-		s.cycle(w, locks[w.rng.IntN(len(locks))])
+		step(w)
 		time.Sleep(time.Duration(w.rng.Int64N(int64(s.cfg.TTL / 8))))
 	}
+}
+
+// session makes sure worker w has a live session on the node it should
+// use (opening a new one if needed); it reports false when there is none
+// for now (the worker waited a little and should try again).
+func (s *sim) session(w *workerState) bool {
+	s.freezePoint(w.home)
+	i, n := s.pick(w)
+	if n == nil {
+		time.Sleep(50 * time.Millisecond)
+		return false
+	}
+	if w.sess != nil && w.sess.Err() == nil && w.sess.Node() == n {
+		return true
+	}
+	if w.sess != nil {
+		s.closeSession(w.sess, s.cfg.TTL)
+		w.sess = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.TTL)
+	sess, err := lockapi.NewSession(ctx, n, s.sessionOptions(w.id)...)
+	cancel()
+	if err != nil {
+		time.Sleep(time.Duration(w.rng.Int64N(int64(s.cfg.TTL / 4))))
+		return false
+	}
+	w.sess, w.node = sess, i
+	if w.id < len(s.current) {
+		s.current[w.id].Store(sess)
+	}
+	if s.cfg.LockDelay > 0 {
+		s.addDelaySession(uint64(sess.ID()))
+	}
+	return true
+}
+
+// closeSession closes a client's session, within d. A session still
+// healthy is closed voluntarily (History.Closes: its locks are released
+// without its lock-delay); a lost one's close has expiry semantics.
+func (s *sim) closeSession(sess *lockapi.Session, d time.Duration) {
+	if sess.Err() == nil {
+		s.mu.Lock()
+		s.h.Closes = append(s.h.Closes, SessionClose{Session: uint64(sess.ID()), At: now()})
+		s.mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	sess.Close(ctx)
+	cancel()
 }
 
 func (s *sim) lockNames() []string {
@@ -132,7 +166,7 @@ func (s *sim) cycle(w *workerState, lock string) {
 	ttl := s.cfg.TTL
 	try := w.rng.Float64() < 0.25
 	nodeID := s.c.ID(w.node)
-	op := Op{Client: w.id, Node: nodeID, Kind: OpAcquire, Lock: lock}
+	op := Op{Client: w.id, Node: nodeID, Kind: OpAcquire, Lock: lock, Session: uint64(w.sess.ID())}
 	if try {
 		op.Kind = OpTryAcquire
 	}
@@ -153,40 +187,20 @@ func (s *sim) cycle(w *workerState, lock string) {
 		ctx = cctx
 		op.Deadline = 0
 	}
-	sessionEnded := watchSession(w.sess)
-	var lease *lockapi.Lease
-	var err error
-	if try {
-		lease, err = w.sess.TryLock(ctx, lock)
-	} else {
-		lease, err = w.sess.Lock(ctx, lock)
-	}
-	op.Return = now()
-	cancel()
-	op.SessionEnded = sessionEnded()
-	switch {
-	case err == nil:
-		op.Result, op.Token, op.Owner = Granted, uint64(lease.Token()), lease.Owner().String()
-	case errors.Is(err, lockapi.ErrLocked):
-		op.Result = Locked
-	default:
-		op.Result, op.Err, op.ErrKind = Fail, err.Error(), errKind(err)
-	}
-	idx := s.addOp(op)
+	lease, idx := s.acquire(w.sess, &op, func() (*lockapi.Lease, error) {
+		defer cancel()
+		if try {
+			return w.sess.TryLock(ctx, lock)
+		}
+		return w.sess.Lock(ctx, lock)
+	})
 	if lease == nil {
 		return
 	}
-	s.mu.Lock()
-	op.ID = s.h.Ops[idx].ID
-	s.mu.Unlock()
 
 	// The client's validity window closes when the lease is lost or
 	// released, whichever comes first.
-	lost := make(chan int64, 1)
-	go func() {
-		<-lease.Done()
-		lost <- now()
-	}()
+	lost := watchLease(lease)
 
 	s.holding[w.id].Store(int32(w.node))
 	time.Sleep(time.Duration(w.rng.Int64N(int64(ttl / 3)))) // think: a pause may hit here
@@ -202,11 +216,19 @@ func (s *sim) cycle(w *workerState, lock string) {
 		s.writes(w, op, lock, late)
 	}
 
-	rel := Op{Client: w.id, Node: nodeID, Kind: OpRelease, Lock: lock, Token: op.Token, Owner: op.Owner}
-	ctx, cancel = context.WithTimeout(context.Background(), 2*ttl)
+	s.release(w, op, idx, lease, lost)
+}
+
+// release unlocks the lease of the granted acquisition op (History.Ops
+// index idx), records the release and closes the grant's validity window:
+// at the release call, or where lost says the lease ended before it.
+func (s *sim) release(w *workerState, op Op, idx int, lease *lockapi.Lease, lost <-chan int64) {
+	ttl := s.cfg.TTL
+	rel := Op{Client: w.id, Node: op.Node, Kind: OpRelease, Lock: op.Lock, Token: op.Token, Owner: op.Owner, Session: op.Session, Shared: op.Shared, Permits: op.Permits}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*ttl)
 	rel.Invoke = now()
 	rel.Deadline = rel.Invoke + int64(2*ttl)
-	err = lease.Unlock(ctx)
+	err := lease.Unlock(ctx)
 	rel.Return = now()
 	cancel()
 	switch {
@@ -227,7 +249,37 @@ func (s *sim) cycle(w *workerState, lock string) {
 		s.givenUp = append(s.givenUp, GivenUp{Owner: op.Owner, Op: s.h.Ops[k].ID, Err: rel.Err})
 		s.mu.Unlock()
 	}
-	s.setValidTo(idx, min(<-lost, rel.Invoke))
+	at := <-lost
+	s.mu.Lock()
+	s.h.Ops[idx].ValidTo = min(at, rel.Invoke)
+	if at < rel.Invoke {
+		s.h.Ops[idx].Lost = at
+	}
+	s.mu.Unlock()
+}
+
+// acquire runs call, an acquisition of sess described by op (invoked
+// now), and records it: its outcome, and whether the session ended during
+// the call. It returns the lease (nil if none) and the op's index in
+// History.Ops; op gets its ID.
+func (s *sim) acquire(sess *lockapi.Session, op *Op, call func() (*lockapi.Lease, error)) (*lockapi.Lease, int) {
+	sessionEnded := watchSession(sess)
+	lease, err := call()
+	op.Return = now()
+	op.SessionEnded = sessionEnded()
+	switch {
+	case err == nil:
+		op.Result, op.Token, op.Owner = Granted, uint64(lease.Token()), lease.Owner().String()
+	case errors.Is(err, lockapi.ErrLocked):
+		op.Result = Locked
+	default:
+		op.Result, op.Err, op.ErrKind = Fail, err.Error(), errKind(err)
+	}
+	idx := s.addOp(*op)
+	s.mu.Lock()
+	op.ID = s.h.Ops[idx].ID
+	s.mu.Unlock()
+	return lease, idx
 }
 
 // watchSession notes when sess ends from now on; the returned function

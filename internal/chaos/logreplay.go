@@ -143,7 +143,7 @@ func (o *replayObserver) Applied(index uint64, events []fsm.Event) {
 func (o *replayObserver) Restored(uint64) {}
 
 func logEvent(e fsm.Event, seq int) LogEvent {
-	le := LogEvent{Index: e.Index, Seq: seq, Kind: e.Kind.String(), Lock: e.Lock, Session: uint64(e.Session), Token: uint64(e.Token), At: e.At}
+	le := LogEvent{Index: e.Index, Seq: seq, Kind: e.Kind.String(), Lock: e.Lock, Session: uint64(e.Session), Token: uint64(e.Token), At: e.At, Shared: e.Shared, Permits: e.Permits}
 	if !e.Owner.IsZero() {
 		le.Owner = e.Owner.String()
 	}

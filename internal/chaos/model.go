@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -46,6 +47,11 @@ const (
 	// lock-delay: until the next grant, "locked" answers are legal on a
 	// free lock.
 	mReleaseDelayed
+	// mRestore: a restore installed a backup (its commit window from the
+	// log): the lock's holder becomes the backup's (Token; 0 = free), in
+	// lock-delay if the backup's was (Delayed). Tokens granted before stay
+	// granted: the next grant still needs a higher one.
+	mRestore
 )
 
 type lockInput struct {
@@ -56,6 +62,8 @@ type lockInput struct {
 	// Prev (grants): the next lower token granted on this lock in the
 	// history; the grant steps only right after it (see chainGrants).
 	Prev uint64
+	// Delayed (mRestore): the backup's lock was in lock-delay.
+	Delayed bool
 }
 
 type lockState struct {
@@ -108,6 +116,8 @@ func lockModel() porcupine.Model {
 				return true, s
 			case mLocked:
 				return s.Holder != 0 || s.Delayed, s
+			case mRestore:
+				return true, lockState{Holder: in.Token, Last: s.Last, Delayed: in.Delayed}
 			}
 			return false, s
 		},
@@ -199,7 +209,12 @@ func (c *checker) checkLinearizable() {
 		}
 		ops = append(ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret})
 	}
+	locks := map[string]bool{} // the exclusive locks of the history
 	for _, op := range c.h.Ops {
+		if c.primitive(op.Lock) || !(op.Kind.acquires() || op.Kind == OpRelease || op.Kind == OpLeaseCheck) {
+			continue
+		}
+		locks[op.Lock] = true
 		switch {
 		case (op.Kind == OpAcquire || op.Kind == OpTryAcquire) && op.Result == Granted:
 			add(op.Client, lockInput{Lock: op.Lock, Kind: mGrant, Token: op.Token, Desc: fmt.Sprintf("c%d %s → token %d", op.Client, op.Kind, op.Token)}, op.Invoke, op.Return)
@@ -225,11 +240,36 @@ func (c *checker) checkLinearizable() {
 			}
 		}
 	}
+	for _, e := range c.log {
+		if e.Lock != "" && !c.primitive(e.Lock) {
+			locks[e.Lock] = true
+		}
+	}
+	restored := c.restoredReleases()
 	for k, e := range c.log {
-		if matched[k] != nil {
+		if matched[k] != nil || c.primitive(e.Lock) {
 			continue
 		}
 		switch e.Kind {
+		case EvRestored:
+			holder, delayed := map[string]uint64{}, map[string]bool{}
+			for _, r := range c.installAt[k].restoredHolds() {
+				if !r.Waiter && !r.Shared && r.Permits == 0 {
+					holder[r.Lock] = r.Token
+				}
+			}
+			if in := c.installAt[k]; in.backup != nil {
+				for _, l := range in.backup.Delayed {
+					delayed[l] = true
+				}
+			}
+			for l := range locks {
+				t := holder[l]
+				if t != 0 {
+					t = restoredHold(t)
+				}
+				add(lanes+3, lockInput{Lock: l, Kind: mRestore, Token: t, Delayed: delayed[l], Desc: fmt.Sprintf("log@%d restore: holder token %d", e.Index, holder[l])}, lo[k], hi[k])
+			}
 		case EvGranted:
 			c.r.GhostOps++
 			add(lanes, lockInput{Lock: e.Lock, Kind: mGrant, Token: e.Token, Desc: fmt.Sprintf("log@%d grant token %d (no client saw it)", e.Index, e.Token)}, lo[k], hi[k])
@@ -247,7 +287,11 @@ func (c *checker) checkLinearizable() {
 			if e.Delayed {
 				kind = mReleaseDelayed
 			}
-			add(lane, lockInput{Lock: e.Lock, Kind: kind, Token: e.Token, Desc: fmt.Sprintf("log@%d release token %d (%s)", e.Index, e.Token, e.Reason)}, call, hi[k])
+			token, what := e.Token, "release"
+			if restored[k] {
+				token, what = restoredHold(e.Token), "release of the restored hold"
+			}
+			add(lane, lockInput{Lock: e.Lock, Kind: kind, Token: token, Desc: fmt.Sprintf("log@%d %s token %d (%s)", e.Index, what, e.Token, e.Reason)}, call, hi[k])
 		}
 	}
 	ops = chainGrants(ops)
@@ -267,6 +311,37 @@ func (c *checker) checkLinearizable() {
 }
 
 const math64Min = -1 << 63
+
+// restoredHold is the model's name of a hold a restore brought back with
+// token t: another grant than t's own (another session holds it; a
+// release of t's own grant finds it no longer held). Tokens stay far
+// below 2^62.
+func restoredHold(t uint64) uint64 { return t | 1<<62 }
+
+// restoredReleases returns the positions of the log's releases of holds a
+// restore brought back: the first release of a token after an install
+// that restored it.
+func (c *checker) restoredReleases() map[int]bool {
+	out := map[int]bool{}
+	live := map[uint64]bool{}
+	for k, e := range c.log {
+		switch e.Kind {
+		case EvRestored:
+			clear(live)
+			for _, r := range c.installAt[k].restoredHolds() {
+				if !r.Waiter {
+					live[r.Token] = true
+				}
+			}
+		case EvReleased:
+			if live[e.Token] {
+				out[k] = true
+				delete(live, e.Token)
+			}
+		}
+	}
+	return out
+}
 
 // unknownRelease returns a client's release of the token whose outcome it
 // never learnt, if any.
@@ -354,6 +429,8 @@ func (r *Report) FirstIllegalPrefix(lock string, start int64, context int) strin
 // (try-acquires answered "locked", releases answered "not holder" or
 // acknowledged after an expiry) that fit no state of the lock in the log's
 // order within their real-time window: a diagnosis of an Illegal result.
+// Locks a restore reset are left out (the log's order of tokens is not
+// the order of their states there).
 func (r *Report) Unplaceable(h *History) []string {
 	// Transitions per lock in log order, with their commit windows.
 	type seg struct {
@@ -368,6 +445,9 @@ func (r *Report) Unplaceable(h *History) []string {
 		byLock[in.Lock] = append(byLock[in.Lock], op)
 	}
 	for l, ops := range byLock {
+		if slices.ContainsFunc(ops, func(op porcupine.Operation) bool { return op.Input.(lockInput).Kind == mRestore }) {
+			continue
+		}
 		var trans []porcupine.Operation
 		for _, op := range ops {
 			if k := op.Input.(lockInput).Kind; k == mGrant || k == mRelease || k == mReleaseDelayed {
@@ -397,7 +477,7 @@ func (r *Report) Unplaceable(h *History) []string {
 		segs[l] = append(segs[l], seg{holder, from, infinity})
 		for _, op := range ops {
 			in := op.Input.(lockInput)
-			if in.Kind == mGrant || in.Kind == mRelease || in.Kind == mReleaseDelayed {
+			if in.Kind == mGrant || in.Kind == mRelease || in.Kind == mReleaseDelayed || in.Kind == mRestore {
 				continue
 			}
 			ok := false
