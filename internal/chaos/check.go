@@ -98,6 +98,12 @@ type Stats struct {
 	// restores' installs in the log.
 	OperatorActions   int `json:"operator_actions,omitempty"`
 	RestoresInstalled int `json:"restores_installed,omitempty"`
+	// RefusedAfterEffect: revocations answered "not held" and ends of
+	// sessions answered "no such session" whose grant or session the log
+	// shows ended by a revocation or close committed during the call —
+	// the call's own first attempt, its reply lost and the call sent
+	// again (it took effect once; the answer says nothing changed).
+	RefusedAfterEffect int `json:"operator_refused_after_effect,omitempty"`
 }
 
 // Report is the outcome of checking one history.

@@ -126,10 +126,15 @@ func (c *checker) checkOperator() {
 				c.fail(CheckOperatorOnce, op.Lock, "the revocation of token %d succeeded (op %d through %s, %s), but the log never revokes it", op.Token, op.ID, op.Node, op.Via)
 			case n == 1 && op.Result == ActNotProposed:
 				c.fail(CheckOperatorOnce, op.Lock, "the revocation of token %d was not proposed (op %d through %s, %s: %s), but the log revokes it at index %d", op.Token, op.ID, op.Node, op.Via, op.Err, revoked[op.Token][0].Index)
+			case n == 1 && op.Result == ActRefused && c.during(revoked[op.Token][0], op):
+				c.r.RefusedAfterEffect++
 			}
 		case ActEndSession:
 			if op.Result == ActOK && len(closed[op.Session]) == 0 {
 				c.fail(CheckOperatorOnce, "", "ending session %d succeeded (op %d through %s, %s), but the log never closes it", op.Session, op.ID, op.Node, op.Via)
+			}
+			if op.Result == ActRefused && len(closed[op.Session]) > 0 && c.during(closed[op.Session][0], op) {
+				c.r.RefusedAfterEffect++
 			}
 		}
 	}
@@ -138,6 +143,13 @@ func (c *checker) checkOperator() {
 			c.fail(CheckOperatorOnce, es[0].Lock, "token %d revoked at index %d, which no operator revoked", t, es[0].Index)
 		}
 	}
+}
+
+// during reports whether log event e was decided while operator call op
+// ran.
+func (c *checker) during(e LogEvent, op *OperatorOp) bool {
+	t := c.decided(e)
+	return t >= op.Invoke && t <= op.Return
 }
 
 // checkRestoreCall checks the installs attributed to one restore call.

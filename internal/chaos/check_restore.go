@@ -36,44 +36,38 @@ type restoreInstall struct {
 }
 
 // restoreMarkers returns a restored event for every resync of a leading
-// replica that no restored event of the log explains (one observed
-// within a TTL of it, at or below its index) and that another replica
-// followed: it installed the leader's snapshot at that index (or a few
-// above: its resync may be seen once it applied an entry or two more).
-// A user restore no other replica followed was installed on its leader
-// alone — a state no quorum committed —, which replicas-agree reports.
+// replica that no restored event it applied explains (Resync.
+// RestoredEvent) and that another replica followed, then or later: it
+// installed the leader's snapshot. The indexes are those read when each
+// resync was received, at or a few entries above the install's (which is
+// taken as the lowest of them). A user restore no other replica followed
+// was installed on its leader alone — a state no quorum committed —,
+// which replicas-agree reports.
 func (c *checker) restoreMarkers() []LogEvent {
 	var out []LogEvent
 	for _, r := range c.h.Resyncs {
-		if !r.Leading {
+		if !r.Leading || r.RestoredEvent {
 			continue
 		}
-		explained := false
-		for _, e := range c.h.Log {
-			if e.Kind == EvRestored && e.Index <= r.Index && abs64(c.seen(e)-r.At) <= c.h.TTL {
-				explained = true
-				break
-			}
-		}
-		if explained {
-			continue
-		}
-		followed := false
+		index, followed := r.Index, false
 		for _, o := range c.h.Resyncs {
-			followed = followed || (o.Node != r.Node && o.Index >= r.Index && o.Index <= r.Index+userRestoreGap)
+			if o.Node != r.Node && !o.Leading && o.At >= r.At && o.Index+userRestoreGap >= r.Index && o.Index <= r.Index+userRestoreGap {
+				index, followed = min(index, o.Index), true
+			}
 		}
 		if !followed {
 			c.fail(CheckReplicasAgree, "", "%s installed a restore at index %d alone (its state machine was replaced while it led, t=%d, and no other replica followed): a lock table no quorum committed", r.Node, r.Index, r.At)
 			continue
 		}
-		out = append(out, LogEvent{Index: r.Index, Seq: -1, Kind: EvRestored, Reason: "leader-resync " + r.Node, At: r.At, Observed: r.At})
+		out = append(out, LogEvent{Index: index, Seq: -1, Kind: EvRestored, Reason: "leader-resync " + r.Node, At: r.At, Observed: r.At})
 	}
 	return out
 }
 
-// userRestoreGap is how far above a user restore's index a replica that
-// installed it may have applied when its resync is seen.
-const userRestoreGap = 8
+// userRestoreGap is how far apart the indexes read at the resyncs of one
+// user restore may be (each replica may have applied an entry or a few
+// more when its resync was received).
+const userRestoreGap = 16
 
 // seen is when a log event was first seen applied, or its leader time.
 func (c *checker) seen(e LogEvent) int64 {

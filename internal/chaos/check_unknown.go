@@ -1,39 +1,36 @@
 package chaos
 
-import "sort"
+import "slices"
 
 // Acquisitions nobody knows are released (issue 45 item 5): an
 // acquisition the log granted or queued whose owner no client ever
 // learnt (its call failed, its answer was lost) must end — released,
-// dequeued, its session ended, a restore — within unknownBound of the
-// moment its session's library could know of it: when the session's
-// replica installed a snapshot that covers it (a resync: the library must
-// then release whatever of the session it does not know, every kind of
-// grant and wait — read grants and semaphore permits too), or else the
-// first moment after its grant from which no fault is active for that
-// long (the replica applied it; the library releases a grant it does not
-// wait for). One that survives stays for the session's life (the
-// ghost-holder check sees it at the end when that lasts).
+// dequeued, its session ended, a restore — soon after its session's
+// library can know of it:
+//
+//   - within a TTL once its session's replica installed a snapshot
+//     covering it (a resync: the library must then release whatever of
+//     the session it does not know, every kind of grant and wait — read
+//     grants and semaphore permits too), counted from the first moment
+//     after that from which nothing cuts that replica off for a TTL;
+//   - or within 3 × the longest session TTL of the first moment after its
+//     grant from which no fault is active for that long (the replica
+//     applied it, and the library releases a grant it does not wait for;
+//     a session whose replica stopped has expired by then).
+//
+// One that survives stays for the session's life (the ghost-holder check
+// sees it at the end when that lasts).
 
 // CheckUnknownHeld is the check's name.
-const CheckUnknownHeld = "unknown-held" // an acquisition whose owner nobody knows ends once the cluster is whole
+const CheckUnknownHeld = "unknown-held" // an acquisition whose owner nobody knows ends once its session's replica can know
 
-// unknownBound is how long after the cluster is whole an unknown
-// acquisition may last: three of the longest session TTL (a session on a
-// replica that stopped expires by then).
-func (c *checker) unknownBound() int64 {
-	return 3 * max(c.h.TTL, c.h.MaxTTL)
-}
-
-// wholeFrom returns the first moment at or after t from which no fault is
-// active for d.
-func (c *checker) wholeFrom(t, d int64) int64 {
-	fs := append([]FaultEvent(nil), c.h.Nemesis...)
-	sort.Slice(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+// freeFrom returns the first moment at or after t from which none of the
+// faults that block matches is active for d.
+func (c *checker) freeFrom(t, d int64, blocks func(f FaultEvent) bool) int64 {
 	for moved := true; moved; {
 		moved = false
-		for _, f := range fs {
-			if f.Start < t+d && f.End > t { // active within [t, t+d)
+		for _, f := range c.h.Nemesis {
+			if blocks(f) && f.Start < t+d && f.End > t { // active within [t, t+d)
 				t, moved = f.End, true
 			}
 		}
@@ -41,31 +38,28 @@ func (c *checker) wholeFrom(t, d int64) int64 {
 	return t
 }
 
+// cutsOff reports whether fault f keeps replica node from committing: it
+// is cut off, paused or down, or no quorum exists.
+func cutsOff(f FaultEvent, node string) bool {
+	switch {
+	case f.Kind == "quorum-loss", slices.Contains(f.Cut, node):
+		return true
+	case f.Target == node:
+		return f.Kind == "crash-restart" || f.Kind == "pause" || f.Kind == "sigstop"
+	}
+	return false
+}
+
 func (c *checker) checkUnknown() {
 	if c.h.TTL == 0 || !c.h.Expect.ExactlyOnce {
 		return
 	}
 	known := map[string]bool{}
+	nodeOf := map[uint64]string{} // session → the replica its client uses
 	for _, op := range c.h.Ops {
 		if op.Owner != "" && op.Result == Granted {
 			known[op.Owner] = true
 		}
-	}
-	type acq struct{ lock, owner string }
-	bound := c.unknownBound()
-	var restores []int64
-	for _, in := range c.installs {
-		restores = append(restores, c.decided(c.log[in.pos]))
-	}
-	ends := map[acq][]int64{}
-	for _, e := range c.log {
-		if (e.Kind == EvReleased || e.Kind == EvDequeued) && e.Owner != "" {
-			k := acq{e.Lock, e.Owner}
-			ends[k] = append(ends[k], c.decided(e))
-		}
-	}
-	nodeOf := map[uint64]string{} // session → the replica its client uses
-	for _, op := range c.h.Ops {
 		if op.Session != 0 {
 			nodeOf[op.Session] = op.Node
 		}
@@ -85,6 +79,20 @@ func (c *checker) checkUnknown() {
 		}
 		return first
 	}
+	type acq struct{ lock, owner string }
+	var ends []int64 // restores end every acquisition
+	for _, in := range c.installs {
+		ends = append(ends, c.decided(c.log[in.pos]))
+	}
+	endsOf := map[acq][]int64{}
+	for _, e := range c.log {
+		if (e.Kind == EvReleased || e.Kind == EvDequeued) && e.Owner != "" {
+			k := acq{e.Lock, e.Owner}
+			endsOf[k] = append(endsOf[k], c.decided(e))
+		}
+	}
+	whole := 3 * max(c.h.TTL, c.h.MaxTTL)
+	every := func(FaultEvent) bool { return true }
 	checked := map[acq]bool{}
 	for _, e := range c.log {
 		if (e.Kind != EvGranted && e.Kind != EvQueued) || e.Owner == "" || known[e.Owner] {
@@ -99,23 +107,19 @@ func (c *checker) checkUnknown() {
 		if at == infinity {
 			continue
 		}
-		from := c.wholeFrom(at, bound)
+		deadline := c.freeFrom(at, whole, every) + whole
 		after := "the cluster was whole again"
-		if r := resynced(e.Session, e.Index); r != 0 && r < from {
-			from, after = r, "its replica "+nodeOf[e.Session]+" installed a snapshot covering it"
-		}
-		if from+bound > c.h.End {
-			continue // the end state's ghost check judges it
-		}
-		deadline := from + bound
-		ended := false
-		for _, t := range append(ends[k], restores...) {
-			if t >= at && t <= deadline {
-				ended = true
-				break
+		bound := whole
+		if r := resynced(e.Session, e.Index); r != 0 {
+			n := nodeOf[e.Session]
+			if d := c.freeFrom(r, c.h.TTL, func(f FaultEvent) bool { return cutsOff(f, n) }) + c.h.TTL; d < deadline {
+				deadline, bound, after = d, c.h.TTL, "its replica "+n+" installed a snapshot covering it (and was not cut off)"
 			}
 		}
-		if !ended {
+		if deadline > c.h.End {
+			continue // the end state's ghost check judges it
+		}
+		if !slices.ContainsFunc(append(endsOf[k], ends...), func(t int64) bool { return t >= at && t <= deadline }) {
 			what := "held"
 			if e.Kind == EvQueued {
 				what = "queued"

@@ -60,7 +60,7 @@ func init() {
 		},
 		nemesis: operatorNemesis,
 	})
-	ciDuration["operator"] = 30 * time.Second
+	ciDuration["operator"] = 20 * time.Second
 }
 
 // keeperTTL is the TTL of the keepers' sessions (lostAnswer): long enough
@@ -186,7 +186,7 @@ func (s *sim) deliver(kind, mode string, call func(i int, via string) error, pro
 		s.c.Heal()
 		done()
 	case "leader-crashed":
-		done := s.fault("operator-leader-crashed", kind+" on "+s.c.ID(f)+", "+s.c.ID(l)+" crashed")
+		done := s.faultCut("operator-leader-crashed", kind+" on "+s.c.ID(f)+", "+s.c.ID(l)+" crashed", []int{l})
 		s.crash(l)
 		call(f, mode)
 		if !s.gone(l) {

@@ -72,6 +72,10 @@ type Resync struct {
 	At      int64  `json:"at"`
 	Index   uint64 `json:"index"`
 	Leading bool   `json:"leading,omitempty"`
+	// RestoredEvent: the replica applied a restored event at that
+	// instant — the resync follows a restore of the log (cluster version
+	// 4), applied then or applied again after a restart.
+	RestoredEvent bool `json:"restored_event,omitempty"`
 }
 
 // CatchUp is one no-wedged-replica probe: once an episode healed, every

@@ -26,6 +26,8 @@ type collector struct {
 	// installs counts what looks like a restore's install: a restored
 	// event seen first, a resync while leading.
 	installs int
+	// restoredAt: per node, when it applied a restored event.
+	restoredAt map[string][]int64
 	subs     map[*node.Node]*watcher
 	wg       sync.WaitGroup
 }
@@ -42,6 +44,12 @@ func newCollector(s *sim) *collector {
 func (c *collector) record(nodeID string, le LogEvent, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if le.Kind == EvRestored {
+		if c.restoredAt == nil {
+			c.restoredAt = map[string][]int64{}
+		}
+		c.restoredAt[nodeID] = append(c.restoredAt[nodeID], at)
+	}
 	k := [2]uint64{le.Index, uint64(le.Seq)}
 	prev, ok := c.evs[k]
 	if !ok {
@@ -183,11 +191,19 @@ func (c *collector) events() []LogEvent {
 	return out
 }
 
-// resyncList returns the Resyncs received so far.
+// resyncList returns the Resyncs received so far, each marked when its
+// replica applied a restored event at that instant (the node resyncs its
+// subscriptions on one: the event and the signal come together).
 func (c *collector) resyncList() []Resync {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Resync(nil), c.resyncs...)
+	out := append([]Resync(nil), c.resyncs...)
+	for i, r := range out {
+		for _, at := range c.restoredAt[r.Node] {
+			out[i].RestoredEvent = out[i].RestoredEvent || abs64(at-r.At) <= int64(time.Millisecond)
+		}
+	}
+	return out
 }
 
 func (c *collector) problems() []string {

@@ -110,10 +110,30 @@ func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule st
 			sum.Add(h, r, artifacts)
 		}
 		schedule += Schedule(h)
-		t.Logf("%s%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, %d probes (resume %d ms), faults %v, porcupine %s in %d ms; %v real time",
-			cfg, clusterSuffix(h), r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, r.Probes, r.ResumeMillis, h.Faults, r.Porcupine, r.PorcupineMillis, time.Since(runStart).Round(time.Millisecond))
+		t.Logf("%s%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, %d probes (resume %d ms), faults %v, %s porcupine %s in %d ms; %v real time",
+			cfg, clusterSuffix(h), r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, r.Probes, r.ResumeMillis, h.Faults, operatorFigures(h, r), r.Porcupine, r.PorcupineMillis, time.Since(runStart).Round(time.Millisecond))
 	}
 	return ok, schedule
+}
+
+// operatorFigures describes a run's operator actions ("" without any):
+// how many of each kind and outcome, and the restores installed.
+func operatorFigures(h *History, r *Report) string {
+	if len(h.Operator) == 0 {
+		return ""
+	}
+	n := map[string]int{}
+	for _, op := range h.Operator {
+		kind := op.Kind
+		switch {
+		case op.Kind == ActRevoke && op.Permits > 0:
+			kind += "(permits)"
+		case op.Kind == ActRevoke && op.Shared:
+			kind += "(read)"
+		}
+		n[kind+" "+op.Result]++
+	}
+	return fmt.Sprintf("operator actions %d %v (restores installed %d),", len(h.Operator), n, r.RestoresInstalled)
 }
 
 func clusterSuffix(h *History) string {

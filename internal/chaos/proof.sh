@@ -7,13 +7,15 @@
 #   bash internal/chaos/proof.sh --overlay <commit> <class> <seed> [repeats]
 #
 # <class> is an in-process class (mixed, amnesia, clock, clusters, disk,
-# flow, formation, membership, restart) or proc:<class> for a multi-process
-# class (proc:mixed, proc:network, proc:disk, proc:restart, proc:upgrade;
-# needs root for namespaces and tmpfs). With repeats > 1 the seed runs that
-# many times and the script reports how often the verdict repeated.
+# flow, formation, membership, operator, restart) or proc:<class> for a
+# multi-process class (proc:mixed, proc:network, proc:disk, proc:restart,
+# proc:upgrade; needs root for namespaces and tmpfs). With repeats > 1 the
+# seed runs that many times and the script reports how often the verdict
+# repeated.
 # --overlay copies this tree's harness (internal/chaos, internal/memnet,
-# internal/cluster) over the worktree first: to run today's harness against
-# older library code (it must still compile against that code's API).
+# internal/clustertest) over the worktree first: to run today's harness
+# against older library code (it must still compile against that code's
+# API) — for a class added after the bug it is there to catch.
 #
 # Exit status: 0 when every repeat passed, 1 when a checker failed, 2 on a
 # usage or setup error.
@@ -24,7 +26,7 @@ export PATH="/usr/local/go/bin:${PATH}"
 overlay=0
 if [ "${1:-}" = "--overlay" ]; then overlay=1; shift; fi
 if [ $# -lt 3 ]; then
-	sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 fi
 commit="$1" class="$2" seed="$3" repeats="${4:-1}"
@@ -38,10 +40,11 @@ cleanup() {
 trap cleanup EXIT INT TERM
 git -C "$here" worktree add --detach "$wt" "$commit" >/dev/null 2>&1 || { echo "proof: cannot check out $commit"; exit 2; }
 if [ $overlay = 1 ]; then
-	for d in internal/chaos internal/memnet internal/cluster; do
+	for d in internal/chaos internal/memnet internal/clustertest; do
 		rm -rf "${wt:?}/$d"
 		cp -r "$here/$d" "$wt/$d"
 	done
+	rm -rf "$wt/internal/chaos/results"
 fi
 rev="$(git -C "$wt" rev-parse --short HEAD)"
 cd "$wt"

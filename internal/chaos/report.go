@@ -58,7 +58,9 @@ type ClassFigures struct {
 	Passed     int `json:"passed"`
 	Ops        int `json:"client_ops"`
 	Faults     int `json:"faults"`
-	Violations int `json:"violations"`
+	// OperatorActions: the operator's calls (the operator class).
+	OperatorActions int `json:"operator_actions,omitempty"`
+	Violations      int `json:"violations"`
 	AckLost    int `json:"acknowledged_lost"`
 	Probes     int `json:"probes"`
 	// ResumeMaxMillis: the longest time to a grant after the last fault
@@ -103,6 +105,9 @@ func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
 	t.UnlockAfterExpiry += x.UnlockAfterExpiry
 	t.Digests += x.Digests
 	t.PorcupineMillis += x.PorcupineMillis
+	t.OperatorActions += x.OperatorActions
+	t.RestoresInstalled += x.RestoresInstalled
+	t.RefusedAfterEffect += x.RefusedAfterEffect
 	for k, v := range h.Faults {
 		s.Faults[k] += v
 	}
@@ -138,6 +143,7 @@ func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
 		f.Faults += v
 	}
 	f.Violations += len(r.Violations)
+	f.OperatorActions += x.OperatorActions
 	f.AckLost += x.AckLost
 	f.Probes += x.Probes
 	f.ResumeMaxMillis = max(f.ResumeMaxMillis, x.ResumeMillis)
@@ -162,14 +168,14 @@ func (s *Summary) ClassTable() string {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %s: fault class | runs passed | operations | faults | violations | acknowledged lost | probes | resume after heal (max) | failed seeds |\n|---|---|---|---|---|---|---|---|---|\n", s.Layer)
+	fmt.Fprintf(&b, "| %s: fault class | runs passed | operations | faults | operator actions | violations | acknowledged lost | probes | resume after heal (max) | failed seeds |\n|---|---|---|---|---|---|---|---|---|---|\n", s.Layer)
 	for _, n := range names {
 		f := s.ByClass[n]
 		failed := strings.Join(f.Failed, " ")
 		if len(f.Failed) > 12 {
 			failed = strings.Join(f.Failed[:12], " ") + fmt.Sprintf(" … (%d)", len(f.Failed))
 		}
-		fmt.Fprintf(&b, "| %s | %d/%d | %d | %d | %d | %d | %d | %d ms | %s |\n", n, f.Passed, f.Runs, f.Ops, f.Faults, f.Violations, f.AckLost, f.Probes, f.ResumeMaxMillis, failed)
+		fmt.Fprintf(&b, "| %s | %d/%d | %d | %d | %d | %d | %d | %d | %d ms | %s |\n", n, f.Passed, f.Runs, f.Ops, f.Faults, f.OperatorActions, f.Violations, f.AckLost, f.Probes, f.ResumeMaxMillis, failed)
 	}
 	return b.String()
 }
@@ -210,6 +216,10 @@ func (s *Summary) Table() string {
 	row("writes after the writer's window closed", fmt.Sprint(t.LateWrites))
 	row("releases after the lease had ended (release races)", fmt.Sprint(t.LateReleases))
 	row("unfenced overlaps (late write once a newer holder was granted)", fmt.Sprint(t.UnfencedOverlaps))
+	if t.OperatorActions > 0 {
+		row("operator actions (restores installed)", fmt.Sprintf("%d (%d)", t.OperatorActions, t.RestoresInstalled))
+		row("revocations / ends of sessions answered \"not held\" / \"no such session\" after their own first attempt took effect", fmt.Sprint(t.RefusedAfterEffect))
+	}
 	row("violations (must be 0)", fmt.Sprint(s.Violations))
 	if len(s.KnownIssues) > 0 {
 		row("known library bugs observed (tracked, not counted above)", fmt.Sprint(s.KnownIssues))
