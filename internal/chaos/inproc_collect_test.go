@@ -28,8 +28,8 @@ type collector struct {
 	installs int
 	// restoredAt: per node, when it applied a restored event.
 	restoredAt map[string][]int64
-	subs     map[*node.Node]*watcher
-	wg       sync.WaitGroup
+	subs       map[*node.Node]*watcher
+	wg         sync.WaitGroup
 }
 
 type watcher struct {

@@ -54,15 +54,15 @@ type Summary struct {
 
 // ClassFigures are one fault class's figures over its runs.
 type ClassFigures struct {
-	Runs       int `json:"runs"`
-	Passed     int `json:"passed"`
-	Ops        int `json:"client_ops"`
-	Faults     int `json:"faults"`
+	Runs   int `json:"runs"`
+	Passed int `json:"passed"`
+	Ops    int `json:"client_ops"`
+	Faults int `json:"faults"`
 	// OperatorActions: the operator's calls (the operator class).
 	OperatorActions int `json:"operator_actions,omitempty"`
 	Violations      int `json:"violations"`
-	AckLost    int `json:"acknowledged_lost"`
-	Probes     int `json:"probes"`
+	AckLost         int `json:"acknowledged_lost"`
+	Probes          int `json:"probes"`
 	// ResumeMaxMillis: the longest time to a grant after the last fault
 	// healed, over the class's runs.
 	ResumeMaxMillis int `json:"resume_max_ms"`
