@@ -6,17 +6,20 @@ import "slices"
 // acquisition the log granted or queued whose owner no client ever
 // learnt (its call failed, its answer was lost) must end — released,
 // dequeued, its session ended, a restore — soon after its session's
-// library can know of it:
+// library can know that nobody waits for it (at the event, or when the
+// call that waited for it returned without it):
 //
-//   - within a TTL once its session's replica installed a snapshot
+//   - within 2.5 TTLs once its session's replica installed a snapshot
 //     covering it (a resync: the library must then release whatever of
 //     the session it does not know, every kind of grant and wait — read
-//     grants and semaphore permits too), counted from the first moment
-//     after that from which nothing cuts that replica off for a TTL;
-//   - or within 3 × the longest session TTL of the first moment after its
-//     grant from which no fault is active for that long (the replica
-//     applied it, and the library releases a grant it does not wait for;
-//     a session whose replica stopped has expired by then).
+//     grants and semaphore permits too; a session whose library is gone,
+//     its replica restarted, has expired by then, a takeover's grace
+//     included), counted from the first moment after that from which
+//     nothing cuts that replica off for as long;
+//   - or within 3 TTLs of the first moment after it from which no fault
+//     is active for that long (the replica applied it, and the library
+//     releases a grant it does not wait for; a session whose replica
+//     stopped has expired by then).
 //
 // One that survives stays for the session's life (the ghost-holder check
 // sees it at the end when that lasts).
@@ -51,18 +54,35 @@ func cutsOff(f FaultEvent, node string) bool {
 }
 
 func (c *checker) checkUnknown() {
-	if c.h.TTL == 0 || !c.h.Expect.ExactlyOnce {
-		return
+	if c.h.TTL == 0 || !c.h.Expect.ExactlyOnce || c.h.Layer == "multi-process" {
+		return // the multi-process layer's HTTP clients never learn owner ids
 	}
 	known := map[string]bool{}
 	nodeOf := map[uint64]string{} // session → the replica its client uses
-	for _, op := range c.h.Ops {
+	calls := map[uint64][]*Op{}   // session → its acquisitions
+	for i := range c.h.Ops {
+		op := &c.h.Ops[i]
 		if op.Owner != "" && op.Result == Granted {
 			known[op.Owner] = true
 		}
 		if op.Session != 0 {
 			nodeOf[op.Session] = op.Node
+			if op.Kind.acquires() {
+				calls[op.Session] = append(calls[op.Session], op)
+			}
 		}
+	}
+	// unknownFrom is when the client stopped knowing the acquisition of
+	// event e: when the call that was waiting for it (same session and
+	// lock, in flight then) returned without it, else at e.
+	unknownFrom := func(e LogEvent) int64 {
+		from := c.decided(e)
+		for _, op := range calls[e.Session] {
+			if op.Lock == e.Lock && op.Invoke <= c.seen(e) && op.Return >= c.decided(e) {
+				from = max(from, op.Return)
+			}
+		}
+		return from
 	}
 	// resynced returns when the session's replica first installed a
 	// snapshot covering index (0: never).
@@ -91,7 +111,7 @@ func (c *checker) checkUnknown() {
 			endsOf[k] = append(endsOf[k], c.decided(e))
 		}
 	}
-	whole := 3 * max(c.h.TTL, c.h.MaxTTL)
+	whole, resync := 3*c.h.TTL, 2*c.h.TTL+c.h.TTL/2
 	every := func(FaultEvent) bool { return true }
 	checked := map[acq]bool{}
 	for _, e := range c.log {
@@ -107,13 +127,14 @@ func (c *checker) checkUnknown() {
 		if at == infinity {
 			continue
 		}
-		deadline := c.freeFrom(at, whole, every) + whole
+		from := unknownFrom(e)
+		deadline := c.freeFrom(from, whole, every) + whole
 		after := "the cluster was whole again"
 		bound := whole
 		if r := resynced(e.Session, e.Index); r != 0 {
 			n := nodeOf[e.Session]
-			if d := c.freeFrom(r, c.h.TTL, func(f FaultEvent) bool { return cutsOff(f, n) }) + c.h.TTL; d < deadline {
-				deadline, bound, after = d, c.h.TTL, "its replica "+n+" installed a snapshot covering it (and was not cut off)"
+			if d := c.freeFrom(max(r, from), resync, func(f FaultEvent) bool { return cutsOff(f, n) }) + resync; d < deadline {
+				deadline, bound, after = d, resync, "its replica "+n+" installed a snapshot covering it (and was not cut off)"
 			}
 		}
 		if deadline > c.h.End {

@@ -54,18 +54,10 @@ func init() {
 				c.TrailingLogs = 16
 			}
 		},
-		expect: func(s *sim) Expect {
-			s.h.MaxTTL = int64(keeperTTL(s))
-			return Expect{Members: s.members()}
-		},
 		nemesis: operatorNemesis,
 	})
 	ciDuration["operator"] = 20 * time.Second
 }
-
-// keeperTTL is the TTL of the keepers' sessions (lostAnswer): long enough
-// to outlive the cut of their node.
-func keeperTTL(s *sim) time.Duration { return 2 * s.cfg.TTL }
 
 func operatorNemesis(s *sim) {
 	if s.sleepUntilEnd(s.cfg.TTL) {
@@ -346,7 +338,7 @@ func (s *sim) lapse() {
 }
 
 // keeper returns the operator's long-lived session on node i (opened on
-// first use; its TTL outlives a cut of its node), or nil.
+// first use), or nil.
 func (s *sim) keeper(i int) *lockapi.Session {
 	n := s.c.Nodes[i]
 	if n == nil {
@@ -357,7 +349,7 @@ func (s *sim) keeper(i int) *lockapi.Session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.TTL)
 	defer cancel()
-	k, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(keeperTTL(s)), lockapi.WithOwner(fmt.Sprintf("keeper-%d", i)))
+	k, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(s.cfg.TTL), lockapi.WithOwner(fmt.Sprintf("keeper-%d", i)))
 	if err != nil {
 		return nil
 	}
@@ -397,9 +389,12 @@ func (s *sim) lostAnswer() {
 	if !read {
 		op.Kind, op.Lock, op.Shared, op.Permits = OpTrySemAcquire, semName, false, 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL/2)
+	// The cut lasts about this long (the burst and the snapshot take a few
+	// milliseconds): the keeper's session outlives it.
+	try := s.cfg.TTL / 4
+	ctx, cancel := context.WithTimeout(context.Background(), try)
 	op.Invoke = now()
-	op.Deadline = op.Invoke + int64(s.cfg.TTL/2)
+	op.Deadline = op.Invoke + int64(try)
 	lease, idx := s.acquire(k, &op, func() (*lockapi.Lease, error) {
 		defer cancel()
 		if read {

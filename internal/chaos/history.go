@@ -293,9 +293,6 @@ type History struct {
 	// HarnessErrors are problems of the harness itself (the run proves
 	// nothing then): they fail the run like a violation.
 	HarnessErrors []string `json:"harness_errors,omitempty"`
-	// MaxTTL is the longest TTL of the run's sessions when some are longer
-	// than TTL (the operator's keepers); 0: TTL.
-	MaxTTL int64 `json:"max_ttl_ns,omitempty"`
 	// Primitives are the names the workload takes shared grants of: a
 	// read-write lock (limit 0) or a semaphore (its limit). The checks of
 	// exclusive locks leave them to the primitives' checks.

@@ -136,9 +136,8 @@ func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan s
 }
 
 // resynced records a Resync of node n's subscription: its applied index
-// and whether it leads, read now (History.Resyncs). The collector
-// receives it at the fake instant the state was replaced: nothing that
-// takes time (a commit round) runs in between.
+// and whether it leads, read now (History.Resyncs) — at the index whose
+// state replaced the old one, or an entry or a few above it.
 func (c *collector) resynced(nodeID string, n *node.Node) {
 	r := Resync{Node: nodeID, At: now(), Index: n.AppliedIndex(), Leading: n.IsLeader()}
 	c.mu.Lock()
