@@ -179,6 +179,16 @@ func TestCheckRevokeEndsOneGrant(t *testing.T) {
 	requireViolation(t, checked(t, notProposed), CheckOperatorOnce)
 }
 
+// An operator call that returns more than a TTL after its deadline.
+func TestCheckOperatorCallsAreBounded(t *testing.T) {
+	b := clean()
+	b.h.TTL = 200 * ms
+	b.h.Operator = []OperatorOp{{Kind: ActSnapshot, Node: "n1", Invoke: 0, Deadline: 100 * ms, Return: 350 * ms, Result: ActUnknown, Backup: -1}}
+	requireViolation(t, checked(t, b), CheckBoundedCall)
+	b.h.Operator[0].Return = 250 * ms
+	requireClean(t, checked(t, b))
+}
+
 // A replica that never reaches the leader's applied index after a heal.
 func TestCheckWedgedReplica(t *testing.T) {
 	b := clean()
