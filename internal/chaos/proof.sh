@@ -15,7 +15,8 @@
 # --overlay copies this tree's harness (internal/chaos, internal/memnet,
 # internal/clustertest) over the worktree first: to run today's harness
 # against older library code (it must still compile against that code's
-# API) — for a class added after the bug it is there to catch.
+# API; before paged listings the harness reads the table in one call) —
+# for a class added after the bug it is there to catch.
 #
 # Exit status: 0 when every repeat passed, 1 when a checker failed, 2 on a
 # usage or setup error.
@@ -26,7 +27,7 @@ export PATH="/usr/local/go/bin:${PATH}"
 overlay=0
 if [ "${1:-}" = "--overlay" ]; then overlay=1; shift; fi
 if [ $# -lt 3 ]; then
-	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 fi
 commit="$1" class="$2" seed="$3" repeats="${4:-1}"
@@ -44,7 +45,26 @@ if [ $overlay = 1 ]; then
 		rm -rf "${wt:?}/$d"
 		cp -r "$here/$d" "$wt/$d"
 	done
-	rm -rf "$wt/internal/chaos/results"
+	rm -rf "$wt/internal/chaos/results" "$wt/internal/chaos/"zz_*_test.go
+	# Code before paged listings (1c10f1d) lists the whole table in one
+	# call, each lock with all its grants and waiters: the harness reads
+	# it so there (wholeTable; the end-state test's first page).
+	if ! grep -q 'func (f \*FSM) Locks(prefix, after string' "$wt"/fsm/*.go; then
+		cat >"$wt/internal/chaos/inproc_table_test.go" <<'GO'
+package chaos
+
+import "github.com/raftlock/raftlock/fsm"
+
+// wholeTable reads every lock of t (proof.sh: code before paged listings).
+func wholeTable(t interface {
+	Locks(prefix string, limit int) []fsm.LockInfo
+}) ([]fsm.LockInfo, error) {
+	return t.Locks("", 0), nil
+}
+GO
+		sed -i 's/left, _ := c.Nodes\[0\].Locks("", "", 0)/left := c.Nodes[0].Locks("", 0)/; s/li\.SharedCount/len(li.Shared)/; s/li\.WaiterCount/len(li.Waiters)/' \
+			"$wt/internal/chaos/check_primitives_test.go"
+	fi
 fi
 rev="$(git -C "$wt" rev-parse --short HEAD)"
 cd "$wt"
