@@ -177,7 +177,7 @@ type checker struct {
 	staleChecks map[int]bool
 	// failed counts violations per check (reports are capped).
 	failed map[string]int
-	// installs are the restores installed (check_restore.go), by the
+	// installs are the restores installed (findInstalls), by the
 	// position of their restored event in log too.
 	installs  []*restoreInstall
 	installAt map[int]*restoreInstall
@@ -272,7 +272,7 @@ func Check(h *History, o CheckOptions) *Report {
 
 // checkLog replays the log: unique, complete, per-lock increasing tokens; one
 // holder per lock at any index; releases only of the holder. A restore
-// replaces the holders with its backup's (check_restore.go), whose tokens
+// replaces the holders with its backup's (restoredHolds), whose tokens
 // are then held — and released — again; its grant counter must not be
 // below a token granted before it. Shared-grant names (History.Primitives)
 // are left to checkPrimitives but for the tokens' uniqueness.

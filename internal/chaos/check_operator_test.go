@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Self-tests of the operator class's checks (check_operator.go,
-// check_restore.go, check_unknown.go) and of what the shared checks make
+// Self-tests of the operator class's checks (checkOperator, findInstalls,
+// checkUnknown) and of what the shared checks make
 // of restores, revocations and lapses: each violation is flagged, and the
 // legal shapes pass.
 

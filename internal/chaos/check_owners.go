@@ -17,7 +17,7 @@ import "slices"
 // Both read only the log. A queued event the log lacks makes its waiter
 // unknown to the FIFO check, which then never flags on its account. A
 // restore ends every acquisition and brings the backup's back
-// (check_restore.go).
+// (restoreMarkers).
 func (c *checker) checkOwners() {
 	if !c.h.Expect.ExactlyOnce {
 		return

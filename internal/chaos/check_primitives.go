@@ -174,7 +174,7 @@ func CheckPrimitiveWindows(ws []PrimWindow) []Violation { return primitiveWindow
 
 // primitiveWindows is CheckPrimitiveWindows where allowed, if set, says
 // which windows may overlap a newer one all the same (the operator
-// exception: check_operator.go): those are left out when the newer one
+// exception: overlapAllowed): those are left out when the newer one
 // begins.
 func primitiveWindows(ws []PrimWindow, allowed func(older, newer PrimWindow) bool) []Violation {
 	var out []Violation

@@ -10,7 +10,7 @@ type window struct {
 
 // checkValidity: windows of different holders of one lock are disjoint, and
 // the log hands a lock on only after its holder's window closed — but for
-// the operator exception (check_operator.go): an operator's action ended
+// the operator exception (overlapAllowed): an operator's action ended
 // the older grant first, and its window closed within a TTL of that.
 // Shared-grant names are checkPrimitives'; the log's releases are checked
 // for them too.

@@ -35,15 +35,10 @@ const (
 // first byte of an RPC connection); a TLS connection would not match the
 // tap's preface and would not be replayed.
 func (s *sim) replayForward() {
-	l, ok := s.leader()
+	l, f, ok := s.leaderAndFollower()
 	if !ok {
 		return
 	}
-	fs := s.others(l)
-	if len(fs) == 0 {
-		return
-	}
-	f := fs[s.rng.IntN(len(fs))]
 	from, to := s.c.RaftHost(f), s.c.RaftHost(l)
 	record := s.hold()
 	late := s.forwardTimeout() + s.cfg.TTL/2 + time.Duration(s.rng.Int64N(int64(s.cfg.TTL)))

@@ -61,15 +61,10 @@ func (s *sim) forwardTimeout() time.Duration { return s.c.Config(0).AttemptTimeo
 // to the leader past the forward timeout, long enough for the retry to be
 // granted and released first.
 func (s *sim) stallForward() {
-	l, ok := s.leader()
+	l, f, ok := s.leaderAndFollower()
 	if !ok {
 		return
 	}
-	fs := s.others(l)
-	if len(fs) == 0 {
-		return
-	}
-	f := fs[s.rng.IntN(len(fs))]
 	flows := s.net.Flows(memnet.FlowFilter{From: s.c.RaftHost(f), To: s.c.RaftHost(l), Preface: prefaceRPC})
 	if len(flows) == 0 {
 		return

@@ -25,7 +25,7 @@ import (
 // TryAcquire through a follower that commits but whose answer is lost, the
 // follower cut off while the leader compacts its log (a snapshot) so that
 // it installs the leader's snapshot on heal. The workload takes shared
-// grants too (inproc_shared).
+// grants too (sharedWorker).
 //
 // What must hold (besides every shared check): replicas agree (a backup's
 // digest is a sample of its index); no replica is left wedged (catch-up
@@ -163,18 +163,16 @@ func (s *sim) deliver(kind, mode string, call func(i int, via string) error, pro
 			f = l
 		}
 		call(f, mode)
-	case "isolated-leader":
-		// Cut off while it still leads (its leader lease has not run
-		// out): the call reaches it before it steps down.
-		s.c.Isolate(l)
-		done := s.faultCut("operator-isolated-leader", kind+" on "+s.c.ID(l), []int{l})
-		call(l, mode)
-		s.c.Heal()
-		done()
-	case "cut-follower":
-		s.c.Isolate(f)
-		done := s.faultCut("operator-cut-follower", kind+" on "+s.c.ID(f), []int{f})
-		call(f, mode)
+	case "isolated-leader", "cut-follower":
+		// A leader cut off while it still leads (its leader lease has
+		// not run out): the call reaches it before it steps down.
+		i := l
+		if mode == "cut-follower" {
+			i = f
+		}
+		s.c.Isolate(i)
+		done := s.faultCut("operator-"+mode, kind+" on "+s.c.ID(i), []int{i})
+		call(i, mode)
 		s.c.Heal()
 		done()
 	case "leader-crashed":
@@ -367,15 +365,10 @@ func (s *sim) keeper(i int) *lockapi.Session {
 // that f installs the snapshot on heal instead of applying the entry: its
 // session resyncs, and must release the grant it does not know.
 func (s *sim) lostAnswer() {
-	l, ok := s.leader()
+	l, f, ok := s.leaderAndFollower()
 	if !ok {
 		return
 	}
-	fs := s.others(l)
-	if len(fs) == 0 {
-		return
-	}
-	f := fs[s.rng.IntN(len(fs))]
 	k := s.keeper(f)
 	if k == nil {
 		return

@@ -298,7 +298,7 @@ type History struct {
 	// exclusive locks leave them to the primitives' checks.
 	Primitives map[string]int `json:"primitives,omitempty"`
 	// The operator's actions and what the harness saw of them
-	// (history_operator.go).
+	// (OperatorOp, Backup).
 	Operator []OperatorOp `json:"operator,omitempty"`
 	Backups  []Backup     `json:"backups,omitempty"`
 	// Resyncs are the subscriptions' resync signals: a replica's state

@@ -78,6 +78,19 @@ func (s *sim) waitLeader(timeout time.Duration) (int, bool) {
 	}
 }
 
+// leaderAndFollower returns the leader and a running follower drawn from
+// the seed; ok is false without a leader or without a running follower.
+func (s *sim) leaderAndFollower() (l, f int, ok bool) {
+	if l, ok = s.leader(); !ok {
+		return 0, 0, false
+	}
+	fs := s.others(l)
+	if len(fs) == 0 {
+		return l, 0, false
+	}
+	return l, fs[s.rng.IntN(len(fs))], true
+}
+
 // others returns the running nodes other than the excluded ones.
 func (s *sim) others(excl ...int) []int {
 	var out []int

@@ -15,7 +15,7 @@ import (
 
 // The operator's actions, as the operator class issues them (through a
 // node's admin methods, on any replica), and what the history records of
-// them (history_operator.go).
+// them (OperatorOp, Backup).
 
 // operatorClient numbers the operator's own lock operations (the burst
 // that moves the log on, the keepers' tries) apart from the workers and

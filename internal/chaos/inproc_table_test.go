@@ -29,31 +29,29 @@ func wholeTable(t lockTable) ([]fsm.LockInfo, error) {
 		page, more = t.Locks("", after, 0)
 		for _, l := range page {
 			after = l.Name
-			l.Shared, l.Waiters = nil, nil
-			for cursor := ""; ; {
-				grants, next, err := t.SharedGrants(l.Name, cursor, 0)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("shared grants of %s: %w", l.Name, err))
-					break
-				}
-				l.Shared = append(l.Shared, grants...)
-				if cursor = next; next == "" {
-					break
-				}
+			var err error
+			if l.Shared, err = allPages(func(c string) ([]fsm.Holder, string, error) { return t.SharedGrants(l.Name, c, 0) }); err != nil {
+				errs = append(errs, fmt.Errorf("shared grants of %s: %w", l.Name, err))
 			}
-			for cursor := ""; ; {
-				waiters, next, err := t.Waiters(l.Name, cursor, 0)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("waiters of %s: %w", l.Name, err))
-					break
-				}
-				l.Waiters = append(l.Waiters, waiters...)
-				if cursor = next; next == "" {
-					break
-				}
+			if l.Waiters, err = allPages(func(c string) ([]fsm.Waiter, string, error) { return t.Waiters(l.Name, c, 0) }); err != nil {
+				errs = append(errs, fmt.Errorf("waiters of %s: %w", l.Name, err))
 			}
 			out = append(out, l)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// allPages reads pages from the first (cursor "") until one says it is
+// the last (next "") or fails.
+func allPages[T any](read func(cursor string) (page []T, next string, err error)) ([]T, error) {
+	var out []T
+	for cursor := ""; ; {
+		page, next, err := read(cursor)
+		out = append(out, page...)
+		if err != nil || next == "" {
+			return out, err
+		}
+		cursor = next
+	}
 }
