@@ -14,7 +14,7 @@ type SessionID uint64
 // the moment a lock was granted. Every grant of any lock increments it, so
 // tokens strictly increase per lock and globally. The zero value is never
 // granted. It is an alias of uint64 so that a token passes to a resource
-// fence (package lockapi/fence, which takes uint64 and imports nothing of
+// fence (package fence, which takes uint64 and imports nothing of
 // raftlock) without a conversion.
 type Token = uint64
 

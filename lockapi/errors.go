@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -7,9 +7,9 @@ import (
 	"log"
 	"time"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 // Readers on three replicas and two writers: never a reader during a

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 // A lease's token goes to a fence as it is (issue 16: no uint64(...)

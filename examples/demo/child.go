@@ -20,9 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/admin"
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -86,12 +86,12 @@ func TestDemo(t *testing.T) {
 
 // TestDemoOnPostgres: the same story with -postgres, the shared database a
 // schema of the run's own in PostgreSQL (RAFTLOCK_TEST_POSTGRES; .ci/run
-// starts a server through lockapi/fence/fencetest/servers.sh), dropped at
+// starts a server through fence/fencetest/servers.sh), dropped at
 // the end.
 func TestDemoOnPostgres(t *testing.T) {
 	pg := os.Getenv("RAFTLOCK_TEST_POSTGRES")
 	if pg == "" {
-		msg := "RAFTLOCK_TEST_POSTGRES is not set: run `bash lockapi/fence/fencetest/servers.sh go test -run TestDemoOnPostgres ./examples/demo/` from the repository root"
+		msg := "RAFTLOCK_TEST_POSTGRES is not set: run `bash fence/fencetest/servers.sh go test -run TestDemoOnPostgres ./examples/demo/` from the repository root"
 		if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
 			t.Fatal(msg)
 		}

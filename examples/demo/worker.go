@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 // stats are the replica's counters, served on /demo/stats.

@@ -45,8 +45,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

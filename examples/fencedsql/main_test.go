@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -98,7 +98,7 @@ func TestFencedSQLBadFlags(t *testing.T) {
 func TestFencedSQLPostgres(t *testing.T) {
 	dsn := os.Getenv("RAFTLOCK_TEST_POSTGRES")
 	if dsn == "" {
-		msg := "RAFTLOCK_TEST_POSTGRES is not set: run with a PostgreSQL server through `bash lockapi/fence/fencetest/servers.sh` (from the repository root)"
+		msg := "RAFTLOCK_TEST_POSTGRES is not set: run with a PostgreSQL server through `bash fence/fencetest/servers.sh` (from the repository root)"
 		if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
 			t.Fatal(msg)
 		}

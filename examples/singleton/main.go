@@ -27,9 +27,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/lockapi/fence"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // Register is the fenced resource of the in-process layer: fence.Memory in

@@ -33,8 +33,8 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/internal/chaos"
-	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 // Options configure a run.

@@ -10,8 +10,8 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/internal/chaos"
-	"github.com/raftlock/raftlock/lockapi/fence"
 )
 
 // ---- workload ----

@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
-	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
+	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/fence/internal/fencesuite"
 )
 
 // mysqlConflict: InnoDB's deadlock (1213, SQLSTATE 40001) is worth a retry.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // sqlStateError looks like a pgx or lib/pq error with a SQLSTATE.

@@ -1,8 +1,8 @@
-module github.com/raftlock/raftlock/lockapi/fence/fencetest
+module github.com/raftlock/raftlock/fence/fencetest
 
 go 1.26.0
 
-replace github.com/raftlock/raftlock => ../../..
+replace github.com/raftlock/raftlock => ../..
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1

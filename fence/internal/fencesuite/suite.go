@@ -1,6 +1,6 @@
 // Package fencesuite is the behaviour every fence must show, run against
 // each store (in memory, SQLite here; PostgreSQL, MariaDB and Redis in the
-// nested module lockapi/fence/fencetest): racing writers, a stale holder
+// nested module fence/fencetest): racing writers, a stale holder
 // after a pause, odd resource names, the token range, and Forget.
 package fencesuite
 
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // Store is a fence together with the data it protects: per resource, a

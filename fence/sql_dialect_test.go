@@ -6,7 +6,7 @@ import (
 )
 
 // The statements of every dialect, as generated (PostgreSQL and MySQL also
-// run against real servers in the nested module lockapi/fence/fencetest).
+// run against real servers in the nested module fence/fencetest).
 func TestSQLStatements(t *testing.T) {
 	for _, tc := range []struct {
 		d     Dialect

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // A resource kept in memory, written by lock holders with their fencing

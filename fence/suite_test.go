@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
-	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
+	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/fence/internal/fencesuite"
 )
 
 // memoryStore is fencesuite's Store over fence.Memory.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // SQLStore is the suite's Store over a fence.SQL: the protected data are

@@ -8,7 +8,7 @@ import (
 
 // ObjectStore is what fencing needs of an object store: the token and
 // version of an object, and a write conditional on that version. Adapters
-// are a few lines over a store's SDK (lockapi/fence/fencetest has one over
+// are a few lines over a store's SDK (fence/fencetest has one over
 // the Azure Blob REST API, tested against Azurite):
 //
 //   - Amazon S3 (conditional writes since 2024), and S3-compatible stores

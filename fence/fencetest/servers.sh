@@ -7,14 +7,14 @@
 # and Azurite from the npm registry into $RAFTLOCK_AZURITE_DIR (default
 # /var/tmp/raftlock-azurite-3.35.0, kept for the next run).
 #
-#   bash lockapi/fence/fencetest/servers.sh            # the fence tests against all three
-#   bash lockapi/fence/fencetest/servers.sh CMD ARGS…  # anything else (run from the repo root)
+#   bash fence/fencetest/servers.sh            # the fence tests against all three
+#   bash fence/fencetest/servers.sh CMD ARGS…  # anything else (run from the repo root)
 #
 # The command sees RAFTLOCK_TEST_POSTGRES, RAFTLOCK_TEST_MYSQL,
 # RAFTLOCK_TEST_REDIS and RAFTLOCK_TEST_AZURITE, and RAFTLOCK_FENCE_SERVERS=required (so that the
 # tests fail instead of skipping when a server is unreachable).
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 
 log() { echo "fence servers: $*" >&2; }
 
@@ -137,6 +137,6 @@ log "$("$pgbin/postgres" --version); $(mariadbd --version | sed 's/ for .*//'); 
 log "PostgreSQL :$pg_port, MariaDB :$my_port, Redis :$redis_port, Azurite :$az_port (data in $dir)"
 
 if [ $# -eq 0 ]; then
-	set -- go test -count=1 -v -run '^TestStoreFencesOnServers$' ./lockapi/fence/
+	set -- go test -count=1 -v -run '^TestStoreFencesOnServers$' ./fence/
 fi
 "$@"

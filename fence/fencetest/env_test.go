@@ -18,7 +18,7 @@ func server(t *testing.T, name string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
-	msg := name + " is not set: run the fence tests against real servers with `bash lockapi/fence/fencetest/servers.sh` (from the repository root)"
+	msg := name + " is not set: run the fence tests against real servers with `bash fence/fencetest/servers.sh` (from the repository root)"
 	if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
 		t.Fatal(msg)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
-	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
+	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/fence/internal/fencesuite"
 )
 
 func openRedis(t *testing.T) *redis.Client {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
+	"github.com/raftlock/raftlock/fence"
 )
 
 // Issue 20 #6: OnReject runs without the resource lock held, so a callback

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
-	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
+	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/fence/internal/fencesuite"
 )
 
 // azureBlobs is a fence.ObjectStore over the Azure Blob REST API (Put Blob

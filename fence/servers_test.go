@@ -15,7 +15,7 @@ var raceFlag string
 // TestStoreFencesOnServers runs the fence tests against real PostgreSQL,
 // MariaDB, Redis and Azurite (Azure Blob Storage's emulator) servers, and
 // the fencedsql example on PostgreSQL. They
-// live in nested modules (lockapi/fence/fencetest, examples/fencedsql), so
+// live in nested modules (fence/fencetest, examples/fencedsql), so
 // that their MySQL and Redis clients stay out of raftlock's go.mod (pgx is
 // there for the demo's -postgres); this test runs
 // them with `go test` when the servers' addresses are set, as servers.sh
@@ -30,7 +30,7 @@ func TestStoreFencesOnServers(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		msg := "fence tests against PostgreSQL, MariaDB, Redis and Azurite need " + strings.Join(missing, ", ") +
-			": run `bash lockapi/fence/fencetest/servers.sh` from the repository root (it starts the servers on loopback, runs this test, and stops them)"
+			": run `bash fence/fencetest/servers.sh` from the repository root (it starts the servers on loopback, runs this test, and stops them)"
 		if os.Getenv("RAFTLOCK_FENCE_SERVERS") == "required" {
 			t.Fatal(msg)
 		}
@@ -44,7 +44,7 @@ func TestStoreFencesOnServers(t *testing.T) {
 	if d, ok := t.Deadline(); ok {
 		timeout = time.Until(d) - 10*time.Second
 	}
-	for _, dir := range []string{"fencetest", "../../examples/fencedsql"} {
+	for _, dir := range []string{"fencetest", "../examples/fencedsql"} {
 		args := []string{"test", "-count=1", "-v", "-timeout", timeout.Round(time.Second).String()}
 		if raceFlag != "" {
 			args = append(args, raceFlag)

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/raftlock/raftlock/lockapi/fence"
-	"github.com/raftlock/raftlock/lockapi/fence/internal/fencesuite"
+	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/fence/internal/fencesuite"
 )
 
 // openDB opens the database whose address is in the environment
