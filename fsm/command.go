@@ -159,7 +159,7 @@ type CloseSession struct {
 // original result even if the acquisition has since been released or
 // withdrawn, so a released or withdrawn acquisition is never granted again.
 //
-// From cluster version 3 (see primitives.go) an Acquire can also ask for a
+// From cluster version 3 (see the package doc) an Acquire can also ask for a
 // shared (read) grant of the lock (Shared), for Permits of a counting
 // semaphore of Limit permits (Limit > 0), and attach a Value to its grant.
 // Every grant of any kind takes the next token. A name in use as another

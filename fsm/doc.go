@@ -78,7 +78,56 @@
 // number of permits; grants carry values; one FIFO queue per name serves
 // every kind without starving writers or large requests; and every leader
 // raises the grant counter to its clock in microseconds so that tokens
-// survive a rebuilt or restored cluster. See command_prims.go.
+// survive a rebuilt or restored cluster. In full:
+//
+// One name space, three kinds of grant. A name is either a lock or a
+// counting semaphore, fixed by the first acquisition while the name is in
+// use (held or waited for) and forgotten once it is idle. A lock has at most
+// one exclusive holder (Acquire, the mutex of earlier versions — the writer
+// of a read-write lock) or any number of shared holders (Acquire with
+// Shared: readers), never both. A semaphore of Limit permits (Acquire with
+// Limit > 0) has holders of Permits each, at most Limit permits in all. An
+// acquisition of another kind, or of a semaphore with another limit, gets
+// StatusConflict: the contenders of a semaphore must agree on its limit.
+//
+// FIFO without starvation. Every name has one FIFO queue. A new acquisition
+// is granted only if the queue is empty and the name admits it: exclusive —
+// nothing held and no lock-delay; shared — no exclusive holder and no
+// lock-delay; semaphore — the permits fit (used + Permits <= Limit). Otherwise it
+// waits at the tail (or, without Wait, gets StatusLocked). Whenever a grant
+// ends or a waiter leaves, the head of the queue is granted while the name
+// admits it — the readers at the head together, up to the next writer. A
+// waiting writer thus stops later readers (no writer starvation), and a
+// large semaphore request at the head stops smaller ones behind it (no
+// starvation of large requests).
+//
+// Tokens. Every grant of any kind takes the next value of the one grant
+// counter, so tokens strictly increase across every grant of a name,
+// whatever its kind. A writer's token is greater than the token of every
+// reader granted before it and smaller than that of every reader granted
+// after it; a reader's token is, likewise, between the writers before and
+// after it. A resource can therefore check a read against the newest write
+// it accepted (write token <= read token: no later writer has written yet),
+// but readers must not record their tokens in a write fence: concurrent
+// readers would reject each other.
+//
+// Sessions, lock-delay. Every grant belongs to its session and ends with it.
+// Only the expiry of an exclusive holder starts a lock-delay (as before);
+// the shared grants and the permits of an ended session are free at once.
+//
+// Values. An acquisition may attach a Value (at most MaxValueLen bytes) that
+// its grant carries: every replica reads it with the holder (Holder.Value,
+// events). SetValue replaces the value of a grant (etcd's Proclaim).
+//
+// Tokens across a rebuilt cluster. RaiseTokens (leader-only) raises the
+// grant counter to at least the entry's leader time in microseconds. The
+// leader proposes it at every takeover once the cluster version is 3. A
+// cluster rebuilt from empty data dirs, restored from an older backup or
+// recovered from a lost quorum thus continues above every token the old
+// cluster can have granted, as long as the old cluster granted on average
+// fewer than one token per microsecond since its own last raise and the new
+// leader's clock is not behind the time the old cluster's last token was
+// granted. The value is deterministic: the stamp is in the log.
 //
 // # Restore as a command (cluster version 4)
 //

@@ -1,7 +1,7 @@
 package fsm
 
-// The model's primitives: read grants, semaphores, values (see
-// command_prims.go), as plainly as possible.
+// The model's primitives: read grants, semaphores, values (the package
+// doc states their rules), as plainly as possible.
 
 // admits reports whether the lock can grant w now, queue order aside.
 func (l *mlock) admits(w mowner) bool {

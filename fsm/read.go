@@ -16,7 +16,7 @@ type Stats struct {
 	Waiters   int // queue entries over all locks
 	Delayed   int // locks in lock-delay
 	LastToken Token
-	// Cluster version 3 (see command_prims.go).
+	// Cluster version 3: read grants and semaphores.
 	Readers          int // read grants of locks
 	Semaphores       int // semaphores in use (held or waited for)
 	SemaphoreHolders int // grants of semaphores

@@ -14,7 +14,7 @@ import (
 // From cluster version 4 (versionRevokeShared) the grant may also be a
 // shared one: a reader of a lock or a holder of a semaphore's permits,
 // which ends at once, as on its session's expiry (only an exclusive grant's
-// expiry starts a lock-delay, see command_prims.go); at version 3 such a
+// expiry starts a lock-delay, see the package doc); at version 3 such a
 // token answers StatusNotHolder, as version 3 applied it. The next grant
 // takes a higher token, so a resource fence refuses the revoked holder
 // from then on. The holder's session lives on (its other locks and waits

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Shared grants, semaphores and values (see command_prims.go for the
+// Shared grants, semaphores and values (the package doc states the
 // rules).
 
 // sharedCounts are counters of the shared grants, kept as they change so

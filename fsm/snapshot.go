@@ -33,7 +33,7 @@ import (
 // can be restored.
 //
 // Version 3, written from cluster version 3, is version 2 with the
-// primitives (command_prims.go): a lock record is
+// primitives (see the package doc): a lock record is
 //
 //	lock:    name, flags (1 held, 2 delayed, 4 semaphore), [holder],
 //	         [delayUntil, delayFor, delayToken], [limit],

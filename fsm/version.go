@@ -12,10 +12,9 @@ package fsm
 //	   leader's EndDelay (timed on its monotonic clock), entry time is
 //	   informational only, replicated quotas (SetLimits), the cluster id
 //	   (InitCluster), snapshots of version 2.
-//	3  the primitives (command_prims.go): shared (read) grants, counting
+//	3  the primitives (see the package doc): shared (read) grants, counting
 //	   semaphores and values on Acquire (entry version 3), SetValue,
-//	   RaiseTokens, StatusConflict, snapshots of version 3; Revoke
-//	   (revoke.go).
+//	   RaiseTokens, StatusConflict, snapshots of version 3; Revoke.
 //	4  snapshots of version 4: version 3 followed by optional sections
 //	   (snapshotSections), the place of every later state the version-3
 //	   records cannot carry; entry version 4 (its commands below);

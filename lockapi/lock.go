@@ -21,7 +21,7 @@ type pending struct {
 	index   uint64 // log index of the Acquire, once queued; guarded by mu
 	s       *Session
 
-	want fsm.Acquire // the kind asked for: Shared, Limit, Permits, Value (prims.go)
+	want fsm.Acquire // the kind asked for: Shared, Limit, Permits, Value (see acquisition)
 }
 
 // grant is a grant seen by the event loop: the token and its log index.

@@ -228,7 +228,7 @@ type Config struct {
 	// disk would (ENOSPC, EIO).
 	DiskFault func(op DiskOp) error
 
-	// Log store (wp-perf).
+	// Log store.
 	//
 	// LogStore chooses where Raft keeps its log and stable state under
 	// DataDir: LogStoreBolt (the default; "" too) is raft-boltdb/v2 in
@@ -247,7 +247,7 @@ type Config struct {
 	// crash-restart classes run both stores.
 	LogStore LogStore
 
-	// State machine quotas and versions (wp-fsm).
+	// State machine quotas and versions.
 	//
 	// Limits are the replicated quotas (see fsm.Limits): the state machine
 	// enforces them deterministically, so they are part of the replicated

@@ -33,7 +33,7 @@ type metrics struct {
 	votesRefused    prometheus.Counter
 	gauges          []prometheus.Collector
 
-	// State machine versions, quotas and lock-delays (wp-fsm; see initFSM).
+	// State machine versions, quotas and lock-delays (see initFSM).
 	quotaRefusals *prometheus.CounterVec
 	delayEnds     *prometheus.CounterVec
 	fsmGauges     []prometheus.Collector
@@ -137,7 +137,7 @@ func (m *metrics) initFSM(n *Node) {
 		func() float64 { return float64(n.fsm.ClusterVersion()) })
 	gauge("max_cluster_version", "The highest cluster version this binary supports.",
 		func() float64 { return float64(n.maxVersion()) })
-	m.initPrims(n) // wp-prims (metrics_prims.go)
+	m.initGrantGauges(n)
 }
 
 // countQuota counts a result refused by a quota.

@@ -288,10 +288,11 @@ func (n *Node) wallNow() time.Time {
 }
 
 // proposalsInFlight is how many batch entries the leader's proposer has in
-// raft at once. One (group commit, see doc.go): measured with two (raft pipelines
-// AppendEntries), each round took longer (the leader loop stores the next
-// batch while it should be committing this one) and the callers split into
-// more, smaller cohorts: 16 callers went from 6.1k to 5.1k proposals/s.
+// raft at once. One (group commit, see the package doc): with two, raft
+// pipelines AppendEntries, each round takes longer (the leader loop stores
+// the next batch while it should be committing this one) and the callers
+// split into more, smaller cohorts, so fewer proposals commit per second
+// (BenchmarkPropose).
 const proposalsInFlight = 1
 
 // proposerLinger is the leader proposer's linger, as a fraction of the last
@@ -299,34 +300,28 @@ const proposalsInFlight = 1
 // waits. The linger must outlast a forwarded caller's way around — the
 // answer's trip to its follower, the caller's next command, that
 // follower's forward back — or those callers miss the entry and split into
-// cohorts. Measured with the bench's workers spread over three processes
-// (2026-12-02, raft-wal and bolt, `RAFTLOCK_BENCH_METRICS` dumps of the
-// leader): a quarter packed 11–13 commands per entry for 16 workers and
-// 43–48 for 64; a half, with two forwards in flight, 14.4–15.7 and 47–56.
-// The share of time Raft had an entry in flight was the same, 0.71–0.80 of
-// the window, with a quarter and with a half (measured with one forward in
-// flight). In one process, 16 callers on the leader alone: none
-// 6.1k, a quarter 12.2k proposals/s.
+// cohorts. A half packs more commands per entry than a quarter for callers
+// spread over the replicas, and Raft has an entry in flight as large a
+// share of the time with either (BenchmarkProposeSpread; the bench's
+// RAFTLOCK_BENCH_METRICS dumps of the leader show the entry sizes).
 const proposerLinger = 0.5
 
 // forwarderLinger is a follower forwarder's linger, as a fraction of the
 // last forward's round trip. Without it, callers answered by one forward
 // come back one by one and each takes a free forward slot alone, arriving
-// at the leader spread out: 16 workers on a follower went from 1.9k to
-// 3.8k-4.4k Lock+Unlock/s in-process with it, 64 from 5.9k to 10.8k.
+// at the leader spread out, and a follower's callers complete about half
+// as many Lock+Unlock cycles per second (BenchmarkPropose,
+// follower/callers=N).
 const forwarderLinger = 0.25
 
 // forwardsInFlight is how many forward RPCs a follower runs at once. The
 // leader commits one entry at a time (proposalsInFlight), so forwards
 // beyond the one waiting for the entry in flight and the one gathering for
 // the next only split a follower's callers over more arrivals at the
-// leader, some of which miss the next entry. `BenchmarkProposeSpread` (16
-// and 64 callers over three nodes), commands per leader entry: 4 in flight
-// 11.3–12.9 and 41–51; 2 in flight 14.6–15.5 and 48–55; 1 in flight 15.0–15.3
-// and 49–54, but with every caller on one follower waiting for its own
-// apply (`BenchmarkPropose` follower, Apply) 1 in flight packs 5.0 and 17–18
-// against 6.9 and 23 with 2. (4 in flight was chosen before either linger
-// existed: then it took 16 callers on a follower from 2.2k to 3.7k Lock+Unlock/s.)
+// leader, some of which miss the next entry (BenchmarkProposeSpread:
+// commands per leader entry). One in flight packs as well with callers
+// spread over the nodes, but worse when every caller on one follower waits
+// for its own apply (BenchmarkPropose, follower/callers=N).
 const forwardsInFlight = 2
 
 // failAll finishes every proposal of a batch with err.

@@ -24,6 +24,12 @@ func (n *Node) Holder(name string) (fsm.Holder, bool) { return n.fsm.Holder(name
 // all) and its lock-delay, and false if it has none.
 func (n *Node) Lock(name string) (fsm.LockInfo, bool) { return n.fsm.Lock(name) }
 
+// LockAt returns a lock (or semaphore) as the local FSM has it, with the
+// index of the last entry applied, read at once (fsm.FSM.LockAt): a
+// subscriber to the lock's events that reads it after subscribing skips
+// the events of entries at or below that index.
+func (n *Node) LockAt(name string) (fsm.LockInfo, uint64, bool) { return n.fsm.LockAt(name) }
+
 // Locks returns a page of the locks whose names start with prefix, in name
 // order after the name after ("": from the first), at most limit (1 to
 // 1,000), each with its first 8 waiters and shared grants; more reports

@@ -7,7 +7,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// Tokens across a rebuilt cluster (see fsm's command_prims.go). A fence
+// Tokens across a rebuilt cluster (see fsm.RaiseTokens). A fence
 // keeps the highest token it accepted per resource; a cluster rebuilt from
 // empty data dirs, restored from an older backup or recovered from a lost
 // quorum would start its grant counter below it, and the fence would

@@ -20,8 +20,6 @@ import (
 // (open-conns). They are bounded in count and time; run them with
 //
 //	go test ./transport -run '^$' -bench Exhaust -benchtime 1x
-//
-// The figures before and after the fix are in the wp-transport notes.
 
 // exhaustSources is the number of distinct loopback source addresses the
 // hostile connections come from (127.0.1.1, 127.0.1.2, …): 1 models one

@@ -8,7 +8,7 @@ import (
 )
 
 // The lock model extended to the primitives of cluster version 3 (read
-// grants and counting semaphores; see fsm's command_prims.go), as checker
+// grants and counting semaphores; see the fsm package doc), as checker
 // functions over two views of a run:
 //
 //   - the replicated log, as one replica applied it (its fsm.Events in

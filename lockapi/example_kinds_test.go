@@ -13,9 +13,9 @@ import (
 	"github.com/raftlock/raftlock/node"
 )
 
-// startPrimsNode is startSingleNode once the cluster version allows the
+// startVersion3Node is startSingleNode once the cluster version allows the
 // primitives (version 3: a moment after the first leader took over).
-func startPrimsNode() *node.Node {
+func startVersion3Node() *node.Node {
 	n := startSingleNode()
 	for n.Status().ClusterVersion < fsm.MaxClusterVersion {
 		time.Sleep(5 * time.Millisecond)
@@ -28,7 +28,7 @@ func startPrimsNode() *node.Node {
 // TryAcquire, is told how many permits are free. The first session asking
 // for a third permit would wait for its own: it is refused at once.
 func ExampleSession_Acquire() {
-	n := startPrimsNode()
+	n := startVersion3Node()
 	defer n.Close(context.Background())
 	ctx := context.Background()
 	sess, err := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
@@ -68,7 +68,7 @@ func ExampleSession_Acquire() {
 // write fence; only writers record theirs. A session does not upgrade its
 // read lock: its Lock would wait for its own readers.
 func ExampleSession_RLock() {
-	n := startPrimsNode()
+	n := startVersion3Node()
 	defer n.Close(context.Background())
 	ctx := context.Background()
 	sess, _ := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
@@ -105,7 +105,7 @@ func ExampleSession_RLock() {
 // A candidate campaigns with its address, proclaims a new one, and resigns;
 // every replica reads the leader with its value.
 func ExampleElection_Campaign() {
-	n := startPrimsNode()
+	n := startVersion3Node()
 	defer n.Close(context.Background())
 	ctx := context.Background()
 	sess, _ := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))
@@ -128,7 +128,7 @@ func ExampleElection_Campaign() {
 
 // RunSingleton with client-go-style callbacks.
 func ExampleWithCallbacks() {
-	n := startPrimsNode()
+	n := startVersion3Node()
 	defer n.Close(context.Background())
 	ctx := context.Background()
 	sess, _ := lockapi.NewSession(ctx, n, lockapi.WithTTL(5*time.Second))

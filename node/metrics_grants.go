@@ -2,10 +2,10 @@ package node
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// initPrims adds the gauges of the primitives (cluster version 3) to the
-// state machine's gauges: read grants, semaphores in use, their grants and
-// the permits held.
-func (m *metrics) initPrims(n *Node) {
+// initGrantGauges adds the gauges of shared grants and semaphores (cluster
+// version 3) to the state machine's gauges: read grants, semaphores in use,
+// their grants and the permits held.
+func (m *metrics) initGrantGauges(n *Node) {
 	const ns, sub = "raftlock", "node"
 	gauge := func(name, help string, f func() float64) {
 		m.fsmGauges = append(m.fsmGauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, f))
