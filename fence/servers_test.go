@@ -18,8 +18,8 @@ var raceFlag string
 // live in nested modules (fence/fencetest, examples/fencedsql), so
 // that their MySQL and Redis clients stay out of raftlock's go.mod (pgx is
 // there for the demo's -postgres); this test runs
-// them with `go test` when the servers' addresses are set, as servers.sh
-// does, and fails if any of their tests failed or skipped.
+// them with `go test` when the servers' addresses are set, as
+// fence/fencetest/servers.sh does, and fails if any of their tests failed or skipped.
 func TestStoreFencesOnServers(t *testing.T) {
 	vars := []string{"RAFTLOCK_TEST_POSTGRES", "RAFTLOCK_TEST_MYSQL", "RAFTLOCK_TEST_REDIS", "RAFTLOCK_TEST_AZURITE"}
 	var missing []string

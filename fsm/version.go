@@ -31,7 +31,7 @@ package fsm
 //	   Renewed and Takeover (ops 48-49), per-session renewals and takeover
 //	   markers, in the renewals snapshot section (tag 2) (renewed.go), and
 //	   node's ConfirmTerm message for keepalive confirmations (node's
-//	   confirm_term.go).
+//	   confirmTerm).
 //
 // A command of a version above the one in force is refused by the node
 // (NeedsVersion) and, should one reach the log, by the state machine too

@@ -324,7 +324,7 @@ func (s *Session) end(state State, cause error) bool {
 // lose ends the session as lost and, in the background, asks the cluster to
 // close it, so that its locks are released as soon as the cluster can commit
 // rather than only when the leader expires it. The close is the lapsed form
-// (fsm's lapse.go): the session's validity ended without a renewal, so it
+// (fsm.CloseSession with Lapsed): the session's validity ended without a renewal, so it
 // ends as an expiry would end it — each lock it holds exclusively enters its
 // lock-delay — whether this close or the leader's expiry commits first.
 // (Below cluster version 4 the node writes a plain close: a rolling upgrade

@@ -126,7 +126,7 @@ func (l *Lease) unlockResult(status fsm.Status, lost error) error {
 // client: one attempt, bounded by ctx and the try timeout, to release the
 // grant in case the cluster still has it (the session's close or expiry
 // releases it otherwise). The release of a lost session's lease is the
-// lapsed form (fsm's lapse.go): the lease lapsed before this Unlock, so the
+// lapsed form (fsm.Release with Lapsed): the lease lapsed before this Unlock, so the
 // lock enters the session's lock-delay as on the session's expiry, whether
 // this release or the lost session's close commits first.
 func (l *Lease) releaseAfterEnd(ctx context.Context, lost error) error {

@@ -85,7 +85,7 @@ func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why
 }
 
 // versionRevokeShared is the cluster version from which Revoke takes a
-// shared grant (fsm's revoke.go).
+// shared grant (fsm.Revoke).
 const versionRevokeShared = 4
 
 // grantToRevoke finds, in the local state, the grant of lock that Revoke
@@ -136,7 +136,7 @@ func tokenList(gs []fsm.Holder, max int) string {
 
 // EndSession ends a session as if its owner had closed it: it releases
 // every lock the session holds (to their next waiters, without lock-delay —
-// an operator's decision, unlike a lapse, see fsm's lapse.go) and drops
+// an operator's decision, unlike a lapse, see fsm.Release's Lapsed) and drops
 // its waits; its client learns at its next keepalive (its leases
 // end then). by and why are logged (WARN). Errors: ErrNoSuchSession,
 // ErrNoQuorum. Safe for concurrent use.

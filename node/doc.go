@@ -115,7 +115,7 @@
 // package doc) checks both bounds.
 //
 // The session bound costs one exception to "keepalives are never logged"
-// (DESIGN.md §11 words it so): after each leader change, the first
+// (docs/guarantees.md words it so): after each leader change, the first
 // keepalive of each live session writes one small record, Renewed (a batch
 // of keepalives, one command; group commit puts many in one entry), and
 // the leader acknowledges it once that record committed. While the leader
@@ -128,7 +128,7 @@
 // would give the session a new lease. With the record a new leader times a
 // session from its own apply of the first takeover marker (fsm.Takeover,
 // the barrier) after the session's last record, the same for every later
-// leader (keepalive_renew.go, apply_times.go, fsm's renewed.go).
+// leader (keepalive_renew.go, apply_times.go, fsm.Renewed).
 //
 // # Goroutines
 //

@@ -20,7 +20,7 @@ import (
 // is never cut short — counted from now, or, for a session marked at
 // cluster version 4, from this replica's apply of the session's origin
 // marker (applyTimes): the first takeover after the session last renewed
-// in the log (fsm's renewed.go). A session that stopped renewing at T
+// in the log (fsm.Renewed). A session that stopped renewing at T
 // thus ends by T + 2·(TTL + ElectionTimeout) + 2·E + 3·δ + λ, whatever the
 // number of leader changes (see the package doc, "Sessions across leader
 // changes").

@@ -9,7 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// Lock-delays on the leader (see fsm's delay.go).
+// Lock-delays on the leader (see fsm.EndDelay).
 //
 // Cluster version 2: the leader times every lock-delay on its monotonic
 // clock — from when it applies the entry that starts the delay, and, at its

@@ -8,7 +8,7 @@ import (
 )
 
 // Who a session belongs to, for the state machine's fair shares (see
-// fsm's fairshare.go): the leader stamps every OpenSession it commits with
+// fsm.Limits' NodeShares): the leader stamps every OpenSession it commits with
 // the node the request came from — this node for its own callers, the
 // forwarding peer for a forwarded request — replacing whatever the client
 // put in OpenSession.Node, so that an application cannot charge its

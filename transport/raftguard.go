@@ -76,8 +76,9 @@ const (
 	maxRaftArray  = 1024
 	maxRaftMap    = 64
 	maxRaftValues = 1 << 15
-	// Raft's RPC types (net_transport.go): AppendEntries, RequestVote,
-	// InstallSnapshot, TimeoutNow, RequestPreVote.
+	// Raft's RPC types (the rpc* constants of raft.NetworkTransport):
+	// AppendEntries, RequestVote, InstallSnapshot, TimeoutNow,
+	// RequestPreVote.
 	raftRPCTypes        = 5
 	raftRequestVote     = 1
 	raftInstallSnapshot = 2

@@ -94,7 +94,7 @@ func TestFencedSQLBadFlags(t *testing.T) {
 }
 
 // TestFencedSQLPostgres runs the example with -postgres in a database of
-// its own on the server that servers.sh started.
+// its own on the server that fence/fencetest/servers.sh started.
 func TestFencedSQLPostgres(t *testing.T) {
 	dsn := os.Getenv("RAFTLOCK_TEST_POSTGRES")
 	if dsn == "" {

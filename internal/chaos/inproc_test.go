@@ -21,7 +21,7 @@ import (
 // simConfig is one in-process run.
 type simConfig struct {
 	Seed     int64
-	Class    string        // fault class (classes.go); "" = "mixed"
+	Class    string        // fault class (register, classNames); "" = "mixed"
 	Nodes    int           // nodes at the start
 	Spare    int           // nodes the class may add later
 	Clients  int           // workers, spread over the nodes

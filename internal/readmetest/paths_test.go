@@ -18,10 +18,10 @@ import (
 // repoRoot is the repository's root, seen from this package's directory.
 const repoRoot = "../.."
 
-// docFiles returns the Markdown files whose references checkedPaths
-// checks, relative to root: every README.md of the repository and every
-// Markdown file under docs/. Hidden directories and testdata are skipped.
-func docFiles(root string) ([]string, error) {
+// repoFiles returns the files under root, as slash paths relative to it.
+// Hidden directories are skipped, and so are directories named testdata
+// below root (fixtures name files that do not exist on purpose).
+func repoFiles(root string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -35,12 +35,55 @@ func docFiles(root string) ([]string, error) {
 			}
 			return nil
 		}
-		if d.Name() == "README.md" || (strings.HasPrefix(rel, "docs/") && strings.HasSuffix(rel, ".md")) {
-			files = append(files, rel)
-		}
+		files = append(files, rel)
 		return nil
 	})
 	return files, err
+}
+
+// docFiles returns the Markdown files of files (repoFiles): those whose
+// references missingPaths checks.
+func docFiles(files []string) []string {
+	var docs []string
+	for _, f := range files {
+		if path.Ext(f) == ".md" {
+			docs = append(docs, f)
+		}
+	}
+	return docs
+}
+
+// A fileIndex answers whether a name that a document or a comment writes
+// names a file of the tree at root.
+type fileIndex struct {
+	root string
+}
+
+// exists reports whether the slash path p, relative to the root, exists.
+func (x *fileIndex) exists(p string) bool {
+	_, err := os.Stat(filepath.Join(x.root, filepath.FromSlash(p)))
+	return err == nil
+}
+
+// moduleRoot returns the directory of the go.mod that governs dir (a
+// nested module's own), or "." if none below the root does.
+func (x *fileIndex) moduleRoot(dir string) string {
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if x.exists(path.Join(d, "go.mod")) {
+			return d
+		}
+	}
+	return "."
+}
+
+// names reports whether name, written in a file of directory dir, names a
+// file that exists: name is a path relative to dir, to dir's module root
+// or to the root. A bare name is thus a file of dir (or of a root): the
+// bare name of a file of fsm, written outside fsm, does not count — it
+// would break unseen when the file moved; name the function or type
+// instead.
+func (x *fileIndex) names(dir, name string) bool {
+	return x.exists(path.Join(dir, name)) || x.exists(path.Join(x.moduleRoot(dir), name)) || x.exists(name)
 }
 
 // A pathRef is a repository path named by a Markdown file: the target of a
@@ -63,6 +106,12 @@ var (
 // fileExtensions are the endings that make a code span with a slash a file
 // path (the kinds of file the repository holds).
 var fileExtensions = []string{".go", ".md", ".sh", ".json", ".svg", ".mod", ".sum", ".yaml", ".yml", ".html", ".service", ".env", ".txt", ".sql"}
+
+// sourceExtensions are the endings that make a bare name (no slash) a file
+// of the repository: its sources and documents. Other bare names (a
+// data directory's raft.db, Consul's peers.json, a chart the bench draws)
+// are names of files programs write, not of the repository's.
+var sourceExtensions = []string{".go", ".md", ".sh"}
 
 // pathRefs returns the paths md names: relative link targets (any), and
 // code spans outside fenced blocks that are one word with a slash and end
@@ -122,15 +171,22 @@ func unfencedLines(md string) iter.Seq2[int, string] {
 	}
 }
 
-// codePath reports whether a code span's text looks like a repository path,
+// codePath reports whether a code span's text looks like a repository path
+// (a path as pathRefs says, or a bare name with one of sourceExtensions),
 // and returns it without a leading "./" or a trailing ":line".
 func codePath(s string, isDir func(string) bool) (string, bool) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "./")
 	if s == "" || strings.ContainsAny(s, " \t*?{}[]<>$|=~@,;'\"()`\\…") || strings.Contains(s, "://") ||
-		strings.HasPrefix(s, "/") || strings.HasPrefix(s, "-") || strings.HasPrefix(s, ".") || !strings.Contains(s, "/") {
+		strings.HasPrefix(s, "/") || strings.HasPrefix(s, "-") || strings.HasPrefix(s, ".") {
 		return "", false
 	}
 	s = lineSuffix.ReplaceAllString(s, "")
+	if !strings.Contains(s, "/") {
+		if slices.Contains(sourceExtensions, path.Ext(s)) && !strings.HasPrefix(s, "_") {
+			return s, true // a bare file name, as `doc.go`
+		}
+		return "", false
+	}
 	first, _, _ := strings.Cut(s, "/")
 	if slices.Contains(fileExtensions, path.Ext(s)) || isDir(first) {
 		return s, true
@@ -180,20 +236,18 @@ func anchors(md string) map[string]bool {
 }
 
 // missingPaths returns the references of the Markdown file (relative to
-// root) to paths that exist neither relative to the file's directory nor
-// relative to root, as "file:line: path", and the links to a heading of a
-// Markdown file (another or its own) that it does not have, as
+// x's root) to files that do not exist, as "file:line: path" — a link
+// relative to the file's directory (or, starting with "/", to the root), a
+// code span as fileIndex.names resolves it — and the links to a heading of
+// a Markdown file (another or its own) that it does not have, as
 // "file:line: anchor path#fragment".
-func missingPaths(root, file string) ([]string, error) {
+func missingPaths(x *fileIndex, file string) ([]string, error) {
+	root, exists := x.root, x.exists
 	md, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		return nil, err
 	}
 	dir := path.Dir(file)
-	exists := func(p string) bool {
-		_, err := os.Stat(filepath.Join(root, filepath.FromSlash(p)))
-		return err == nil
-	}
 	isDir := func(name string) bool {
 		for _, p := range []string{path.Join(dir, name), name} {
 			if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err == nil && fi.IsDir() {
@@ -217,7 +271,7 @@ func missingPaths(root, file string) ([]string, error) {
 		case r.Link:
 			found = exists(path.Join(dir, r.Path))
 		default:
-			found = exists(path.Join(dir, r.Path)) || exists(r.Path)
+			found = x.names(dir, r.Path)
 		}
 		if !found {
 			kind := "code span"
@@ -244,21 +298,22 @@ func missingPaths(root, file string) ([]string, error) {
 	return missing, nil
 }
 
-// TestDocsNameExistingPaths: every path a README or a file under docs/
+// TestDocsNameExistingPaths: every path a Markdown file of the repository
 // links to or names in a code span exists, and every heading it links to
 // (#fragment) exists (issue 47: documents named result files and write-ups
 // that had been deleted or never existed; README's reference moved to
 // docs/ and links into it must follow).
 func TestDocsNameExistingPaths(t *testing.T) {
-	files, err := docFiles(repoRoot)
+	all, err := repoFiles(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
+	x, files := &fileIndex{root: repoRoot}, docFiles(all)
 	if !slices.Contains(files, "README.md") || !slices.Contains(files, "bench/README.md") {
 		t.Fatalf("the walk found %v: README.md and bench/README.md missing", files)
 	}
 	for _, f := range files {
-		missing, err := missingPaths(repoRoot, f)
+		missing, err := missingPaths(x, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,13 +324,14 @@ func TestDocsNameExistingPaths(t *testing.T) {
 }
 
 // TestMissingPathsCatchesBrokenReferences: the check reports a broken link,
-// a broken image, a broken code-span path and directory, and nothing for
-// existing paths, URLs, existing anchors (a repeated heading's "-1"
-// included), globs, commands, fenced blocks and import paths; and a
+// a broken image, a broken code-span path, directory and bare file name,
+// and nothing for existing paths and bare names, URLs, existing anchors (a
+// repeated heading's "-1" included), globs, commands, fenced blocks, import
+// paths and names of files programs write; and a
 // broken anchor of another file and of its own (so that
 // TestDocsNameExistingPaths can fail, and fails only on real breakage).
 func TestMissingPathsCatchesBrokenReferences(t *testing.T) {
-	got, err := missingPaths(".", "testdata/paths/README.md")
+	got, err := missingPaths(&fileIndex{root: "."}, "testdata/paths/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +345,8 @@ func TestMissingPathsCatchesBrokenReferences(t *testing.T) {
 		"testdata/paths/README.md:16: anchor sub/ok.md#gone",
 		"testdata/paths/README.md:16: anchor #gone",
 		"testdata/paths/README.md:16: anchor #x-2",
+		"testdata/paths/README.md:26: code span ok.md",
+		"testdata/paths/README.md:26: code span gone.go",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("missingPaths:\n got %q\nwant %q", got, want)

@@ -57,7 +57,7 @@ func writeCerts(dir string, n int) error {
 }
 
 // strangerMeta is the gossip metadata a raftlock member publishes
-// (node/membership.go memberMeta, version 1, wire version 1).
+// (node's memberMeta, version 1, wire version 1).
 type strangerMeta struct {
 	V    int    `json:"v"`
 	Wire int    `json:"wire"`

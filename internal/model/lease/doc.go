@@ -1,13 +1,13 @@
 // Package lease is a machine-checked model of raftlock's lease protocol:
 // a pure state machine of clients, sessions, keepalives, leaders and leader
 // changes, lock-delays, the token counter, operator actions and clock
-// rates, at the level of the design (DESIGN.md §4, §10, §11); an
+// rates, at the level of the design (docs/guarantees.md); an
 // exhaustive checker of every interleaving within stated bounds; the
 // properties P1–P6 and liveness; a mutant for every property; today's
 // design (main at 546bfcd) with the defects the model finds in it; and the
 // design of the fixes of issue 45 items 4, 7, 8 and 9, which the node and
 // lockapi are to follow. Changes to lease timing, expiry, grace, lock-delay
-// or Unlock's meaning are made here first (DESIGN.md §11).
+// or Unlock's meaning are made here first.
 //
 // # The model
 //
@@ -384,9 +384,9 @@
 //   - Cost: one Renewed record per live session per leader term, batched
 //     (N sessions: about N/MaxExpireSessions small entries after a leader
 //     change, spread over the keepalive interval); keepalives are
-//     otherwise never logged. DESIGN.md §11's "keepalives themselves still
-//     never go in the log" needs this exception written down (the
-//     coordinator's call): no design without a per-session record per term
+//     otherwise never logged. The design's "keepalives themselves still
+//     never go in the log" needs this exception written down (it is, in
+//     docs/guarantees.md): no design without a per-session record per term
 //     bounds P4 independently of the leaders' lifetimes (below).
 //
 // The bound. Let T be the arrival of the last keepalive of the session
