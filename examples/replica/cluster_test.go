@@ -40,7 +40,9 @@ type replicaProc struct {
 	log  *bytes.Buffer
 }
 
-func startReplica(t *testing.T, id string, args []string, env map[string]string) *replicaProc {
+// replicaCommand is the replica program (the test binary re-executed, see
+// TestMain) with args and exactly the RAFTLOCK_* variables of env.
+func replicaCommand(t *testing.T, args []string, env map[string]string) *exec.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -57,6 +59,37 @@ func startReplica(t *testing.T, id string, args []string, env map[string]string)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	return cmd
+}
+
+// runReplicaCommand runs a replica subcommand (such as certs) in dir to its
+// end (at most a minute) and returns its output; it fails the test unless
+// the command exits 0.
+func runReplicaCommand(t *testing.T, dir string, args []string, env map[string]string) string {
+	t.Helper()
+	cmd := replicaCommand(t, args, env)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+		}
+	}()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("replica %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func startReplica(t *testing.T, id string, args []string, env map[string]string) *replicaProc {
+	t.Helper()
+	cmd := replicaCommand(t, args, env)
 	p := &replicaProc{t: t, id: id, cmd: cmd, done: make(chan struct{}), log: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: p.log}, &lockedWriter{w: p.log}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -215,7 +248,11 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 
 // healthy: every replica is ready, agrees on a leader, and sees three alive
 // voters.
-func healthy(apis []api) bool {
+func healthy(apis []api) bool { return healthyVoters(apis, 3) }
+
+// healthyVoters: every replica is ready, agrees on a leader, and sees n
+// alive voters (n voters configured).
+func healthyVoters(apis []api, n int) bool {
 	leader := ""
 	for _, a := range apis {
 		st, err := a.status()
@@ -234,7 +271,7 @@ func healthy(apis []api) bool {
 				voters++
 			}
 		}
-		if alive != 3 || voters != 3 {
+		if alive != n || voters != n {
 			return false
 		}
 	}
