@@ -56,6 +56,7 @@ type RefusalJSON struct {
 // ServerJSON is one server of the Raft configuration.
 type ServerJSON struct {
 	ID     string `json:"id"`
+	RaftID string `json:"raft_id"` // the node id and its incarnation: a node that lost its data dir comes back as another
 	Addr   string `json:"addr"`
 	Role   string `json:"role"`
 	Leader bool   `json:"leader"`
@@ -122,7 +123,7 @@ func (s *Server) Status(peers []node.PeerStatus) StatusJSON {
 	}
 	out.Ready = out.Health.Ready
 	for _, sv := range st.Servers {
-		out.Servers = append(out.Servers, ServerJSON{ID: sv.ID, Addr: sv.Addr, Role: string(sv.Role), Leader: sv.Leader})
+		out.Servers = append(out.Servers, ServerJSON{ID: sv.ID, RaftID: sv.RaftID, Addr: sv.Addr, Role: string(sv.Role), Leader: sv.Leader})
 	}
 	for _, r := range st.Refusals {
 		out.Refusals = append(out.Refusals, RefusalJSON{Reason: r.Reason, Detail: public(r.Detail), Peer: r.Peer, LastUnixMS: r.Last.UnixMilli(), Count: r.Count})

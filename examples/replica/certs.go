@@ -137,11 +137,12 @@ var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // what a cluster's leader checks before it adds a member: a replica holding
 // it cannot claim another id) and carries the DNS names -dns (the shared
 // name every peer verifies, -tls-server-name). It writes DIR/tls.pem,
-// DIR/tls-key.pem and a copy of the CA certificate DIR/ca.pem: a replica
-// configured with these three files never needs the CA key.
+// DIR/tls-key.pem and a copy of the -ca file DIR/ca.pem (every CA in it is
+// trusted; the first one signs, with -ca-key): a replica configured with
+// these three files never needs the CA key.
 func certsIssue(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replica certs issue", flag.ContinueOnError)
-	caFile := fs.String("ca", "", "PEM file of the CA certificate (required)")
+	caFile := fs.String("ca", "", "PEM file of the CA certificate that signs, then any other CA certificates to trust (required)")
 	caKeyFile := fs.String("ca-key", "", "PEM file of the CA's private key (required)")
 	id := fs.String("id", "", "the replica id the certificate names (required)")
 	dns := fs.String("dns", "raftlock", "comma-separated DNS names the certificate carries (the shared -tls-server-name first)")
@@ -192,7 +193,9 @@ func certsIssue(args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	if err := writeFiles(*dir, map[string][]byte{"ca.pem": ca.CertPEM(), "tls.pem": certPEM, "tls-key.pem": leafKeyPEM}); err != nil {
+	// ca.pem is the -ca file whole: during a CA rotation it holds the
+	// old and the new CA (the first one signs), and the replica trusts both.
+	if err := writeFiles(*dir, map[string][]byte{"ca.pem": caPEM, "tls.pem": certPEM, "tls-key.pem": leafKeyPEM}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s/tls.pem and tls-key.pem for %s (DNS %s), valid until %s, and the CA's ca.pem\n",

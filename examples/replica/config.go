@@ -141,7 +141,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.HTTPClientRole, "http-client-role", "admin", "role of a verified HTTPS client certificate: read, lock or admin")
 	fs.StringVar(&c.HTTPAllowedHosts, "http-allowed-hosts", "", "with -http-no-auth: comma-separated host names (name or *.suffix) the API answers besides IP addresses and localhost")
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3\n       replica migrate-log-store -data-dir DIR -from bolt -to wal\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
+		fmt.Fprintf(out, "usage: replica [flags]\n       replica certs -dir DIR -names r1,r2,r3   (trial certificates, valid for a day)\n       replica certs ca -dir DIR                (a CA: ca.pem, ca-key.pem)\n       replica certs issue -ca CA.pem -ca-key CA-key.pem -id ID -dir DIR   (a certificate naming ID)\n       replica migrate-log-store -data-dir DIR -from bolt -to wal\n\nEvery flag can also be set by its environment variable; flags win.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			fmt.Fprintf(out, "  -%s (%s)\n    \t%s", f.Name, envVars[f.Name], f.Usage)
 			if f.DefValue != "" {
