@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -32,6 +33,7 @@ func (s *Session) keepAlive() {
 			continue
 		}
 		sent := time.Now()
+		s.traceKeepAliveSent(sent)
 		// One attempt may take up to TTL/6, and never past the lease deadline.
 		ctx, cancel := context.WithDeadline(s.ctx, minTime(s.ValidUntil(), sent.Add(ttl/6)))
 		err := s.n.KeepAlive(ctx, s.id)
@@ -39,17 +41,21 @@ func (s *Session) keepAlive() {
 		switch {
 		case err == nil:
 			s.renewed(sent)
+			s.traceKeepAliveResult(sent, "")
 			timer.Reset(s.nextKeepAlive())
 		case errors.Is(err, node.ErrSessionExpired):
-			s.lose(fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
+			s.traceKeepAliveResult(sent, leasetrace.VerdictRefused)
+			s.lose(leasetrace.LostRefused, fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
 			return
 		case errors.Is(err, node.ErrClosed):
-			s.lose(fmt.Errorf("%w: the node is closed: %w", ErrSessionExpired, node.ErrClosed))
+			s.traceKeepAliveResult(sent, leasetrace.VerdictFailed)
+			s.lose(leasetrace.LostClosed, fmt.Errorf("%w: the node is closed: %w", ErrSessionExpired, node.ErrClosed))
 			return
 		default:
 			if s.ctx.Err() != nil {
 				return
 			}
+			s.traceKeepAliveResult(sent, leasetrace.VerdictFailed)
 			s.metrics.keepaliveFailed()
 			s.jeopardy(err)
 			timer.Reset(jitter(ttl / 10))

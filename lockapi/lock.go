@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -176,7 +177,7 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 	case fsm.StatusNoSession:
 		s.forget(p)
 		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
-		s.lose(err)
+		s.lose(leasetrace.LostEnded, err)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
 	case fsm.StatusQueued:
 	default:

@@ -19,7 +19,9 @@ import (
 func (s *Session) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	seq := s.seq.next()
 	defer s.seq.done(seq)
-	return s.n.Propose(ctx, withRequest(cmd, s.id, seq, s.seq.ackBelow()))
+	cmd = withRequest(cmd, s.id, seq, s.seq.ackBelow())
+	s.traceCommand(cmd)
+	return s.n.Propose(ctx, cmd)
 }
 
 // withRequest attaches the request number, the acknowledgement and (to a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -153,6 +154,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 	}
 	s.id = r.Session
 	s.validUntil = sent.Add(cfg.ttl - s.margin) // the open counts as the first keepalive
+	s.traceOpened(sent)
 	if s.sub, err = n.Subscribe(node.EventFilter{Session: s.id, EarlyGrants: true, OnEarlyGrant: s.earlyGrant}, 256); err != nil {
 		return nil, err
 	}
@@ -199,7 +201,7 @@ func (s *Session) checkDeadline() {
 	over := s.err == nil && !time.Now().Before(s.validUntil)
 	s.mu.Unlock()
 	if over {
-		s.lose(s.deadlineCause())
+		s.lose(leasetrace.LostDeadline, s.deadlineCause())
 	}
 }
 
@@ -329,10 +331,11 @@ func (s *Session) end(state State, cause error) bool {
 // lock-delay — whether this close or the leader's expiry commits first.
 // (Below cluster version 4 the node writes a plain close: a rolling upgrade
 // keeps the previous behaviour, no delay, until the version is raised.)
-func (s *Session) lose(cause error) {
+func (s *Session) lose(why string, cause error) {
 	if !s.end(StateLost, cause) {
 		return
 	}
+	s.traceLost(why)
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ttl)
@@ -368,7 +371,7 @@ func (s *Session) Abandon(ctx context.Context) error {
 	if err := s.checkCall(ctx); err != nil {
 		return err
 	}
-	s.lose(fmt.Errorf("%w: abandoned", ErrSessionExpired))
+	s.lose(leasetrace.LostAbandoned, fmt.Errorf("%w: abandoned", ErrSessionExpired))
 	if s.State() == StateClosed {
 		return fmt.Errorf("lockapi: abandon session: %w", ErrSessionClosed)
 	}

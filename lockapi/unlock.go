@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // Unlock releases the lock — a compare-and-delete by the acquisition's owner
@@ -100,7 +101,7 @@ func (l *Lease) unlockResult(status fsm.Status, lost error) error {
 	switch status {
 	case fsm.StatusNoSession: // the cluster closed or expired the session: that released it
 		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
-		l.s.lose(err)
+		l.s.lose(leasetrace.LostEnded, err)
 		if lost == nil {
 			lost = err
 		}

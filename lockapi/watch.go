@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // watch enforces the client-side lease deadline and follows the events the
@@ -27,7 +28,7 @@ func (s *Session) watch() {
 				timer.Reset(d)
 				continue
 			}
-			s.lose(s.deadlineCause())
+			s.lose(leasetrace.LostDeadline, s.deadlineCause())
 			return
 		}
 	}
@@ -88,9 +89,9 @@ func (s *Session) handle(e fsm.Event) {
 			p.fail(reasonErr(e.Reason))
 		}
 	case fsm.EventSessionExpired:
-		s.lose(fmt.Errorf("%w: expired by the leader", ErrSessionExpired))
+		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: expired by the leader", ErrSessionExpired))
 	case fsm.EventSessionClosed:
-		s.lose(fmt.Errorf("%w: closed in the cluster", ErrSessionExpired))
+		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: closed in the cluster", ErrSessionExpired))
 	}
 }
 
@@ -125,7 +126,7 @@ func (s *Session) resync() {
 	s.syncedAt = max(s.syncedAt, applied)
 	s.mu.Unlock()
 	if _, ok := s.n.Session(s.id); !ok {
-		s.lose(fmt.Errorf("%w: the session no longer exists", ErrSessionExpired))
+		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: the session no longer exists", ErrSessionExpired))
 		return
 	}
 	s.mu.Lock()

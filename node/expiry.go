@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // expiryManager runs on the leader. It keeps every session's deadline in
@@ -59,9 +60,11 @@ type expiryHost struct {
 	expired    func(n int)                                         // metric: sessions expired by this leader
 	delayEnded func(ok bool)                                       // metric: EndDelay proposals
 	log        *slog.Logger
-	grace      time.Duration // the takeover grace: ElectionTimeout
-	heartbeat  time.Duration // retry pause; bounds a keepalive's wait for a shared round
-	retry      time.Duration // re-propose an expiry that did not commit after this
+	grace      time.Duration          // the takeover grace: ElectionTimeout
+	heartbeat  time.Duration          // retry pause; bounds a keepalive's wait for a shared round
+	retry      time.Duration          // re-propose an expiry that did not commit after this
+	term       func() uint64          // the current Raft term (the lease trace)
+	trace      func() leasetrace.Sink // the node's lease trace (Node.leaseTrace); nil: none
 }
 
 type deadline struct {
@@ -110,6 +113,8 @@ func (n *Node) expiryHost() expiryHost {
 		grace:     n.cfg.Timing.ElectionTimeout,
 		heartbeat: n.cfg.Timing.HeartbeatTimeout,
 		retry:     n.cfg.AttemptTimeout,
+		term:      func() uint64 { return n.raft.CurrentTerm() },
+		trace:     n.leaseTrace,
 	}
 }
 
@@ -122,6 +127,11 @@ func (m *expiryManager) wake() {
 
 // lead runs the leader's duties until ctx ends (leadership lost or node closed).
 func (m *expiryManager) lead(ctx context.Context) {
+	if s := m.h.traceSink(); s != nil {
+		term := m.h.term()
+		s.Record(leasetrace.Event{At: time.Now().UnixNano(), Kind: leasetrace.Lead, Term: term})
+		defer func() { s.Record(leasetrace.Event{At: time.Now().UnixNano(), Kind: leasetrace.Unlead, Term: term}) }()
+	}
 	defer func() {
 		m.mu.Lock()
 		m.leading, m.sessions, m.due, m.takeover = false, nil, timeHeap[*deadline]{}, nil
@@ -231,6 +241,7 @@ func (m *expiryManager) takeOver() int {
 	m.takeover = nil
 	m.delays.reset()
 	m.leading = true
+	m.traceInstalledLocked()
 	return len(m.sessions)
 }
 
@@ -245,6 +256,9 @@ func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke b
 		l.at = l.deadline
 		m.sessions[e.id] = l
 		m.due.add(l)
+		if s := m.h.traceSink(); s != nil && m.takeover == nil {
+			s.Record(leasetrace.Event{At: now.UnixNano(), Kind: leasetrace.DeadlineSet, Session: uint64(e.id), Deadline: l.deadline.UnixNano()})
+		}
 		return l.at.Before(m.wakeAt)
 	case fsm.EventSessionClosed, fsm.EventSessionExpired:
 		if l := m.sessions[e.id]; l != nil {
@@ -287,6 +301,7 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 	for len(due) > 0 {
 		chunk := due[:min(len(due), fsm.MaxExpireSessions)]
 		due = due[len(chunk):]
+		traceSessions(m.h.traceSink(), leasetrace.ProposeExpire, chunk, nil)
 		out := m.h.propose(ctx, fsm.ExpireSessions{Sessions: chunk})
 		if out.err != nil {
 			m.h.log.Warn("proposing session expiry failed; will retry", "sessions", len(chunk), "err", out.err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // Lock-delays on the leader (see fsm.EndDelay).
@@ -123,6 +124,11 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 	for len(refs) > 0 {
 		chunk := refs[:min(len(refs), fsm.MaxExpireSessions)]
 		refs = refs[len(chunk):]
+		if s := m.h.traceSink(); s != nil {
+			for _, ref := range chunk {
+				s.Record(leasetrace.Event{At: time.Now().UnixNano(), Kind: leasetrace.ProposeEndDelay, Lock: ref.Lock, Token: uint64(ref.Token)})
+			}
+		}
 		out := m.h.propose(ctx, fsm.EndDelay{Delays: chunk})
 		if out.err == nil {
 			m.h.delayEnded(true)

@@ -66,6 +66,10 @@ func (m *expiryManager) keepAliveMany(ctx context.Context, ids []fsm.SessionID) 
 	received := time.Now()
 	verdicts := make([]error, len(ids))
 	wait, unmarked, marked := m.checkMany(ids, received, verdicts)
+	if s := m.h.traceSink(); s != nil {
+		traceReceived(s, ids, received, verdicts, marked)
+		defer traceAnswered(s, m, ids, received, verdicts)
+	}
 	var renewed chan struct{}
 	if len(marked) > 0 {
 		renewed = make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // Renewals in the log (cluster version 4). A new leader cannot know when
@@ -57,6 +58,7 @@ func (m *expiryManager) renewMarked(ctx context.Context, ids []fsm.SessionID, ma
 	for len(sessions) > 0 {
 		chunk := sessions[:min(len(sessions), fsm.MaxExpireSessions)]
 		sessions = sessions[len(chunk):]
+		traceSessions(m.h.traceSink(), leasetrace.ProposeRenewed, chunk, nil)
 		out := m.h.propose(ctx, fsm.Renewed{Sessions: chunk})
 		for _, i := range marked[:len(chunk)] {
 			verdicts[i] = out.err

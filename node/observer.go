@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // The FSM observer: what the local state machine applies reaches the
@@ -54,6 +55,9 @@ func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, er
 
 func (o *observer) Restored(index uint64) {
 	n := (*Node)(o)
+	if s := n.leaseTrace(); s != nil {
+		s.Record(leasetrace.Event{At: time.Now().UnixNano(), Kind: leasetrace.Restored, Index: index})
+	}
 	if err := n.store.restored(index); err != nil { // storage_anchor.go
 		n.log.Warn("could not drop the log entries below the restored snapshot", "index", index, "error", err)
 	}

@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed}, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
+	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed, n.leaseTrace}, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true) // publishes raft and formation to the RPC handlers

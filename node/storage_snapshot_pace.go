@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // Snapshot pacing. Raft persists a snapshot on a goroutine of its own
@@ -25,7 +26,31 @@ const maxSnapshotRest = 20 * time.Millisecond
 // the pacing.
 type pacedFSM struct {
 	*fsm.FSM
-	stop <-chan struct{}
+	stop  <-chan struct{}
+	trace func() leasetrace.Sink // the node's lease trace (Node.leaseTrace)
+}
+
+// Apply implements raft.FSM.
+func (f pacedFSM) Apply(l *raft.Log) interface{} {
+	traceApplied(f.sink(), l)
+	return f.FSM.Apply(l)
+}
+
+func (f pacedFSM) sink() leasetrace.Sink {
+	if f.trace == nil {
+		return nil
+	}
+	return f.trace()
+}
+
+// ApplyBatch implements raft.BatchingFSM.
+func (f pacedFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if s := f.sink(); s != nil {
+		for _, l := range logs {
+			traceApplied(s, l)
+		}
+	}
+	return f.FSM.ApplyBatch(logs)
 }
 
 // Snapshot implements raft.FSM.

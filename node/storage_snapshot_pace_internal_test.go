@@ -44,7 +44,7 @@ func TestRaftSnapshotsArePaced(t *testing.T) {
 		if err := f.WriteSnapshot(&want); err != nil {
 			t.Fatal(err)
 		}
-		s, err := pacedFSM{f, make(chan struct{})}.Snapshot()
+		s, err := pacedFSM{FSM: f, stop: make(chan struct{})}.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}

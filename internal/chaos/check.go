@@ -104,6 +104,8 @@ type Stats struct {
 	// the call's own first attempt, its reply lost and the call sent
 	// again (it took effect once; the answer says nothing changed).
 	RefusedAfterEffect int `json:"operator_refused_after_effect,omitempty"`
+	// Model: the model-conformance check's figures.
+	Model ModelStats `json:"model"`
 }
 
 // Report is the outcome of checking one history.
@@ -266,6 +268,7 @@ func Check(h *History, o CheckOptions) *Report {
 	c.checkOperator()
 	c.checkCatchUps()
 	c.checkUnknown()
+	c.checkModel()
 	c.checkLinearizable()
 	return c.r
 }

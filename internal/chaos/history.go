@@ -27,6 +27,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // OpKind is the kind of a client lock operation.
@@ -232,9 +234,12 @@ type History struct {
 	Seed    int64  `json:"seed"`
 	Nodes   int    `json:"nodes"`
 	TTL     int64  `json:"ttl_ns"`
-	Start   int64  `json:"start"` // clock value at the start of the run
-	End     int64  `json:"end"`   // clock value once the workload stopped
-	Ops     []Op   `json:"ops"`
+	// ElectionTimeout is the nodes' Timing.ElectionTimeout (the takeover
+	// grace's; the model-conformance check needs it).
+	ElectionTimeout int64 `json:"election_timeout_ns,omitempty"`
+	Start           int64 `json:"start"` // clock value at the start of the run
+	End             int64 `json:"end"`   // clock value once the workload stopped
+	Ops             []Op  `json:"ops"`
 	// Writes are the fenced write attempts.
 	Writes []Write `json:"writes"`
 	// Final is the register's state at the end: resource → accepted writes
@@ -309,6 +314,12 @@ type History struct {
 	// Closes are the clients' Close calls on sessions that were healthy
 	// then (a voluntary close ends a session without its lock-delay).
 	Closes []SessionClose `json:"closes,omitempty"`
+	// LeaseTrace is what the lease protocol's implementation did, as the
+	// nodes and sessions reported it (internal/leasetrace): the leaders'
+	// keepalive verdicts, takeovers and proposals, the clients'
+	// keepalives, commands and lapses, and the first apply of every entry.
+	// The model-conformance check replays it against the lease model.
+	LeaseTrace []leasetrace.Event `json:"lease_trace,omitempty"`
 
 	seenEntries map[EntrySample]bool // AddEntries: (index, term, hash) recorded
 	seenDigests map[DigestSample]bool

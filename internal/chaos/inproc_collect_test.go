@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -30,11 +31,14 @@ type collector struct {
 	restoredAt map[string][]int64
 	subs       map[*node.Node]*watcher
 	wg         sync.WaitGroup
+	// lease: the lease trace of every node (leasetrace).
+	lease leasetrace.Recorder
 }
 
 type watcher struct {
-	sub  *node.Subscription
-	stop chan struct{}
+	sub    *node.Subscription
+	stop   chan struct{}
+	detach func() // the node's lease trace
 }
 
 func newCollector(s *sim) *collector {
@@ -74,7 +78,7 @@ func (c *collector) watch(nodeID string, n *node.Node) {
 	if err != nil {
 		c.s.t.Fatalf("subscribe to %s: %v", nodeID, err)
 	}
-	w := &watcher{sub: sub, stop: make(chan struct{})}
+	w := &watcher{sub: sub, stop: make(chan struct{}), detach: c.lease.Attach(n, nodeID)}
 	c.mu.Lock()
 	c.subs[n] = w
 	c.mu.Unlock()
@@ -165,6 +169,7 @@ func (c *collector) stopped(n *node.Node) {
 	delete(c.subs, n)
 	c.mu.Unlock()
 	if w != nil {
+		w.detach()
 		close(w.stop)
 	}
 }
@@ -175,6 +180,7 @@ func (c *collector) stopAll() {
 	c.subs = map[*node.Node]*watcher{}
 	c.mu.Unlock()
 	for _, w := range subs {
+		w.detach()
 		close(w.stop)
 	}
 	c.wg.Wait()

@@ -118,7 +118,7 @@ func newSim(t *testing.T, cfg simConfig, net *memnet.Network, name string) *sim 
 		reg: NewRegister(),
 		h: &History{
 			Layer: "in-process", Class: cfg.Class, Cluster: name, Seed: cfg.Seed, Nodes: cfg.Nodes, TTL: int64(cfg.TTL),
-			Faults: map[string]int{}, LockDelay: int64(cfg.LockDelay),
+			Faults: map[string]int{}, LockDelay: int64(cfg.LockDelay), ElectionTimeout: int64(node.TestTiming().ElectionTimeout),
 		},
 		nodes:   make([]atomic.Pointer[node.Node], total),
 		frozen:  make([]atomic.Int64, total),
@@ -331,6 +331,7 @@ func (s *sim) finish() {
 	s.h.Final = s.reg.Final()
 	s.h.Log = s.col.events()
 	s.h.Resyncs = s.col.resyncList()
+	s.h.LeaseTrace = s.col.lease.Events()
 	s.h.Disagreements = append(s.h.Disagreements, s.col.problems()...)
 	s.crossCheckDisk()
 }

@@ -110,8 +110,9 @@ func runChecked(t *testing.T, cfg simConfig, sum *Summary) (ok bool, schedule st
 			sum.Add(h, r, artifacts)
 		}
 		schedule += Schedule(h)
-		t.Logf("%s%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, %d probes (resume %d ms), faults %v, %s porcupine %s in %d ms; %v real time",
-			cfg, clusterSuffix(h), r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, r.Probes, r.ResumeMillis, h.Faults, operatorFigures(h, r), r.Porcupine, r.PorcupineMillis, time.Since(runStart).Round(time.Millisecond))
+		t.Logf("%s%s: %d ops, %d writes (%d stale rejected, %d unfenced overlaps), %d log events, %d probes (resume %d ms), faults %v, %s porcupine %s in %d ms; lease model: %d steps of %d sessions in %d replays, stopped out of scope %v, %d ms; %v real time",
+			cfg, clusterSuffix(h), r.ClientOps, r.Writes, r.StaleRejected, r.UnfencedOverlaps, r.LogEvents, r.Probes, r.ResumeMillis, h.Faults, operatorFigures(h, r), r.Porcupine, r.PorcupineMillis,
+			r.Model.Steps, r.Model.Sessions, r.Model.Replays, r.Model.Unchecked, r.Model.Millis, time.Since(runStart).Round(time.Millisecond))
 	}
 	return ok, schedule
 }

@@ -108,6 +108,7 @@ func (s *Summary) Add(h *History, r *Report, artifacts []string) RunResult {
 	t.OperatorActions += x.OperatorActions
 	t.RestoresInstalled += x.RestoresInstalled
 	t.RefusedAfterEffect += x.RefusedAfterEffect
+	t.Model.add(x.Model)
 	for k, v := range h.Faults {
 		s.Faults[k] += v
 	}
@@ -220,6 +221,7 @@ func (s *Summary) Table() string {
 		row("operator actions (restores installed)", fmt.Sprintf("%d (%d)", t.OperatorActions, t.RestoresInstalled))
 		row("revocations / ends of sessions answered \"not held\" / \"no such session\" after their own first attempt took effect", fmt.Sprint(t.RefusedAfterEffect))
 	}
+	row("lease model conformance: sessions followed, replays, steps checked (replays stopped out of scope)", fmt.Sprintf("%d, %d, %d (%d), %d ms", t.Model.Sessions, t.Model.Replays, t.Model.Steps, t.Model.stopped(), t.Model.Millis))
 	row("violations (must be 0)", fmt.Sprint(s.Violations))
 	if len(s.KnownIssues) > 0 {
 		row("known library bugs observed (tracked, not counted above)", fmt.Sprint(s.KnownIssues))

@@ -43,6 +43,11 @@ const (
 	aRestore                        // an operator restores the backup
 	aOrphanExpire                   // the session of a restored backup that holds the lock expires
 	aRebuild                        // the cluster is rebuilt from empty data dirs (a new cluster, a new leader)
+
+	// Bounds.Edges and Bounds.DeposedRefusals.
+	aLapse      // client C's window ends, within the tick in which it reached 0
+	aArriveEdge // keepalive Arg of client C reaches the leader within the tick of the session's deadline, before it
+	aRefuseOld  // keepalive Arg of client C reaches a deposed leader, which refuses it
 )
 
 var actionNames = map[uint8]string{
@@ -54,6 +59,7 @@ var actionNames = map[uint8]string{
 	aAsk: "http-ask", aKeeperRelease: "keeper-release", aDeliver: "deliver", aDup: "duplicate",
 	aRevoke: "revoke", aEndSession: "end-session", aBackup: "backup", aRestore: "restore",
 	aOrphanExpire: "orphan-expires", aRebuild: "rebuild",
+	aLapse: "lapse", aArriveEdge: "keepalive-arrives-at-deadline", aRefuseOld: "keepalive-refused-by-deposed-leader",
 }
 
 // String names the action for a schedule.
@@ -70,7 +76,7 @@ func (a Action) String() string {
 		return fmt.Sprintf("%s (clock %s, wall %+d)", n, clock, int(a.Arg2)-wallBias)
 	case aDepose:
 		return fmt.Sprintf("%s (%d uncommitted entries survive)", n, a.Arg)
-	case aSendKA, aArrive, aArriveOld, aConfirm, aReply, aDrop:
+	case aSendKA, aArrive, aArriveOld, aConfirm, aReply, aDrop, aArriveEdge, aRefuseOld:
 		return fmt.Sprintf("%s c%d#%d", n, a.C, a.Arg)
 	}
 	return fmt.Sprintf("%s c%d", n, a.C)

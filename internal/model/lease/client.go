@@ -13,7 +13,7 @@ func (st *step) clientAction(kind uint8, c int) bool {
 		cl.Phase, cl.Cmd, cl.CmdAge = cOpening, cmdOpen, 0
 		return true
 	case aAcquire:
-		if cl.Phase != cOpen || cl.Cmd != cmdNone || cl.AcqSeq != 0 || cl.Releasing != 0 || f.Owner[c] != 0 || int(cl.Acqs) >= m.b.Acquires {
+		if cl.Phase != cOpen || cl.Cmd != cmdNone || cl.AcqSeq != 0 || cl.Releasing != 0 || f.Owner[c] != 0 || int(cl.Acqs) >= m.b.Acquires && !m.b.Trace {
 			return false
 		}
 		cl.Seq++

@@ -51,6 +51,35 @@ type Bounds struct {
 	NoLapsedRelease bool // Lease.Unlock of a lost lease is not modelled
 	NoLoseClose     bool // Session.lose's CloseSession is not modelled
 	MaxStates       int  // stop after this many states (0: no limit)
+
+	// The semantics a real run is checked against (trace validation,
+	// Conform; each also runs in the exhaustive checker, which shows that
+	// the properties still hold with it, fixed/trace-semantics):
+	//
+	// Edges: a deadline or a client's window ends somewhere within the
+	// tick at whose start its countdown reached 0, not at its start. The
+	// leader may still accept a keepalive in that tick (aArriveEdge) and
+	// the client is still valid until it lapses (aLapse), which it must
+	// before the next tick.
+	Edges bool
+	// LateDuties: a leader's duties (install its takeover, propose an
+	// expiry or an EndDelay) may come any time after they are due, not at
+	// once (step.due): a reduction the exhaustive checker makes, not a rule
+	// of the protocol.
+	LateDuties bool
+	// DeposedRefusals: a leader that does not know it was deposed may
+	// refuse a keepalive (its deadline passed, or it proposed the expiry)
+	// and the client is lost (aRefuseOld): a deposed leader's memory is
+	// not modelled, so any refusal of it is allowed — it only ends a
+	// client's window early.
+	DeposedRefusals bool
+	// Trace: a run is being replayed (Conform): Edges, LateDuties and
+	// DeposedRefusals, no bound on the number of leader changes,
+	// acquisitions, keepalives or revokes, and the log's entries are
+	// proposed by the replay (in the order of the run's log) rather than
+	// by the steps that decide them — a client's command, a leader's
+	// barrier, expiry, EndDelay and Renewed.
+	Trace bool
 }
 
 // Config is one exhaustive check: the protocol's parameters, the design

@@ -7,15 +7,18 @@ func (st *step) keepalive(kind uint8, c, i int) bool {
 	k := &cl.KA[i]
 	l := &s.L
 	switch kind {
-	case aArrive:
+	case aArrive, aArriveEdge:
 		if k.Stage != kaToLeader {
+			return false
+		}
+		if kind == aArriveEdge && (!m.b.Edges || l.Phase != phaseLeading || !l.Edge[c] || l.DL[c] != 0) {
 			return false
 		}
 		if l.Phase != phaseLeading {
 			*k = ka{} // not the leader (or not yet taken over): the attempt fails, the client retries
 			return true
 		}
-		deadlinePassed := l.DL[c] == 0
+		deadlinePassed := l.DL[c] == 0 && kind != aArriveEdge
 		if !s.F.Alive[c] || !l.Known[c] || l.Expiring[c] || deadlinePassed {
 			k.Stage = kaRefused
 			return true
@@ -24,6 +27,9 @@ func (st *step) keepalive(kind uint8, c, i int) bool {
 		k.Since = 0
 		if m.v.RenewPerTerm && !s.F.Renewed[c] && !m.v.AckBeforeRenewed {
 			k.Stage, k.Term = kaRenew, l.Changes
+			if m.b.Trace {
+				return true // the replay proposes the Renewed entry where the run's log has it
+			}
 			if !l.Renewing[c] {
 				if !st.propose(entry{Kind: eRenewed, C: uint8(c), Arg: l.Changes}) {
 					return false
@@ -33,6 +39,15 @@ func (st *step) keepalive(kind uint8, c, i int) bool {
 			return true
 		}
 		k.Stage = kaConfirm
+		return true
+	case aRefuseOld:
+		if !m.b.DeposedRefusals || l.Changes == 0 {
+			return false
+		}
+		if k.Stage != kaToLeader && k.Stage != kaConfirmOld && k.Stage != kaRenewOld {
+			return false
+		}
+		k.Stage = kaRefused
 		return true
 	case aArriveOld:
 		if k.Stage != kaToLeader || l.Stale == 0 || !s.F.Alive[c] {

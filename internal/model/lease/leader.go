@@ -41,7 +41,7 @@ func (st *step) depose(keep int) bool {
 		case eRestore:
 			s.M.Restored = false
 		}
-		if retry != cmdNone && cl.Cmd == cmdNone {
+		if retry != cmdNone && cl.Cmd == cmdNone && !m.b.Trace { // a replay delivers the run's retries itself
 			cl.Cmd, cl.CmdArg, cl.CmdAck = retry, arg, ack
 		}
 		l.Pend[i] = entry{}

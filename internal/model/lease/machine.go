@@ -41,7 +41,7 @@ func (st *step) applyEntry(e entry) {
 				// The open counts as the first keepalive, sent when the
 				// client sent OpenSession.
 				v := m.w - int(cl.CmdAge)
-				if v <= 0 {
+				if v < 0 || v == 0 && !m.b.Edges { // with Edges a window of 0 ends within this tick
 					cl.Phase = cLost
 				} else {
 					cl.V = uint8(v)
@@ -78,7 +78,7 @@ func (st *step) applyEntry(e entry) {
 			st.endSession(c, false)
 		}
 	case eAcquire:
-		st.acquire(c, e.Arg, e.Ack)
+		st.acquire(c, e.Arg, e.Ack, e.Arg2 == 1)
 	case eRelease:
 		st.release(c, e.Arg, e.Ack, e.Arg2 == 1 && st.lapsedDelays())
 	case eEndDelay:
@@ -224,8 +224,9 @@ func (st *step) promote() {
 
 // acquire applies client c's Acquire with request number seq (exactly
 // once: a duplicate gets its original result and changes nothing; a
-// request below the ack floor is stale).
-func (st *step) acquire(c int, seq, ack uint8) {
+// request below the ack floor is stale); try: a TryLock (the replay of a
+// run: Conform), which does not wait.
+func (st *step) acquire(c int, seq, ack uint8, try bool) {
 	s, m := &st.s, st.m
 	f := &s.F
 	if !f.Alive[c] {
@@ -253,6 +254,13 @@ func (st *step) acquire(c int, seq, ack uint8) {
 	case m.v.Barging && st.fits(c):
 		st.fail("P6", "c%d is granted while c%d waits ahead of it", c, int(f.Queue[0])-1)
 		st.grant(c)
+	case try:
+		// A TryLock that does not get the lock at once is refused and
+		// leaves nothing behind; its call returns.
+		f.Owner[c], f.Permits[c] = 0, 0
+		if cl := &s.C[c]; cl.AcqSeq == seq {
+			cl.AcqSeq = 0
+		}
 	default:
 		f.enqueue(c)
 	}

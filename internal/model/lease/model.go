@@ -36,6 +36,9 @@ func newModel(cfg Config) (*model, error) {
 		return nil, err
 	}
 	m := &model{cfg: cfg, p: cfg.Params, v: cfg.Variant, b: cfg.Bounds, n: len(cfg.Clients)}
+	if m.b.Trace {
+		m.b.Edges, m.b.LateDuties, m.b.DeposedRefusals, m.b.SlowTakeover = true, true, true, true
+	}
 	p := m.p
 	m.w = p.TTL - p.Margin
 	if m.v.NoMargin {
@@ -194,11 +197,14 @@ func (m *model) successors(s *State, emit func(Action, *State, *Violation)) {
 				try(Action{Kind: aDup, C: cc, Arg: seq})
 			}
 		}
+		if m.b.Edges {
+			try(Action{Kind: aLapse, C: cc})
+		}
 		for i := 0; i < maxKA; i++ {
 			if s.C[c].KA[i].Stage == kaFree {
 				continue
 			}
-			for _, k := range []uint8{aArrive, aArriveOld, aConfirm, aReply, aDrop} {
+			for _, k := range []uint8{aArrive, aArriveOld, aConfirm, aReply, aDrop, aArriveEdge, aRefuseOld} {
 				try(Action{Kind: k, C: cc, Arg: uint8(i)})
 			}
 		}
@@ -229,6 +235,9 @@ func (st *step) apply(a Action) bool {
 		}
 		s.L.Phase, s.L.Fast, s.L.Wall = phaseElected, a.Arg == 1, int8(int(a.Arg2)-wallBias)
 		s.L.PendAge = 0
+		if m.b.Trace {
+			return true // the replay proposes the barrier where the run's log has it
+		}
 		return st.propose(entry{Kind: eMarker, Arg: s.L.Changes})
 	case aDepose:
 		return st.depose(int(a.Arg))
@@ -286,6 +295,14 @@ func (st *step) apply(a Action) bool {
 		s.F.Orphan = 0
 		st.promote()
 		return true
+	case aLapse:
+		cl := &s.C[c]
+		if !m.b.Edges || cl.Kind == kindImmortal || cl.Phase != cOpen || cl.V != 0 {
+			return false
+		}
+		cl.Phase = cLost
+		st.windowLapsed(c)
+		return true
 	case aSendKA:
 		cl := &s.C[c]
 		if cl.Kind == kindImmortal || cl.Phase != cOpen || m.b.Sends > 0 && int(cl.Sent) >= m.b.Sends {
@@ -301,7 +318,7 @@ func (st *step) apply(a Action) bool {
 			}
 		}
 		return false
-	case aArrive, aArriveOld, aConfirm, aReply, aDrop:
+	case aArrive, aArriveOld, aConfirm, aReply, aDrop, aArriveEdge, aRefuseOld:
 		return st.keepalive(a.Kind, c, int(a.Arg))
 	case aDup:
 		return st.deliver(c, true, a.Arg)

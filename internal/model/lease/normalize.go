@@ -7,7 +7,7 @@ import "slices"
 // renumbers the tokens to 1…n, keeping their order (tokens are only
 // compared), so that the counter stays bounded.
 func (m *model) normalize(s *State) {
-	if int(s.L.Changes) >= m.b.Changes && s.L.Phase == phaseLeading {
+	if int(s.L.Changes) >= m.b.Changes && s.L.Phase == phaseLeading && !m.b.Trace {
 		// No leader will take over again: the ages only a takeover reads
 		// are dead.
 		for c := 0; c < m.n; c++ {

@@ -9,7 +9,7 @@ package lease
 const (
 	maxClients = 3 // clients (sessions) in a configuration
 	maxPending = 4 // uncommitted entries at the leader
-	maxKA      = 2 // keepalives of one client in flight
+	maxKA      = 4 // keepalives of one client in flight (the checks use up to 2; a replay of a run, where the network delivers copies, up to 4)
 )
 
 // State is one state of the protocol: the leader's memory, the replicated
@@ -45,6 +45,7 @@ type leader struct {
 	Led     uint8 // Timely: ticks it has led since its takeover (capped at MinLead)
 
 	DL       [maxClients]uint8 // ticks until each session's deadline
+	Edge     [maxClients]bool  // Bounds.Edges: the deadline falls within the current tick (DL became 0 at its start)
 	Known    [maxClients]bool  // the session has a deadline here
 	Expiring [maxClients]bool  // ExpireSessions proposed
 	Replayed [maxClients]bool  // opened between the takeover's read and its install
@@ -63,7 +64,7 @@ const (
 	eNone       uint8 = iota
 	eOpen             // OpenSession (C)
 	eClose            // CloseSession (C; Arg 1: Lapsed)
-	eAcquire          // Acquire (C; Arg: request number)
+	eAcquire          // Acquire (C; Arg: request number; Arg2 1: a TryLock, which does not wait)
 	eRelease          // Release (C; Arg: the acquisition's request number; Arg2 1: Lapsed)
 	eExpire           // ExpireSessions (C)
 	eEndDelay         // EndDelay (Arg: the delay's token)

@@ -36,6 +36,9 @@ func (st *step) urgent() string {
 // them due loses no unsafe schedule and saves states.
 func (st *step) due() string {
 	s, m := &st.s, st.m
+	if m.b.LateDuties {
+		return ""
+	}
 	l := &s.L
 	if l.Phase == phaseRead && !m.b.SlowTakeover {
 		return "a takeover to install"
@@ -62,6 +65,13 @@ func (st *step) tick() bool {
 	if st.due() != "" {
 		return false
 	}
+	if m.b.Edges {
+		for c := 0; c < m.n; c++ {
+			if cl := &s.C[c]; cl.Kind != kindImmortal && cl.Phase == cOpen && cl.V == 0 {
+				return false // its window ends within this tick: it lapses first (aLapse)
+			}
+		}
+	}
 	if m.b.Rebuild {
 		if int(s.M.Now) >= m.b.Horizon {
 			return false
@@ -84,7 +94,9 @@ func (st *step) tick() bool {
 		l.ReadAge = satAdd(l.ReadAge, m.capOrigin)
 	}
 	for c := 0; c < m.n; c++ {
+		l.Edge[c] = false
 		if l.Known[c] {
+			l.Edge[c] = m.b.Edges && l.DL[c] == 1
 			l.DL[c] = dec(l.DL[c])
 		}
 	}
@@ -117,10 +129,13 @@ func (st *step) tick() bool {
 			if k.Stage == kaFree {
 				continue
 			}
-			k.Age++
 			if k.Stage == kaConfirm || k.Stage == kaRenew {
 				k.Since = satAdd(k.Since, m.p.TTL)
 			}
+			if k.Age == ghostAge {
+				continue // a replay's ghost does not age (step.ghost)
+			}
+			k.Age++
 			if int(k.Age) > m.p.MaxAge {
 				*k = ka{}
 			}
@@ -130,7 +145,7 @@ func (st *step) tick() bool {
 		}
 		if cl.Phase == cOpen {
 			cl.V = dec(cl.V)
-			if cl.V == 0 {
+			if cl.V == 0 && !m.b.Edges { // with Edges it lapses within this tick (aLapse)
 				cl.Phase = cLost
 				st.windowLapsed(c)
 			}
