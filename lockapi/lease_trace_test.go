@@ -59,7 +59,7 @@ func lapseAcrossLeaderChange(t *testing.T) []leasetrace.Event {
 
 	c.Crash(leader)
 	c.WaitLeader(10 * time.Second) // of the two left
-	time.Sleep(2 * testTTL) // keepalives renew through the new leader (Renewed entries)
+	time.Sleep(2 * testTTL)        // keepalives renew through the new leader (Renewed entries)
 
 	holder.pauseKeepalives(true) // the holder's process pauses
 	if _, ok := <-granted; !ok {

@@ -110,10 +110,22 @@ func (st *step) deliver(c int, dup bool, seq uint8) bool {
 		cl.Dups++
 		return st.propose(entry{Kind: eAcquire, C: uint8(c), Arg: seq})
 	}
+	if cl.Cmd == cmdNone {
+		return false
+	}
+	e := cl.commandEntry(c)
+	if !st.propose(e) {
+		return false
+	}
+	cl.Cmd, cl.CmdArg, cl.CmdAck = cmdNone, 0, 0
+	return true
+}
+
+// commandEntry is the log entry of client c's pending command (cl.Cmd,
+// not cmdNone).
+func (cl *client) commandEntry(c int) entry {
 	var e entry
 	switch cl.Cmd {
-	case cmdNone:
-		return false
 	case cmdOpen:
 		e = entry{Kind: eOpen, C: uint8(c)}
 	case cmdAcquire:
@@ -129,9 +141,5 @@ func (st *step) deliver(c int, dup bool, seq uint8) bool {
 			e.Arg = 1
 		}
 	}
-	if !st.propose(e) {
-		return false
-	}
-	cl.Cmd, cl.CmdArg, cl.CmdAck = cmdNone, 0, 0
-	return true
+	return e
 }

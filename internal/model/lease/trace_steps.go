@@ -144,23 +144,7 @@ func (st *step) forget(c int) bool {
 // clears it: in a replay the run's log places it.
 func (st *step) takeCommand(c int) entry {
 	cl := &st.s.C[c]
-	var e entry
-	switch cl.Cmd {
-	case cmdOpen:
-		e = entry{Kind: eOpen, C: uint8(c)}
-	case cmdAcquire:
-		e = entry{Kind: eAcquire, C: uint8(c), Arg: cl.CmdArg, Ack: cl.CmdAck}
-	case cmdRelease, cmdReleaseLapsed:
-		e = entry{Kind: eRelease, C: uint8(c), Arg: cl.CmdArg, Ack: cl.CmdAck}
-		if cl.Cmd == cmdReleaseLapsed {
-			e.Arg2 = 1
-		}
-	case cmdClose, cmdCloseLapsed:
-		e = entry{Kind: eClose, C: uint8(c)}
-		if cl.Cmd == cmdCloseLapsed {
-			e.Arg = 1
-		}
-	}
+	e := cl.commandEntry(c)
 	cl.Cmd, cl.CmdArg, cl.CmdAck = cmdNone, 0, 0
 	return e
 }
