@@ -401,8 +401,6 @@ func (c *Config) validate() error {
 		return bad("Bootstrap without Peers founds a one-node static cluster: with gossip, use BootstrapExpect = 1")
 	case c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
 		return bad("LogStore %q is neither %q nor %q", c.LogStore, LogStoreBolt, LogStoreWAL)
-	case c.InMemory && !c.Bootstrap && len(c.Peers) == 0 && !c.gossipOn():
-		return bad("InMemory without Bootstrap, Peers or Gossip can neither found nor join a cluster (it would wait forever for a quorum): set Bootstrap for a one-node cluster, Peers, or Gossip")
 	case c.Recover && c.InMemory:
 		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
 	case c.MaxNonvoters < 0:
@@ -414,6 +412,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.validateGossip(); err != nil {
 		return bad("%s", err.Error())
+	}
+	if c.InMemory && !c.Bootstrap && len(c.Peers) == 0 && !c.gossipOn() {
+		return bad("InMemory without Bootstrap, Peers or Gossip can neither found nor join a cluster (it would wait forever for a quorum): set Bootstrap for a one-node cluster, Peers, or Gossip")
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return bad("Limits: %v", err)
