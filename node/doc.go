@@ -78,13 +78,12 @@
 //   - Gossip (gossip*.go, member.go): memberlist, the member table, the
 //     metadata each node publishes, the views the planners read; the
 //     memberlist transports are in internal/gossipnet.
-//   - Storage (storage.go, storage_faults.go): raft-boltdb/v2 and file
-//     snapshots under DataDir, or memory; fault injection for tests.
-//     Snapshots (storage_snapshot.go) are paced so that their encoding
-//     leaves the processor to Raft and the applies
-//     (storage_snapshot_pace.go), and written back to the disk in steps
-//     so that their final sync does not stall the log's fsyncs
-//     (storage_snapshot_writeback.go).
+//   - Storage (package internal/storage; openStorage, MigrateLogStore and
+//     Node.Snapshot here): raft-boltdb/v2 or raft-wal and file snapshots
+//     under DataDir, or memory; fault injection for tests (DiskFault).
+//     Snapshots are paced so that their encoding leaves the processor to
+//     Raft and the applies, and written back to the disk in steps so that
+//     their final sync does not stall the log's fsyncs.
 //   - Metrics (metrics.go): raftlock_node_*.
 //
 // # Sessions across leader changes

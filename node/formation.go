@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/membership"
+	"github.com/raftlock/raftlock/internal/storage"
 )
 
 // The formation runner: a node without Raft state that is told to found a
@@ -19,9 +20,6 @@ import (
 // with the chosen configuration. It stops as soon as the node has Raft state
 // — it bootstrapped, or a leader reached it — or finds that a cluster
 // already exists: then the node joins it as a new member.
-
-// keyFormation is the stable-store key of the acceptor's state.
-var keyFormation = []byte("raftlock/formation")
 
 // formationMsg is a formation request (Prepare, Accept, Decided).
 type formationMsg struct {
@@ -102,7 +100,7 @@ func newFormation(n *Node) (*formation, error) {
 		f.candidates = n.staticCandidates
 		f.static, f.patience = true, 10*f.interval
 	}
-	b, err := n.store.stable.Get(keyFormation)
+	b, err := n.store.Stable.Get(storage.KeyFormation)
 	if err != nil && err.Error() != "not found" {
 		return nil, fmt.Errorf("node: read formation state: %w", err)
 	}
@@ -144,7 +142,7 @@ func (f *formation) persistLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := f.n.store.stable.Set(keyFormation, b); err != nil {
+	if err := f.n.store.Stable.Set(storage.KeyFormation, b); err != nil {
 		return fmt.Errorf("node: write formation state: %w", err)
 	}
 	return nil

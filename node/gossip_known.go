@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/storage"
 )
 
 // Known peers. A node remembers, in its stable store, the gossip address of
@@ -16,9 +18,6 @@ import (
 // seeds were down, or forgot the other side after a long partition — stay
 // apart for good (memberlist merges pools only through a join), and a
 // member the leader can no longer see is never added back.
-
-// keyKnownPeers is the stable-store key of the known peers (JSON).
-var keyKnownPeers = []byte("raftlock/known_peers")
 
 const (
 	// maxKnownPeers bounds the known peers kept.
@@ -49,7 +48,7 @@ func (k *knownPeers) load() {
 	if k.stable == nil {
 		return
 	}
-	if b, err := k.stable.Get(keyKnownPeers); err == nil && len(b) > 0 {
+	if b, err := k.stable.Get(storage.KeyKnownPeers); err == nil && len(b) > 0 {
 		var m map[string]string
 		if json.Unmarshal(b, &m) == nil {
 			for id, a := range m {
@@ -108,7 +107,7 @@ func (k *knownPeers) save(now time.Time) {
 	k.dirty, k.saved = false, now
 	k.mu.Unlock()
 	if err == nil {
-		_ = k.stable.Set(keyKnownPeers, b) // best effort: a later save retries on change
+		_ = k.stable.Set(storage.KeyKnownPeers, b) // best effort: a later save retries on change
 	}
 }
 

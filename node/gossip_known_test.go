@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/storage"
 )
 
 // Known peers are saved at most every knownPeersSave while the node runs,
@@ -35,7 +37,7 @@ func TestKnownPeersSavedAndFlushed(t *testing.T) {
 	}
 
 	// Bad entries in the store are dropped at load; the rest is kept.
-	store.Set(keyKnownPeers, []byte(`{"n4":"10.0.0.4:7946","bad id!":"10.0.0.5:7946","n6":"not an address"}`))
+	store.Set(storage.KeyKnownPeers, []byte(`{"n4":"10.0.0.4:7946","bad id!":"10.0.0.5:7946","n6":"not an address"}`))
 	if got := reload(); len(got) != 1 || got["n4"] != "10.0.0.4:7946" {
 		t.Fatalf("loaded %v, want only n4", got)
 	}

@@ -27,7 +27,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 	m := &gossip{
 		n: n, log: n.log.With("component", "membership"), timing: cfg.gossipTiming(),
 		poke: make(chan struct{}, 1), leadPoke: make(chan struct{}, 1), pubPoke: make(chan struct{}, 1), firstJoin: make(chan struct{}),
-		members: make(map[string]*memberInfo), reported: make(map[string]bool), known: knownPeers{stable: n.store.stable},
+		members: make(map[string]*memberInfo), reported: make(map[string]bool), known: knownPeers{stable: n.store.Stable},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	id := n.ident()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/storage"
 )
 
 // Identity.
@@ -42,11 +43,9 @@ import (
 // Anything that carries another cluster id is refused, so two clusters
 // whose gossip meets never merge.
 
-// Stable-store keys (raft's own keys have no prefix).
+// Stable-store keys (raft's own keys have no prefix; the others are
+// storage.KeyIncarnation and its neighbours).
 var (
-	keyIncarnation = []byte("raftlock/incarnation")
-	keyRaftID      = []byte("raftlock/raft_id")
-	keyClusterID   = []byte("raftlock/cluster_id")
 	// keyLeft marks a data dir whose node was removed by Leave: the time
 	// (RFC 3339, UTC) and the cluster id. Start refuses such a data dir
 	// (ErrDecommissioned) unless Recover is set.
@@ -122,7 +121,7 @@ func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*ident
 		}
 		return nil
 	}
-	inc, err := get(keyIncarnation)
+	inc, err := get(storage.KeyIncarnation)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +131,11 @@ func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*ident
 			return nil, fmt.Errorf("node: make incarnation: %w", err)
 		}
 		inc = hex.EncodeToString(b[:])
-		if err := put(keyIncarnation, inc); err != nil {
+		if err := put(storage.KeyIncarnation, inc); err != nil {
 			return nil, err
 		}
 	}
-	rid, err := get(keyRaftID)
+	rid, err := get(storage.KeyRaftID)
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +144,14 @@ func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*ident
 		if hasState {
 			rid = nodeID // state from before incarnations: keep its Raft id
 		}
-		if err := put(keyRaftID, rid); err != nil {
+		if err := put(storage.KeyRaftID, rid); err != nil {
 			return nil, err
 		}
 	}
 	if id, _ := splitRaftID(rid); id != nodeID {
 		return nil, fmt.Errorf("%w: the data dir belongs to node %q (Raft id %q), not %q", ErrInvalidConfig, id, rid, nodeID)
 	}
-	cid, err := get(keyClusterID)
+	cid, err := get(storage.KeyClusterID)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +190,7 @@ func (id *identity) setCluster(cid string) error {
 	default:
 		return fmt.Errorf("%w: it has cluster id %s, not %s", errClusterIDChange, id.clusterID, cid)
 	}
-	if err := id.stable.Set(keyClusterID, []byte(cid)); err != nil {
+	if err := id.stable.Set(storage.KeyClusterID, []byte(cid)); err != nil {
 		return fmt.Errorf("node: write cluster id: %w", err)
 	}
 	id.clusterID = cid

@@ -28,7 +28,7 @@ func (h expiryHost) traceSink() leasetrace.Sink {
 	return h.trace()
 }
 
-// traceApplied reports a command entry about to be applied (pacedFSM).
+// traceApplied reports a command entry about to be applied (tracedFSM).
 func traceApplied(s leasetrace.Sink, l *raft.Log) {
 	if s == nil || l.Type != raft.LogCommand {
 		return

@@ -117,7 +117,7 @@ func (n *Node) decommission(ctx context.Context) bool {
 // configuration and idle instead of refused.
 func (n *Node) markLeft() {
 	v := time.Now().UTC().Format(time.RFC3339) + " " + n.ident().ClusterID
-	if err := n.store.stable.Set(keyLeft, []byte(v)); err != nil {
+	if err := n.store.Stable.Set(keyLeft, []byte(v)); err != nil {
 		n.log.Error("could not mark the data dir as decommissioned: do not start this node on it again", "err", err)
 	}
 }
@@ -125,7 +125,7 @@ func (n *Node) markLeft() {
 // checkLeft refuses a data dir marked by Leave (ErrDecommissioned), unless
 // Recover is set: then the mark is cleared.
 func (n *Node) checkLeft() error {
-	v, err := n.store.stable.Get(keyLeft)
+	v, err := n.store.Stable.Get(keyLeft)
 	if err != nil && err.Error() != "not found" { // raft-boltdb's and the memory store's "not found"
 		return fmt.Errorf("node: read %s: %w", keyLeft, err)
 	}
@@ -134,7 +134,7 @@ func (n *Node) checkLeft() error {
 	}
 	if n.cfg.Recover {
 		n.log.Warn("recovering from a data dir that had left its cluster", "left", string(v))
-		if err := n.store.stable.Set(keyLeft, nil); err != nil {
+		if err := n.store.Stable.Set(keyLeft, nil); err != nil {
 			return fmt.Errorf("node: recover: clear the decommission mark: %w", err)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -23,7 +24,7 @@ type Node struct {
 	fsm     *fsm.FSM
 	raft    *raft.Raft
 	trans   *transport.Transport
-	store   *storage
+	store   *storage.Stores
 	metrics *metrics
 
 	applied appliedIndex

@@ -58,7 +58,7 @@ func (o *observer) Restored(index uint64) {
 	if s := n.leaseTrace(); s != nil {
 		s.Record(leasetrace.Event{At: time.Now().UnixNano(), Kind: leasetrace.Restored, Index: index})
 	}
-	if err := n.store.restored(index); err != nil { // storage_anchor.go
+	if err := n.store.Restored(index); err != nil { // storage.Stores.WithAnchors
 		n.log.Warn("could not drop the log entries below the restored snapshot", "index", index, "error", err)
 	}
 	n.applied.advance(index) // first: a subscriber that resyncs judges the state by it

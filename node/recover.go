@@ -7,10 +7,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/storage"
 )
-
-// keyRecovered marks a data dir that Config.Recover has already recovered.
-var keyRecovered = []byte("raftlock/recovered")
 
 // recover implements Config.Recover before Raft starts: the node's Raft
 // configuration becomes {this node, voter}, with every entry of its log kept
@@ -21,15 +19,15 @@ func (n *Node) recover(rc *raft.Config, hasState bool) error {
 	if !hasState {
 		return fmt.Errorf("%w: Recover: the data dir has no Raft state to recover", ErrInvalidConfig)
 	}
-	if done, err := n.store.stable.Get(keyRecovered); err == nil && len(done) > 0 {
+	if done, err := n.store.Stable.Get(storage.KeyRecovered); err == nil && len(done) > 0 {
 		n.log.Error("Recover is set, but this data dir was recovered already (at " + string(done) + "): starting normally; remove Recover from the configuration")
 		return nil
 	}
 	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: raft.ServerAddress(n.trans.Addr())}}}
-	if err := raft.RecoverCluster(rc, fsm.New(nil), n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport(), conf); err != nil {
+	if err := raft.RecoverCluster(rc, fsm.New(nil), n.store.Logs, n.store.Stable, n.store.Snaps, n.trans.RaftTransport(), conf); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
-	if err := n.store.stable.Set(keyRecovered, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+	if err := n.store.Stable.Set(storage.KeyRecovered, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return fmt.Errorf("node: recover: %w", err)
 	}
 	n.log.Warn("recovered: this node is now the only voter of its cluster; other members join as new members", "raft_id", rc.LocalID, "addr", n.trans.Addr())

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/hclogslog"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -69,16 +70,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.store, err = openStorage(&cfg, hlog); err != nil {
 		return nil, err
 	}
-	n.store.withFaults(cfg.DiskFault)
-	n.store.withAnchors(n.applied.get, func() bool { return n.started.Load() && n.raft.State() == raft.Leader })
-	hasState, err := raft.HasExistingState(n.store.logs, n.store.stable, n.store.snaps)
+	n.store.WithAnchors(n.applied.get, func() bool { return n.started.Load() && n.raft.State() == raft.Leader })
+	hasState, err := raft.HasExistingState(n.store.Logs, n.store.Stable, n.store.Snaps)
 	if err != nil {
 		return nil, fmt.Errorf("node: read raft state: %w", err)
 	}
 	if err := n.checkLeft(); err != nil {
 		return nil, err
 	}
-	if n.id, err = loadIdentity(n.store.stable, cfg.ID, hasState); err != nil {
+	if n.id, err = loadIdentity(n.store.Stable, cfg.ID, hasState); err != nil {
 		return nil, err
 	}
 	n.guard = &voteGuard{self: raft.ServerID(n.id.raftID), config: n.latestConfig, refused: n.metrics.votesRefused.Inc}
@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, pacedFSM{n.fsm, n.closed, n.leaseTrace}, n.store.logs, n.store.stable, n.store.snaps, n.trans.RaftTransport()); err != nil {
+	if n.raft, err = raft.NewRaft(rc, storage.Paced(tracedFSM{n.fsm, n.leaseTrace}, n.closed), n.store.Logs, n.store.Stable, n.store.Snaps, n.trans.RaftTransport()); err != nil {
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.started.Store(true) // publishes raft and formation to the RPC handlers
@@ -167,7 +167,7 @@ func (n *Node) abortStart() {
 	n.commits.Wait()
 	n.wg.Wait()
 	if n.store != nil {
-		n.store.close()
+		n.store.Close()
 	}
 	n.metrics.unregister(n.cfg.Registerer)
 }

@@ -80,7 +80,7 @@ func (n *Node) shutdown() error {
 	err := f.Error()
 	n.waitRaftConns()
 	n.wg.Wait()
-	if cerr := n.store.close(); cerr != nil && err == nil {
+	if cerr := n.store.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	n.metrics.unregister(n.cfg.Registerer)

@@ -18,9 +18,9 @@ type SnapshotInfo struct {
 // accumulated, and compacts the log behind it (keeping TrailingLogs). The
 // state machine is frozen at once (copy-on-write, in O(1) of its size) and
 // written to the snapshot store while commands keep being applied, paced
-// to about half of a core (storage_snapshot_pace.go): it takes about twice
-// the time the encoding works. It reaches the disk in 4 MiB steps as it is
-// written (storage_snapshot_writeback.go). It returns when the
+// to about half of a core (storage.Paced): it takes about twice the time
+// the encoding works. It reaches the disk in 4 MiB steps as it is written
+// (internal/storage's stepSyncStore). It returns when the
 // snapshot is on disk, or when ctx ends (the snapshot then still completes
 // in the background). Safe for concurrent use; Raft takes one snapshot at a
 // time.

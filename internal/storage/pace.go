@@ -1,12 +1,9 @@
-package node
+package storage
 
 import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
 // Snapshot pacing. Raft persists a snapshot on a goroutine of its own
@@ -21,41 +18,21 @@ import (
 // (Raft's shutdown waits for a Persist under way), it rests no more.
 const maxSnapshotRest = 20 * time.Millisecond
 
-// pacedFSM is the state machine as Raft sees it: the FSM (all of its
-// methods, ApplyBatch included) with paced snapshots; closing stop ends
-// the pacing.
+// Paced returns the state machine as Raft sees it: f (all of its methods,
+// ApplyBatch included) with paced snapshots; closing stop ends the pacing.
+func Paced(f raft.BatchingFSM, stop <-chan struct{}) raft.BatchingFSM {
+	return pacedFSM{f, stop}
+}
+
+// pacedFSM is the state machine with paced snapshots (Paced).
 type pacedFSM struct {
-	*fsm.FSM
-	stop  <-chan struct{}
-	trace func() leasetrace.Sink // the node's lease trace (Node.leaseTrace)
-}
-
-// Apply implements raft.FSM.
-func (f pacedFSM) Apply(l *raft.Log) interface{} {
-	traceApplied(f.sink(), l)
-	return f.FSM.Apply(l)
-}
-
-func (f pacedFSM) sink() leasetrace.Sink {
-	if f.trace == nil {
-		return nil
-	}
-	return f.trace()
-}
-
-// ApplyBatch implements raft.BatchingFSM.
-func (f pacedFSM) ApplyBatch(logs []*raft.Log) []interface{} {
-	if s := f.sink(); s != nil {
-		for _, l := range logs {
-			traceApplied(s, l)
-		}
-	}
-	return f.FSM.ApplyBatch(logs)
+	raft.BatchingFSM
+	stop <-chan struct{}
 }
 
 // Snapshot implements raft.FSM.
 func (f pacedFSM) Snapshot() (raft.FSMSnapshot, error) {
-	s, err := f.FSM.Snapshot()
+	s, err := f.BatchingFSM.Snapshot()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"testing"
@@ -26,11 +26,11 @@ func TestWALRestartsAfterTailTruncation(t *testing.T) {
 	for i := range logs {
 		logs[i] = &raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: []byte("x")}
 	}
-	if err := st.logs.StoreLogs(logs); err != nil {
+	if err := st.Logs.StoreLogs(logs); err != nil {
 		t.Fatal(err)
 	}
 	// A new leader's log conflicts from index 17: the follower drops 17..20.
-	if err := st.logs.DeleteRange(17, n); err != nil {
+	if err := st.Logs.DeleteRange(17, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.close(); err != nil {
@@ -43,16 +43,16 @@ func TestWALRestartsAfterTailTruncation(t *testing.T) {
 	}
 	defer st.close()
 	var l raft.Log
-	if err := st.logs.GetLog(1, &l); err != nil {
+	if err := st.Logs.GetLog(1, &l); err != nil {
 		t.Fatalf("GetLog(1) after the restart: %v (raft.NewRaft panics on this)", err)
 	}
-	if last, err := st.logs.LastIndex(); err != nil || last != 16 {
+	if last, err := st.Logs.LastIndex(); err != nil || last != 16 {
 		t.Fatalf("LastIndex after the restart = %d, %v; want 16", last, err)
 	}
-	if err := st.logs.StoreLogs([]*raft.Log{{Index: 17, Term: 2, Type: raft.LogCommand, Data: []byte("y")}}); err != nil {
+	if err := st.Logs.StoreLogs([]*raft.Log{{Index: 17, Term: 2, Type: raft.LogCommand, Data: []byte("y")}}); err != nil {
 		t.Fatalf("append after the restart: %v", err)
 	}
-	if err := st.logs.GetLog(17, &l); err != nil || l.Term != 2 {
+	if err := st.Logs.GetLog(17, &l); err != nil || l.Term != 2 {
 		t.Fatalf("GetLog(17) = term %d, %v; want the new leader's entry (term 2)", l.Term, err)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func TestRaftSnapshotsArePaced(t *testing.T) {
 		if err := f.WriteSnapshot(&want); err != nil {
 			t.Fatal(err)
 		}
-		s, err := pacedFSM{FSM: f, stop: make(chan struct{})}.Snapshot()
+		s, err := pacedFSM{BatchingFSM: f, stop: make(chan struct{})}.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}

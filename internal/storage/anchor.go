@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"errors"
@@ -182,18 +182,20 @@ func (s *termedSink) Close() error {
 	return nil
 }
 
-// restored tells the anchors that the FSM was restored from the snapshot at
-// index (anchoredLogs.restored); a no-op without storage or anchors.
-func (st *storage) restored(index uint64) error {
+// Restored tells the anchors that the FSM was restored from the snapshot at
+// index (anchoredLogs.restored); a no-op without stores or anchors.
+func (st *Stores) Restored(index uint64) error {
 	if st == nil || st.anchors == nil {
 		return nil
 	}
 	return st.anchors.restored(index)
 }
 
-// withAnchors wraps the log and snapshot stores as anchoredLogs describes.
-func (st *storage) withAnchors(applied func() uint64, leading func() bool) {
-	snaps := &snapshotTerms{SnapshotStore: st.snaps}
-	st.anchors = &anchoredLogs{LogStore: st.logs, snaps: snaps, applied: applied, leading: leading}
-	st.logs, st.snaps = st.anchors, snaps
+// WithAnchors wraps the log and snapshot stores as anchoredLogs describes:
+// applied returns the local FSM's applied index, leading whether this node
+// is the Raft leader.
+func (st *Stores) WithAnchors(applied func() uint64, leading func() bool) {
+	snaps := &snapshotTerms{SnapshotStore: st.Snaps}
+	st.anchors = &anchoredLogs{LogStore: st.Logs, snaps: snaps, applied: applied, leading: leading}
+	st.Logs, st.Snaps = st.anchors, snaps
 }

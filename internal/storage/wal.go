@@ -1,4 +1,4 @@
-package node
+package storage
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// walDir is LogStoreWAL's directory in the data dir: raft-wal's segment
+// walDir is WAL's directory in the data dir: raft-wal's segment
 // files and its meta store (wal-meta.db), which also holds the stable state.
 const walDir = "wal"
 
@@ -21,12 +21,12 @@ const walDir = "wal"
 const walLockFile = "LOCK"
 
 // openWAL opens (or creates) the raft-wal log and stable store in dir/wal.
-func openWAL(dir string, logger hclog.Logger) (*storage, error) {
+func openWAL(dir string, logger hclog.Logger) (*Stores, error) {
 	return openWALAt(filepath.Join(dir, walDir), logger)
 }
 
 // openWALAt opens (or creates) a raft-wal log and stable store in path.
-func openWALAt(path string, logger hclog.Logger) (*storage, error) {
+func openWALAt(path string, logger hclog.Logger) (*Stores, error) {
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, fmt.Errorf("node: wal dir: %w", err)
 	}
@@ -43,7 +43,7 @@ func openWALAt(path string, logger hclog.Logger) (*storage, error) {
 		unlock()
 		return nil, fmt.Errorf("node: open %s: %w", path, err)
 	}
-	return &storage{logs: w, stable: w, close: func() error {
+	return &Stores{Logs: w, Stable: w, close: func() error {
 		err := errors.Join(w.Close(), meta.Close())
 		unlock()
 		return err
@@ -66,22 +66,4 @@ func lockDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("node: lock %s: %w", name, err)
 	}
 	return func() { f.Close() }, nil // closing the file releases the lock
-}
-
-// otherLogStore names the kind of log store other than want that dir holds
-// state of, or "" if it holds none.
-func otherLogStore(dir string, want LogStore) LogStore {
-	other := LogStoreWAL
-	if want == LogStoreWAL {
-		other = LogStoreBolt
-	}
-	if holdsLogStore(dir, other) {
-		return other
-	}
-	return ""
-}
-
-func fileHasData(name string) bool {
-	fi, err := os.Stat(name)
-	return err == nil && fi.Size() > 0
 }
