@@ -76,7 +76,7 @@ func (n *Node) isServer(nodeID string) bool {
 		return true
 	}
 	for _, s := range conf.Servers {
-		if nodeOf(s.ID) == nodeID {
+		if membership.NodeOf(s.ID) == nodeID {
 			return true
 		}
 	}
@@ -91,7 +91,7 @@ func (n *Node) requestRemoval(nodeID string) error {
 	}
 	var rid string
 	for _, s := range conf.Servers {
-		if nodeOf(s.ID) == nodeID {
+		if membership.NodeOf(s.ID) == nodeID {
 			rid = string(s.ID)
 		}
 	}
@@ -138,7 +138,7 @@ func (r *reconciler) adminRemovals(out map[string]membership.Member) {
 		if r.health[rid].Reachable {
 			continue
 		}
-		id := nodeOf(raft.ServerID(rid))
+		id := membership.NodeOf(raft.ServerID(rid))
 		switch m, known := out[id]; {
 		case known && m.RaftID == rid:
 			m.Leaving = true
@@ -162,7 +162,7 @@ func (n *Node) TransferLeadership(ctx context.Context, to string) (string, error
 	var leader string
 	err := n.retry(ctx, false, func(ctx context.Context) error {
 		if _, id := n.raft.LeaderWithID(); first != "" && id != "" && id != first {
-			leader = nodeOf(id) // moved already (an earlier attempt's reply was lost)
+			leader = membership.NodeOf(id) // moved already (an earlier attempt's reply was lost)
 			return nil
 		}
 		if n.raft.State() == raft.Leader {
@@ -195,7 +195,7 @@ func (n *Node) transferLocal(ctx context.Context, to string) (string, error) {
 		}
 		var target *raft.Server
 		for i, s := range conf.Servers {
-			if nodeOf(s.ID) == to && s.Suffrage == raft.Voter {
+			if membership.NodeOf(s.ID) == to && s.Suffrage == raft.Voter {
 				target = &conf.Servers[i]
 			}
 		}
@@ -212,7 +212,7 @@ func (n *Node) transferLocal(ctx context.Context, to string) (string, error) {
 	}
 	for {
 		if _, id := n.raft.LeaderWithID(); id != "" && string(id) != n.id.raftID {
-			return nodeOf(id), nil
+			return membership.NodeOf(id), nil
 		}
 		if err := sleepCtx(ctx, n.cfg.Timing.HeartbeatTimeout/4); err != nil {
 			return "", fmt.Errorf("%w: no new leader after the transfer: %w", ErrNoQuorum, err)

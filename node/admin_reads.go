@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/membership"
 )
 
 // Reads for an operator's view (a status page): how every server of the
@@ -50,7 +51,7 @@ func (n *Node) Peers(ctx context.Context) []PeerStatus {
 	var wg sync.WaitGroup
 	for i, s := range conf.Servers {
 		ps := &out[i]
-		ps.ID, ps.RaftID, ps.Addr, ps.Leader = nodeOf(s.ID), string(s.ID), string(s.Address), s.ID == lid
+		ps.ID, ps.RaftID, ps.Addr, ps.Leader = membership.NodeOf(s.ID), string(s.ID), string(s.Address), s.ID == lid
 		ps.Role = RoleVoter
 		if s.Suffrage != raft.Voter {
 			ps.Role = RoleNonvoter

@@ -1,6 +1,10 @@
 package node
 
-import "github.com/raftlock/raftlock/fsm"
+import (
+	"github.com/raftlock/raftlock/fsm"
+
+	"github.com/raftlock/raftlock/internal/membership"
+)
 
 // Where a grant is announced. A waiter waits on the replica its session lives
 // on, and that replica is the one that sent the leader the waiting Acquire
@@ -44,7 +48,7 @@ func originOf(nodeID, incarnation string) string {
 	case incarnation == "":
 		return nodeID
 	}
-	return raftIDFor(nodeID, incarnation)
+	return membership.RaftIDFor(nodeID, incarnation)
 }
 
 // noteHomes records the home of every session that sends a waiting Acquire
@@ -113,9 +117,9 @@ func planAnnouncements(grants []fsm.Event, homes map[fsm.SessionID]string, peers
 // incarnation unless the peer's Raft id has none (a data dir from before
 // incarnations) — the rule join and probe apply to a Raft id too.
 func peerFor(peers []announcePeer, home string) (announcePeer, bool) {
-	node, inc := splitRaftID(home)
+	node, inc := membership.SplitRaftID(home)
 	for _, p := range peers {
-		if pnode, pinc := splitRaftID(p.id); pnode == node && (pinc == "" || pinc == inc) {
+		if pnode, pinc := membership.SplitRaftID(p.id); pnode == node && (pinc == "" || pinc == inc) {
 			return p, true
 		}
 	}

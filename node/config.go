@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -371,8 +372,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.ID == "":
 		return bad("ID is empty")
-	case validID(c.ID) != nil:
-		return bad("%v", validID(c.ID))
+	case membership.ValidID(c.ID) != nil:
+		return bad("%v", membership.ValidID(c.ID))
 	case c.DataDir == "" && !c.InMemory:
 		return bad("DataDir is empty and InMemory is false")
 	case c.DataDir != "" && c.InMemory:
@@ -434,8 +435,8 @@ func (c *Config) validate() error {
 		switch {
 		case p.ID == "" || p.Addr == "":
 			return bad("peer %+v: empty ID or Addr", p)
-		case validID(p.ID) != nil:
-			return bad("peer %v", validID(p.ID))
+		case membership.ValidID(p.ID) != nil:
+			return bad("peer %v", membership.ValidID(p.ID))
 		case ids[p.ID]:
 			return bad("duplicate peer ID %q", p.ID)
 		case addrs[p.Addr]:

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/gossip"
 )
 
 const (
@@ -107,12 +108,12 @@ func (c *Config) validateGossip() error {
 		return fmt.Errorf("Gossip.Key is %d bytes; want 16, 24 or 32", n)
 	}
 	if c.Gossip.Addr != "" {
-		if err := checkIPPort("Gossip.Addr", c.Gossip.Addr, true, true); err != nil {
+		if err := gossip.CheckIPPort("Gossip.Addr", c.Gossip.Addr, true, true); err != nil {
 			return err
 		}
 	}
 	if c.Gossip.AdvertiseAddr != "" {
-		if err := checkIPPort("Gossip.AdvertiseAddr", c.Gossip.AdvertiseAddr, false, false); err != nil {
+		if err := gossip.CheckIPPort("Gossip.AdvertiseAddr", c.Gossip.AdvertiseAddr, false, false); err != nil {
 			return err
 		}
 	}
@@ -133,22 +134,6 @@ func (c *Config) validateGossip() error {
 		return fmt.Errorf("Gossip.Timing.ProbeTimeout %v outside (0, ProbeInterval %v)", t.ProbeTimeout, t.ProbeInterval)
 	case t.SuspicionMult < 1:
 		return fmt.Errorf("Gossip.Timing.SuspicionMult %d < 1", t.SuspicionMult)
-	}
-	return nil
-}
-
-// checkIPPort checks an "ip:port" address (memberlist needs IP literals).
-func checkIPPort(field, addr string, emptyHost, zeroPort bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%s %q: %v", field, addr, err)
-	}
-	if host == "" && !emptyHost || host != "" && net.ParseIP(host) == nil {
-		return fmt.Errorf("%s %q: host must be an IP address", field, addr)
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || p == 0 && !zeroPort {
-		return fmt.Errorf("%s %q: bad port", field, addr)
 	}
 	return nil
 }

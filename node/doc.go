@@ -75,9 +75,10 @@
 //     as non-voters and are promoted once stable; joins of static nodes
 //     (join.go); disaster recovery (recover.go); refusals a node learns of
 //     (refusals.go).
-//   - Gossip (gossip*.go, member.go): memberlist, the member table, the
-//     metadata each node publishes, the views the planners read; the
-//     memberlist transports are in internal/gossipnet.
+//   - Gossip (package internal/gossip; startMembership and gossipStatus
+//     here): memberlist, the member table, the metadata each node
+//     publishes, the views the planners read; the memberlist transports
+//     are in internal/gossipnet.
 //   - Storage (package internal/storage; openStorage, MigrateLogStore and
 //     Node.Snapshot here): raft-boltdb/v2 or raft-wal and file snapshots
 //     under DataDir, or memory; fault injection for tests (DiskFault).

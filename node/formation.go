@@ -39,12 +39,6 @@ type formationReply struct {
 	Refused   string              `json:"refused,omitempty"`    // why the acceptor does not take part
 }
 
-// formationCandidate is a founding node as the proposer sees it before it
-// answered.
-type formationCandidate struct {
-	ID, Addr string
-}
-
 // formation is one node's part in founding: its acceptor (answering any
 // proposer) and its proposer (run).
 type formation struct {
@@ -56,7 +50,7 @@ type formation struct {
 	// candidates lists the founding nodes the proposer should ask now
 	// (this node included), and whether a member with Raft state was seen
 	// (gossip: a cluster exists).
-	candidates func() (cands []formationCandidate, existing string, problem string)
+	candidates func() (cands []membership.Candidate, existing string, problem string)
 	interval   time.Duration
 	static     bool          // founding a static configuration of Peers
 	begun      time.Time     // when this node began taking part
@@ -116,14 +110,14 @@ func newFormation(n *Node) (*formation, error) {
 }
 
 // staticCandidates: the configured peers (this node at its own address).
-func (n *Node) staticCandidates() ([]formationCandidate, string, string) {
-	var out []formationCandidate
+func (n *Node) staticCandidates() ([]membership.Candidate, string, string) {
+	var out []membership.Candidate
 	for _, p := range n.cfg.Peers {
 		addr := p.Addr
 		if p.ID == n.cfg.ID {
 			addr = n.trans.Addr()
 		}
-		out = append(out, formationCandidate{ID: p.ID, Addr: addr})
+		out = append(out, membership.Candidate{ID: p.ID, Addr: addr})
 	}
 	return out, "", ""
 }

@@ -71,7 +71,7 @@ func (f *formation) step(ctx context.Context) bool {
 // myTurn: the smallest id proposes every round; the others only when no
 // proposer has been heard from for a while (longer the higher their rank),
 // so that duels are rare.
-func (f *formation) myTurn(cands []formationCandidate) bool {
+func (f *formation) myTurn(cands []membership.Candidate) bool {
 	ids := make([]string, len(cands))
 	for i, c := range cands {
 		ids[i] = c.ID
@@ -88,7 +88,7 @@ func (f *formation) myTurn(cands []formationCandidate) bool {
 }
 
 // propose runs one ballot; it reports whether formation is over.
-func (f *formation) propose(ctx context.Context, cands []formationCandidate) bool {
+func (f *formation) propose(ctx context.Context, cands []membership.Candidate) bool {
 	f.mu.Lock()
 	b := membership.NextBallot(f.n.cfg.ID, f.maxSeen, f.acc.Promised)
 	f.maxSeen = b
@@ -130,7 +130,7 @@ func (f *formation) propose(ctx context.Context, cands []formationCandidate) boo
 		return false
 	}
 	msg.Value = v
-	var acceptors []formationCandidate
+	var acceptors []membership.Candidate
 	for _, c := range cands {
 		if promised[c.ID] {
 			acceptors = append(acceptors, c)
@@ -147,9 +147,9 @@ func (f *formation) propose(ctx context.Context, cands []formationCandidate) boo
 		return false
 	}
 	f.log.Info("founding configuration chosen", "founders", founderIDs(v), "ballot", b.Round, "cluster_id", v.ClusterID())
-	var founders []formationCandidate
+	var founders []membership.Candidate
 	for _, x := range v {
-		founders = append(founders, formationCandidate{ID: x.ID, Addr: x.Addr})
+		founders = append(founders, membership.Candidate{ID: x.ID, Addr: x.Addr})
 	}
 	f.ask(ctx, opDecided, msg, founders)
 	f.signal() // this node's own decision, if it is a founder, is handled next round
@@ -187,7 +187,7 @@ func (f *formation) seen(b membership.Ballot) {
 // ask sends one request to every candidate at once (this node's own
 // acceptor directly) and returns the answers that came back in time, each
 // checked to come from the node it was sent to.
-func (f *formation) ask(ctx context.Context, op byte, m formationMsg, cands []formationCandidate) []formationReply {
+func (f *formation) ask(ctx context.Context, op byte, m formationMsg, cands []membership.Candidate) []formationReply {
 	ctx, cancel := context.WithTimeout(ctx, 2*f.n.cfg.Timing.ElectionTimeout+f.interval)
 	defer cancel()
 	out := make([]formationReply, len(cands))
@@ -239,7 +239,7 @@ func (f *formation) found(addr, clusterID string) {
 func (f *formation) bootstrap(v membership.Value) bool {
 	var conf raft.Configuration
 	for _, x := range v {
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(raftIDFor(x.ID, x.Incarnation)), Address: raft.ServerAddress(x.Addr)})
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(membership.RaftIDFor(x.ID, x.Incarnation)), Address: raft.ServerAddress(x.Addr)})
 	}
 	if err := f.n.id.setCluster(v.ClusterID()); err != nil {
 		f.log.Error("cannot record the cluster id: not bootstrapping", "err", err)

@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/internal/storage"
 )
 
@@ -51,38 +50,6 @@ var (
 	// (ErrDecommissioned) unless Recover is set.
 	keyLeft = []byte("raftlock/left")
 )
-
-// raftIDSep separates the node id from the incarnation in a Raft id. Node
-// ids cannot contain it (validID).
-const raftIDSep = "~"
-
-// idPattern is what a node id may look like: it appears in Raft ids,
-// gossip names, certificates, metrics and URLs.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// validID reports whether id is an acceptable node id.
-func validID(id string) error {
-	if !idPattern.MatchString(id) {
-		return fmt.Errorf("ID %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	return nil
-}
-
-// raftIDFor is the Raft id of a node id's incarnation.
-func raftIDFor(id, incarnation string) string { return id + raftIDSep + incarnation }
-
-// splitRaftID returns the node id and incarnation a Raft id names. A Raft id
-// without an incarnation (a data dir from before incarnations) has none.
-func splitRaftID(rid string) (id, incarnation string) {
-	id, inc, _ := strings.Cut(rid, raftIDSep)
-	return id, inc
-}
-
-// nodeOf returns the node id a Raft id names.
-func nodeOf(rid raft.ServerID) string {
-	id, _ := splitRaftID(string(rid))
-	return id
-}
 
 // nodeIdentity is who this node is, as it tells its peers (transport hello,
 // gossip metadata, peer-info RPC).
@@ -140,7 +107,7 @@ func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*ident
 		return nil, err
 	}
 	if rid == "" {
-		rid = raftIDFor(nodeID, inc)
+		rid = membership.RaftIDFor(nodeID, inc)
 		if hasState {
 			rid = nodeID // state from before incarnations: keep its Raft id
 		}
@@ -148,7 +115,7 @@ func loadIdentity(stable raft.StableStore, nodeID string, hasState bool) (*ident
 			return nil, err
 		}
 	}
-	if id, _ := splitRaftID(rid); id != nodeID {
+	if id, _ := membership.SplitRaftID(rid); id != nodeID {
 		return nil, fmt.Errorf("%w: the data dir belongs to node %q (Raft id %q), not %q", ErrInvalidConfig, id, rid, nodeID)
 	}
 	cid, err := get(storage.KeyClusterID)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/membership"
 )
 
 // Joining a static cluster. Without gossip, a node that has no Raft state
@@ -88,10 +90,10 @@ func (t *joinTable) recent(now time.Time, maxAge time.Duration) []joinRequest {
 
 // handleJoin serves opJoin.
 func (n *Node) handleJoin(m joinMsg) joinReply {
-	if err := validID(m.NodeID); err != nil {
+	if err := membership.ValidID(m.NodeID); err != nil {
 		return joinReply{Reason: err.Error()}
 	}
-	if id, inc := splitRaftID(m.RaftID); id != m.NodeID || (inc != "" && inc != m.Incarnation) {
+	if id, inc := membership.SplitRaftID(m.RaftID); id != m.NodeID || (inc != "" && inc != m.Incarnation) {
 		return joinReply{Reason: "raft id does not match node id and incarnation"}
 	}
 	if cid := n.ident().ClusterID; m.ClusterID != "" && cid != "" && m.ClusterID != cid {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -64,7 +65,7 @@ func (n *Node) decommission(ctx context.Context) bool {
 	rid := n.ident().RaftID
 	n.log.Info("leaving the cluster for good (decommission)")
 	if n.members != nil {
-		n.members.announceLeaving()
+		n.members.AnnounceLeaving()
 	}
 	poll := n.cfg.Timing.HeartbeatTimeout / 2
 	lastAsk := time.Time{}
@@ -188,7 +189,7 @@ func (n *Node) askLeave(ctx context.Context, rid string, conf raft.Configuration
 // Removed when the removal is already committed (removalCommitted); a
 // follower names the leader.
 func (n *Node) handleLeave(ctx context.Context, m leaveMsg) joinReply {
-	if err := n.callerIs(ctx, nodeOf(raft.ServerID(m.RaftID))); err != nil {
+	if err := n.callerIs(ctx, membership.NodeOf(raft.ServerID(m.RaftID))); err != nil {
 		n.log.Warn("refusing a request to decommission another node", "raft_id", m.RaftID, "err", err)
 		return joinReply{Reason: "refused: " + err.Error()}
 	}

@@ -1,15 +1,21 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/gossip"
 )
 
 // ErrDuplicateID: another live member of the gossip cluster already uses this
 // node's ID. A node without Raft state that finds one refuses to take part:
 // Start fails with it (or, when the duplicate is found later, gossip stops
 // and Status.GossipErr says why).
-var ErrDuplicateID = errors.New("node: duplicate node id")
+var ErrDuplicateID = gossip.ErrDuplicateID
 
 // MemberState is the state of a member as this node's gossip layer sees it.
 type MemberState string
@@ -41,4 +47,65 @@ type Member struct {
 	Since      time.Time // when this node saw State begin; zero for MemberUnknown
 	Role       Role      // empty when not in the Raft configuration
 	Leader     bool
+}
+
+// startMembership starts the gossip layer (package gossip) with what it
+// needs of this node. Raft is running.
+func (n *Node) startMembership(ctx context.Context) error {
+	cfg := &n.cfg
+	id := n.ident()
+	g, err := gossip.Start(ctx, gossip.Config{
+		ID: cfg.ID, RaftAddr: n.trans.Addr(), BootstrapExpect: cfg.BootstrapExpect, Wire: int(wireVersion),
+		Incarnation: id.Incarnation, RaftID: id.RaftID,
+		Addr: cfg.Gossip.Addr, AdvertiseAddr: cfg.Gossip.AdvertiseAddr, Join: cfg.Gossip.Join, Key: cfg.Gossip.Key,
+		Timing: gossip.Timing(cfg.gossipTiming()), Listener: cfg.Gossip.Listener, Dialer: cfg.Gossip.Dialer,
+		ReapTimeout:  cfg.reapTimeout(),
+		LeaveTimeout: 20*cfg.Timing.HeartbeatTimeout + 10*cfg.gossipTiming().GossipInterval,
+		Stable:       n.store.Stable, Logger: n.log,
+	}, gossip.Host{
+		HasRaftState: n.hasRaftState,
+		ClusterID:    func() string { return n.ident().ClusterID },
+		LatestConfig: n.latestConfig,
+		Refused:      n.refusals.add,
+		Changed:      n.memberHosts.wake,
+		Joined: func(ok bool) {
+			result := "ok"
+			if !ok {
+				result = "error"
+			}
+			n.metrics.gossipJoins.WithLabelValues(result).Inc()
+		},
+		Conflict: func(reason string) { n.metrics.memberConflicts.WithLabelValues(reason).Inc() },
+	})
+	if errors.As(err, new(*gossip.MetaSizeError)) {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err != nil {
+		return err
+	}
+	n.members = g
+	return nil
+}
+
+// gossipStatus fills the membership part of a Status: every server of the
+// Raft configuration (st.Servers) and every gossip member.
+func (n *Node) gossipStatus(st *Status) {
+	view := n.members.View(time.Now())
+	byID := map[string]int{}
+	for _, s := range st.Servers {
+		mb := Member{ID: s.ID, Addr: s.Addr, State: MemberUnknown, Role: s.Role, Leader: s.Leader}
+		if v, ok := view[s.ID]; ok {
+			mb.GossipAddr, mb.State, mb.Since = v.Gossip, MemberState(v.State), v.Since
+		}
+		byID[s.ID] = len(st.Members)
+		st.Members = append(st.Members, mb)
+	}
+	for id, v := range view {
+		if _, ok := byID[id]; !ok {
+			st.Members = append(st.Members, Member{ID: id, Addr: v.Addr, GossipAddr: v.Gossip, State: MemberState(v.State), Since: v.Since})
+		}
+	}
+	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	st.GossipAddr = n.members.Addr()
+	st.GossipErr = n.members.Problem(view)
 }

@@ -117,7 +117,7 @@ func (n *Node) memberAddrs() ([]string, map[string]bool) {
 		}
 	}
 	if n.members != nil {
-		addrs = append(addrs, n.members.memberAddrs()...)
+		addrs = append(addrs, n.members.MemberAddrs()...)
 	}
 	return addrs, trusted
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/gossip"
 )
 
 // metrics of one node. They always exist (so that code paths do not branch);
@@ -104,7 +105,7 @@ func newMetrics(n *Node) *metrics {
 		m.gauges = append(m.gauges, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "members",
 			Help: "Gossip members known to this node, by state.", ConstLabels: prometheus.Labels{"state": string(st)}}, func() float64 {
 			if mb := n.members; mb != nil {
-				return mb.countMembers(st)
+				return mb.CountMembers(gossip.State(st))
 			}
 			return 0
 		}))

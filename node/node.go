@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/gossip"
 	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -38,7 +39,7 @@ type Node struct {
 	forwarder  *batcher // follower: group forwarding to the leader
 	// keepalives: a follower's keepalives, in batches to the leader.
 	keepalives *keepaliveForwarder
-	members    *gossip // gossip layer; nil without Config.Gossip
+	members    *gossip.Layer // gossip layer; nil without Config.Gossip
 	// memberHosts: the members' source addresses, for the transport's
 	// member reserve (memberhosts.go).
 	memberHosts *memberHosts

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -25,7 +26,7 @@ func (n *Node) helloIdentity() transport.Identity {
 func (n *Node) checkPeer(peer transport.Identity, inbound bool) error {
 	cid := n.ident().ClusterID
 	if peer.ClusterID != "" && cid != "" && peer.ClusterID != cid {
-		err := fmt.Errorf("%w: node %s belongs to cluster %s, this node to %s", errForeignCluster, peer.NodeID, peer.ClusterID, cid)
+		err := fmt.Errorf("%w: node %s belongs to cluster %s, this node to %s", membership.ErrForeignCluster, peer.NodeID, peer.ClusterID, cid)
 		n.refusals.add("cluster_id", err.Error(), peer.NodeID)
 		n.metrics.memberConflicts.WithLabelValues("cluster_id").Inc()
 		return err

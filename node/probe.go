@@ -44,7 +44,7 @@ type statusReply struct {
 }
 
 func (n *Node) statusReply(m statusMsg) statusReply {
-	if m.ClusterID != "" && isHexID(m.ClusterID) && n.ident().ClusterID == "" && n.started.Load() {
+	if m.ClusterID != "" && membership.IsHexID(m.ClusterID) && n.ident().ClusterID == "" && n.started.Load() {
 		_, lid := n.raft.LeaderWithID()
 		if !n.hasRaftState() || (lid != "" && string(lid) == m.LeaderRaftID && lid != raft.ServerID(n.id.raftID)) {
 			if err := n.id.setCluster(m.ClusterID); err == nil {
@@ -74,7 +74,7 @@ func (r *reconciler) probe(ctx context.Context, conf raft.Configuration, members
 	for _, s := range conf.Servers {
 		configured[string(s.ID)+"@"+string(s.Address)] = true
 		if string(s.ID) != self.RaftID {
-			targets = append(targets, probeTarget{raftID: string(s.ID), nodeID: nodeOf(s.ID), addr: string(s.Address), server: true})
+			targets = append(targets, probeTarget{raftID: string(s.ID), nodeID: membership.NodeOf(s.ID), addr: string(s.Address), server: true})
 		}
 	}
 	for id, m := range members {
@@ -166,7 +166,7 @@ func (r *reconciler) proves(rep statusReply, t probeTarget, clusterID string) bo
 	if rep.NodeID != t.nodeID || rep.RaftID != t.raftID {
 		return false
 	}
-	if _, inc := splitRaftID(rep.RaftID); inc != "" && inc != rep.Incarnation {
+	if _, inc := membership.SplitRaftID(rep.RaftID); inc != "" && inc != rep.Incarnation {
 		return false
 	}
 	return rep.ClusterID == "" || clusterID == "" || rep.ClusterID == clusterID
@@ -182,7 +182,7 @@ func (r *reconciler) provesCertificate(ctx context.Context, t probeTarget) bool 
 		r.n.log.Debug("identity probe failed", "member", t.nodeID, "addr", t.addr, "err", err)
 		return false
 	}
-	if _, inc := splitRaftID(t.raftID); p.Identity.NodeID != t.nodeID || (inc != "" && p.Identity.Incarnation != inc) {
+	if _, inc := membership.SplitRaftID(t.raftID); p.Identity.NodeID != t.nodeID || (inc != "" && p.Identity.Incarnation != inc) {
 		return false
 	}
 	if !certNames(p.Certificates[0], t.nodeID) {

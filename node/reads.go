@@ -116,7 +116,7 @@ func (n *Node) GossipAddr() string {
 	if n.members == nil {
 		return ""
 	}
-	return n.members.addr
+	return n.members.Addr()
 }
 
 // IsLeader reports whether this node is the Raft leader now.

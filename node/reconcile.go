@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftlock/raftlock/internal/gossip"
 	"github.com/raftlock/raftlock/internal/membership"
 )
 
@@ -135,8 +136,8 @@ func (r *reconciler) round(ctx context.Context) time.Time {
 func (r *reconciler) members(now time.Time) map[string]membership.Member {
 	out := map[string]membership.Member{}
 	if g := r.n.members; g != nil {
-		for id, v := range g.view(now) {
-			out[id] = membership.Member{NodeID: id, RaftID: v.Meta.raftID(), Addr: v.Addr, ClusterID: v.Meta.Cluster,
+		for id, v := range g.View(now) {
+			out[id] = membership.Member{NodeID: id, RaftID: v.Meta.EffectiveRaftID(), Addr: v.Addr, ClusterID: v.Meta.Cluster,
 				State: membership.State(v.State), Since: v.Since, Leaving: v.Meta.Leaving, HasState: v.Meta.State}
 		}
 	} else {
@@ -147,7 +148,7 @@ func (r *reconciler) members(now time.Time) map[string]membership.Member {
 	}
 	r.mu.Lock()
 	for rid, since := range r.leaving {
-		id := nodeOf(raft.ServerID(rid))
+		id := membership.NodeOf(raft.ServerID(rid))
 		switch m, ok := out[id]; {
 		case ok && m.RaftID == rid:
 			m.Leaving = true
@@ -179,11 +180,11 @@ func (r *reconciler) input(now time.Time, conf raft.Configuration, members map[s
 	for _, s := range conf.Servers {
 		rid := string(s.ID)
 		seen[rid] = true
-		in.Servers = append(in.Servers, membership.Server{RaftID: rid, NodeID: nodeOf(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+		in.Servers = append(in.Servers, membership.Server{RaftID: rid, NodeID: membership.NodeOf(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
 		if h, ok := r.health[rid]; ok {
 			in.Health[rid] = h
 		}
-		if m, ok := members[nodeOf(s.ID)]; ok && m.RaftID == rid {
+		if m, ok := members[membership.NodeOf(s.ID)]; ok && m.RaftID == rid {
 			delete(r.missing, rid)
 		} else if _, ok := r.missing[rid]; !ok {
 			r.missing[rid] = now
@@ -250,8 +251,8 @@ func (r *reconciler) report(ctx context.Context, nt membership.Note) {
 	if nt.Notify == "" {
 		return
 	}
-	msg := refusalMsg{Reason: nt.Reason, Detail: nt.Msg, By: r.n.cfg.ID}
-	if g := r.n.members; g != nil && nt.Member != "" && g.notify(nt.Member, msg) {
+	msg := gossip.Refusal{Reason: nt.Reason, Detail: nt.Msg, By: r.n.cfg.ID}
+	if g := r.n.members; g != nil && nt.Member != "" && g.Notify(nt.Member, msg) {
 		return // through gossip: reaches the member even if its Raft address is another's
 	}
 	r.n.wg.Add(1)

@@ -46,7 +46,7 @@ func (n *Node) startFormation(hasState bool) {
 		return
 	}
 	if f := n.formation; f != nil && n.members != nil {
-		f.candidates = n.members.formationCandidates
+		f.candidates = n.members.FormationCandidates
 	}
 	n.wg.Add(1)
 	go func() {

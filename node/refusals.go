@@ -51,10 +51,3 @@ func (r *refusals) get() []Refusal {
 	defer r.mu.Unlock()
 	return append([]Refusal(nil), r.list...)
 }
-
-// refusalMsg is the notice a leader sends to a node it refused (opRefused).
-type refusalMsg struct {
-	Reason string `json:"reason"`
-	Detail string `json:"detail"`
-	By     string `json:"by"`
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -122,7 +123,7 @@ func (n *Node) forwardRestore(ctx context.Context, data []byte) (fsm.RestoreSumm
 	if limit := transport.DefaultMaxMessageSize - 64; len(data) > limit {
 		addr, id := n.raft.LeaderWithID()
 		return fsm.RestoreSummary{}, fmt.Errorf("%w: a backup of %d bytes is larger than a forwarded request can carry (%d): restore it on the leader (%s at %s)",
-			ErrRefused, len(data), limit, nodeOf(id), addr)
+			ErrRefused, len(data), limit, membership.NodeOf(id), addr)
 	}
 	r, err := n.callAdmin(ctx, adminRestore, data)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/gossip"
 )
 
 // Membership messages between replicas (formation, joins, refusal notices)
@@ -26,7 +28,7 @@ const (
 	opAccept  byte = 2 // formation phase 2
 	opDecided byte = 3 // formation: the chosen value, to its founders
 	opJoin    byte = 4 // a node asks the leader to add it (joinMsg → joinReply)
-	opRefused byte = 5 // the leader tells a node why it was refused (refusalMsg → {})
+	opRefused byte = 5 // the leader tells a node why it was refused (gossip.Refusal → {})
 	opStatus  byte = 6 // the leader's probe ({} → statusReply)
 	opLeave   byte = 7 // a node asks the leader to remove it for good (leaveMsg → joinReply)
 )
@@ -106,7 +108,7 @@ func (n *Node) handleMembership(ctx context.Context, req []byte) ([]byte, error)
 		}
 		reply = n.handleJoin(m)
 	case opRefused:
-		var m refusalMsg
+		var m gossip.Refusal
 		if err := decodeJSON(body, &m); err != nil {
 			return nil, err
 		}

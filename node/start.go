@@ -153,7 +153,7 @@ func (n *Node) raftConfig(hlog *hclogslog.Logger) *raft.Config {
 // abortStart releases what a failed Start opened.
 func (n *Node) abortStart() {
 	if n.members != nil {
-		n.members.stop()
+		n.members.Stop()
 	}
 	if n.raft != nil {
 		n.raft.Shutdown().Error()

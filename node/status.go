@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/membership"
 )
 
 // Role of a server in the Raft configuration.
@@ -75,7 +76,7 @@ func (n *Node) Status() Status {
 	st := Status{
 		ID: n.cfg.ID, RaftID: id.RaftID, Incarnation: id.Incarnation, ClusterID: id.ClusterID, Addr: n.trans.Addr(),
 		State:    stateName(r.State()),
-		LeaderID: nodeOf(lid), LeaderAddr: string(laddr),
+		LeaderID: membership.NodeOf(lid), LeaderAddr: string(laddr),
 		Term: r.CurrentTerm(), LastIndex: r.LastIndex(), CommitIndex: r.CommitIndex(),
 		AppliedIndex: n.applied.get(),
 		FSM:          n.fsm.Stats(),
@@ -99,7 +100,7 @@ func (n *Node) Status() Status {
 			if s.Suffrage != raft.Voter {
 				role = RoleNonvoter
 			}
-			st.Servers = append(st.Servers, Server{ID: nodeOf(s.ID), RaftID: string(s.ID), Addr: string(s.Address), Role: role, Leader: s.ID == lid})
+			st.Servers = append(st.Servers, Server{ID: membership.NodeOf(s.ID), RaftID: string(s.ID), Addr: string(s.Address), Role: role, Leader: s.ID == lid})
 			if string(s.ID) == id.RaftID && s.Suffrage == raft.Voter {
 				st.Voter = true
 			}
@@ -121,7 +122,7 @@ func (n *Node) Status() Status {
 		st.Refusals = append(st.Refusals, Refusal{Reason: "transport_" + r.Reason, Detail: who + ": " + r.Reason, Peer: peer, Last: r.At, Count: 1})
 	}
 	if n.members != nil {
-		n.members.status(&st)
+		n.gossipStatus(&st)
 	}
 	return st
 }

@@ -61,11 +61,11 @@ func (n *Node) shutdown() error {
 	}
 	if n.members != nil {
 		if !n.crash.Load() {
-			n.members.leave()
+			n.members.Leave()
 		}
-		n.members.stop()
+		n.members.Stop()
 		if !n.crash.Load() {
-			n.members.known.flush() // a restart finds what gossip showed last (Kill is a crash: what was saved)
+			n.members.FlushKnown() // a restart finds what gossip showed last (Kill is a crash: what was saved)
 		}
 	}
 	n.cancel()

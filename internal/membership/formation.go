@@ -89,6 +89,12 @@ func (b Ballot) Compare(o Ballot) int {
 // IsZero reports whether b is the zero ballot (nothing promised or accepted).
 func (b Ballot) IsZero() bool { return b == Ballot{} }
 
+// Candidate is a founding node as the proposer sees it before it answered
+// (static Peers, or gossip members started with the same BootstrapExpect).
+type Candidate struct {
+	ID, Addr string
+}
+
 // Founder is a node that takes part in founding: its node id, its Raft/RPC
 // address and its data dir's incarnation.
 type Founder struct {

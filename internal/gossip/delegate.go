@@ -1,6 +1,7 @@
-package node
+package gossip
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 // touch m.mu and never call memberlist.
 
 // NodeMeta implements memberlist.Delegate.
-func (m *gossip) NodeMeta(limit int) []byte {
+func (m *Layer) NodeMeta(limit int) []byte {
 	m.mu.Lock()
 	b, err := json.Marshal(m.meta)
 	m.mu.Unlock()
@@ -26,39 +27,41 @@ func (m *gossip) NodeMeta(limit int) []byte {
 }
 
 // NotifyMsg implements memberlist.Delegate: a leader's refusal notice
-// (gossip.notify); anything else is ignored.
-func (m *gossip) NotifyMsg(b []byte) {
+// (Notify); anything else, or a notice with unknown fields, is ignored.
+func (m *Layer) NotifyMsg(b []byte) {
 	if len(b) < 2 || b[0] != userMsgRefusal || len(b) > maxUserMsg {
 		return
 	}
-	var r refusalMsg
-	if decodeJSON(b[1:], &r) != nil || r.Reason == "" {
+	var r Refusal
+	d := json.NewDecoder(bytes.NewReader(b[1:]))
+	d.DisallowUnknownFields()
+	if d.Decode(&r) != nil || r.Reason == "" {
 		return
 	}
-	m.n.refusals.add(r.Reason, r.Detail, r.By)
+	m.h.Refused(r.Reason, r.Detail, r.By)
 }
 
 // GetBroadcasts implements memberlist.Delegate (no user broadcasts).
-func (m *gossip) GetBroadcasts(int, int) [][]byte { return nil }
+func (m *Layer) GetBroadcasts(int, int) [][]byte { return nil }
 
 // LocalState implements memberlist.Delegate (no user state).
-func (m *gossip) LocalState(bool) []byte { return nil }
+func (m *Layer) LocalState(bool) []byte { return nil }
 
 // MergeRemoteState implements memberlist.Delegate (no user state).
-func (m *gossip) MergeRemoteState([]byte, bool) {}
+func (m *Layer) MergeRemoteState([]byte, bool) {}
 
 // NotifyAlive implements memberlist.AliveDelegate: members with bad or
 // incompatible metadata, or of another cluster, are refused (memberlist
 // then ignores them, so two clusters whose gossip meets stay apart).
-func (m *gossip) NotifyAlive(peer *memberlist.Node) error {
-	md, reason, err := decodeMeta(peer.Name, peer.Meta)
+func (m *Layer) NotifyAlive(peer *memberlist.Node) error {
+	md, reason, err := decodeMeta(peer.Name, peer.Meta, m.cfg.Wire)
 	if err == nil {
 		err = m.foreign(md)
 		reason = "cluster_id"
 	}
 	if err != nil {
 		m.conflict(reason, peer.Name+"@"+peer.Address(), "refused gossip member", "member", peer.Name, "gossip_addr", peer.Address(), "err", err)
-		m.n.refusals.add(reason, err.Error(), peer.Name+"@"+peer.Address())
+		m.h.Refused(reason, err.Error(), peer.Name+"@"+peer.Address())
 		return err
 	}
 	return nil
@@ -66,13 +69,13 @@ func (m *gossip) NotifyAlive(peer *memberlist.Node) error {
 
 // NotifyConflict implements memberlist.ConflictDelegate: two live nodes
 // claim one name (id). memberlist keeps the one it knew first.
-func (m *gossip) NotifyConflict(existing, other *memberlist.Node) {
-	if existing.Name != m.n.cfg.ID {
+func (m *Layer) NotifyConflict(existing, other *memberlist.Node) {
+	if existing.Name != m.cfg.ID {
 		m.conflict("duplicate_id", existing.Name+"@"+other.Address(), "refused gossip member: its id is in use by another member",
 			"member", other.Name, "gossip_addr", other.Address(), "in_use_by", existing.Address())
 		return
 	}
-	if !m.n.hasRaftState() {
+	if !m.h.HasRaftState() {
 		m.mu.Lock()
 		if m.fatal == nil {
 			m.fatal = fmt.Errorf("%w: member %q at %s already uses this node's id", ErrDuplicateID, other.Name, other.Address())
@@ -84,17 +87,17 @@ func (m *gossip) NotifyConflict(existing, other *memberlist.Node) {
 }
 
 // NotifyJoin implements memberlist.EventDelegate.
-func (m *gossip) NotifyJoin(node *memberlist.Node) { m.observe(node, MemberAlive) }
+func (m *Layer) NotifyJoin(node *memberlist.Node) { m.observe(node, Alive) }
 
 // NotifyUpdate implements memberlist.EventDelegate.
-func (m *gossip) NotifyUpdate(node *memberlist.Node) { m.observe(node, MemberAlive) }
+func (m *Layer) NotifyUpdate(node *memberlist.Node) { m.observe(node, Alive) }
 
 // NotifyLeave implements memberlist.EventDelegate: the member failed, or
 // left if it had announced that it was leaving.
-func (m *gossip) NotifyLeave(node *memberlist.Node) { m.observe(node, MemberDead) }
+func (m *Layer) NotifyLeave(node *memberlist.Node) { m.observe(node, Dead) }
 
-func (m *gossip) observe(node *memberlist.Node, state MemberState) {
-	md, _, err := decodeMeta(node.Name, node.Meta)
+func (m *Layer) observe(node *memberlist.Node, state State) {
+	md, _, err := decodeMeta(node.Name, node.Meta, m.cfg.Wire)
 	if err == nil && m.foreign(md) != nil {
 		m.mu.Lock()
 		delete(m.members, node.Name)
@@ -105,7 +108,7 @@ func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 	m.mu.Lock()
 	mi := m.members[node.Name]
 	if mi == nil {
-		if err != nil || state != MemberAlive {
+		if err != nil || state != Alive {
 			m.mu.Unlock()
 			return
 		}
@@ -117,30 +120,30 @@ func (m *gossip) observe(node *memberlist.Node, state MemberState) {
 	}
 	mi.gossip = node.Address()
 	if mi.meta.Leaving {
-		state = MemberLeft // announced: it leaves as soon as it is removed
+		state = Left // announced: it leaves as soon as it is removed
 	}
 	if mi.state != state || mi.since.IsZero() {
 		mi.state, mi.since = state, now
 	}
-	if state == MemberAlive {
+	if state == Alive {
 		mi.heard = now
 	}
 	m.mu.Unlock()
-	if state == MemberAlive && err == nil && node.Name != m.n.cfg.ID {
+	if state == Alive && err == nil && node.Name != m.cfg.ID {
 		m.known.seen(node.Name, node.Address())
 	}
 	m.wake()
-	m.n.memberHosts.wake()
+	m.h.Changed()
 }
 
 // AckPayload implements memberlist.PingDelegate.
-func (m *gossip) AckPayload() []byte { return nil }
+func (m *Layer) AckPayload() []byte { return nil }
 
 // NotifyPingComplete implements memberlist.PingDelegate: a direct probe was
 // answered.
-func (m *gossip) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+func (m *Layer) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
 	m.mu.Lock()
-	if mi := m.members[other.Name]; mi != nil && mi.state == MemberAlive {
+	if mi := m.members[other.Name]; mi != nil && mi.state == Alive {
 		mi.heard = time.Now()
 	}
 	m.mu.Unlock()

@@ -1,4 +1,4 @@
-package node
+package gossip
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/internal/storage"
 )
 
@@ -52,7 +53,7 @@ func (k *knownPeers) load() {
 		var m map[string]string
 		if json.Unmarshal(b, &m) == nil {
 			for id, a := range m {
-				if len(k.addrs) < maxKnownPeers && validID(id) == nil && checkIPPort("peer", a, false, false) == nil {
+				if len(k.addrs) < maxKnownPeers && membership.ValidID(id) == nil && CheckIPPort("peer", a, false, false) == nil {
 					k.addrs[id] = a
 				}
 			}
@@ -123,19 +124,19 @@ func (k *knownPeers) flush() {
 
 // lostServers returns the remembered gossip addresses of the servers of the
 // Raft configuration that gossip does not show alive (or suspect).
-func (m *gossip) lostServers() []string {
-	conf, ok := m.n.latestConfig()
+func (m *Layer) lostServers() []string {
+	conf, ok := m.h.LatestConfig()
 	if !ok {
 		return nil
 	}
-	view := m.view(time.Now())
+	view := m.View(time.Now())
 	var addrs []string
 	for _, s := range conf.Servers {
-		id := nodeOf(s.ID)
-		if id == m.n.cfg.ID {
+		id := membership.NodeOf(s.ID)
+		if id == m.cfg.ID {
 			continue
 		}
-		if v, ok := view[id]; ok && (v.State == MemberAlive || v.State == MemberSuspect) {
+		if v, ok := view[id]; ok && (v.State == Alive || v.State == Suspect) {
 			continue
 		}
 		if a := m.known.get(id); a != "" {
@@ -144,3 +145,7 @@ func (m *gossip) lostServers() []string {
 	}
 	return addrs
 }
+
+// FlushKnown writes the known peers if they changed since the last save
+// (the node stops: a restart finds what gossip showed last).
+func (m *Layer) FlushKnown() { m.known.flush() }

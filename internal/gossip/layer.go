@@ -1,4 +1,4 @@
-package node
+package gossip
 
 import (
 	"context"
@@ -12,29 +12,32 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/raftlock/raftlock/internal/membership"
 )
 
 // memberInfo is what this node knows of one member (gossip events).
 type memberInfo struct {
-	meta   memberMeta
+	meta   Meta
 	gossip string
-	state  MemberState // alive, dead or left; suspect is derived from heard
+	state  State // alive, dead or left; suspect is derived from heard
 	since  time.Time
 	heard  time.Time // last join, update or direct probe answer
 }
 
-// gossip is a node's gossip layer (hashicorp/memberlist): the member table
-// fed by its events (gossip_delegate.go), the join loop, the published
-// metadata (gossip_meta.go) and the views the formation and the leader's
-// reconciler read (gossip_view.go, reconcile.go).
+// Layer is a node's gossip layer (hashicorp/memberlist): the member table
+// fed by its events (NotifyJoin and the other delegate methods), the join
+// loop, the published metadata (Meta) and the views the formation and the
+// leader's reconciler read (View, FormationCandidates).
 //
-// memberlist calls the delegate methods below with its own lock held: they
-// only touch m.mu and never call memberlist; nothing calls memberlist while
+// memberlist calls the delegate methods with its own lock held: they only
+// touch m.mu and never call memberlist; nothing calls memberlist while
 // holding m.mu.
-type gossip struct {
-	n      *Node
+type Layer struct {
+	cfg    Config
+	h      Host
 	log    *slog.Logger
-	timing GossipTiming
+	timing Timing
 	ml     *memberlist.Memberlist
 	addr   string // advertised gossip address
 	seeds  []string
@@ -43,13 +46,12 @@ type gossip struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	poke      chan struct{} // run loop
-	leadPoke  chan struct{} // leader's reconciliation
 	pubPoke   chan struct{} // publisher: the metadata changed
 	firstJoin chan struct{} // closed after the first join attempt
 	life      sync.Mutex    // memberlist Leave and Shutdown (Leave after Shutdown panics)
 
 	mu        sync.Mutex
-	meta      memberMeta // published
+	meta      Meta // published
 	metaDirty bool
 	members   map[string]*memberInfo
 	fatal     error  // another live member uses our id (we have no Raft state)
@@ -57,21 +59,19 @@ type gossip struct {
 	joined    bool
 	down      bool // memberlist shut down
 	reported  map[string]bool
-	known     knownPeers // gossip addresses of members seen alive (gossip_known.go)
+	known     knownPeers // gossip addresses of members seen alive
 }
 
-func (m *gossip) fatalErr() error {
+func (m *Layer) fatalErr() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.fatal
 }
 
-func (m *gossip) wake() {
-	for _, c := range []chan struct{}{m.poke, m.leadPoke} {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+func (m *Layer) wake() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
 	}
 }
 
@@ -79,7 +79,7 @@ func (m *gossip) wake() {
 // whenever the node finds itself alone; and each round it tries to
 // reconnect to one failed member (after a partition heals, memberlist alone
 // would leave the two sides apart for good).
-func (m *gossip) joinLoop() {
+func (m *Layer) joinLoop() {
 	defer m.wg.Done()
 	first := true
 	for {
@@ -98,7 +98,11 @@ func (m *gossip) joinLoop() {
 			close(m.firstJoin)
 			first = false
 		}
-		if sleepCtx(m.ctx, m.timing.RetryJoinInterval) != nil {
+		wait := time.NewTimer(m.timing.RetryJoinInterval)
+		select {
+		case <-wait.C:
+		case <-m.ctx.Done():
+			wait.Stop()
 			return
 		}
 	}
@@ -107,11 +111,11 @@ func (m *gossip) joinLoop() {
 // reconnect tries to join one failed member (not one that left), or one
 // server of the Raft configuration that gossip does not show at all,
 // through its remembered address.
-func (m *gossip) reconnect() {
+func (m *Layer) reconnect() {
 	var addrs []string
 	m.mu.Lock()
 	for id, mi := range m.members {
-		if id != m.n.cfg.ID && mi.state == MemberDead && mi.gossip != "" {
+		if id != m.cfg.ID && mi.state == Dead && mi.gossip != "" {
 			addrs = append(addrs, mi.gossip)
 		}
 	}
@@ -130,7 +134,7 @@ func (m *gossip) reconnect() {
 
 // join tries every seed once. A round in which none answered is recorded
 // for Status (seedsUnreachable).
-func (m *gossip) join() {
+func (m *Layer) join() {
 	contacted := 0
 	var failed []string
 	for _, seed := range m.seeds {
@@ -146,7 +150,7 @@ func (m *gossip) join() {
 		again := m.joined
 		m.joined, m.joinErr = true, ""
 		m.mu.Unlock()
-		m.n.metrics.gossipJoins.WithLabelValues("ok").Inc()
+		m.h.Joined(true)
 		if !again {
 			m.log.Info("joined the gossip cluster", "seeds_contacted", contacted)
 		} else {
@@ -159,7 +163,7 @@ func (m *gossip) join() {
 	repeated := m.joinErr == msg
 	m.joinErr = msg
 	m.mu.Unlock()
-	m.n.metrics.gossipJoins.WithLabelValues("error").Inc()
+	m.h.Joined(false)
 	if repeated {
 		m.log.Debug("gossip join failed; will retry", "seeds", m.seeds, "err", msg)
 	} else {
@@ -190,18 +194,18 @@ func joinFailure(seed string, err error) string {
 }
 
 // alone reports whether no other member is alive.
-func (m *gossip) alone() bool {
+func (m *Layer) alone() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, mi := range m.members {
-		if id != m.n.cfg.ID && mi.state == MemberAlive {
+		if id != m.cfg.ID && mi.state == Alive {
 			return false
 		}
 	}
 	return true
 }
 
-func (m *gossip) isDown() bool {
+func (m *Layer) isDown() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.down
@@ -209,7 +213,7 @@ func (m *gossip) isDown() bool {
 
 // run keeps the published metadata current, drives the bootstrap agreement,
 // forgets long-gone members, and stops gossip on a fatal id conflict.
-func (m *gossip) run() {
+func (m *Layer) run() {
 	defer m.wg.Done()
 	tick := time.NewTicker(m.timing.ProbeInterval)
 	defer tick.Stop()
@@ -232,8 +236,8 @@ func (m *gossip) run() {
 }
 
 // publish has the metadata re-advertised if it changed.
-func (m *gossip) publish() {
-	state, cid := m.n.hasRaftState(), m.n.ident().ClusterID
+func (m *Layer) publish() {
+	state, cid := m.h.HasRaftState(), m.h.ClusterID()
 	m.mu.Lock()
 	if m.meta.State != state || m.meta.Cluster != cid {
 		m.meta.State, m.meta.Cluster, m.metaDirty = state, cid, true
@@ -251,7 +255,7 @@ func (m *gossip) publish() {
 
 // publishLoop re-advertises the metadata (memberlist reads the latest from
 // NodeMeta), so that the run loop never waits for gossip.
-func (m *gossip) publishLoop() {
+func (m *Layer) publishLoop() {
 	defer m.wg.Done()
 	for {
 		select {
@@ -270,34 +274,34 @@ func (m *gossip) publishLoop() {
 	}
 }
 
-func (m *gossip) updateTimeout() time.Duration {
+func (m *Layer) updateTimeout() time.Duration {
 	return 5*m.timing.GossipInterval + m.timing.ProbeInterval
 }
 
 // prune forgets members that failed or left long ago and are not in the
 // Raft configuration.
-func (m *gossip) prune() {
-	conf, ok := m.n.latestConfig()
+func (m *Layer) prune() {
+	conf, ok := m.h.LatestConfig()
 	if !ok {
 		return
 	}
 	inConf := map[string]bool{}
 	for _, s := range conf.Servers {
-		inConf[nodeOf(s.ID)] = true
+		inConf[membership.NodeOf(s.ID)] = true
 	}
-	forget := m.n.cfg.reapTimeout() + m.timing.PushPullInterval
+	forget := m.cfg.ReapTimeout + m.timing.PushPullInterval
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, mi := range m.members {
-		if mi.state != MemberAlive && !inConf[id] && now.Sub(mi.since) > forget {
+		if mi.state != Alive && !inConf[id] && now.Sub(mi.since) > forget {
 			delete(m.members, id)
 		}
 	}
 }
 
 // conflict logs a refused member once per key and counts it.
-func (m *gossip) conflict(reason, key, msg string, args ...any) {
+func (m *Layer) conflict(reason, key, msg string, args ...any) {
 	m.mu.Lock()
 	k := reason + "|" + key
 	seen := m.reported[k]
@@ -306,17 +310,25 @@ func (m *gossip) conflict(reason, key, msg string, args ...any) {
 	if seen {
 		return
 	}
-	m.n.metrics.memberConflicts.WithLabelValues(reason).Inc()
+	m.h.Conflict(reason)
 	m.log.Error(msg, append([]any{"reason", reason}, args...)...)
 }
 
 // Gossip user messages (memberlist SendReliable), bounded by maxUserMsg.
 const (
-	userMsgRefusal byte = 'R' // a refusalMsg, JSON
+	userMsgRefusal byte = 'R' // a Refusal, JSON
 	maxUserMsg          = 4 << 10
 )
 
-// notify sends a refusal notice to the member named id through gossip; it
+// Refusal is the notice a leader sends to a node it refused (node's
+// opRefused; through gossip, Notify).
+type Refusal struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	By     string `json:"by"`
+}
+
+// Notify sends a refusal notice to the member named id through gossip; it
 // reports whether the member is alive in the member table (the send itself
 // is best effort).
 //
@@ -324,7 +336,7 @@ const (
 // while memberlist holds its lock: the *memberlist.Node values that
 // Members() returns are memberlist's own, which it rewrites when a member's
 // address changes, so reading one later is a data race.
-func (m *gossip) notify(id string, r refusalMsg) bool {
+func (m *Layer) Notify(id string, r Refusal) bool {
 	if m.isDown() {
 		return false
 	}
@@ -335,7 +347,7 @@ func (m *gossip) notify(id string, r refusalMsg) bool {
 	m.mu.Lock()
 	mi := m.members[id]
 	var addr string
-	if mi != nil && mi.state == MemberAlive {
+	if mi != nil && mi.state == Alive {
 		addr = mi.gossip
 	}
 	m.mu.Unlock()
