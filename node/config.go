@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/membership"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -235,7 +236,10 @@ type Config struct {
 	// DataDir: LogStoreBolt (the default; "" too) is raft-boltdb/v2 in
 	// raft.db, two fsyncs per append; LogStoreWAL is hashicorp/raft-wal in
 	// wal/ (segment files and a small bolt meta store), one fsync per
-	// append. Snapshots are files under DataDir either way. A data dir
+	// append; it is in a build only with the build tag raftwal (raft-wal
+	// pulls in github.com/coreos/etcd, which the default build leaves
+	// out): without it Validate refuses LogStoreWAL. Snapshots are files
+	// under DataDir either way. A data dir
 	// holds one kind: Start refuses one that holds the other's state
 	// (ErrInvalidConfig); MigrateLogStore converts a stopped node's data
 	// dir. Ignored with InMemory.
@@ -402,6 +406,8 @@ func (c *Config) validate() error {
 		return bad("Bootstrap without Peers founds a one-node static cluster: with gossip, use BootstrapExpect = 1")
 	case c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
 		return bad("LogStore %q is neither %q nor %q", c.LogStore, LogStoreBolt, LogStoreWAL)
+	case c.LogStore == LogStoreWAL && !storage.WALBuilt && !c.InMemory:
+		return bad("LogStore %q needs a build with -tags raftwal", c.LogStore)
 	case c.Recover && c.InMemory:
 		return bad("Recover needs a DataDir (an in-memory node has nothing to recover)")
 	case c.MaxNonvoters < 0:

@@ -69,6 +69,8 @@ func openStorage(cfg *Config, logger hclog.Logger) (*storage.Stores, error) {
 // process". It fails with ErrInvalidConfig if from or to is not a known
 // kind, if they are the same, or if the dir holds no from store; it returns
 // nil at once if the dir already holds only a to store. ctx bounds the copy.
+// It needs the WAL in the build (build tag raftwal, see Config.LogStore):
+// without it, it fails with ErrInvalidConfig.
 func MigrateLogStore(ctx context.Context, dataDir string, from, to LogStore) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -76,6 +78,9 @@ func MigrateLogStore(ctx context.Context, dataDir string, from, to LogStore) err
 	known := func(k LogStore) bool { return k == LogStoreBolt || k == LogStoreWAL }
 	if !known(from) || !known(to) || from == to {
 		return fmt.Errorf("%w: migrate from %q to %q", ErrInvalidConfig, from, to)
+	}
+	if !storage.WALBuilt {
+		return fmt.Errorf("%w: migrating between log stores needs a build with -tags raftwal", ErrInvalidConfig)
 	}
 	if !storage.Holds(dataDir, storage.Kind(from)) && !storage.Holds(dataDir, storage.Kind(to)) {
 		return fmt.Errorf("%w: %s holds no %q log store", ErrInvalidConfig, dataDir, from)

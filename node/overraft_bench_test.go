@@ -22,7 +22,7 @@ import (
 // so that the machine's drift falls on all three alike; compare cmds/s and
 // p50 within a round.
 func BenchmarkOverRaft(b *testing.B) {
-	for _, store := range []node.LogStore{node.LogStoreBolt, node.LogStoreWAL} {
+	for _, store := range logStores {
 		b.Run("store="+string(store), func(b *testing.B) { benchOverRaft(b, store) })
 	}
 }

@@ -23,7 +23,7 @@ import (
 // crash loses what a process crash loses; what the disk cache holds
 // survives it, as it survives a kill -9.)
 func TestCrashRestartLosesNothingAcknowledged(t *testing.T) {
-	for _, store := range []node.LogStore{node.LogStoreBolt, node.LogStoreWAL} {
+	for _, store := range logStores {
 		for round := range 3 {
 			t.Run(fmt.Sprintf("%s/round=%d", store, round), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {

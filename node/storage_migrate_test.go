@@ -1,3 +1,5 @@
+//go:build raftwal
+
 package node_test
 
 import (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -88,9 +89,10 @@ func baseConfig(class string, seed int64, d time.Duration) simConfig {
 }
 
 // logStoreFor is the log store of a run: RAFTLOCK_CHAOS_STORE (bolt or
-// wal) for every class; otherwise bolt, except that the crash-restart
-// classes (restart, disk) run the WAL on the seeds ≡ 2, 3 (mod 4) — with
-// seeds 1..3, bolt on 3 nodes and the WAL on 5 and on 3. (These seeds ran
+// wal) for every class; otherwise bolt, except that in a build with the WAL
+// (build tag raftwal) the crash-restart classes (restart, disk) run it on
+// the seeds ≡ 2, 3 (mod 4) — with seeds 1..3, bolt on 3 nodes and the WAL
+// on 5 and on 3. (These seeds ran
 // bolt only while raft-wal v0.4.0's tail-truncation defect,
 // hashicorp/raft-wal#31, made a restarted node panic; v0.4.2 fixes it,
 // TestWALRestartsAfterTailTruncation.)
@@ -98,7 +100,7 @@ func logStoreFor(class string, seed int64) node.LogStore {
 	if v := os.Getenv("RAFTLOCK_CHAOS_STORE"); v != "" {
 		return node.LogStore(v)
 	}
-	if (class == "restart" || class == "disk") && seed%4 >= 2 {
+	if (class == "restart" || class == "disk") && seed%4 >= 2 && storage.WALBuilt {
 		return node.LogStoreWAL
 	}
 	return node.LogStoreBolt

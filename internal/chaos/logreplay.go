@@ -14,8 +14,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 
 	"github.com/raftlock/raftlock/fsm"
@@ -99,13 +97,7 @@ func ReadReplicaLog(nodeID, dataDir string) (*ReplicaLog, error) {
 // replica's own restart would.
 func openLogStore(dataDir string) (raft.LogStore, func() error, error) {
 	if walPath := filepath.Join(dataDir, "wal"); dirExists(walPath) {
-		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(walPath, wal.WithMetaStore(meta))
-		if err != nil {
-			meta.Close()
-			return nil, nil, fmt.Errorf("open %s: %w", walPath, err)
-		}
-		return w, func() error { return errors.Join(w.Close(), meta.Close()) }, nil
+		return openWALLog(walPath)
 	}
 	path := filepath.Join(dataDir, "raft.db")
 	st, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})

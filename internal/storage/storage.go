@@ -36,6 +36,9 @@ type Stores struct {
 }
 
 const (
+	// walDir is WAL's directory in the data dir: raft-wal's segment files
+	// and its meta store (wal-meta.db), which also holds the stable state.
+	walDir        = "wal"
 	logCacheSize  = 512 // recent entries served from memory to followers
 	snapshotsKept = 2
 	boltFile      = "raft.db" // Bolt's file in the data dir
@@ -79,6 +82,11 @@ func Open(dataDir string, k Kind, logger hclog.Logger) (*Stores, error) {
 	}
 	st.Snaps = stepSyncStore{SnapshotStore: files, base: dataDir, logger: logger}
 	return st, nil
+}
+
+// openWAL opens (or creates) the raft-wal log and stable store in dir/wal.
+func openWAL(dir string, logger hclog.Logger) (*Stores, error) {
+	return openWALAt(filepath.Join(dir, walDir), logger)
 }
 
 // Close closes the log and stable store (snapshots need no closing).

@@ -1,3 +1,5 @@
+//go:build raftwal
+
 package storage
 
 import (
@@ -12,18 +14,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// walDir is WAL's directory in the data dir: raft-wal's segment
-// files and its meta store (wal-meta.db), which also holds the stable state.
-const walDir = "wal"
-
 // walLockFile is held (flock) while a node has the WAL open: raft-wal's
 // meta store would otherwise wait for ever on another process's bolt lock.
 const walLockFile = "LOCK"
 
-// openWAL opens (or creates) the raft-wal log and stable store in dir/wal.
-func openWAL(dir string, logger hclog.Logger) (*Stores, error) {
-	return openWALAt(filepath.Join(dir, walDir), logger)
-}
+// WALBuilt: this build has the raft-wal log store (build tag raftwal).
+const WALBuilt = true
 
 // openWALAt opens (or creates) a raft-wal log and stable store in path.
 func openWALAt(path string, logger hclog.Logger) (*Stores, error) {
