@@ -1,10 +1,11 @@
 // Package membership holds raftlock's membership decisions as pure
 // functions, apart from any I/O: how founding nodes agree on one first
-// configuration (formation.go), and how the leader keeps the Raft
-// configuration in line with the members it can see (plan.go). The node
-// package runs the loops around them: it gathers the inputs (gossip,
-// probes, the Raft configuration), calls the planners and carries out what
-// they decide.
+// configuration (Acceptor, Ballot, Founder, Candidate), how the leader
+// keeps the Raft configuration in line with the members it can see (PlanMembership),
+// and what node ids and Raft ids look like (ValidID, RaftIDFor,
+// SplitRaftID). The node package runs the loops around them: it gathers
+// the inputs (internal/gossip, probes, the Raft configuration), calls the
+// planners and carries out what they decide.
 package membership
 
 import (
