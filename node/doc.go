@@ -64,7 +64,7 @@
 //     know halts instead of skipping.
 //   - Identity (identity.go, peercheck.go): node id, incarnation (per data
 //     dir), Raft id "<id>~<incarnation>", cluster id; the transport hello
-//     refuses other clusters; voteguard.go keeps a node from voting while
+//     refuses other clusters; cluster.VoteGuard keeps a node from voting while
 //     its own incarnation is not a voter.
 //   - Formation (formation.go, formation_propose.go; the decisions in
 //     internal/membership/formation.go): founding one first configuration,

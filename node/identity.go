@@ -32,7 +32,7 @@ import (
 // can never be its old self in the Raft configuration: it is a new server,
 // which the leader adds as a non-voter and promotes once it has caught up,
 // and until its own incarnation is a voter in its configuration it never
-// grants a vote (voteGuard). Votes and acknowledgements it gave before the
+// grants a vote (cluster.VoteGuard). Votes and acknowledgements it gave before the
 // loss stay with the old Raft id, whose log is gone with the disk — so the
 // cluster cannot count them twice.
 //

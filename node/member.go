@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 		ClusterID:    func() string { return n.ident().ClusterID },
 		LatestConfig: n.latestConfig,
 		Refused:      n.refusals.add,
-		Changed:      n.memberHosts.wake,
+		Changed:      n.memberHosts.Wake,
 		Joined: func(ok bool) {
 			result := "ok"
 			if !ok {
@@ -108,4 +109,37 @@ func (n *Node) gossipStatus(st *Status) {
 	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	st.GossipAddr = n.members.Addr()
 	st.GossipErr = n.members.Problem(view)
+}
+
+// memberAddrs lists the addresses of the members this node knows of, and
+// which of them come from its own configuration or the Raft log (their
+// host names may be looked up; names that gossip metadata claims are not).
+func (n *Node) memberAddrs() ([]string, map[string]bool) {
+	var addrs []string
+	trusted := map[string]bool{}
+	for _, p := range n.cfg.Peers {
+		addrs = append(addrs, p.Addr)
+		trusted[p.Addr] = true
+	}
+	if conf, ok := n.latestConfig(); ok {
+		for _, s := range conf.Servers {
+			addrs = append(addrs, string(s.Address))
+			trusted[string(s.Address)] = true
+		}
+	}
+	if n.members != nil {
+		addrs = append(addrs, n.members.MemberAddrs()...)
+	}
+	return addrs, trusted
+}
+
+// resolvesNames reports whether member host names are looked up: only
+// over TCP (other networks, such as the in-memory test network, name
+// their hosts themselves).
+func (n *Node) resolvesNames() bool {
+	if n.cfg.Listener == nil {
+		return true
+	}
+	_, ok := n.cfg.Listener.Addr().(*net.TCPAddr)
+	return ok
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/internal/gossip"
 	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
@@ -41,15 +42,15 @@ type Node struct {
 	keepalives *keepaliveForwarder
 	members    *gossip.Layer // gossip layer; nil without Config.Gossip
 	// memberHosts: the members' source addresses, for the transport's
-	// member reserve (memberhosts.go).
-	memberHosts *memberHosts
+	// member reserve (cluster.MemberHosts).
+	memberHosts *cluster.MemberHosts
 
-	id         *identity   // node id, incarnation, Raft id, cluster id
-	guard      *voteGuard  // the vote policy; the transport enforces it (RaftVoteGate)
-	formation  *formation  // founding a cluster; nil if this node does not found one
-	joins      joinTable   // static mode, on the leader: nodes asking to be added
-	refusals   refusals    // why this node was refused, or refused others
-	reconciler *reconciler // the leader's membership loop
+	id         *identity          // node id, incarnation, Raft id, cluster id
+	guard      *cluster.VoteGuard // the vote policy; the transport enforces it (RaftVoteGate)
+	formation  *formation         // founding a cluster; nil if this node does not found one
+	joins      joinTable          // static mode, on the leader: nodes asking to be added
+	refusals   refusals           // why this node was refused, or refused others
+	reconciler *reconciler        // the leader's membership loop
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc

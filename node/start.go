@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/cluster"
 	"github.com/raftlock/raftlock/internal/hclogslog"
 	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
@@ -81,15 +82,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.id, err = loadIdentity(n.store.Stable, cfg.ID, hasState); err != nil {
 		return nil, err
 	}
-	n.guard = &voteGuard{self: raft.ServerID(n.id.raftID), config: n.latestConfig, refused: n.metrics.votesRefused.Inc}
-	n.memberHosts = newMemberHosts()
-	peers, _ := n.memberAddrs() // the static peers (names are resolved by watchMemberHosts)
-	initial := memberHostSet(peers, nil, nil)
-	n.memberHosts.set.Store(&initial)
+	n.guard = &cluster.VoteGuard{Self: raft.ServerID(n.id.raftID), Config: n.latestConfig, Refused: n.metrics.votesRefused.Inc}
+	peers, _ := n.memberAddrs()                   // the static peers
+	n.memberHosts = cluster.NewMemberHosts(peers) // names are resolved once it runs
 	tc := cfg.transportConfig()
 	tc.Logger, tc.Registerer = n.log, cfg.Registerer
 	tc.Identity, tc.CheckPeer, tc.AcceptLegacy = n.helloIdentity, n.checkPeer, n.acceptLegacy
-	tc.RaftVoteGate, tc.MemberHost = n.guard.allow, n.memberHosts.has
+	tc.RaftVoteGate, tc.MemberHost = n.guard.Allow, n.memberHosts.Has
 	n.trans, err = transport.New(tc, transport.HandlerFunc(n.handleRPC))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -123,7 +122,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.wg.Add(4)
-	go n.watchMemberHosts()
+	go func() {
+		defer n.wg.Done()
+		n.memberHosts.Run(n.ctx, n.memberAddrs, n.resolvesNames())
+	}()
 	go n.watchLeadership()
 	go n.becomeReady()
 	go n.observeLeaders() // metrics_init.go

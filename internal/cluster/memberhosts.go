@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 // of the servers of its latest Raft configuration, and of its gossip
 // members (their gossip and Raft addresses, and the remembered known
 // peers). Host names are resolved (over TCP only). The set is rebuilt
-// every memberHostsEvery and at once when gossip reports a change, so a
-// server added to the configuration is recognised within a second.
+// every memberHostsEvery and at once when gossip reports a change (Wake),
+// so a server added to the configuration is recognised within a second.
 //
 // Members are recognised by source IP: a member must dial from the address
 // it advertises (the transport's default dialer dials from the listener's
@@ -33,9 +33,9 @@ const (
 	resolveTimeout = 2 * time.Second
 )
 
-// memberHosts is the set of members' source addresses the transport asks
-// about (has), and the loop that keeps it up to date.
-type memberHosts struct {
+// MemberHosts is the set of members' source addresses the transport asks
+// about (Has), and the loop that keeps it up to date (Run).
+type MemberHosts struct {
 	set  atomic.Pointer[map[string]bool]
 	poke chan struct{}
 	// names: host name → its addresses as last resolved (loop only).
@@ -47,21 +47,26 @@ type resolvedName struct {
 	at    time.Time
 }
 
-func newMemberHosts() *memberHosts {
-	return &memberHosts{poke: make(chan struct{}, 1), names: map[string]resolvedName{}}
+// NewMemberHosts returns the set of the members at addrs (see
+// memberHostSet; no names resolved yet).
+func NewMemberHosts(addrs []string) *MemberHosts {
+	h := &MemberHosts{poke: make(chan struct{}, 1), names: map[string]resolvedName{}}
+	initial := memberHostSet(addrs, nil, nil)
+	h.set.Store(&initial)
+	return h
 }
 
-// has reports whether host (an IP in canonical form, or on other networks
+// Has reports whether host (an IP in canonical form, or on other networks
 // a name) is a member's source address: transport.Config.MemberHost.
-func (h *memberHosts) has(host string) bool {
+func (h *MemberHosts) Has(host string) bool {
 	if s := h.set.Load(); s != nil {
 		return (*s)[host]
 	}
 	return false
 }
 
-// wake asks the loop to rebuild the set now. It never blocks.
-func (h *memberHosts) wake() {
+// Wake asks the loop to rebuild the set now. It never blocks.
+func (h *MemberHosts) Wake() {
 	if h == nil {
 		return
 	}
@@ -100,60 +105,9 @@ func memberHostSet(addrs []string, resolvable map[string]bool, resolve func(name
 	return set
 }
 
-// memberAddrs lists the addresses of the members this node knows of, and
-// which of them come from its own configuration or the Raft log (their
-// host names may be looked up; names that gossip metadata claims are not).
-func (n *Node) memberAddrs() ([]string, map[string]bool) {
-	var addrs []string
-	trusted := map[string]bool{}
-	for _, p := range n.cfg.Peers {
-		addrs = append(addrs, p.Addr)
-		trusted[p.Addr] = true
-	}
-	if conf, ok := n.latestConfig(); ok {
-		for _, s := range conf.Servers {
-			addrs = append(addrs, string(s.Address))
-			trusted[string(s.Address)] = true
-		}
-	}
-	if n.members != nil {
-		addrs = append(addrs, n.members.MemberAddrs()...)
-	}
-	return addrs, trusted
-}
-
-// refreshMemberHosts rebuilds the member address set.
-func (n *Node) refreshMemberHosts(ctx context.Context) {
-	h := n.memberHosts
-	var resolve func(string) []string
-	used := map[string]resolvedName{}
-	if n.resolvesNames() {
-		resolve = func(name string) []string {
-			r := h.lookup(ctx, name)
-			used[name] = r
-			return r.addrs
-		}
-	}
-	addrs, trusted := n.memberAddrs()
-	set := memberHostSet(addrs, trusted, resolve)
-	h.names = used // forget names no longer listed
-	h.set.Store(&set)
-}
-
-// resolvesNames reports whether member host names are looked up: only
-// over TCP (other networks, such as the in-memory test network, name
-// their hosts themselves).
-func (n *Node) resolvesNames() bool {
-	if n.cfg.Listener == nil {
-		return true
-	}
-	_, ok := n.cfg.Listener.Addr().(*net.TCPAddr)
-	return ok
-}
-
 // lookup returns name's addresses, looked up at most every resolveEvery
 // (a failed lookup keeps the previous answer). Loop only.
-func (h *memberHosts) lookup(ctx context.Context, name string) resolvedName {
+func (h *MemberHosts) lookup(ctx context.Context, name string) resolvedName {
 	r, ok := h.names[name]
 	if ok && time.Since(r.at) < resolveEvery {
 		return r
@@ -170,19 +124,40 @@ func (h *memberHosts) lookup(ctx context.Context, name string) resolvedName {
 	return r
 }
 
-// watchMemberHosts keeps the member address set up to date until the node
-// closes.
-func (n *Node) watchMemberHosts() {
-	defer n.wg.Done()
+// Run keeps the set up to date until ctx ends: every memberHostsEvery, and
+// at once after Wake. sources lists the members' addresses and which of
+// them may have their host names looked up (those from the node's own
+// configuration or the Raft log; names gossip metadata claims are not);
+// resolve says whether names are looked up at all (over TCP only: other
+// networks, such as the in-memory test network, name their hosts
+// themselves).
+func (h *MemberHosts) Run(ctx context.Context, sources func() ([]string, map[string]bool), resolve bool) {
 	t := time.NewTicker(memberHostsEvery)
 	defer t.Stop()
 	for {
-		n.refreshMemberHosts(n.ctx)
+		h.refresh(ctx, sources, resolve)
 		select {
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-n.memberHosts.poke:
+		case <-h.poke:
 		}
 	}
+}
+
+// refresh rebuilds the member address set.
+func (h *MemberHosts) refresh(ctx context.Context, sources func() ([]string, map[string]bool), resolveNames bool) {
+	var resolve func(string) []string
+	used := map[string]resolvedName{}
+	if resolveNames {
+		resolve = func(name string) []string {
+			r := h.lookup(ctx, name)
+			used[name] = r
+			return r.addrs
+		}
+	}
+	addrs, trusted := sources()
+	set := memberHostSet(addrs, trusted, resolve)
+	h.names = used // forget names no longer listed
+	h.set.Store(&set)
 }
