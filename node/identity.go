@@ -42,14 +42,11 @@ import (
 // Anything that carries another cluster id is refused, so two clusters
 // whose gossip meets never merge.
 
-// Stable-store keys (raft's own keys have no prefix; the others are
-// storage.KeyIncarnation and its neighbours).
-var (
-	// keyLeft marks a data dir whose node was removed by Leave: the time
-	// (RFC 3339, UTC) and the cluster id. Start refuses such a data dir
-	// (ErrDecommissioned) unless Recover is set.
-	keyLeft = []byte("raftlock/left")
-)
+// keyLeft marks a data dir whose node was removed by Leave (Start refuses
+// it with ErrDecommissioned unless Recover is set); it lives with the other
+// stable-store keys Migrate copies (storage.KeyIncarnation and its
+// neighbours).
+var keyLeft = storage.KeyLeft
 
 // nodeIdentity is who this node is, as it tells its peers (transport hello,
 // gossip metadata, peer-info RPC).

@@ -140,3 +140,23 @@ func TestMigrateLogStoreEdges(t *testing.T) {
 		c.WaitReady(20 * time.Second)
 	})
 }
+
+// A decommissioned data dir stays decommissioned through a migration:
+// MigrateLogStore copies the mark Leave leaves (it used to copy only the
+// identity keys, so the migrated node started again, idle outside its own
+// configuration).
+func TestMigratedLeftDataDirRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Durable: true})
+		c.WaitLeader(20 * time.Second)
+		c.WaitReady(20 * time.Second)
+		c.Leave(2)
+		if err := node.MigrateLogStore(context.Background(), c.DataDir(2), node.LogStoreBolt, node.LogStoreWAL); err != nil {
+			t.Fatalf("migrate the left node's data dir: %v", err)
+		}
+		c.Reconfigure(2, func(cfg *node.Config) { cfg.LogStore = node.LogStoreWAL })
+		if err := c.TryLaunch(2); !errors.Is(err, node.ErrDecommissioned) {
+			t.Fatalf("start on the migrated data dir of a node that left: %v, want ErrDecommissioned", err)
+		}
+	})
+}

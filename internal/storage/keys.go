@@ -13,4 +13,8 @@ var (
 	KeyKnownPeers = []byte("raftlock/known_peers")
 	// KeyRecovered marks a data dir that disaster recovery rewrote.
 	KeyRecovered = []byte("raftlock/recovered")
+	// KeyLeft marks a data dir whose node was removed by Leave: the time
+	// (RFC 3339, UTC) and the cluster id. The node refuses to start on it
+	// (node.ErrDecommissioned) unless recovering.
+	KeyLeft = []byte("raftlock/left")
 )

@@ -82,7 +82,7 @@ var (
 	stableBytesKeys = [][]byte{
 		[]byte("LastVoteCand"),
 		KeyIncarnation, KeyRaftID, KeyClusterID,
-		KeyFormation, KeyKnownPeers, KeyRecovered,
+		KeyFormation, KeyKnownPeers, KeyRecovered, KeyLeft,
 	}
 )
 
