@@ -74,6 +74,11 @@ func TestRenewalsWaitForClusterVersion4(t *testing.T) {
 		oldMax.Store(0) // upgraded
 		waitClusterVersion(t, c, fsm.MaxClusterVersion)
 		ch.change()
+		// The new leader's marker is applied by each replica in its own time
+		// (a follower learns the commit with the next append).
+		for deadline := time.Now().Add(time.Second); markers.Load() < int64(len(c.Nodes)) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if n := markers.Load(); n != int64(len(c.Nodes)) {
 			t.Fatalf("after a leader change at version 4: %d markers applied, want one per replica", n)
 		}

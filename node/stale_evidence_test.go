@@ -134,7 +134,12 @@ func staleEvidenceSchedule(t *testing.T, c *clustertest.Cluster, net *memnet.Net
 		}
 		time.Sleep(ttl / 4)
 		if !keepalive() {
-			t.Fatalf("keepalive before the schedule failed: %s", c.Describe())
+			// A round that overlaps one still in flight while the delays are
+			// set up can miss its ttl/2 (the confirmation waits for B's
+			// delayed reply to the next round): the schedule needs renewals
+			// that work, so such a run is void and runs again.
+			t.Logf("void run: a keepalive before the schedule failed: %s", c.Describe())
+			return out
 		}
 	}
 	// t1: just after A processed one of L's requests.
