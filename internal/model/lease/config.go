@@ -60,7 +60,9 @@ type Bounds struct {
 	// tick at whose start its countdown reached 0, not at its start. The
 	// leader may still accept a keepalive in that tick (aArriveEdge) and
 	// the client is still valid until it lapses (aLapse), which it must
-	// before the next tick.
+	// before the next tick: a grant in that tick opens its hold, and an
+	// open committed in it gives it a window of 0 (one committed later:
+	// lost).
 	Edges bool
 	// LateDuties: a leader's duties (install its takeover, propose an
 	// expiry or an EndDelay) may come any time after they are due, not at

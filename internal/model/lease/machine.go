@@ -360,7 +360,9 @@ func (st *step) grant(c int) {
 		st.fail("P5", "c%d's released acquisition %d is granted", c, f.Owner[c])
 	}
 	cl := &s.C[c]
-	valid := cl.Kind == kindImmortal || cl.V > 0 && (cl.Kind != kindKeeper || cl.Keep > 0)
+	// With Edges a window of 0 ends within this tick: the client is valid
+	// until it lapses (aLapse), and holds a grant made before.
+	valid := cl.Kind == kindImmortal || (cl.V > 0 || m.b.Edges) && (cl.Kind != kindKeeper || cl.Keep > 0)
 	if cl.Phase == cOpen && valid && cl.AcqSeq == f.Owner[c] && cl.Gone != f.Owner[c] {
 		cl.Win = winOpen
 	}

@@ -122,7 +122,14 @@ func (st *step) tick() bool {
 			f.Origin[c] = satAdd(f.Origin[c], m.capOrigin)
 		}
 		if cl.Phase == cOpening {
-			cl.CmdAge = satAdd(cl.CmdAge, m.w)
+			// Counted up to the window: an open committed then is lost.
+			// With Edges one tick beyond: a window of 0 still ends within
+			// its tick (machine.go's eOpen), one below 0 has ended.
+			ageCap := m.w
+			if m.b.Edges {
+				ageCap++
+			}
+			cl.CmdAge = satAdd(cl.CmdAge, ageCap)
 		}
 		for i := range cl.KA {
 			k := &cl.KA[i]
