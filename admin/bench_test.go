@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,8 +21,8 @@ import (
 func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 	ctx := context.Background()
 	open := func() fsm.SessionID {
-		r, err := n.Apply(ctx, fsm.OpenSession{TTL: fsm.MaxTTL, Description: "bench waiter"})
-		if err != nil || r.Status != fsm.StatusOK {
+		r, err := n.Apply(ctx, fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "bench waiter"})
+		if err != nil || r.Status != fsmwire.StatusOK {
 			b.Fatalf("open session: %v %v", r.Status, err)
 		}
 		return r.Session
@@ -30,7 +31,7 @@ func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 		var o fsm.OwnerID
 		rand.Read(o[:])
 		r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true})
-		if err != nil || (r.Status != fsm.StatusGranted && r.Status != fsm.StatusQueued) {
+		if err != nil || (r.Status != fsmwire.StatusGranted && r.Status != fsmwire.StatusQueued) {
 			b.Errorf("acquire: %v %v", r.Status, err)
 		}
 	}

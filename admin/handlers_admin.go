@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // RevokeRequest is the body of POST /v1/admin/revoke: force-release one
@@ -101,7 +102,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if err := fsm.ValidateLockName(req.Lock); err != nil {
+	if err := fsmwire.ValidateLockName(req.Lock); err != nil {
 		writeBad(w, "lock: "+public(err.Error()))
 		return
 	}
@@ -118,11 +119,11 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 
 // truncate keeps a free text within the state machine's description limit.
 func truncate(s string) string {
-	if len(s) <= fsm.MaxDescriptionLen {
+	if len(s) <= fsmwire.MaxDescriptionLen {
 		return s
 	}
-	s = s[:fsm.MaxDescriptionLen]
-	for len(s) > 0 && fsm.ValidateDescription(s) != nil {
+	s = s[:fsmwire.MaxDescriptionLen]
+	for len(s) > 0 && fsmwire.ValidateDescription(s) != nil {
 		s = s[:len(s)-1] // cut inside a UTF-8 sequence
 	}
 	return s

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/textsafe"
 	"github.com/raftlock/raftlock/lockapi"
 )
@@ -108,7 +108,7 @@ const (
 // semaphore's permits; a client-kept lease's TTL). own: the lease is
 // client-kept. It returns a description of the first mistake, "" if none.
 func (s *Server) checkAcquire(req *AcquireRequest) (ttl, lockDelay time.Duration, own bool, bad string) {
-	if err := fsm.ValidateLockName(req.Lock); err != nil {
+	if err := fsmwire.ValidateLockName(req.Lock); err != nil {
 		return 0, 0, false, "lock: " + public(err.Error())
 	}
 	if r, at, ok := textsafe.Control(req.Lock); ok {
@@ -124,7 +124,7 @@ func (s *Server) checkAcquire(req *AcquireRequest) (ttl, lockDelay time.Duration
 		if req.Permits == 0 {
 			req.Permits = 1
 		}
-		if err := fsm.ValidateSemaphore(req.Limit, req.Permits); err != nil {
+		if err := fsmwire.ValidateSemaphore(req.Limit, req.Permits); err != nil {
 			return 0, 0, false, public(err.Error())
 		}
 	}
@@ -141,19 +141,19 @@ func (s *Server) checkAcquire(req *AcquireRequest) (ttl, lockDelay time.Duration
 	ttl = s.sess.ttl // Config.TTL, at least the minimum (New)
 	if req.TTLMS != 0 {
 		min := lockapi.MinTTL(s.n)
-		if req.TTLMS < 0 || req.TTLMS > fsm.MaxTTL.Milliseconds() || time.Duration(req.TTLMS)*time.Millisecond < min {
-			return 0, 0, false, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, (min + time.Millisecond - 1).Milliseconds(), fsm.MaxTTL.Milliseconds())
+		if req.TTLMS < 0 || req.TTLMS > fsmwire.MaxTTL.Milliseconds() || time.Duration(req.TTLMS)*time.Millisecond < min {
+			return 0, 0, false, fmt.Sprintf("ttl_ms %d outside [%d, %d] (the cluster's timing sets the minimum)", req.TTLMS, (min + time.Millisecond - 1).Milliseconds(), fsmwire.MaxTTL.Milliseconds())
 		}
 		ttl = time.Duration(req.TTLMS) * time.Millisecond
 	}
 	lockDelay = s.sess.lockDelay // Config.LockDelay
 	if req.LockDelayMS != 0 {
-		if req.LockDelayMS < 0 || req.LockDelayMS > fsm.MaxLockDelay.Milliseconds() {
-			return 0, 0, false, fmt.Sprintf("lock_delay_ms %d outside [0, %d]", req.LockDelayMS, fsm.MaxLockDelay.Milliseconds())
+		if req.LockDelayMS < 0 || req.LockDelayMS > fsmwire.MaxLockDelay.Milliseconds() {
+			return 0, 0, false, fmt.Sprintf("lock_delay_ms %d outside [0, %d]", req.LockDelayMS, fsmwire.MaxLockDelay.Milliseconds())
 		}
 		lockDelay = time.Duration(req.LockDelayMS) * time.Millisecond
 	}
-	if err := fsm.ValidateDescription(req.Owner); err != nil {
+	if err := fsmwire.ValidateDescription(req.Owner); err != nil {
 		return 0, 0, false, "owner: " + public(err.Error())
 	}
 	return ttl, lockDelay, true, ""

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // HolderJSON describes a lock's holder. LeaseLeftMS: how long the leader
@@ -265,7 +266,7 @@ func listParam(w http.ResponseWriter, r *http.Request, name string, def, max int
 
 func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := fsm.ValidateLockName(name); err != nil {
+	if err := fsmwire.ValidateLockName(name); err != nil {
 		writeBad(w, "lock: "+public(err.Error()))
 		return
 	}

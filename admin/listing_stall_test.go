@@ -18,6 +18,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -55,14 +56,14 @@ func TestMeasureListingStall(t *testing.T) {
 		window = d
 	}
 	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Timing: node.LANTiming(), Configure: func(_ int, cfg *node.Config) {
-		cfg.Limits = fsm.Limits{MaxLockNameLen: fsm.MaxLockNameLen} // every other quota off
+		cfg.Limits = fsm.Limits{MaxLockNameLen: fsmwire.MaxLockNameLen} // every other quota off
 	}})
 	defer c.Close()
 	c.WaitReady(time.Minute)
 	leader := c.Nodes[c.WaitLeader(time.Minute)]
 
 	start := time.Now()
-	owners := proposeAll(t, leader, sessions, func(int) fsm.Command { return fsm.OpenSession{TTL: fsm.MaxTTL, Description: "load"} })
+	owners := proposeAll(t, leader, sessions, func(int) fsm.Command { return fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "load"} })
 	proposeAll(t, leader, locks, func(i int) fsm.Command {
 		return fsm.Acquire{Session: owners[i%sessions].Session, Lock: fmt.Sprintf("load/%08d", i), Owner: randomOwner()}
 	})
@@ -135,7 +136,7 @@ func measureWindow(t *testing.T, c *clustertest.Cluster, window time.Duration, c
 	const ttl = 4500 * time.Millisecond
 	leader := c.Nodes[c.WaitLeader(time.Minute)]
 	live := proposeAll(t, leader, 100, func(int) fsm.Command { return fsm.OpenSession{TTL: ttl, Description: "live"} })
-	workers := proposeAll(t, leader, 4, func(int) fsm.Command { return fsm.OpenSession{TTL: fsm.MaxTTL, Description: "worker"} })
+	workers := proposeAll(t, leader, 4, func(int) fsm.Command { return fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "worker"} })
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -229,7 +230,7 @@ func proposeAll(t *testing.T, n *node.Node, count int, cmd func(i int) fsm.Comma
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				r, err := n.Apply(ctx, cmd(i))
 				cancel()
-				if err != nil || (r.Status != fsm.StatusOK && r.Status != fsm.StatusGranted) {
+				if err != nil || (r.Status != fsmwire.StatusOK && r.Status != fsmwire.StatusGranted) {
 					t.Errorf("propose %T: %v %v %s", cmd(i), r.Status, err, r.Reason)
 					failed.Add(1)
 					return

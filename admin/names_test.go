@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/internal/replicaproc"
 	"github.com/raftlock/raftlock/node"
@@ -55,7 +56,7 @@ func TestControlCharactersInNames(t *testing.T) {
 		}
 		const legacy = "\x1b]52;c;cm0gLXJmIH4=\x07job"
 		res, err := n.Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: fsm.OwnerID{1}})
-		if err != nil || res.Status != fsm.StatusGranted {
+		if err != nil || res.Status != fsmwire.StatusGranted {
 			t.Fatalf("a legacy name straight through node.Apply: %+v %v", res, err)
 		}
 		if a := serve(api, "127.0.0.1:1", "GET", "/v1/locks", ""); a.code != http.StatusOK || !strings.Contains(string(a.raw), `\u001b]52;c;`) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -90,11 +90,11 @@ func (cfg Config) Validate() error {
 	if err := cfg.Limits.Validate(); err != nil {
 		return err
 	}
-	if cfg.TTL < 0 || cfg.TTL > fsm.MaxTTL {
-		return fmt.Errorf("%w: TTL %v outside [0, %v]", errInvalidConfig, cfg.TTL, fsm.MaxTTL)
+	if cfg.TTL < 0 || cfg.TTL > fsmwire.MaxTTL {
+		return fmt.Errorf("%w: TTL %v outside [0, %v]", errInvalidConfig, cfg.TTL, fsmwire.MaxTTL)
 	}
-	if cfg.LockDelay < 0 || cfg.LockDelay > fsm.MaxLockDelay {
-		return fmt.Errorf("%w: LockDelay %v outside [0, %v]", errInvalidConfig, cfg.LockDelay, fsm.MaxLockDelay)
+	if cfg.LockDelay < 0 || cfg.LockDelay > fsmwire.MaxLockDelay {
+		return fmt.Errorf("%w: LockDelay %v outside [0, %v]", errInvalidConfig, cfg.LockDelay, fsmwire.MaxLockDelay)
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Config.Validate needs no node: a program checks its API settings before
@@ -21,9 +21,9 @@ func TestConfigValidateWithoutNode(t *testing.T) {
 		"bad cert role":      func(c *Config) { c.Auth.ClientCertRole = "root" },
 		"a URL as a host":    func(c *Config) { c.AllowedHosts = []string{"http://raftlock.internal"} },
 		"negative TTL":       func(c *Config) { c.TTL = -time.Second },
-		"TTL over the max":   func(c *Config) { c.TTL = fsm.MaxTTL + time.Second },
+		"TTL over the max":   func(c *Config) { c.TTL = fsmwire.MaxTTL + time.Second },
 		"negative LockDelay": func(c *Config) { c.LockDelay = -time.Second },
-		"LockDelay over max": func(c *Config) { c.LockDelay = fsm.MaxLockDelay + time.Second },
+		"LockDelay over max": func(c *Config) { c.LockDelay = fsmwire.MaxLockDelay + time.Second },
 		"negative limit":     func(c *Config) { c.Limits.MaxBodyBytes = -1 },
 	} {
 		c := good

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // BenchmarkHeapPer measures the live heap one more piece of state costs —
@@ -22,7 +24,7 @@ func BenchmarkHeapPer(b *testing.B) {
 		add  func(h *harness, sess []SessionID, i int) Command
 	}{
 		{"lock/largest", func(h *harness, sess []SessionID, i int) Command {
-			return Acquire{Session: sess[i%len(sess)], Lock: fmt.Sprintf("%0*d", MaxLockNameLen, i), Owner: benchOwner(i), Value: strings.Repeat("v", MaxValueLen)}
+			return Acquire{Session: sess[i%len(sess)], Lock: fmt.Sprintf("%0*d", fsmwire.MaxLockNameLen, i), Owner: benchOwner(i), Value: strings.Repeat("v", fsmwire.MaxValueLen)}
 		}},
 		{"lock/short", func(h *harness, sess []SessionID, i int) Command {
 			return Acquire{Session: sess[i%len(sess)], Lock: fmt.Sprintf("job:%06d", i), Owner: benchOwner(i)}
@@ -52,7 +54,7 @@ func BenchmarkHeapPer(b *testing.B) {
 				before, acc0 := heapNow(), h.f.accountedBytes()
 				for i := 0; i < perRun; i += 1024 {
 					for _, r := range h.entry(cmds[i:min(i+1024, perRun)]...) {
-						if r.Status != StatusOK && r.Status != StatusGranted && r.Status != StatusQueued {
+						if r.Status != fsmwire.StatusOK && r.Status != fsmwire.StatusGranted && r.Status != fsmwire.StatusQueued {
 							b.Fatalf("%+v", r)
 						}
 					}
@@ -102,7 +104,7 @@ func BenchmarkHeapAtTheBound(b *testing.B) {
 		name        string
 		lock, value func(i int) string
 	}{
-		{"largest", func(i int) string { return fmt.Sprintf("%0*d", MaxLockNameLen, i) }, func(int) string { return strings.Repeat("v", MaxValueLen) }},
+		{"largest", func(i int) string { return fmt.Sprintf("%0*d", fsmwire.MaxLockNameLen, i) }, func(int) string { return strings.Repeat("v", fsmwire.MaxValueLen) }},
 		{"short", func(i int) string { return fmt.Sprintf("job:%06d", i) }, func(int) string { return "" }},
 	} {
 		b.Run(shape.name, func(b *testing.B) {
@@ -123,7 +125,7 @@ func BenchmarkHeapAtTheBound(b *testing.B) {
 						cmds[i] = Acquire{Session: sess[n%len(sess)], Lock: shape.lock(n), Owner: benchOwner(n), Value: shape.value(n)}
 					}
 					for _, r := range h.entry(cmds...) {
-						if r.Status == StatusQuota {
+						if r.Status == fsmwire.StatusQuota {
 							refused = true
 							break
 						}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // queueSizes are the queue lengths of the linear-cost benchmarks (issue 20
@@ -23,7 +25,7 @@ func longQueue(tb tb, n int) (*harness, []SessionID) {
 	flush := func() {
 		if len(batch) > 0 {
 			for _, r := range h.entry(batch...) {
-				if r.Session != 0 && r.Status == StatusOK {
+				if r.Session != 0 && r.Status == fsmwire.StatusOK {
 					sess = append(sess, r.Session)
 				}
 			}
@@ -60,7 +62,7 @@ func BenchmarkExpireLongQueue(b *testing.B) {
 				h, sess := longQueue(b, n)
 				var cmds []Command
 				for len(sess) > 0 {
-					k := min(len(sess), MaxExpireSessions)
+					k := min(len(sess), fsmwire.MaxExpireSessions)
 					cmds = append(cmds, ExpireSessions{Sessions: sess[:k]})
 					sess = sess[k:]
 				}

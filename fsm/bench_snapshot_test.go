@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // discardSink is a snapshot sink that keeps nothing.
@@ -30,7 +32,7 @@ func BenchmarkApplyDuringPersist(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
 			h := populate(b, n)
-			wantStatus(b, "version", h.do(SetClusterVersion{Version: MaxClusterVersion}), StatusOK) // as a cluster runs
+			wantStatus(b, "version", h.do(SetClusterVersion{Version: MaxClusterVersion}), fsmwire.StatusOK) // as a cluster runs
 			sid := allSessions(h.f)[0].ID
 			k := 0
 			applyPair := func() {
@@ -42,7 +44,7 @@ func BenchmarkApplyDuringPersist(b *testing.B) {
 						panic(err)
 					}
 					h.index++
-					if r := h.f.Apply(&raft.Log{Type: raft.LogCommand, Index: h.index, Data: data}).(*Response); r.Err != nil || (r.Results[0].Status != StatusGranted && r.Results[0].Status != StatusOK) {
+					if r := h.f.Apply(&raft.Log{Type: raft.LogCommand, Index: h.index, Data: data}).(*Response); r.Err != nil || (r.Results[0].Status != fsmwire.StatusGranted && r.Results[0].Status != fsmwire.StatusOK) {
 						panic(fmt.Sprintf("apply: %+v", r))
 					}
 				}
@@ -143,7 +145,7 @@ func BenchmarkPersist(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
 			h := populate(b, n)
-			wantStatus(b, "version", h.do(SetClusterVersion{Version: MaxClusterVersion}), StatusOK) // as a cluster runs
+			wantStatus(b, "version", h.do(SetClusterVersion{Version: MaxClusterVersion}), fsmwire.StatusOK) // as a cluster runs
 			s, err := h.f.Snapshot()
 			if err != nil {
 				b.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The apply benchmarks run against a realistic table — baseHeld locks held
@@ -42,7 +44,7 @@ func newApplyBench(b *testing.B) *applyBench {
 // apply applies one command per entry, outside the timer, and checks it.
 func (ab *applyBench) setup(cmds ...Command) {
 	for _, c := range cmds {
-		if r := ab.h.do(c); r.Status == StatusInvalid {
+		if r := ab.h.do(c); r.Status == fsmwire.StatusInvalid {
 			ab.b.Fatalf("setup %T: %+v", c, r)
 		}
 	}
@@ -61,7 +63,7 @@ func (ab *applyBench) timed(cmds []Command) {
 	}
 	ab.b.StartTimer()
 	for _, l := range logs {
-		if r := ab.h.f.Apply(l).(*Response); r.Err != nil || r.Results[0].Status == StatusInvalid {
+		if r := ab.h.f.Apply(l).(*Response); r.Err != nil || r.Results[0].Status == fsmwire.StatusInvalid {
 			ab.b.Fatalf("apply: %+v", r)
 		}
 	}

@@ -3,18 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
-)
 
-// Entry versions. The first byte of every encoded entry is its version. A
-// replica that meets a version it does not know (or a command type its
-// version does not define) halts instead of skipping the entry: skipping is
-// only deterministic if every replica runs the same code.
-const (
-	entryV1         byte = 1 // ops 1-7, no request numbers
-	entryV2         byte = 2 // adds request numbers and ops 8-11
-	entryV3         byte = 3 // adds the primitives (Acquire flags 2-8, ops 12-13) and Revoke (op 40)
-	entryV4         byte = 4 // adds the commands of cluster version 4: the restore commands (ops 41-43), the lapsed forms (44-45), the fair shares' (46-47), Renewed and Takeover (48-49)
-	maxEntryVersion      = entryV4
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Encoding of an entry (all integers varint-encoded as in encoding/binary):
@@ -111,7 +101,7 @@ func AppendEntry(dst []byte, e Entry) ([]byte, error) {
 // EntryVersion returns the lowest entry version that can carry every
 // command of e.
 func EntryVersion(e Entry) byte {
-	v := entryV1
+	v := fsmwire.EntryV1
 	for _, c := range e.Commands {
 		v = max(v, commandVersion(c))
 	}
@@ -123,50 +113,50 @@ func commandVersion(c Command) byte {
 	switch c := c.(type) {
 	case Acquire:
 		if c.primitive() {
-			return entryV3
+			return fsmwire.EntryV3
 		}
 		if c.Seq != 0 || c.AckBelow != 0 {
-			return entryV2
+			return fsmwire.EntryV2
 		}
 	case Release:
 		if c.Lapsed {
-			return entryV4
+			return fsmwire.EntryV4
 		}
 		if c.Session != 0 || c.Seq != 0 || c.AckBelow != 0 {
-			return entryV2
+			return fsmwire.EntryV2
 		}
 	case CloseSession:
 		if c.Lapsed {
-			return entryV4
+			return fsmwire.EntryV4
 		}
 		if c.Seq != 0 || c.AckBelow != 0 {
-			return entryV2
+			return fsmwire.EntryV2
 		}
 	case OpenSession, SetLimits:
 		if fairForm(c) {
-			return entryV4
+			return fsmwire.EntryV4
 		}
-		if c.Op() == OpSetLimits {
-			return entryV2
+		if c.Op() == fsmwire.OpSetLimits {
+			return fsmwire.EntryV2
 		}
 	case EndDelay, SetClusterVersion, InitCluster:
-		return entryV2
+		return fsmwire.EntryV2
 	case SetValue, RaiseTokens, Revoke:
-		return entryV3
+		return fsmwire.EntryV3
 	case RestoreChunk, RestoreCommit, RestoreAbort, Renewed, Takeover:
-		return entryV4
+		return fsmwire.EntryV4
 	}
-	return entryV1
+	return fsmwire.EntryV1
 }
 
 // AppendEntryVersion appends the encoding of e in entry version v, which
 // must be able to carry every command (see EntryVersion).
 func AppendEntryVersion(dst []byte, e Entry, v byte) ([]byte, error) {
-	if len(e.Commands) == 0 || len(e.Commands) > MaxEntryCommands {
-		return dst, fmt.Errorf("%w: %d commands in one entry (want 1..%d)", ErrInvalidEntry, len(e.Commands), MaxEntryCommands)
+	if len(e.Commands) == 0 || len(e.Commands) > fsmwire.MaxEntryCommands {
+		return dst, fmt.Errorf("%w: %d commands in one entry (want 1..%d)", fsmwire.ErrInvalidEntry, len(e.Commands), fsmwire.MaxEntryCommands)
 	}
-	if v < entryV1 || v > maxEntryVersion || v < EntryVersion(e) {
-		return dst, fmt.Errorf("%w: entry version %d cannot carry these commands (needs %d)", ErrInvalidEntry, v, EntryVersion(e))
+	if v < fsmwire.EntryV1 || v > fsmwire.MaxEntryVersion || v < EntryVersion(e) {
+		return dst, fmt.Errorf("%w: entry version %d cannot carry these commands (needs %d)", fsmwire.ErrInvalidEntry, v, EntryVersion(e))
 	}
 	dst = append(dst, v)
 	dst = binary.AppendVarint(dst, e.At)
@@ -182,25 +172,25 @@ func AppendEntryVersion(dst []byte, e Entry, v byte) ([]byte, error) {
 
 func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 	if c == nil {
-		return dst, fmt.Errorf("%w: nil command", ErrInvalidEntry)
+		return dst, fmt.Errorf("%w: nil command", fsmwire.ErrInvalidEntry)
 	}
-	long := func(what string) error { return fmt.Errorf("%w: %s too long", ErrInvalidEntry, what) }
+	long := func(what string) error { return fmt.Errorf("%w: %s too long", fsmwire.ErrInvalidEntry, what) }
 	if fairForm(c) {
 		return appendFairForm(dst, c)
 	}
 	dst = append(dst, byte(c.Op()))
 	switch c := c.(type) {
 	case OpenSession:
-		if len(c.Description) > MaxDescriptionLen {
+		if len(c.Description) > fsmwire.MaxDescriptionLen {
 			return dst, long("description")
 		}
 		dst = binary.AppendVarint(dst, int64(c.TTL))
 		dst = binary.AppendVarint(dst, int64(c.LockDelay))
-		dst = appendString(dst, c.Description)
+		dst = fsmwire.AppendString(dst, c.Description)
 	case CloseSession:
 		dst = binary.AppendUvarint(dst, uint64(c.Session))
-		if v >= entryV2 {
-			dst = appendRequest(dst, c.Seq, c.AckBelow)
+		if v >= fsmwire.EntryV2 {
+			dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
 		}
 	case ExpireSessions:
 		return appendSessions(dst, c.Sessions)
@@ -210,60 +200,60 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 	case Acquire:
 		return appendAcquire(dst, c, v)
 	case Release:
-		if len(c.Lock) > MaxLockNameLen {
+		if len(c.Lock) > fsmwire.MaxLockNameLen {
 			return dst, long("lock name")
 		}
-		if v >= entryV2 {
+		if v >= fsmwire.EntryV2 {
 			dst = binary.AppendUvarint(dst, uint64(c.Session))
 		}
-		dst = appendString(dst, c.Lock)
+		dst = fsmwire.AppendString(dst, c.Lock)
 		dst = append(dst, c.Owner[:]...)
-		if v >= entryV2 {
-			dst = appendRequest(dst, c.Seq, c.AckBelow)
+		if v >= fsmwire.EntryV2 {
+			dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
 		}
 	case Tick, Noop:
 	case EndDelay:
-		if len(c.Delays) > MaxExpireSessions {
+		if len(c.Delays) > fsmwire.MaxExpireSessions {
 			return dst, long("delay list")
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(c.Delays)))
 		for _, d := range c.Delays {
-			if len(d.Lock) > MaxLockNameLen {
+			if len(d.Lock) > fsmwire.MaxLockNameLen {
 				return dst, long("lock name")
 			}
-			dst = appendString(dst, d.Lock)
+			dst = fsmwire.AppendString(dst, d.Lock)
 			dst = binary.AppendUvarint(dst, uint64(d.Token))
 		}
 	case SetLimits:
 		for _, x := range c.Limits.fields() {
 			if x < 0 || x > maxQuota {
-				return dst, fmt.Errorf("%w: limit %d out of range", ErrInvalidEntry, x)
+				return dst, fmt.Errorf("%w: limit %d out of range", fsmwire.ErrInvalidEntry, x)
 			}
 			dst = binary.AppendUvarint(dst, uint64(x))
 		}
 	case SetClusterVersion:
 		dst = binary.AppendUvarint(dst, c.Version)
 	case InitCluster:
-		if len(c.ID) > MaxClusterIDLen {
+		if len(c.ID) > fsmwire.MaxClusterIDLen {
 			return dst, long("cluster id")
 		}
-		dst = appendString(dst, c.ID)
+		dst = fsmwire.AppendString(dst, c.ID)
 	case Revoke:
 		return appendRevoke(dst, c)
 	case SetValue:
-		if len(c.Lock) > MaxLockNameLen || len(c.Value) > MaxValueLen {
+		if len(c.Lock) > fsmwire.MaxLockNameLen || len(c.Value) > fsmwire.MaxValueLen {
 			return dst, long("lock name or value")
 		}
 		dst = binary.AppendUvarint(dst, uint64(c.Session))
-		dst = appendString(dst, c.Lock)
+		dst = fsmwire.AppendString(dst, c.Lock)
 		dst = append(dst, c.Owner[:]...)
-		dst = appendString(dst, c.Value)
-		dst = appendRequest(dst, c.Seq, c.AckBelow)
+		dst = fsmwire.AppendString(dst, c.Value)
+		dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
 	case RaiseTokens:
 	case RestoreChunk, RestoreCommit, RestoreAbort:
 		return appendRestore(dst, c)
 	default:
-		return dst, fmt.Errorf("%w: unknown command type %T", ErrInvalidEntry, c)
+		return dst, fmt.Errorf("%w: unknown command type %T", fsmwire.ErrInvalidEntry, c)
 	}
 	return dst, nil
 }
@@ -278,13 +268,13 @@ const (
 
 func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
 	switch {
-	case len(c.Lock) > MaxLockNameLen || len(c.Value) > MaxValueLen:
-		return dst, fmt.Errorf("%w: lock name or value too long", ErrInvalidEntry)
+	case len(c.Lock) > fsmwire.MaxLockNameLen || len(c.Value) > fsmwire.MaxValueLen:
+		return dst, fmt.Errorf("%w: lock name or value too long", fsmwire.ErrInvalidEntry)
 	case c.Limit < 0 || c.Limit > maxQuota || c.Permits < 0 || c.Permits > maxQuota:
-		return dst, fmt.Errorf("%w: semaphore limit or permits out of range", ErrInvalidEntry)
+		return dst, fmt.Errorf("%w: semaphore limit or permits out of range", fsmwire.ErrInvalidEntry)
 	}
 	dst = binary.AppendUvarint(dst, uint64(c.Session))
-	dst = appendString(dst, c.Lock)
+	dst = fsmwire.AppendString(dst, c.Lock)
 	dst = append(dst, c.Owner[:]...)
 	var flags byte
 	if c.Wait {
@@ -300,39 +290,29 @@ func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
 		flags |= acquirePermits
 	}
 	dst = append(dst, flags)
-	if v >= entryV2 {
-		dst = appendRequest(dst, c.Seq, c.AckBelow)
+	if v >= fsmwire.EntryV2 {
+		dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
 	}
 	if flags&acquirePermits != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.Limit))
 		dst = binary.AppendUvarint(dst, uint64(c.Permits))
 	}
 	if flags&acquireValue != 0 {
-		dst = appendString(dst, c.Value)
+		dst = fsmwire.AppendString(dst, c.Value)
 	}
 	return dst, nil
 }
 
 // appendSessions appends a session list (ExpireSessions, Renewed).
 func appendSessions(dst []byte, ids []SessionID) ([]byte, error) {
-	if len(ids) > MaxExpireSessions {
-		return dst, fmt.Errorf("%w: session list too long", ErrInvalidEntry)
+	if len(ids) > fsmwire.MaxExpireSessions {
+		return dst, fmt.Errorf("%w: session list too long", fsmwire.ErrInvalidEntry)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(ids)))
 	for _, s := range ids {
 		dst = binary.AppendUvarint(dst, uint64(s))
 	}
 	return dst, nil
-}
-
-func appendRequest(dst []byte, seq, ackBelow uint64) []byte {
-	dst = binary.AppendUvarint(dst, seq)
-	return binary.AppendUvarint(dst, ackBelow)
-}
-
-func appendString(dst []byte, s string) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
 }
 
 // fields lists the limits in their wire order.
@@ -347,32 +327,32 @@ func (l Limits) fields() [5]int {
 // ErrUnsupportedVersion. It never panics and allocates no more than the
 // input size justifies.
 func DecodeEntry(b []byte) (Entry, error) {
-	d := decoder{b: b}
-	v := d.byte()
-	if d.err == nil && (v < entryV1 || v > maxEntryVersion) {
-		return Entry{}, fmt.Errorf("%w: %w: entry version %d (this binary reads 1..%d)", ErrInvalidEntry, ErrUnsupportedVersion, v, maxEntryVersion)
+	d := newDecoder(b)
+	v := d.Byte()
+	if d.Err == nil && (v < fsmwire.EntryV1 || v > fsmwire.MaxEntryVersion) {
+		return Entry{}, fmt.Errorf("%w: %w: entry version %d (this binary reads 1..%d)", fsmwire.ErrInvalidEntry, fsmwire.ErrUnsupportedVersion, v, fsmwire.MaxEntryVersion)
 	}
-	d.version = v
+	d.Version = v
 	var e Entry
-	e.At = d.varint()
-	n := d.count(MaxEntryCommands, 1)
-	if d.err != nil {
-		return Entry{}, d.err
+	e.At = d.Varint()
+	n := d.Count(fsmwire.MaxEntryCommands, 1)
+	if d.Err != nil {
+		return Entry{}, d.Err
 	}
 	if n == 0 {
-		return Entry{}, fmt.Errorf("%w: entry without commands", ErrInvalidEntry)
+		return Entry{}, fmt.Errorf("%w: entry without commands", fsmwire.ErrInvalidEntry)
 	}
 	e.Commands = make([]Command, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		if c := d.command(); d.err == nil {
+	for i := 0; i < n && d.Err == nil; i++ {
+		if c := d.command(); d.Err == nil {
 			e.Commands = append(e.Commands, c)
 		}
 	}
-	if d.err == nil && d.off != len(d.b) {
-		d.fail("%d trailing bytes", len(d.b)-d.off)
+	if d.Err == nil && d.Off != len(d.B) {
+		d.Fail("%d trailing bytes", len(d.B)-d.Off)
 	}
-	if d.err != nil {
-		return Entry{}, d.err
+	if d.Err != nil {
+		return Entry{}, d.Err
 	}
 	return e, nil
 }

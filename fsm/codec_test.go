@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 var sampleCommands = []Command{
@@ -85,14 +87,14 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 func TestEncodeRefusesUnrepresentableEntries(t *testing.T) {
-	if _, err := EncodeEntry(Entry{}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := EncodeEntry(Entry{}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("empty entry: %v", err)
 	}
-	if _, err := EncodeEntry(Entry{Commands: []Command{nil}}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := EncodeEntry(Entry{Commands: []Command{nil}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("nil command: %v", err)
 	}
-	big := make([]SessionID, MaxExpireSessions+1)
-	if _, err := EncodeEntry(Entry{Commands: []Command{ExpireSessions{Sessions: big}}}); !errors.Is(err, ErrInvalidEntry) {
+	big := make([]SessionID, fsmwire.MaxExpireSessions+1)
+	if _, err := EncodeEntry(Entry{Commands: []Command{ExpireSessions{Sessions: big}}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("oversized expire: %v", err)
 	}
 }
@@ -108,11 +110,11 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		"unknown op":      {1, 0, 1, 200},
 		"zero commands":   {1, 0, 0},
 		"huge count":      {1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"huge string":     {1, 0, 1, byte(OpRelease), 0xff, 0xff, 0x03},
+		"huge string":     {1, 0, 1, byte(fsmwire.OpRelease), 0xff, 0xff, 0x03},
 		"overlong varint": {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 	}
 	for name, b := range cases {
-		if _, err := DecodeEntry(b); !errors.Is(err, ErrInvalidEntry) {
+		if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -130,7 +132,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte{1, 0, 1, 200})
 	f.Add([]byte{})
-	f.Add([]byte{3, 0, 1, byte(OpAcquire), 1, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x0e, 0, 0, 2, 1, 1, 'v'})
+	f.Add([]byte{3, 0, 1, byte(fsmwire.OpAcquire), 1, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x0e, 0, 0, 2, 1, 1, 'v'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzApply(t, fuzzFixture(t), data)         // the commands of every version, at cluster version 1
 		fuzzApply(t, fuzzFixtureV3(t), data)       // and at version 3, with the primitives in use
@@ -143,7 +145,7 @@ func FuzzDecodeEntry(f *testing.F) {
 func fuzzApply(t *testing.T, h *harness, data []byte) {
 	e, err := DecodeEntry(data)
 	if err != nil {
-		if !errors.Is(err, ErrInvalidEntry) {
+		if !errors.Is(err, fsmwire.ErrInvalidEntry) {
 			t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
 		}
 		before := h.digest()
@@ -153,7 +155,7 @@ func fuzzApply(t *testing.T, h *harness, data []byte) {
 		if h.digest() != before {
 			t.Fatal("a rejected entry changed the state")
 		}
-		if errors.Is(err, ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
+		if errors.Is(err, fsmwire.ErrUnsupportedVersion) != errors.Is(h.f.Halted(), ErrHalted) {
 			t.Fatalf("decode error %v, halted %v", err, h.f.Halted())
 		}
 		return
@@ -247,7 +249,7 @@ func checkInvariants(t tb, f *FSM) {
 			st, held, waiters, readers, semHolders, permits, semaphores)
 	}
 	r := f.st.restores
-	if s := r.staging; s != nil && (s.size != stagedSize(s.chunks) || s.size > s.total || s.total > MaxRestoreStaged || s.last > f.st.index) {
+	if s := r.staging; s != nil && (s.size != stagedSize(s.chunks) || s.size > s.total || s.total > fsmwire.MaxRestoreStaged || s.last > f.st.index) {
 		t.Fatalf("staging of %d bytes in chunks of %d, of %d, last %d", s.size, stagedSize(s.chunks), s.total, s.last)
 	}
 	for i, in := range r.installed {
@@ -320,18 +322,18 @@ func checkSlots[T any, P slot[T]](t tb, what string, q *slots[T, P]) {
 }
 
 var sampleResults = []Result{
-	{Status: StatusOK, Session: 9},
-	{Status: StatusGranted, Session: 3, Token: 1 << 40},
-	{Status: StatusQueued, Session: 3, Position: 17},
-	{Status: StatusLocked, Session: 2, Holder: Holder{Session: 1, Owner: owner(7), Token: 5, AcquiredAt: -3, AcquiredIdx: 99, Description: "node-a"}, DelayUntil: epoch},
-	{Status: StatusNotHolder},
-	{Status: StatusNoSession},
-	{Status: StatusOK, Count: 12},
-	{Status: StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
-	{Status: StatusStale, Session: 4},
-	{Status: StatusQuota, Quota: QuotaWaiters, Reason: "10000 waiters on lock \"x\" (limit 10000)"},
-	{Status: StatusConflict, Session: 3, Count: 4, Reason: "semaphore \"pool\" has a limit of 4, not 5"},
-	{Status: StatusLocked, Session: 3, Count: 1},
+	{Status: fsmwire.StatusOK, Session: 9},
+	{Status: fsmwire.StatusGranted, Session: 3, Token: 1 << 40},
+	{Status: fsmwire.StatusQueued, Session: 3, Position: 17},
+	{Status: fsmwire.StatusLocked, Session: 2, Holder: Holder{Session: 1, Owner: owner(7), Token: 5, AcquiredAt: -3, AcquiredIdx: 99, Description: "node-a"}, DelayUntil: epoch},
+	{Status: fsmwire.StatusNotHolder},
+	{Status: fsmwire.StatusNoSession},
+	{Status: fsmwire.StatusOK, Count: 12},
+	{Status: fsmwire.StatusInvalid, Reason: "fsm: invalid command: empty lock name"},
+	{Status: fsmwire.StatusStale, Session: 4},
+	{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaWaiters, Reason: "10000 waiters on lock \"x\" (limit 10000)"},
+	{Status: fsmwire.StatusConflict, Session: 3, Count: 4, Reason: "semaphore \"pool\" has a limit of 4, not 5"},
+	{Status: fsmwire.StatusLocked, Session: 3, Count: 1},
 }
 
 func TestResultRoundTrip(t *testing.T) {
@@ -360,7 +362,7 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, rest, err := DecodeResult(data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidEntry) {
+			if !errors.Is(err, fsmwire.ErrInvalidEntry) {
 				t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
 			}
 			return

@@ -4,77 +4,9 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
-
-// Limits on command arguments. Commands outside them are refused with
-// ErrInvalidCommand and change nothing. (The replicated quotas of [Limits]
-// are stricter, configurable bounds within these.)
-const (
-	MaxLockNameLen    = 512              // bytes
-	MaxDescriptionLen = 256              // bytes
-	MinTTL            = time.Millisecond // smallest session TTL the state machine accepts
-	MaxTTL            = 24 * time.Hour   // largest session TTL
-	MaxLockDelay      = time.Hour        // largest lock-delay
-	MaxEntryCommands  = 1 << 16          // commands in one entry
-	MaxExpireSessions = 1 << 16          // sessions in one ExpireSessions command (and locks in one EndDelay)
-)
-
-// Op is the type byte of a command on the wire. Values are part of the log
-// format and must never be renumbered.
-type Op uint8
-
-// Command types. Ops 1-7 exist since entry version 1; 8-11 need entry
-// version 2 (cluster version 2); 12-13 and OpRevoke (40, revoke.go) need
-// entry version 3 (cluster version 3); 41-43 (the restore commands:
-// RestoreChunk, RestoreCommit, RestoreAbort), 44-45 (the lapsed forms of
-// CloseSession and Release, lapse.go), 46-47 (the forms of SetLimits and
-// OpenSession of the fair shares, fairshare_codec.go; their Op is still
-// OpSetLimits and OpOpenSession) and 48-49 (Renewed, Takeover, renewed.go)
-// need entry version 4 (cluster version 4).
-const (
-	OpOpenSession       Op = 1
-	OpCloseSession      Op = 2
-	OpExpireSessions    Op = 3
-	OpAcquire           Op = 4
-	OpRelease           Op = 5
-	OpTick              Op = 6
-	OpNoop              Op = 7
-	OpEndDelay          Op = 8
-	OpSetLimits         Op = 9
-	OpSetClusterVersion Op = 10
-	OpInitCluster       Op = 11
-	OpSetValue          Op = 12
-	OpRaiseTokens       Op = 13
-)
-
-var opNames = [...]string{
-	OpOpenSession: "OpenSession", OpCloseSession: "CloseSession", OpExpireSessions: "ExpireSessions",
-	OpAcquire: "Acquire", OpRelease: "Release", OpTick: "Tick", OpNoop: "Noop", OpEndDelay: "EndDelay",
-	OpSetLimits: "SetLimits", OpSetClusterVersion: "SetClusterVersion", OpInitCluster: "InitCluster",
-	OpSetValue: "SetValue", OpRaiseTokens: "RaiseTokens", OpRevoke: "Revoke",
-	opCloseLapsed: "CloseSession(lapsed)", opReleaseLapsed: "Release(lapsed)",
-	opRestoreChunk: "RestoreChunk", opRestoreCommit: "RestoreCommit", opRestoreAbort: "RestoreAbort",
-	opRenewed: "Renewed", opTakeover: "Takeover",
-}
-
-func (o Op) String() string {
-	if int(o) < len(opNames) && opNames[o] != "" {
-		return opNames[o]
-	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
-}
-
-// LeaderOnly reports whether commands of this type are proposed by the
-// leader itself (ExpireSessions, Tick, Noop, EndDelay, SetLimits,
-// SetClusterVersion, InitCluster, RaiseTokens, the restore commands,
-// Renewed, Takeover) and must be refused from clients.
-func (o Op) LeaderOnly() bool {
-	switch o {
-	case OpOpenSession, OpCloseSession, OpAcquire, OpRelease, OpSetValue, OpRevoke, opCloseLapsed, opReleaseLapsed:
-		return false
-	}
-	return true
-}
 
 // Command is one state machine command. The concrete types are
 // [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
@@ -84,7 +16,7 @@ func (o Op) LeaderOnly() bool {
 // (proposed by the leader); the set is closed.
 type Command interface {
 	// Op returns the command's type byte.
-	Op() Op
+	Op() fsmwire.Op
 	// Validate checks the arguments against the limits above. It does not
 	// look at the state (nor at the replicated quotas).
 	Validate() error
@@ -197,39 +129,39 @@ type Release struct {
 }
 
 // Op implements Command.
-func (OpenSession) Op() Op { return OpOpenSession }
+func (OpenSession) Op() fsmwire.Op { return fsmwire.OpOpenSession }
 
 // Op implements Command.
-func (c CloseSession) Op() Op {
+func (c CloseSession) Op() fsmwire.Op {
 	if c.Lapsed {
-		return opCloseLapsed
+		return fsmwire.OpCloseLapsed
 	}
-	return OpCloseSession
+	return fsmwire.OpCloseSession
 }
 
 // Op implements Command.
-func (Acquire) Op() Op { return OpAcquire }
+func (Acquire) Op() fsmwire.Op { return fsmwire.OpAcquire }
 
 // Op implements Command.
-func (c Release) Op() Op {
+func (c Release) Op() fsmwire.Op {
 	if c.Lapsed {
-		return opReleaseLapsed
+		return fsmwire.OpReleaseLapsed
 	}
-	return OpRelease
+	return fsmwire.OpRelease
 }
 
 // Validate implements Command.
 func (c OpenSession) Validate() error {
-	if c.TTL < MinTTL || c.TTL > MaxTTL {
-		return fmt.Errorf("%w: session TTL %v outside [%v, %v]", ErrInvalidCommand, c.TTL, MinTTL, MaxTTL)
+	if c.TTL < fsmwire.MinTTL || c.TTL > fsmwire.MaxTTL {
+		return fmt.Errorf("%w: session TTL %v outside [%v, %v]", fsmwire.ErrInvalidCommand, c.TTL, fsmwire.MinTTL, fsmwire.MaxTTL)
 	}
-	if c.LockDelay < 0 || c.LockDelay > MaxLockDelay {
-		return fmt.Errorf("%w: lock-delay %v outside [0, %v]", ErrInvalidCommand, c.LockDelay, MaxLockDelay)
+	if c.LockDelay < 0 || c.LockDelay > fsmwire.MaxLockDelay {
+		return fmt.Errorf("%w: lock-delay %v outside [0, %v]", fsmwire.ErrInvalidCommand, c.LockDelay, fsmwire.MaxLockDelay)
 	}
 	if len(c.Node) > maxNodeLen || !utf8.ValidString(c.Node) {
-		return fmt.Errorf("%w: node of %d bytes (want at most %d of UTF-8)", ErrInvalidCommand, len(c.Node), maxNodeLen)
+		return fmt.Errorf("%w: node of %d bytes (want at most %d of UTF-8)", fsmwire.ErrInvalidCommand, len(c.Node), maxNodeLen)
 	}
-	return ValidateDescription(c.Description)
+	return fsmwire.ValidateDescription(c.Description)
 }
 
 // Validate implements Command.
@@ -256,7 +188,7 @@ func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
 	if err := validateSession(s); err != nil {
 		return err
 	}
-	if err := ValidateLockName(lock); err != nil {
+	if err := fsmwire.ValidateLockName(lock); err != nil {
 		return err
 	}
 	return validateOwner(o)
@@ -264,14 +196,14 @@ func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
 
 // Validate implements Command.
 func (c Release) Validate() error {
-	if err := ValidateLockName(c.Lock); err != nil {
+	if err := fsmwire.ValidateLockName(c.Lock); err != nil {
 		return err
 	}
 	if err := validateOwner(c.Owner); err != nil {
 		return err
 	}
 	if c.Seq != 0 && c.Session == 0 {
-		return fmt.Errorf("%w: a release with a request number needs its session", ErrInvalidCommand)
+		return fmt.Errorf("%w: a release with a request number needs its session", fsmwire.ErrInvalidCommand)
 	}
 	if err := validateLapsed(c); err != nil {
 		return err
@@ -305,9 +237,9 @@ func requestOf(c Command) (request, bool) {
 func validateRequest(seq, ackBelow uint64) error {
 	switch {
 	case ackBelow > seq:
-		return fmt.Errorf("%w: AckBelow %d beyond the request's own Seq %d", ErrInvalidCommand, ackBelow, seq)
+		return fmt.Errorf("%w: AckBelow %d beyond the request's own Seq %d", fsmwire.ErrInvalidCommand, ackBelow, seq)
 	case seq > maxSeq:
-		return fmt.Errorf("%w: request number %d out of range", ErrInvalidCommand, seq)
+		return fmt.Errorf("%w: request number %d out of range", fsmwire.ErrInvalidCommand, seq)
 	}
 	return nil
 }
@@ -315,59 +247,16 @@ func validateRequest(seq, ackBelow uint64) error {
 // maxSeq bounds request numbers (so that Seq - floor never overflows).
 const maxSeq = 1 << 62
 
-// ValidateLockName reports whether name is an acceptable lock name: non-empty,
-// at most MaxLockNameLen bytes, valid UTF-8 without NUL bytes. These are the
-// state machine's rules, applied to every entry and snapshot, so they stay
-// as they were: a name that passed them once must apply the same way
-// forever.
-//
-// Control characters (Unicode category Cc: C0, DEL, C1) are therefore
-// accepted here, but refused in new names where callers ask for them — the
-// lockapi acquisitions (ErrInvalidArgument) and the admin API's acquire
-// (400) — because names are shown on operators' terminals, where ESC
-// sequences act. Names already in the table (written by an older release,
-// or through node.Apply) stay readable and revocable; the raftlock command
-// shows them, and descriptions and reasons, with those characters escaped,
-// and slog's text format quotes them in logs.
-func ValidateLockName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty lock name", ErrInvalidCommand)
-	case len(name) > MaxLockNameLen:
-		return fmt.Errorf("%w: lock name of %d bytes (max %d)", ErrInvalidCommand, len(name), MaxLockNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: lock name is not valid UTF-8", ErrInvalidCommand)
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] == 0 {
-			return fmt.Errorf("%w: lock name contains a NUL byte", ErrInvalidCommand)
-		}
-	}
-	return nil
-}
-
-// ValidateDescription reports whether d is an acceptable session description:
-// at most MaxDescriptionLen bytes of valid UTF-8.
-func ValidateDescription(d string) error {
-	if len(d) > MaxDescriptionLen {
-		return fmt.Errorf("%w: description of %d bytes (max %d)", ErrInvalidCommand, len(d), MaxDescriptionLen)
-	}
-	if !utf8.ValidString(d) {
-		return fmt.Errorf("%w: description is not valid UTF-8", ErrInvalidCommand)
-	}
-	return nil
-}
-
 func validateSession(s SessionID) error {
 	if s == 0 {
-		return fmt.Errorf("%w: zero session id", ErrInvalidCommand)
+		return fmt.Errorf("%w: zero session id", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }
 
 func validateOwner(o OwnerID) error {
 	if o.IsZero() {
-		return fmt.Errorf("%w: zero owner id", ErrInvalidCommand)
+		return fmt.Errorf("%w: zero owner id", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }

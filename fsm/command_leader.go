@@ -2,7 +2,8 @@ package fsm
 
 import (
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Commands proposed by the leader itself (Op.LeaderOnly). A replica refuses
@@ -70,29 +71,26 @@ type InitCluster struct {
 	ID string
 }
 
-// MaxClusterIDLen bounds InitCluster.ID.
-const MaxClusterIDLen = 128
+// Op implements Command.
+func (ExpireSessions) Op() fsmwire.Op { return fsmwire.OpExpireSessions }
 
 // Op implements Command.
-func (ExpireSessions) Op() Op { return OpExpireSessions }
+func (Tick) Op() fsmwire.Op { return fsmwire.OpTick }
 
 // Op implements Command.
-func (Tick) Op() Op { return OpTick }
+func (Noop) Op() fsmwire.Op { return fsmwire.OpNoop }
 
 // Op implements Command.
-func (Noop) Op() Op { return OpNoop }
+func (EndDelay) Op() fsmwire.Op { return fsmwire.OpEndDelay }
 
 // Op implements Command.
-func (EndDelay) Op() Op { return OpEndDelay }
+func (SetLimits) Op() fsmwire.Op { return fsmwire.OpSetLimits }
 
 // Op implements Command.
-func (SetLimits) Op() Op { return OpSetLimits }
+func (SetClusterVersion) Op() fsmwire.Op { return fsmwire.OpSetClusterVersion }
 
 // Op implements Command.
-func (SetClusterVersion) Op() Op { return OpSetClusterVersion }
-
-// Op implements Command.
-func (InitCluster) Op() Op { return OpInitCluster }
+func (InitCluster) Op() fsmwire.Op { return fsmwire.OpInitCluster }
 
 // Validate implements Command.
 func (c ExpireSessions) Validate() error { return validateSessionList(c, c.Sessions) }
@@ -100,8 +98,8 @@ func (c ExpireSessions) Validate() error { return validateSessionList(c, c.Sessi
 // validateSessionList checks the session list of c (ExpireSessions,
 // Renewed): at most MaxExpireSessions valid ids.
 func validateSessionList(c Command, ids []SessionID) error {
-	if len(ids) > MaxExpireSessions {
-		return fmt.Errorf("%w: %d sessions in one %s (max %d)", ErrInvalidCommand, len(ids), c.Op(), MaxExpireSessions)
+	if len(ids) > fsmwire.MaxExpireSessions {
+		return fmt.Errorf("%w: %d sessions in one %s (max %d)", fsmwire.ErrInvalidCommand, len(ids), c.Op(), fsmwire.MaxExpireSessions)
 	}
 	for _, s := range ids {
 		if err := validateSession(s); err != nil {
@@ -119,11 +117,11 @@ func (Noop) Validate() error { return nil }
 
 // Validate implements Command.
 func (c EndDelay) Validate() error {
-	if len(c.Delays) > MaxExpireSessions {
-		return fmt.Errorf("%w: %d delays in one EndDelay (max %d)", ErrInvalidCommand, len(c.Delays), MaxExpireSessions)
+	if len(c.Delays) > fsmwire.MaxExpireSessions {
+		return fmt.Errorf("%w: %d delays in one EndDelay (max %d)", fsmwire.ErrInvalidCommand, len(c.Delays), fsmwire.MaxExpireSessions)
 	}
 	for _, d := range c.Delays {
-		if err := ValidateLockName(d.Lock); err != nil {
+		if err := fsmwire.ValidateLockName(d.Lock); err != nil {
 			return err
 		}
 	}
@@ -136,24 +134,10 @@ func (c SetLimits) Validate() error { return c.Limits.Validate() }
 // Validate implements Command.
 func (c SetClusterVersion) Validate() error {
 	if c.Version < 1 {
-		return fmt.Errorf("%w: cluster version 0", ErrInvalidCommand)
+		return fmt.Errorf("%w: cluster version 0", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }
 
 // Validate implements Command.
-func (c InitCluster) Validate() error { return ValidateClusterID(c.ID) }
-
-// ValidateClusterID reports whether id is an acceptable cluster id:
-// 1..MaxClusterIDLen bytes of printable ASCII.
-func ValidateClusterID(id string) error {
-	if id == "" || len(id) > MaxClusterIDLen || !utf8.ValidString(id) {
-		return fmt.Errorf("%w: cluster id of %d bytes (want 1..%d)", ErrInvalidCommand, len(id), MaxClusterIDLen)
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return fmt.Errorf("%w: cluster id %q is not printable ASCII", ErrInvalidCommand, id)
-		}
-	}
-	return nil
-}
+func (c InitCluster) Validate() error { return fsmwire.ValidateClusterID(c.ID) }

@@ -1,11 +1,9 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
 
-// Limits of the primitives' arguments.
-const (
-	MaxSemaphoreLimit = 1 << 20 // permits of one semaphore
-	MaxValueLen       = 1024    // bytes of a grant's value
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // SetValue replaces the value of the grant of Owner on Lock (the exclusive
@@ -31,17 +29,17 @@ type SetValue struct {
 type RaiseTokens struct{}
 
 // Op implements Command.
-func (SetValue) Op() Op { return OpSetValue }
+func (SetValue) Op() fsmwire.Op { return fsmwire.OpSetValue }
 
 // Op implements Command.
-func (RaiseTokens) Op() Op { return OpRaiseTokens }
+func (RaiseTokens) Op() fsmwire.Op { return fsmwire.OpRaiseTokens }
 
 // Validate implements Command.
 func (c SetValue) Validate() error {
 	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
-	if err := ValidateValue(c.Value); err != nil {
+	if err := fsmwire.ValidateValue(c.Value); err != nil {
 		return err
 	}
 	return validateRequest(c.Seq, c.AckBelow)
@@ -50,39 +48,18 @@ func (c SetValue) Validate() error {
 // Validate implements Command.
 func (RaiseTokens) Validate() error { return nil }
 
-// ValidateValue reports whether v is an acceptable grant value: at most
-// MaxValueLen bytes (of any content).
-func ValidateValue(v string) error {
-	if len(v) > MaxValueLen {
-		return fmt.Errorf("%w: value of %d bytes (max %d)", ErrInvalidCommand, len(v), MaxValueLen)
-	}
-	return nil
-}
-
-// ValidateSemaphore reports whether permits of a semaphore of limit can be
-// asked for: 1 <= permits <= limit <= MaxSemaphoreLimit.
-func ValidateSemaphore(limit, permits int) error {
-	switch {
-	case limit < 1 || limit > MaxSemaphoreLimit:
-		return fmt.Errorf("%w: semaphore limit %d outside [1, %d]", ErrInvalidCommand, limit, MaxSemaphoreLimit)
-	case permits < 1 || permits > limit:
-		return fmt.Errorf("%w: %d permits of a semaphore of %d", ErrInvalidCommand, permits, limit)
-	}
-	return nil
-}
-
 // validateKind checks the primitive fields of an Acquire.
 func (c Acquire) validateKind() error {
-	if err := ValidateValue(c.Value); err != nil {
+	if err := fsmwire.ValidateValue(c.Value); err != nil {
 		return err
 	}
 	switch {
 	case c.Limit == 0 && c.Permits == 0:
 		return nil
 	case c.Shared:
-		return fmt.Errorf("%w: a shared acquisition of a semaphore", ErrInvalidCommand)
+		return fmt.Errorf("%w: a shared acquisition of a semaphore", fsmwire.ErrInvalidCommand)
 	}
-	return ValidateSemaphore(c.Limit, c.Permits)
+	return fsmwire.ValidateSemaphore(c.Limit, c.Permits)
 }
 
 // primitive reports whether an Acquire uses a field of cluster version 3.

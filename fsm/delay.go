@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Lock-delay. When a session with a lock-delay expires, the locks it held
@@ -40,7 +42,7 @@ func (a *applier) startDelay(name string, l *lock, s *session, h holder) int64 {
 // version 2 it is only the leader's takeover barrier.
 func (a *applier) tick() Result {
 	if a.v2() {
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	}
 	st := a.st
 	var due []string
@@ -56,7 +58,7 @@ func (a *applier) tick() Result {
 			st.dropIfIdle(name, l)
 		}
 	}
-	return Result{Status: StatusOK, Count: len(due)}
+	return Result{Status: fsmwire.StatusOK, Count: len(due)}
 }
 
 // settle (version 1) ends the lock's delay if it is over at the entry's time
@@ -88,7 +90,7 @@ func (a *applier) endDelay(refs []DelayRef) Result {
 		st.dropIfIdle(ref.Lock, l)
 		n++
 	}
-	return Result{Status: StatusOK, Count: n}
+	return Result{Status: fsmwire.StatusOK, Count: n}
 }
 
 // upgradeDelays gives the delays that began at cluster version 1 what
@@ -100,7 +102,7 @@ func (st *state) upgradeDelays() {
 		if l == nil || !l.delayed {
 			continue
 		}
-		l.delayFor = min(max(l.delayUntil-st.clock, 0), int64(MaxLockDelay))
+		l.delayFor = min(max(l.delayUntil-st.clock, 0), int64(fsmwire.MaxLockDelay))
 		l.delayToken = 0
 	}
 }

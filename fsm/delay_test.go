@@ -3,6 +3,8 @@ package fsm
 import (
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // At cluster version 2 a lock-delay ends only with the leader's EndDelay for
@@ -16,18 +18,18 @@ func TestVersion2DelayEndsOnlyWithEndDelay(t *testing.T) {
 	h.rec.take()
 	h.do(ExpireSessions{Sessions: []SessionID{a}})
 	ev := h.rec.take()
-	if ev[0].Kind != EventReleased || ev[0].DelayFor != 5*time.Second || ev[0].DelayToken != g.Token || ev[0].DelayUntil != h.now+int64(5*time.Second) {
+	if ev[0].Kind != fsmwire.EventReleased || ev[0].DelayFor != 5*time.Second || ev[0].DelayToken != g.Token || ev[0].DelayUntil != h.now+int64(5*time.Second) {
 		t.Fatalf("release into delay: %+v", ev[0])
 	}
 	li, _ := h.f.Lock("l")
 	if !li.Delayed || li.DelayFor != 5*time.Second || li.DelayToken != g.Token {
 		t.Fatalf("lock %+v", li)
 	}
-	wantStatus(t, "wait", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true}), StatusQueued)
+	wantStatus(t, "wait", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true}), fsmwire.StatusQueued)
 
 	h.advance(24 * time.Hour) // the leader's wall clock a day ahead
 	h.do(Tick{})
-	wantStatus(t, "no-wait acquire a day later", h.do(Acquire{Session: b, Lock: "l", Owner: owner(3)}), StatusLocked)
+	wantStatus(t, "no-wait acquire a day later", h.do(Acquire{Session: b, Lock: "l", Owner: owner(3)}), fsmwire.StatusLocked)
 	if r := h.do(EndDelay{Delays: []DelayRef{{Lock: "l", Token: g.Token + 1}, {Lock: "nope", Token: g.Token}}}); r.Count != 0 {
 		t.Fatalf("EndDelay of other delays ended %d", r.Count)
 	}
@@ -107,11 +109,11 @@ func TestVersion1SettledDelayRefusedByQuotaLeavesNoEntry(t *testing.T) {
 	h.do(SetLimits{Limits: Limits{MaxLocksPerSession: 1}})
 	delayed := h.open(time.Second, time.Second, "delayed")
 	other := h.open(time.Minute, 0, "other")
-	wantStatus(t, "acquire c", h.do(Acquire{Session: delayed, Lock: "c", Owner: owner(1)}), StatusGranted)
+	wantStatus(t, "acquire c", h.do(Acquire{Session: delayed, Lock: "c", Owner: owner(1)}), fsmwire.StatusGranted)
 	h.do(ExpireSessions{Sessions: []SessionID{delayed}})
-	wantStatus(t, "acquire a", h.do(Acquire{Session: other, Lock: "a", Owner: owner(2)}), StatusGranted)
+	wantStatus(t, "acquire a", h.do(Acquire{Session: other, Lock: "a", Owner: owner(2)}), fsmwire.StatusGranted)
 	h.advance(3 * time.Second) // the delay of c is over, nothing has ended it
-	if r := h.do(Acquire{Session: other, Lock: "c", Owner: owner(3)}); r.Status != StatusQuota {
+	if r := h.do(Acquire{Session: other, Lock: "c", Owner: owner(3)}); r.Status != fsmwire.StatusQuota {
 		t.Fatalf("acquire c over the session's quota: %+v", r)
 	}
 	var names []string

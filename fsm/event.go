@@ -1,91 +1,22 @@
 package fsm
 
-import "time"
+import (
+	"time"
 
-// EventKind says what happened.
-type EventKind uint8
-
-// Event kinds.
-const (
-	EventSessionOpened  EventKind = iota + 1 // Session
-	EventSessionClosed                       // Session (voluntary close)
-	EventSessionExpired                      // Session (lease ran out)
-	EventGranted                             // Lock, Session, Owner, Token
-	EventQueued                              // Lock, Session, Owner
-	EventReleased                            // Lock, Session, Owner, Token, Reason; DelayUntil (and from cluster version 2 DelayFor, DelayToken) if lock-delay began
-	EventDequeued                            // Lock, Session, Owner, Reason
-	EventClusterChanged                      // the cluster id or the cluster version changed (read them from the FSM)
-	EventValueSet                            // Lock, Session, Owner, Token, Value (and Shared, Permits): SetValue replaced a grant's value
-	EventTokensRaised                        // Token: RaiseTokens raised the grant counter to Token (the next grant takes Token+1); only when it rose
-	EventRestored                            // Token: a backup replaced the whole state at Index (RestoreCommit, cluster version 4): every watcher must re-read what it waits for; Token is the restored grant counter
-	EventMarker                              // Index: a takeover marker was applied (Takeover, cluster version 4; see Renewed)
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
-
-func (k EventKind) String() string {
-	switch k {
-	case EventSessionOpened:
-		return "session-opened"
-	case EventSessionClosed:
-		return "session-closed"
-	case EventSessionExpired:
-		return "session-expired"
-	case EventGranted:
-		return "granted"
-	case EventQueued:
-		return "queued"
-	case EventReleased:
-		return "released"
-	case EventDequeued:
-		return "dequeued"
-	case EventClusterChanged:
-		return "cluster-changed"
-	case EventValueSet:
-		return "value-set"
-	case EventTokensRaised:
-		return "tokens-raised"
-	case EventRestored:
-		return "restored"
-	case EventMarker:
-		return "marker"
-	}
-	return "unknown"
-}
-
-// Reason says why a lock was released or a waiter dequeued.
-type Reason uint8
-
-// Reasons.
-const (
-	ReasonOwner          Reason = iota + 1 // the owner released it (Release command)
-	ReasonSessionClosed                    // its session was closed
-	ReasonSessionExpired                   // its session expired
-)
-
-func (r Reason) String() string {
-	switch r {
-	case ReasonOwner:
-		return "owner"
-	case ReasonSessionClosed:
-		return "session-closed"
-	case ReasonSessionExpired:
-		return "session-expired"
-	case ReasonRevoked:
-		return "revoked"
-	}
-	return "none"
-}
 
 // Event is something an applied command did. Events are produced in apply
 // order, identical on every replica.
 type Event struct {
-	Kind       EventKind
+	Kind       fsmwire.EventKind
 	Index      uint64 // log index of the entry
 	At         int64  // the entry's effective leader time (Unix nanoseconds)
 	Session    SessionID
 	Lock       string
 	Owner      OwnerID
 	Token      Token
-	Reason     Reason
+	Reason     fsmwire.Reason
 	DelayUntil int64
 	// DelayFor and DelayToken (cluster version 2, EventReleased into
 	// lock-delay): how long the delay lasts, and the token that names it

@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // Fair shares and the state's bounds (cluster version 4).
 //
@@ -172,7 +176,7 @@ func nodeName(node string) string {
 }
 
 // shareRefusal describes a refusal by a node's share of bound.
-func (l Limits) shareRefusal(q Quota, what, node string, used, bound, total int64) Result {
+func (l Limits) shareRefusal(q fsmwire.Quota, what, node string, used, bound, total int64) Result {
 	return quotaResult(q, "%s holds %d %s, its fair share of %d (1/(%d×%d) of the limit %d) while the cluster holds %d (three quarters or more)",
 		nodeName(node), used, what, l.nodeShare(bound), reserveDivisor, l.NodeShares, bound, total)
 }
@@ -184,9 +188,9 @@ func (a *applier) admitSession(c OpenSession) (reserved bool, r Result, refused 
 	u := st.nodes[c.Node]
 	switch l.fairShare(int64(l.MaxSessions), int64(st.total.sessions), int64(u.sessions), 1) {
 	case overBound:
-		r, refused = quotaResult(QuotaSessions, "%d live sessions (limit %d)", st.total.sessions, l.MaxSessions), true
+		r, refused = quotaResult(fsmwire.QuotaSessions, "%d live sessions (limit %d)", st.total.sessions, l.MaxSessions), true
 	case overShare:
-		r, refused = l.shareRefusal(QuotaNodeSessions, "sessions", c.Node, int64(u.sessions), int64(l.MaxSessions), int64(st.total.sessions)), true
+		r, refused = l.shareRefusal(fsmwire.QuotaNodeSessions, "sessions", c.Node, int64(u.sessions), int64(l.MaxSessions), int64(st.total.sessions)), true
 	default:
 		n := sessionCharge + int64(len(c.Description)+len(c.Node))
 		r, refused = a.bytesQuota(c.Node, u, n)
@@ -202,9 +206,9 @@ func (a *applier) bytesQuota(node string, u usage, n int64) (Result, bool) {
 	st, l := a.st, a.st.limits
 	switch l.fairShare(l.MaxStateBytes, st.total.bytes, u.bytes, n) {
 	case overBound:
-		return quotaResult(QuotaStateBytes, "the state holds %d accounted bytes, %d more would pass the limit %d", st.total.bytes, n, l.MaxStateBytes), true
+		return quotaResult(fsmwire.QuotaStateBytes, "the state holds %d accounted bytes, %d more would pass the limit %d", st.total.bytes, n, l.MaxStateBytes), true
 	case overShare:
-		return l.shareRefusal(QuotaNodeBytes, "accounted bytes", node, u.bytes, l.MaxStateBytes, st.total.bytes), true
+		return l.shareRefusal(fsmwire.QuotaNodeBytes, "accounted bytes", node, u.bytes, l.MaxStateBytes, st.total.bytes), true
 	}
 	return Result{}, false
 }
@@ -220,9 +224,9 @@ func (a *applier) acquisitionQuota(s *session, name, value string) (Result, bool
 	u := st.nodes[s.node]
 	switch l.fairShare(int64(l.MaxLocks), int64(st.total.locks), int64(u.locks), 1) {
 	case overBound:
-		return quotaResult(QuotaLocks, "the cluster holds %d locks, waits and lock-delays (limit %d)", st.total.locks, l.MaxLocks), true
+		return quotaResult(fsmwire.QuotaLocks, "the cluster holds %d locks, waits and lock-delays (limit %d)", st.total.locks, l.MaxLocks), true
 	case overShare:
-		return l.shareRefusal(QuotaNodeLocks, "locks, waits and lock-delays", s.node, int64(u.locks), int64(l.MaxLocks), int64(st.total.locks)), true
+		return l.shareRefusal(fsmwire.QuotaNodeLocks, "locks, waits and lock-delays", s.node, int64(u.locks), int64(l.MaxLocks), int64(st.total.locks)), true
 	}
 	return a.bytesQuota(s.node, u, acquisitionBytes(name, value))
 }
@@ -233,15 +237,15 @@ func (a *applier) waitQuota(l *lock, s *session, name string) (Result, bool) {
 	lim := a.st.limits
 	n := l.waiters.len()
 	if lim.MaxWaitersPerLock > 0 && n >= lim.MaxWaitersPerLock {
-		return quotaResult(QuotaWaiters, "%d waiters on lock %q (limit %d)", n, name, lim.MaxWaitersPerLock), true
+		return quotaResult(fsmwire.QuotaWaiters, "%d waiters on lock %q (limit %d)", n, name, lim.MaxWaitersPerLock), true
 	}
 	bySession, byNode := l.waiters.countOf(s.id, s.node)
 	if lim.MaxSessionWaitersPerLock > 0 && bySession >= lim.MaxSessionWaitersPerLock {
-		return quotaResult(QuotaSessionWaiters, "session %d has %d waiters on lock %q, its share of the queue (limit %d)",
+		return quotaResult(fsmwire.QuotaSessionWaiters, "session %d has %d waiters on lock %q, its share of the queue (limit %d)",
 			s.id, bySession, name, lim.MaxSessionWaitersPerLock), true
 	}
 	if lim.fairShare(int64(lim.MaxWaitersPerLock), int64(n), int64(byNode), 1) == overShare {
-		return lim.shareRefusal(QuotaNodeWaiters, fmt.Sprintf("waiters on lock %q", name), s.node,
+		return lim.shareRefusal(fsmwire.QuotaNodeWaiters, fmt.Sprintf("waiters on lock %q", name), s.node,
 			int64(byNode), int64(lim.MaxWaitersPerLock), int64(n)), true
 	}
 	return Result{}, false

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The commands of cluster version 4 for the fair shares (fairshare.go) are
@@ -18,10 +20,6 @@ import (
 // version 4 (the leader proposes them once the cluster is at 4), the node
 // and the reserve (no shares before version 4). The older forms decode and
 // apply as before.
-const (
-	opSetLimitsFair   Op = 46
-	opOpenSessionFair Op = 47
-)
 
 // fairForm reports whether c needs its form of cluster version 4.
 func fairForm(c Command) bool {
@@ -55,16 +53,16 @@ const openReserved = 1
 func appendFairForm(dst []byte, c Command) ([]byte, error) {
 	switch c := c.(type) {
 	case SetLimits:
-		dst = append(dst, byte(opSetLimitsFair))
+		dst = append(dst, byte(fsmwire.OpSetLimitsFair))
 		l := c.Limits
 		fields := l.fields()
 		for _, x := range append(fields[:], l.MaxLocks, l.NodeShares, l.MaxSessionWaitersPerLock) {
 			if x < 0 || x > maxQuota {
-				return dst, fmt.Errorf("%w: limit %d out of range", ErrInvalidEntry, x)
+				return dst, fmt.Errorf("%w: limit %d out of range", fsmwire.ErrInvalidEntry, x)
 			}
 		}
 		if l.MaxStateBytes < 0 || l.MaxStateBytes > maxStateBytes {
-			return dst, fmt.Errorf("%w: limit MaxStateBytes %d out of range", ErrInvalidEntry, l.MaxStateBytes)
+			return dst, fmt.Errorf("%w: limit MaxStateBytes %d out of range", fsmwire.ErrInvalidEntry, l.MaxStateBytes)
 		}
 		for _, x := range l.fields() {
 			dst = binary.AppendUvarint(dst, uint64(x))
@@ -74,49 +72,49 @@ func appendFairForm(dst []byte, c Command) ([]byte, error) {
 		dst = binary.AppendUvarint(dst, uint64(l.NodeShares))
 		return binary.AppendUvarint(dst, uint64(l.MaxSessionWaitersPerLock)), nil
 	case OpenSession:
-		if len(c.Description) > MaxDescriptionLen || len(c.Node) > maxNodeLen {
-			return dst, fmt.Errorf("%w: description or node too long", ErrInvalidEntry)
+		if len(c.Description) > fsmwire.MaxDescriptionLen || len(c.Node) > maxNodeLen {
+			return dst, fmt.Errorf("%w: description or node too long", fsmwire.ErrInvalidEntry)
 		}
-		dst = append(dst, byte(opOpenSessionFair))
+		dst = append(dst, byte(fsmwire.OpOpenSessionFair))
 		dst = binary.AppendVarint(dst, int64(c.TTL))
 		dst = binary.AppendVarint(dst, int64(c.LockDelay))
-		dst = appendString(dst, c.Description)
-		dst = appendString(dst, c.Node)
+		dst = fsmwire.AppendString(dst, c.Description)
+		dst = fsmwire.AppendString(dst, c.Node)
 		var flags byte
 		if c.Reserved {
 			flags |= openReserved
 		}
 		return append(dst, flags), nil
 	}
-	return dst, fmt.Errorf("%w: %T has no form of cluster version 4", ErrInvalidEntry, c)
+	return dst, fmt.Errorf("%w: %T has no form of cluster version 4", fsmwire.ErrInvalidEntry, c)
 }
 
 // fairForm decodes the body of a command of type byte op (46 or 47).
-func (d *decoder) fairForm(op Op) Command {
-	if op == opSetLimitsFair {
+func (d *decoder) fairForm(op fsmwire.Op) Command {
+	if op == fsmwire.OpSetLimitsFair {
 		var l Limits
 		d.limits(&l)
 		l.MaxLocks = d.limit()
-		if v := d.uvarint(); v > maxStateBytes {
-			d.fail("limit MaxStateBytes %d out of range", v)
+		if v := d.Uvarint(); v > maxStateBytes {
+			d.Fail("limit MaxStateBytes %d out of range", v)
 		} else {
 			l.MaxStateBytes = int64(v)
 		}
 		l.NodeShares, l.MaxSessionWaitersPerLock = d.limit(), d.limit()
-		if d.err == nil && !l.fair() {
-			d.fail("SetLimits of version 4 without a limit of version 4")
+		if d.Err == nil && !l.fair() {
+			d.Fail("SetLimits of version 4 without a limit of version 4")
 		}
 		return SetLimits{Limits: l}
 	}
-	c := OpenSession{TTL: durationOf(d.varint()), LockDelay: durationOf(d.varint()), Description: d.string(MaxDescriptionLen), Node: d.string(maxNodeLen)}
-	switch flags := d.byte(); {
+	c := OpenSession{TTL: durationOf(d.Varint()), LockDelay: durationOf(d.Varint()), Description: d.String(fsmwire.MaxDescriptionLen), Node: d.String(maxNodeLen)}
+	switch flags := d.Byte(); {
 	case flags&^openReserved != 0:
-		d.fail("unknown session flags %#x", flags)
+		d.Fail("unknown session flags %#x", flags)
 	default:
 		c.Reserved = flags&openReserved != 0
 	}
-	if d.err == nil && !fairForm(c) {
-		d.fail("OpenSession of version 4 without a node or flags")
+	if d.Err == nil && !fairForm(c) {
+		d.Fail("OpenSession of version 4 without a node or flags")
 	}
 	return c
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The fair shares' state in a version-4 snapshot: section 3, whose
@@ -63,7 +65,7 @@ func prepareFairSection(st *state) (int, func(i int, rec []byte) []byte) {
 			s := sessions[i]
 			rec = append(rec, fairRecordSession)
 			rec = binary.AppendUvarint(rec, uint64(s.id))
-			rec = appendString(rec, s.node)
+			rec = fsmwire.AppendString(rec, s.node)
 			var flags byte
 			if s.reserved {
 				flags |= openReserved
@@ -72,8 +74,8 @@ func prepareFairSection(st *state) (int, func(i int, rec []byte) []byte) {
 		}
 		d := delays[i-len(sessions)]
 		rec = append(rec, fairRecordDelay)
-		rec = appendString(rec, d.name)
-		return appendString(rec, d.node)
+		rec = fsmwire.AppendString(rec, d.name)
+		return fsmwire.AppendString(rec, d.node)
 	}
 	return limits + len(sessions) + len(delays), encode
 }
@@ -87,61 +89,61 @@ func beginFairSection(st *state) func(i, n int, d *decoder) {
 		lastLock string
 	)
 	return func(i, n int, d *decoder) {
-		kind := d.byte()
-		if d.err == nil && (kind < lastKind || kind == fairRecordLimits && lastKind == fairRecordLimits) {
-			d.fail("record of kind %d after kind %d", kind, lastKind)
+		kind := d.Byte()
+		if d.Err == nil && (kind < lastKind || kind == fairRecordLimits && lastKind == fairRecordLimits) {
+			d.Fail("record of kind %d after kind %d", kind, lastKind)
 		}
 		switch kind {
 		case fairRecordLimits:
 			l := &st.limits
 			l.MaxLocks = d.limit()
-			if v := d.uvarint(); v > maxStateBytes {
-				d.fail("limit MaxStateBytes %d out of range", v)
+			if v := d.Uvarint(); v > maxStateBytes {
+				d.Fail("limit MaxStateBytes %d out of range", v)
 			} else {
 				l.MaxStateBytes = int64(v)
 			}
 			l.NodeShares, l.MaxSessionWaitersPerLock = d.limit(), d.limit()
-			if d.err == nil && (!l.fair() || l.Validate() != nil) {
-				d.fail("bad limits %+v", *l)
+			if d.Err == nil && (!l.fair() || l.Validate() != nil) {
+				d.Fail("bad limits %+v", *l)
 			}
 		case fairRecordSession:
-			id, node, flags := d.session(), d.string(maxNodeLen), d.byte()
-			if d.err != nil {
+			id, node, flags := d.session(), d.String(maxNodeLen), d.Byte()
+			if d.Err != nil {
 				return
 			}
 			s := st.sessions.get(id)
 			switch {
 			case lastKind == fairRecordSession && id <= lastID:
-				d.fail("session %d after session %d", id, lastID)
+				d.Fail("session %d after session %d", id, lastID)
 			case s == nil:
-				d.fail("unknown session %d", id)
+				d.Fail("unknown session %d", id)
 			case flags&^openReserved != 0:
-				d.fail("unknown session flags %#x", flags)
+				d.Fail("unknown session flags %#x", flags)
 			case !utf8.ValidString(node) || node == "" && flags == 0:
-				d.fail("session %d: bad node", id)
+				d.Fail("session %d: bad node", id)
 			default:
 				s.node, s.reserved = node, flags&openReserved != 0
 			}
 			lastID = id
 		case fairRecordDelay:
-			name, node := d.string(MaxLockNameLen), d.string(maxNodeLen)
-			if d.err != nil {
+			name, node := d.String(fsmwire.MaxLockNameLen), d.String(maxNodeLen)
+			if d.Err != nil {
 				return
 			}
 			l := st.locks.get(name)
 			switch {
 			case lastKind == fairRecordDelay && name <= lastLock:
-				d.fail("lock-delay of %q after %q", name, lastLock)
+				d.Fail("lock-delay of %q after %q", name, lastLock)
 			case l == nil || !l.delayed:
-				d.fail("no lock-delay of %q", name)
+				d.Fail("no lock-delay of %q", name)
 			case node == "" || !utf8.ValidString(node):
-				d.fail("lock-delay of %q: bad node", name)
+				d.Fail("lock-delay of %q: bad node", name)
 			default:
 				l.delayNode = node
 			}
 			lastLock = name
 		default:
-			d.fail("unknown record kind %d", kind)
+			d.Fail("unknown record kind %d", kind)
 		}
 		lastKind = kind
 	}

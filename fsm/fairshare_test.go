@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The rule of fairshare.go, case by case.
@@ -86,7 +88,7 @@ func fairHarness(t *testing.T, lim Limits) *harness {
 	t.Helper()
 	h := newHarness(t)
 	h.do(SetClusterVersion{Version: 4})
-	wantStatus(t, "limits", h.do(SetLimits{Limits: lim}), StatusOK)
+	wantStatus(t, "limits", h.do(SetLimits{Limits: lim}), fsmwire.StatusOK)
 	if h.f.Limits() != lim {
 		t.Fatalf("limits %+v", h.f.Limits())
 	}
@@ -95,13 +97,13 @@ func fairHarness(t *testing.T, lim Limits) *harness {
 
 // wantQuota checks that c is refused by q (a share or not) and changes
 // nothing.
-func wantQuota(t *testing.T, h *harness, what string, c Command, q Quota) Result {
+func wantQuota(t *testing.T, h *harness, what string, c Command, q fsmwire.Quota) Result {
 	t.Helper()
 	before := h.content()
 	h.rec.take()
 	r := h.do(c)
 	err := r.Err()
-	if r.Status != StatusQuota || r.Quota != q || !errors.Is(err, ErrQuota) || errors.Is(err, ErrFairShare) != q.share() ||
+	if r.Status != fsmwire.StatusQuota || r.Quota != q || !errors.Is(err, fsmwire.ErrQuota) || errors.Is(err, fsmwire.ErrFairShare) != q.Share() ||
 		!strings.Contains(err.Error(), q.String()) {
 		t.Fatalf("%s: %+v (%v), want quota %s", what, r, err, q)
 	}
@@ -114,7 +116,7 @@ func wantQuota(t *testing.T, h *harness, what string, c Command, q Quota) Result
 func openOn(t *testing.T, h *harness, node string) SessionID {
 	t.Helper()
 	r := h.do(OpenSession{TTL: time.Minute, Description: "client", Node: node})
-	if r.Status != StatusOK {
+	if r.Status != fsmwire.StatusOK {
 		t.Fatalf("open a session of %q: %+v (%v)", node, r, r.Err())
 	}
 	return r.Session
@@ -128,27 +130,27 @@ func TestNodeShareOfSessions(t *testing.T) {
 	for range 48 {
 		openOn(t, h, "a")
 	}
-	r := wantQuota(t, h, "a's 49th", OpenSession{TTL: time.Minute, Node: "a"}, QuotaNodeSessions)
+	r := wantQuota(t, h, "a's 49th", OpenSession{TTL: time.Minute, Node: "a"}, fsmwire.QuotaNodeSessions)
 	t.Log(r.Err())
 	for range 8 {
 		openOn(t, h, "b")
 	}
-	wantQuota(t, h, "b's 9th", OpenSession{TTL: time.Minute, Node: "b"}, QuotaNodeSessions)
+	wantQuota(t, h, "b's 9th", OpenSession{TTL: time.Minute, Node: "b"}, fsmwire.QuotaNodeSessions)
 	for range 8 { // beyond NodeShares nodes, while the cluster has room
 		openOn(t, h, "c")
 	}
-	wantQuota(t, h, "the 65th", OpenSession{TTL: time.Minute, Node: "d"}, QuotaSessions)
+	wantQuota(t, h, "the 65th", OpenSession{TTL: time.Minute, Node: "d"}, fsmwire.QuotaSessions)
 
 	// The reserve: 4 more for each node, even at the cluster's bound.
 	for i := range reservedSessions {
 		r := h.do(OpenSession{TTL: time.Minute, Node: "a", Reserved: true})
-		if si, ok := h.f.Session(r.Session); r.Status != StatusOK || !ok || !si.Reserved || si.Node != "a" {
+		if si, ok := h.f.Session(r.Session); r.Status != fsmwire.StatusOK || !ok || !si.Reserved || si.Node != "a" {
 			t.Fatalf("reserved session %d: %+v %+v", i, r, si)
 		}
 	}
-	wantQuota(t, h, "a's 5th reserved", OpenSession{TTL: time.Minute, Node: "a", Reserved: true}, QuotaSessions)
+	wantQuota(t, h, "a's 5th reserved", OpenSession{TTL: time.Minute, Node: "a", Reserved: true}, fsmwire.QuotaSessions)
 	r = h.do(OpenSession{TTL: time.Minute, Node: "d", Reserved: true})
-	wantStatus(t, "d's reserved", r, StatusOK)
+	wantStatus(t, "d's reserved", r, fsmwire.StatusOK)
 	if st := h.f.Stats(); st.Sessions != 69 {
 		t.Fatalf("%d sessions", st.Sessions)
 	}
@@ -156,8 +158,8 @@ func TestNodeShareOfSessions(t *testing.T) {
 	// A reserved session that ends frees its slot of the reserve, not of
 	// the share.
 	h.do(CloseSession{Session: r.Session})
-	wantQuota(t, h, "d, not reserved", OpenSession{TTL: time.Minute, Node: "d"}, QuotaSessions)
-	wantStatus(t, "d's reserved again", h.do(OpenSession{TTL: time.Minute, Node: "d", Reserved: true}), StatusOK)
+	wantQuota(t, h, "d, not reserved", OpenSession{TTL: time.Minute, Node: "d"}, fsmwire.QuotaSessions)
+	wantStatus(t, "d's reserved again", h.do(OpenSession{TTL: time.Minute, Node: "d", Reserved: true}), fsmwire.StatusOK)
 
 	// A reserved request within the share takes a session of the share.
 	h2 := fairHarness(t, Limits{MaxSessions: 64, NodeShares: 2})
@@ -170,7 +172,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 func TestShareOfALocksQueue(t *testing.T) {
 	h := fairHarness(t, Limits{MaxWaitersPerLock: 16, NodeShares: 2, MaxSessionWaitersPerLock: 3}) // a node's share of a queue: 2, 4 held back
 	holder := openOn(t, h, "c")
-	wantStatus(t, "hold", h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)}), StatusGranted)
+	wantStatus(t, "hold", h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)}), fsmwire.StatusGranted)
 	o := byte(10)
 	wait := func(s SessionID) Acquire {
 		o++
@@ -178,28 +180,28 @@ func TestShareOfALocksQueue(t *testing.T) {
 	}
 	a := []SessionID{openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a")}
 	for range 3 {
-		wantStatus(t, "a[0] waits", h.do(wait(a[0])), StatusQueued)
+		wantStatus(t, "a[0] waits", h.do(wait(a[0])), fsmwire.StatusQueued)
 	}
-	wantQuota(t, h, "a[0]'s 4th", wait(a[0]), QuotaSessionWaiters)
+	wantQuota(t, h, "a[0]'s 4th", wait(a[0]), fsmwire.QuotaSessionWaiters)
 	for _, s := range a[1:] {
 		for range 3 {
-			wantStatus(t, "a's sessions wait", h.do(wait(s)), StatusQueued)
+			wantStatus(t, "a's sessions wait", h.do(wait(s)), fsmwire.StatusQueued)
 		}
 	}
 	// Node a has 12 of 16 waiters: three quarters of the queue.
 	a3 := openOn(t, h, "a")
-	wantQuota(t, h, "a's 13th", wait(a3), QuotaNodeWaiters)
+	wantQuota(t, h, "a's 13th", wait(a3), fsmwire.QuotaNodeWaiters)
 	b1, b2 := openOn(t, h, "b"), openOn(t, h, "b")
-	wantStatus(t, "b1 waits", h.do(wait(b1)), StatusQueued)
-	wantStatus(t, "b2 waits", h.do(wait(b2)), StatusQueued)
-	wantQuota(t, h, "b's 3rd", wait(b2), QuotaNodeWaiters)
+	wantStatus(t, "b1 waits", h.do(wait(b1)), fsmwire.StatusQueued)
+	wantStatus(t, "b2 waits", h.do(wait(b2)), fsmwire.StatusQueued)
+	wantQuota(t, h, "b's 3rd", wait(b2), fsmwire.QuotaNodeWaiters)
 	// Room again once the queue is under three quarters.
 	h.do(CloseSession{Session: a[0]})
-	wantStatus(t, "b2 waits again", h.do(wait(b2)), StatusQueued)
-	wantQuota(t, h, "b's 4th", wait(b1), QuotaNodeWaiters)
+	wantStatus(t, "b2 waits again", h.do(wait(b2)), fsmwire.StatusQueued)
+	wantQuota(t, h, "b's 4th", wait(b1), fsmwire.QuotaNodeWaiters)
 	// Another lock is another queue.
 	h.do(Acquire{Session: holder, Lock: "m", Owner: owner(200)})
-	wantStatus(t, "a's on m", h.do(Acquire{Session: a3, Lock: "m", Owner: owner(201), Wait: true}), StatusQueued)
+	wantStatus(t, "a's on m", h.do(Acquire{Session: a3, Lock: "m", Owner: owner(201), Wait: true}), fsmwire.StatusQueued)
 }
 
 // The same in a queue long enough for its index (counts kept, not
@@ -218,24 +220,24 @@ func TestShareOfALongQueue(t *testing.T) {
 		s := openOn(t, h, "a")
 		as = append(as, s)
 		for range min(20, 152-queued) {
-			wantStatus(t, "a waits", h.do(wait(s)), StatusQueued)
+			wantStatus(t, "a waits", h.do(wait(s)), fsmwire.StatusQueued)
 			queued++
 		}
 		if queued%20 == 0 {
-			wantQuota(t, h, "a session's 21st", wait(s), QuotaSessionWaiters)
+			wantQuota(t, h, "a session's 21st", wait(s), fsmwire.QuotaSessionWaiters)
 		}
 	}
-	wantQuota(t, h, "a at three quarters of the queue", wait(openOn(t, h, "a")), QuotaNodeWaiters)
+	wantQuota(t, h, "a at three quarters of the queue", wait(openOn(t, h, "a")), fsmwire.QuotaNodeWaiters)
 	b, b2 := openOn(t, h, "b"), openOn(t, h, "b")
 	for range 10 {
-		wantStatus(t, "b waits", h.do(wait(b)), StatusQueued)
+		wantStatus(t, "b waits", h.do(wait(b)), fsmwire.StatusQueued)
 	}
 	for range 2 {
-		wantStatus(t, "b2 waits", h.do(wait(b2)), StatusQueued)
+		wantStatus(t, "b2 waits", h.do(wait(b2)), fsmwire.StatusQueued)
 	}
-	wantQuota(t, h, "b's share", wait(b2), QuotaNodeWaiters)
+	wantQuota(t, h, "b's share", wait(b2), fsmwire.QuotaNodeWaiters)
 	h.do(ExpireSessions{Sessions: as[:3]})
-	wantStatus(t, "b waits again", h.do(wait(b2)), StatusQueued)
+	wantStatus(t, "b waits again", h.do(wait(b2)), fsmwire.StatusQueued)
 	checkInvariants(t, h.f)
 }
 
@@ -245,14 +247,14 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 	h := fairHarness(t, Limits{MaxLocks: 40, NodeShares: 2}) // a share of 5, 10 held back
 	a, b := openOn(t, h, "a"), openOn(t, h, "b")
 	for i := range 30 {
-		wantStatus(t, "a locks", h.do(Acquire{Session: a, Lock: fmt.Sprint("a", i), Owner: owner(1)}), StatusGranted)
+		wantStatus(t, "a locks", h.do(Acquire{Session: a, Lock: fmt.Sprint("a", i), Owner: owner(1)}), fsmwire.StatusGranted)
 	}
-	wantQuota(t, h, "a's 31st", Acquire{Session: a, Lock: "a30", Owner: owner(1)}, QuotaNodeLocks)
-	wantQuota(t, h, "a's 31st, waiting", Acquire{Session: a, Lock: "b0", Owner: owner(1), Wait: true}, QuotaNodeLocks)
+	wantQuota(t, h, "a's 31st", Acquire{Session: a, Lock: "a30", Owner: owner(1)}, fsmwire.QuotaNodeLocks)
+	wantQuota(t, h, "a's 31st, waiting", Acquire{Session: a, Lock: "b0", Owner: owner(1), Wait: true}, fsmwire.QuotaNodeLocks)
 	for i := range 5 {
-		wantStatus(t, "b locks", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", i), Owner: owner(2)}), StatusGranted)
+		wantStatus(t, "b locks", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", i), Owner: owner(2)}), fsmwire.StatusGranted)
 	}
-	wantQuota(t, h, "b's 6th", Acquire{Session: b, Lock: "b5", Owner: owner(2)}, QuotaNodeLocks)
+	wantQuota(t, h, "b's 6th", Acquire{Session: b, Lock: "b5", Owner: owner(2)}, fsmwire.QuotaNodeLocks)
 
 	// The bound itself, without shares: grants, waiters and lock-delays.
 	h = fairHarness(t, Limits{MaxLocks: 4})
@@ -260,10 +262,10 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 	c := openOn(t, h, "b")
 	h.entry(Acquire{Session: d, Lock: "x", Owner: owner(1)}, Acquire{Session: d, Lock: "y", Owner: owner(2)},
 		Acquire{Session: c, Lock: "x", Owner: owner(3), Wait: true})
-	wantStatus(t, "the 4th", h.do(Acquire{Session: c, Lock: "z", Owner: owner(4)}), StatusGranted)
-	wantQuota(t, h, "the 5th", Acquire{Session: c, Lock: "w", Owner: owner(5)}, QuotaLocks)
+	wantStatus(t, "the 4th", h.do(Acquire{Session: c, Lock: "z", Owner: owner(4)}), fsmwire.StatusGranted)
+	wantQuota(t, h, "the 5th", Acquire{Session: c, Lock: "w", Owner: owner(5)}, fsmwire.QuotaLocks)
 	h.do(ExpireSessions{Sessions: []SessionID{d}}) // x, y delayed: still two of the four
-	wantQuota(t, h, "with two lock-delays", Acquire{Session: c, Lock: "w", Owner: owner(5)}, QuotaLocks)
+	wantQuota(t, h, "with two lock-delays", Acquire{Session: c, Lock: "w", Owner: owner(5)}, fsmwire.QuotaLocks)
 	if u := h.f.st.nodes["a"]; u != (usage{locks: 2, bytes: 2 * delayBytes("x")}) {
 		t.Fatalf("node a's lock-delays: %+v", u)
 	}
@@ -272,7 +274,7 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 		refs = append(refs, di.DelayRef)
 	}
 	h.do(EndDelay{Delays: refs}) // x to c's waiter; y forgotten
-	wantStatus(t, "room again", h.do(Acquire{Session: c, Lock: "w", Owner: owner(5)}), StatusGranted)
+	wantStatus(t, "room again", h.do(Acquire{Session: c, Lock: "w", Owner: owner(5)}), fsmwire.StatusGranted)
 	if _, ok := h.f.st.nodes["a"]; ok {
 		t.Fatalf("node a still uses %+v", h.f.st.nodes["a"])
 	}
@@ -283,17 +285,17 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 	h = fairHarness(t, lim)
 	a, b = openOn(t, h, "a"), openOn(t, h, "b")
 	for i := range 4 {
-		wantStatus(t, "a's locks", h.do(Acquire{Session: a, Lock: fmt.Sprint("k", i), Owner: owner(1)}), StatusGranted)
+		wantStatus(t, "a's locks", h.do(Acquire{Session: a, Lock: fmt.Sprint("k", i), Owner: owner(1)}), fsmwire.StatusGranted)
 	}
-	wantQuota(t, h, "the bytes' bound", Acquire{Session: b, Lock: "k9", Owner: owner(2)}, QuotaStateBytes)
+	wantQuota(t, h, "the bytes' bound", Acquire{Session: b, Lock: "k9", Owner: owner(2)}, fsmwire.QuotaStateBytes)
 	h.do(Release{Lock: "k3", Owner: owner(1)})
-	wantQuota(t, h, "a longer name", Acquire{Session: b, Lock: "k99", Owner: owner(2)}, QuotaStateBytes)
-	wantQuota(t, h, "a value", Acquire{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}, QuotaStateBytes)
-	wantStatus(t, "it fits", h.do(Acquire{Session: b, Lock: "k9", Owner: owner(2)}), StatusGranted)
-	wantQuota(t, h, "a value set", SetValue{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}, QuotaStateBytes)
+	wantQuota(t, h, "a longer name", Acquire{Session: b, Lock: "k99", Owner: owner(2)}, fsmwire.QuotaStateBytes)
+	wantQuota(t, h, "a value", Acquire{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}, fsmwire.QuotaStateBytes)
+	wantStatus(t, "it fits", h.do(Acquire{Session: b, Lock: "k9", Owner: owner(2)}), fsmwire.StatusGranted)
+	wantQuota(t, h, "a value set", SetValue{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}, fsmwire.QuotaStateBytes)
 	h.do(Release{Lock: "k2", Owner: owner(1)})
-	wantStatus(t, "a value set", h.do(SetValue{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}), StatusOK)
-	wantStatus(t, "a shorter value", h.do(SetValue{Session: b, Lock: "k9", Owner: owner(2)}), StatusOK)
+	wantStatus(t, "a value set", h.do(SetValue{Session: b, Lock: "k9", Owner: owner(2), Value: "v"}), fsmwire.StatusOK)
+	wantStatus(t, "a shorter value", h.do(SetValue{Session: b, Lock: "k9", Owner: owner(2)}), fsmwire.StatusOK)
 	if got := h.f.st.total.bytes; got != 2*session+3*acquisitionBytes("k0", "") {
 		t.Fatalf("accounted %d bytes", got)
 	}
@@ -302,17 +304,17 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 	h = fairHarness(t, lim)
 	a = openOn(t, h, "a")
 	i := 0
-	for ; h.do(Acquire{Session: a, Lock: fmt.Sprintf("k%d", i%10), Owner: benchOwner(i), Wait: true}).Status != StatusQuota; i++ {
+	for ; h.do(Acquire{Session: a, Lock: fmt.Sprintf("k%d", i%10), Owner: benchOwner(i), Wait: true}).Status != fsmwire.StatusQuota; i++ {
 	}
 	r := h.do(Acquire{Session: a, Lock: "k0", Owner: benchOwner(1000), Wait: true})
-	if r.Quota != QuotaNodeBytes || h.f.st.total.bytes > lim.MaxStateBytes*3/4 {
+	if r.Quota != fsmwire.QuotaNodeBytes || h.f.st.total.bytes > lim.MaxStateBytes*3/4 {
 		t.Fatalf("a alone: %+v with %d of %d bytes", r, h.f.st.total.bytes, lim.MaxStateBytes)
 	}
 	b = openOn(t, h, "b")
 	for j := range 4 { // (share 2,730 − session 359) / 546
-		wantStatus(t, "b within its share", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", j), Owner: owner(2)}), StatusGranted)
+		wantStatus(t, "b within its share", h.do(Acquire{Session: b, Lock: fmt.Sprint("b", j), Owner: owner(2)}), fsmwire.StatusGranted)
 	}
-	wantQuota(t, h, "b beyond its share", Acquire{Session: b, Lock: "b9", Owner: owner(2)}, QuotaNodeBytes)
+	wantQuota(t, h, "b beyond its share", Acquire{Session: b, Lock: "b9", Owner: owner(2)}, fsmwire.QuotaNodeBytes)
 	checkInvariants(t, h.f)
 }
 
@@ -334,7 +336,7 @@ func TestFairSharesNeedVersion4(t *testing.T) {
 				h.do(SetClusterVersion{Version: v})
 			}
 			before := h.content()
-			wantStatus(t, fmt.Sprintf("%+v at version %d", c, v), h.do(c), StatusInvalid)
+			wantStatus(t, fmt.Sprintf("%+v at version %d", c, v), h.do(c), fsmwire.StatusInvalid)
 			if h.content() != before {
 				t.Fatalf("%+v changed the state at version %d", c, v)
 			}
@@ -352,35 +354,35 @@ func TestFairSharesNeedVersion4(t *testing.T) {
 	}
 	for _, c := range []struct {
 		c  Command
-		op Op
+		op fsmwire.Op
 	}{
-		{SetLimits{Limits: DefaultLimits().withoutFair()}, OpSetLimits},
-		{SetLimits{Limits: DefaultLimits()}, opSetLimitsFair},
-		{OpenSession{TTL: time.Second, Description: "d"}, OpOpenSession},
-		{OpenSession{TTL: time.Second, Node: "n"}, opOpenSessionFair},
-		{OpenSession{TTL: time.Second, Reserved: true}, opOpenSessionFair},
+		{SetLimits{Limits: DefaultLimits().withoutFair()}, fsmwire.OpSetLimits},
+		{SetLimits{Limits: DefaultLimits()}, fsmwire.OpSetLimitsFair},
+		{OpenSession{TTL: time.Second, Description: "d"}, fsmwire.OpOpenSession},
+		{OpenSession{TTL: time.Second, Node: "n"}, fsmwire.OpOpenSessionFair},
+		{OpenSession{TTL: time.Second, Reserved: true}, fsmwire.OpOpenSessionFair},
 	} {
 		b, err := EncodeEntry(Entry{Commands: []Command{c.c}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if op := Op(b[3]); op != c.op || c.op != c.c.Op() && b[0] != entryV4 {
+		if op := fsmwire.Op(b[3]); op != c.op || c.op != c.c.Op() && b[0] != fsmwire.EntryV4 {
 			t.Fatalf("%+v written as type %d in entry version %d, want %d", c.c, op, b[0], c.op)
 		}
 	}
 	// A form of version 4 that carries nothing of version 4 is not
 	// canonical: refused.
 	for name, b := range map[string][]byte{
-		"limits": append([]byte{4, 0, 1, byte(opSetLimitsFair)}, make([]byte, 9)...),
-		"open":   {4, 0, 1, byte(opOpenSessionFair), 2, 0, 0, 0, 0},
-		"flags":  {4, 0, 1, byte(opOpenSessionFair), 2, 0, 0, 1, 'n', 2},
-		"v3":     {3, 0, 1, byte(opOpenSessionFair), 2, 0, 0, 1, 'n', 1},
+		"limits": append([]byte{4, 0, 1, byte(fsmwire.OpSetLimitsFair)}, make([]byte, 9)...),
+		"open":   {4, 0, 1, byte(fsmwire.OpOpenSessionFair), 2, 0, 0, 0, 0},
+		"flags":  {4, 0, 1, byte(fsmwire.OpOpenSessionFair), 2, 0, 0, 1, 'n', 2},
+		"v3":     {3, 0, 1, byte(fsmwire.OpOpenSessionFair), 2, 0, 0, 1, 'n', 1},
 	} {
-		if _, err := DecodeEntry(b); !errors.Is(err, ErrInvalidEntry) {
+		if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if e, err := DecodeEntry([]byte{4, 0, 1, byte(opOpenSessionFair), 2, 0, 0, 1, 'n', 1}); err != nil ||
+	if e, err := DecodeEntry([]byte{4, 0, 1, byte(fsmwire.OpOpenSessionFair), 2, 0, 0, 1, 'n', 1}); err != nil ||
 		!reflect.DeepEqual(e.Commands, []Command{OpenSession{TTL: 1, Node: "n", Reserved: true}}) {
 		t.Fatalf("decode: %v %+v", err, e)
 	}
@@ -496,7 +498,7 @@ func TestFairShareSnapshotRefusesBadRecords(t *testing.T) {
 			snap := h.snapshot()
 			snapshotSections = real
 			err := New(nil).Restore(readCloser(snap))
-			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, ErrUnsupportedVersion) {
+			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 				t.Fatalf("restored: %v", err)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // FSM is the lock state machine. It implements raft.FSM and raft.BatchingFSM.
@@ -113,7 +115,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 		f.mu.Unlock()
 		return resp
 	}
-	if errors.Is(err, ErrUnsupportedVersion) {
+	if errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 		resp.Err = fmt.Errorf("%w at log index %d: %w", ErrHalted, index, err)
 		f.halt(resp.Err)
 		f.mu.Unlock()
@@ -159,7 +161,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 func (e Entry) unsupported() error {
 	for _, c := range e.Commands {
 		if v, ok := c.(SetClusterVersion); ok && v.Version > MaxClusterVersion {
-			return fmt.Errorf("%w: cluster version %d (this binary supports up to %d)", ErrUnsupportedVersion, v.Version, MaxClusterVersion)
+			return fmt.Errorf("%w: cluster version %d (this binary supports up to %d)", fsmwire.ErrUnsupportedVersion, v.Version, MaxClusterVersion)
 		}
 	}
 	return nil
@@ -199,12 +201,12 @@ func (a *applier) v2() bool { return a.st.version >= versionExactlyOnce }
 
 func (a *applier) apply(c Command) Result {
 	if err := c.Validate(); err != nil {
-		return Result{Status: StatusInvalid, Reason: err.Error()}
+		return Result{Status: fsmwire.StatusInvalid, Reason: err.Error()}
 	}
 	if need := NeedsVersion(c); need >= versionPrimitives && need > a.st.version {
 		// The node never proposes it; refused here too, so that no state
 		// a lower snapshot version cannot carry is ever reached.
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("%s needs cluster version %d (the cluster is at %d)", c.Op(), need, a.st.version)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("%s needs cluster version %d (the cluster is at %d)", c.Op(), need, a.st.version)}
 	}
 	if r, ok := requestOf(c); ok {
 		return a.once(c, r)
@@ -219,9 +221,9 @@ func (a *applier) exec(c Command) Result {
 		return a.openSession(c)
 	case CloseSession:
 		if c.Lapsed {
-			return a.closeSession(c.Session, ReasonSessionExpired)
+			return a.closeSession(c.Session, fsmwire.ReasonSessionExpired)
 		}
-		return a.closeSession(c.Session, ReasonSessionClosed)
+		return a.closeSession(c.Session, fsmwire.ReasonSessionClosed)
 	case ExpireSessions:
 		return a.expireSessions(c.Sessions)
 	case Acquire:
@@ -234,12 +236,12 @@ func (a *applier) exec(c Command) Result {
 	case Tick:
 		return a.tick()
 	case Noop:
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case EndDelay:
 		return a.endDelay(c.Delays)
 	case SetLimits:
 		a.st.limits = c.Limits
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case SetClusterVersion:
 		return a.setClusterVersion(c.Version)
 	case InitCluster:
@@ -261,5 +263,5 @@ func (a *applier) exec(c Command) Result {
 	case Takeover:
 		return a.takeover()
 	}
-	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
+	return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestOpenSessionIDsAreUniqueAndIncreasing(t *testing.T) {
@@ -21,7 +23,7 @@ func TestOpenSessionIDsAreUniqueAndIncreasing(t *testing.T) {
 	if rs[0].Session == rs[1].Session || rs[0].Session <= c {
 		t.Fatalf("batched ids %d %d after %d", rs[0].Session, rs[1].Session, c)
 	}
-	if got := kinds(h.rec.take()); !slices.Contains(got, EventSessionOpened) {
+	if got := kinds(h.rec.take()); !slices.Contains(got, fsmwire.EventSessionOpened) {
 		t.Fatalf("no session-opened event: %v", got)
 	}
 }
@@ -30,7 +32,7 @@ func TestInvalidCommandsChangeNothing(t *testing.T) {
 	h := newHarness(t)
 	s := h.open(time.Second, 0, "s")
 	before := h.f.Stats()
-	long := make([]byte, MaxLockNameLen+1)
+	long := make([]byte, fsmwire.MaxLockNameLen+1)
 	for i := range long {
 		long[i] = 'x'
 	}
@@ -40,7 +42,7 @@ func TestInvalidCommandsChangeNothing(t *testing.T) {
 	}{
 		{"zero TTL", OpenSession{TTL: 0}},
 		{"negative TTL", OpenSession{TTL: -time.Second}},
-		{"huge TTL", OpenSession{TTL: MaxTTL + 1}},
+		{"huge TTL", OpenSession{TTL: fsmwire.MaxTTL + 1}},
 		{"negative lock-delay", OpenSession{TTL: time.Second, LockDelay: -1}},
 		{"bad UTF-8 description", OpenSession{TTL: time.Second, Description: "\xff"}},
 		{"empty lock name", Acquire{Session: s, Lock: "", Owner: owner(1)}},
@@ -52,8 +54,8 @@ func TestInvalidCommandsChangeNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r := h.do(tc.c)
-		wantStatus(t, tc.name, r, StatusInvalid)
-		if !errors.Is(r.Err(), ErrInvalidCommand) || r.Reason == "" {
+		wantStatus(t, tc.name, r, fsmwire.StatusInvalid)
+		if !errors.Is(r.Err(), fsmwire.ErrInvalidCommand) || r.Reason == "" {
 			t.Fatalf("%s: err %v reason %q", tc.name, r.Err(), r.Reason)
 		}
 	}
@@ -73,20 +75,20 @@ func TestAcquireFreeHeldAndWait(t *testing.T) {
 	b := h.open(time.Second, 0, "node-b/worker")
 
 	r := h.do(Acquire{Session: a, Lock: "invoice:1", Owner: owner(1)})
-	wantStatus(t, "free", r, StatusGranted)
+	wantStatus(t, "free", r, fsmwire.StatusGranted)
 	if r.Token == 0 {
 		t.Fatal("zero token")
 	}
 	r2 := h.do(Acquire{Session: b, Lock: "invoice:1", Owner: owner(2)})
-	wantStatus(t, "held, no wait", r2, StatusLocked)
+	wantStatus(t, "held, no wait", r2, fsmwire.StatusLocked)
 	if r2.Holder.Owner != owner(1) || r2.Holder.Description != "node-a/worker" || r2.Holder.Token != r.Token {
 		t.Fatalf("locked result names holder %+v", r2.Holder)
 	}
-	if !errors.Is(r2.Err(), ErrLocked) {
+	if !errors.Is(r2.Err(), fsmwire.ErrLocked) {
 		t.Fatalf("Err() = %v", r2.Err())
 	}
 	r3 := h.do(Acquire{Session: b, Lock: "invoice:1", Owner: owner(3), Wait: true})
-	wantStatus(t, "held, wait", r3, StatusQueued)
+	wantStatus(t, "held, wait", r3, fsmwire.StatusQueued)
 	r4 := h.do(Acquire{Session: b, Lock: "invoice:1", Owner: owner(4), Wait: true})
 	if r3.Position != 1 || r4.Position != 2 {
 		t.Fatalf("positions %d %d, want 1 2", r3.Position, r4.Position)
@@ -106,13 +108,13 @@ func TestRetriedAcquireIsIdempotent(t *testing.T) {
 	b := h.open(time.Second, 0, "b")
 	g1 := h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
 	g2 := h.do(Acquire{Session: a, Lock: "l", Owner: owner(1), Wait: true})
-	wantStatus(t, "retry of granted", g2, StatusGranted)
+	wantStatus(t, "retry of granted", g2, fsmwire.StatusGranted)
 	if g2.Token != g1.Token {
 		t.Fatalf("retry got token %d, first %d", g2.Token, g1.Token)
 	}
 	q1 := h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
 	q2 := h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
-	wantStatus(t, "retry of queued", q2, StatusQueued)
+	wantStatus(t, "retry of queued", q2, fsmwire.StatusQueued)
 	if q1.Position != 1 || q2.Position != 1 {
 		t.Fatalf("positions %d %d", q1.Position, q2.Position)
 	}
@@ -121,7 +123,7 @@ func TestRetriedAcquireIsIdempotent(t *testing.T) {
 	}
 	// The same owner id from another session is refused.
 	r := h.do(Acquire{Session: b, Lock: "l", Owner: owner(1)})
-	wantStatus(t, "owner of another session", r, StatusInvalid)
+	wantStatus(t, "owner of another session", r, fsmwire.StatusInvalid)
 }
 
 func TestReleaseIsCompareAndDelete(t *testing.T) {
@@ -132,27 +134,27 @@ func TestReleaseIsCompareAndDelete(t *testing.T) {
 	h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
 	h.rec.take()
 
-	wantStatus(t, "release by non-owner", h.do(Release{Lock: "l", Owner: owner(9)}), StatusNotHolder)
-	wantStatus(t, "release of unknown lock", h.do(Release{Lock: "nope", Owner: owner(1)}), StatusNotHolder)
+	wantStatus(t, "release by non-owner", h.do(Release{Lock: "l", Owner: owner(9)}), fsmwire.StatusNotHolder)
+	wantStatus(t, "release of unknown lock", h.do(Release{Lock: "nope", Owner: owner(1)}), fsmwire.StatusNotHolder)
 	wantHolder(t, h.f, "l", owner(1))
 
 	// The holder's release hands the lock to the waiter in the same entry.
-	wantStatus(t, "release by owner", h.do(Release{Lock: "l", Owner: owner(1)}), StatusOK)
+	wantStatus(t, "release by owner", h.do(Release{Lock: "l", Owner: owner(1)}), fsmwire.StatusOK)
 	nh := wantHolder(t, h.f, "l", owner(2))
 	if nh.Token <= g.Token {
 		t.Fatalf("next token %d not above %d", nh.Token, g.Token)
 	}
 	ev := h.rec.take()
-	if got := kinds(ev); !slices.Equal(got, []EventKind{EventReleased, EventGranted}) {
+	if got := kinds(ev); !slices.Equal(got, []fsmwire.EventKind{fsmwire.EventReleased, fsmwire.EventGranted}) {
 		t.Fatalf("events %v", got)
 	}
-	if ev[0].Index != ev[1].Index || ev[0].Reason != ReasonOwner || ev[1].Owner != owner(2) || ev[1].Token != nh.Token || !ev[1].FromQueue {
+	if ev[0].Index != ev[1].Index || ev[0].Reason != fsmwire.ReasonOwner || ev[1].Owner != owner(2) || ev[1].Token != nh.Token || !ev[1].FromQueue {
 		t.Fatalf("events %+v", ev)
 	}
 	// The old owner's late release cannot touch the new holder.
 	r := h.do(Release{Lock: "l", Owner: owner(1)})
-	wantStatus(t, "late release", r, StatusNotHolder)
-	if !errors.Is(r.Err(), ErrNotHolder) {
+	wantStatus(t, "late release", r, fsmwire.StatusNotHolder)
+	if !errors.Is(r.Err(), fsmwire.ErrNotHolder) {
 		t.Fatalf("Err() = %v", r.Err())
 	}
 	wantHolder(t, h.f, "l", owner(2))
@@ -180,8 +182,8 @@ func TestReleaseOfWaiterDequeues(t *testing.T) {
 	h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
 	h.do(Acquire{Session: b, Lock: "l", Owner: owner(3), Wait: true})
 	h.rec.take()
-	wantStatus(t, "dequeue", h.do(Release{Lock: "l", Owner: owner(2)}), StatusOK)
-	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != EventDequeued || ev[0].Owner != owner(2) {
+	wantStatus(t, "dequeue", h.do(Release{Lock: "l", Owner: owner(2)}), fsmwire.StatusOK)
+	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != fsmwire.EventDequeued || ev[0].Owner != owner(2) {
 		t.Fatalf("events %+v", ev)
 	}
 	if got := h.f.Owner("l", owner(3)); got.Position != 1 {
@@ -241,12 +243,12 @@ func TestCloseReleasesWithoutDelayExpireDelays(t *testing.T) {
 				if end, ok := h.f.NextDelayEnd(); !ok || end != li.DelayUntil {
 					t.Fatalf("NextDelayEnd %d %v", end, ok)
 				}
-				if ev[len(ev)-1].Kind != EventSessionExpired {
+				if ev[len(ev)-1].Kind != fsmwire.EventSessionExpired {
 					t.Fatalf("events %v", kinds(ev))
 				}
 			} else {
 				wantHolder(t, h.f, "l", owner(2))
-				if ev[len(ev)-1].Kind != EventSessionClosed {
+				if ev[len(ev)-1].Kind != fsmwire.EventSessionClosed {
 					t.Fatalf("events %v", kinds(ev))
 				}
 			}
@@ -268,11 +270,11 @@ func TestLockDelayAndTick(t *testing.T) {
 
 	// During the delay: no-wait acquire is refused with the delay end, waiting queues.
 	r := h.do(Acquire{Session: b, Lock: "l", Owner: owner(2)})
-	wantStatus(t, "during delay", r, StatusLocked)
+	wantStatus(t, "during delay", r, fsmwire.StatusLocked)
 	if r.DelayUntil == 0 || r.Holder.Session != 0 {
 		t.Fatalf("locked result %+v", r)
 	}
-	wantStatus(t, "wait during delay", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true}), StatusQueued)
+	wantStatus(t, "wait during delay", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true}), fsmwire.StatusQueued)
 
 	h.advance(4 * time.Second)
 	if r := h.do(Tick{}); r.Count != 0 {
@@ -306,7 +308,7 @@ func TestAcquireAfterDelayEndServesWaitersFirst(t *testing.T) {
 	// No Tick yet: the acquire itself notices the delay is over, but the
 	// waiter that queued first gets the lock.
 	r := h.do(Acquire{Session: c, Lock: "l", Owner: owner(3)})
-	wantStatus(t, "after delay, queue not empty", r, StatusLocked)
+	wantStatus(t, "after delay, queue not empty", r, fsmwire.StatusLocked)
 	wantHolder(t, h.f, "l", owner(2))
 }
 
@@ -317,7 +319,7 @@ func TestDelayedLockWithoutWaitersIsGrantedAfterDelay(t *testing.T) {
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
 	h.do(ExpireSessions{Sessions: []SessionID{a}})
 	h.advance(time.Second)
-	wantStatus(t, "after delay", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2)}), StatusGranted)
+	wantStatus(t, "after delay", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2)}), fsmwire.StatusGranted)
 	if st := h.f.Stats(); st.Delayed != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -326,15 +328,15 @@ func TestDelayedLockWithoutWaitersIsGrantedAfterDelay(t *testing.T) {
 func TestAcquireByUnknownOrEndedSession(t *testing.T) {
 	h := newHarness(t)
 	r := h.do(Acquire{Session: 42, Lock: "l", Owner: owner(1)})
-	wantStatus(t, "unknown", r, StatusNoSession)
-	if !errors.Is(r.Err(), ErrNoSession) {
+	wantStatus(t, "unknown", r, fsmwire.StatusNoSession)
+	if !errors.Is(r.Err(), fsmwire.ErrNoSession) {
 		t.Fatalf("Err() %v", r.Err())
 	}
 	a := h.open(time.Second, 0, "a")
 	h.do(ExpireSessions{Sessions: []SessionID{a}})
-	wantStatus(t, "expired", h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)}), StatusNoSession)
-	wantStatus(t, "close expired", h.do(CloseSession{Session: a}), StatusNoSession)
-	if r := h.do(ExpireSessions{Sessions: []SessionID{a, 77}}); r.Status != StatusOK || r.Count != 0 {
+	wantStatus(t, "expired", h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)}), fsmwire.StatusNoSession)
+	wantStatus(t, "close expired", h.do(CloseSession{Session: a}), fsmwire.StatusNoSession)
+	if r := h.do(ExpireSessions{Sessions: []SessionID{a, 77}}); r.Status != fsmwire.StatusOK || r.Count != 0 {
 		t.Fatalf("expire unknown: %+v", r)
 	}
 	if _, ok := h.f.Lock("l"); ok {
@@ -354,7 +356,7 @@ func TestBatchAppliesInOrderWithDistinctTokens(t *testing.T) {
 		Release{Lock: "l", Owner: owner(2)},
 		Acquire{Session: a, Lock: "l", Owner: owner(4)},
 	)
-	want := []Status{StatusGranted, StatusQueued, StatusOK, StatusInvalid, StatusOK, StatusGranted}
+	want := []fsmwire.Status{fsmwire.StatusGranted, fsmwire.StatusQueued, fsmwire.StatusOK, fsmwire.StatusInvalid, fsmwire.StatusOK, fsmwire.StatusGranted}
 	for i, r := range rs {
 		if r.Status != want[i] {
 			t.Fatalf("result %d: %v, want %v", i, r.Status, want[i])
@@ -363,7 +365,7 @@ func TestBatchAppliesInOrderWithDistinctTokens(t *testing.T) {
 	ev := h.rec.take()
 	var tokens []Token
 	for _, e := range ev {
-		if e.Kind == EventGranted {
+		if e.Kind == fsmwire.EventGranted {
 			tokens = append(tokens, e.Token)
 		}
 	}
@@ -382,7 +384,7 @@ func TestUndecodableEntryChangesNothing(t *testing.T) {
 	before := h.snapshot()
 	for i, data := range [][]byte{nil, {1, 0, 1, 6, 0}, {1, 0, 0}, {2, 0, 1, 4, 1}} {
 		resp := h.f.ApplyEntry(h.index, data) // same index: the state must be byte-identical
-		if resp.Err == nil || !errors.Is(resp.Err, ErrInvalidEntry) || errors.Is(resp.Err, ErrUnsupportedVersion) || resp.Results != nil {
+		if resp.Err == nil || !errors.Is(resp.Err, fsmwire.ErrInvalidEntry) || errors.Is(resp.Err, fsmwire.ErrUnsupportedVersion) || resp.Results != nil {
 			t.Fatalf("case %d: %+v", i, resp)
 		}
 	}
@@ -400,9 +402,9 @@ func TestUnknownVersionHalts(t *testing.T) {
 		"entry version 0":            {0, 0, 1, 7},
 		"entry version 5":            {5, 0, 1, 7},
 		"unknown op in version 1":    {1, 0, 1, 99},
-		"version-2 op in a v1 entry": {1, 0, 1, byte(OpEndDelay), 0},
-		"version-3 op in a v2 entry": {2, 0, 1, byte(OpRaiseTokens)},
-		"version-4 op in a v3 entry": {3, 0, 1, byte(opCloseLapsed), 1, 0, 0},
+		"version-2 op in a v1 entry": {1, 0, 1, byte(fsmwire.OpEndDelay), 0},
+		"version-3 op in a v2 entry": {2, 0, 1, byte(fsmwire.OpRaiseTokens)},
+		"version-4 op in a v3 entry": {3, 0, 1, byte(fsmwire.OpCloseLapsed), 1, 0, 0},
 		"future cluster version":     future,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -413,7 +415,7 @@ func TestUnknownVersionHalts(t *testing.T) {
 			before, index := h.digest(), h.index
 			h.index++
 			resp := h.f.ApplyEntry(h.index, data)
-			if !errors.Is(resp.Err, ErrHalted) || !errors.Is(resp.Err, ErrUnsupportedVersion) || resp.Results != nil {
+			if !errors.Is(resp.Err, ErrHalted) || !errors.Is(resp.Err, fsmwire.ErrUnsupportedVersion) || resp.Results != nil {
 				t.Fatalf("apply: %+v", resp)
 			}
 			if !errors.Is(h.f.Halted(), ErrHalted) || len(rec.halted) != 1 || rec.halted[0] != h.index {
@@ -480,7 +482,7 @@ func TestLongQueueKeepsFIFOAndIdempotency(t *testing.T) {
 			s = b
 		}
 		r := h.do(Acquire{Session: s, Lock: "l", Owner: owner(byte(i)), Wait: true})
-		if r.Status != StatusQueued || r.Position != i {
+		if r.Status != fsmwire.StatusQueued || r.Position != i {
 			t.Fatalf("waiter %d: %+v", i, r)
 		}
 	}

@@ -3,11 +3,9 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
-)
 
-// MaxGrants bounds the grants in one encoded list (AppendGrants,
-// DecodeGrants).
-const MaxGrants = 4096
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // Encoding of a list of grants (hand-off grants that a leader announces to
 // the other replicas before they apply them; see node's announcer):
@@ -21,13 +19,13 @@ const MaxGrants = 4096
 // AppendGrants appends the encoding of grants (EventGranted events; only
 // the fields above are kept) to dst. At most MaxGrants are encoded.
 func AppendGrants(dst []byte, grants []Event) []byte {
-	grants = grants[:min(len(grants), MaxGrants)]
+	grants = grants[:min(len(grants), fsmwire.MaxGrants)]
 	dst = binary.AppendUvarint(dst, uint64(len(grants)))
 	for _, g := range grants {
 		dst = binary.AppendUvarint(dst, g.Index)
 		dst = binary.AppendVarint(dst, g.At)
 		dst = binary.AppendUvarint(dst, uint64(g.Session))
-		dst = appendString(dst, g.Lock)
+		dst = fsmwire.AppendString(dst, g.Lock)
 		dst = append(dst, g.Owner[:]...)
 		dst = binary.AppendUvarint(dst, uint64(g.Token))
 	}
@@ -39,21 +37,21 @@ func AppendGrants(dst []byte, grants []Event) []byte {
 // implausible grant (zero index, session, owner or token, an invalid lock
 // name), returns an error wrapping ErrInvalidEntry.
 func DecodeGrants(b []byte) ([]Event, error) {
-	d := decoder{b: b}
-	n := d.count(MaxGrants, 19)
+	d := newDecoder(b)
+	n := d.Count(fsmwire.MaxGrants, 19)
 	grants := make([]Event, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		g := Event{Kind: EventGranted, FromQueue: true, Index: d.uvarint(), At: d.varint(), Session: d.session(),
-			Lock: d.string(MaxLockNameLen), Owner: d.owner(), Token: Token(d.uvarint())}
-		if d.err != nil {
+	for i := 0; i < n && d.Err == nil; i++ {
+		g := Event{Kind: fsmwire.EventGranted, FromQueue: true, Index: d.Uvarint(), At: d.Varint(), Session: d.session(),
+			Lock: d.String(fsmwire.MaxLockNameLen), Owner: d.owner(), Token: Token(d.Uvarint())}
+		if d.Err != nil {
 			break
 		}
-		if g.Index == 0 || g.Session == 0 || g.Owner.IsZero() || g.Token == 0 || ValidateLockName(g.Lock) != nil {
-			return nil, fmt.Errorf("%w: implausible grant %d", ErrInvalidEntry, i)
+		if g.Index == 0 || g.Session == 0 || g.Owner.IsZero() || g.Token == 0 || fsmwire.ValidateLockName(g.Lock) != nil {
+			return nil, fmt.Errorf("%w: implausible grant %d", fsmwire.ErrInvalidEntry, i)
 		}
 		grants = append(grants, g)
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, err
 	}
 	return grants, nil

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestGrantsRoundTrip(t *testing.T) {
 	grants := []Event{
-		{Kind: EventGranted, FromQueue: true, Index: 7, At: -3, Session: 2, Lock: "a", Owner: OwnerID{1}, Token: 9},
-		{Kind: EventGranted, FromQueue: true, Index: 1 << 40, At: 1 << 50, Session: 1 << 30, Lock: "é/ü", Owner: OwnerID{15: 2}, Token: 1 << 60},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 7, At: -3, Session: 2, Lock: "a", Owner: OwnerID{1}, Token: 9},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 1 << 40, At: 1 << 50, Session: 1 << 30, Lock: "é/ü", Owner: OwnerID{15: 2}, Token: 1 << 60},
 	}
 	got, err := DecodeGrants(AppendGrants(nil, grants))
 	if err != nil || !reflect.DeepEqual(got, grants) {
@@ -25,7 +27,7 @@ func TestGrantsRoundTrip(t *testing.T) {
 		"empty input":     {},
 		"count over data": {5},
 	} {
-		if _, err := DecodeGrants(b); !errors.Is(err, ErrInvalidEntry) {
+		if _, err := DecodeGrants(b); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // recorder is an Observer that keeps every event.
@@ -81,7 +83,7 @@ func (h *harness) do(c Command) Result {
 func (h *harness) open(ttl, delay time.Duration, desc string) SessionID {
 	h.t.Helper()
 	r := h.do(OpenSession{TTL: ttl, LockDelay: delay, Description: desc})
-	if r.Status != StatusOK || r.Session == 0 {
+	if r.Status != fsmwire.StatusOK || r.Session == 0 {
 		h.t.Fatalf("open session: %+v", r)
 	}
 	return r.Session
@@ -122,7 +124,7 @@ func owner(n byte) OwnerID {
 	return o
 }
 
-func wantStatus(t tb, what string, r Result, s Status) {
+func wantStatus(t tb, what string, r Result, s fsmwire.Status) {
 	t.Helper()
 	if r.Status != s {
 		t.Fatalf("%s: status %v, want %v (%+v)", what, r.Status, s, r)
@@ -148,8 +150,8 @@ func wantFree(t tb, f *FSM, lock string) {
 	}
 }
 
-func kinds(evs []Event) []EventKind {
-	out := make([]EventKind, len(evs))
+func kinds(evs []Event) []fsmwire.EventKind {
+	out := make([]fsmwire.EventKind, len(evs))
 	for i, e := range evs {
 		out[i] = e.Kind
 	}

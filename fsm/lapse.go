@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // A lapse: the validity a client counts for a session ran out without a
 // renewal — its process paused, its keepalives failed — and the client
@@ -35,10 +39,6 @@ import "fmt"
 // version is raised.
 
 // The lapsed forms' type bytes (entry version 4).
-const (
-	opCloseLapsed   Op = 44 // CloseSession with Lapsed
-	opReleaseLapsed Op = 45 // Release with Lapsed
-)
 
 // versionLapse is the cluster version from which the lapsed forms may be
 // written and applied.
@@ -50,7 +50,7 @@ func (a *applier) releaseLapsed(c Release) Result {
 	st := a.st
 	s := st.sessions.get(c.Session)
 	if s == nil {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := st.locks.get(c.Lock)
 	if l == nil || !l.held || l.holder.owner != c.Owner || l.holder.session != c.Session || s.lockDelay == 0 {
@@ -59,18 +59,18 @@ func (a *applier) releaseLapsed(c Release) Result {
 	l = st.mutLock(c.Lock)
 	h := l.holder
 	st.uninvolve(h.session, h.owner, c.Lock, h.value)
-	a.delayGrant(c.Lock, l, s, h, ReasonSessionExpired)
+	a.delayGrant(c.Lock, l, s, h, fsmwire.ReasonSessionExpired)
 	st.dropIfIdle(c.Lock, l)
-	return Result{Status: StatusOK}
+	return Result{Status: fsmwire.StatusOK}
 }
 
 // delayGrant ends the exclusive grant h of session s (which has a
 // lock-delay) into that delay: the lock stays ungranted until the leader
 // ends the delay (EndDelay), and the release event says for how long.
-func (a *applier) delayGrant(name string, l *lock, s *session, h holder, reason Reason) {
+func (a *applier) delayGrant(name string, l *lock, s *session, h holder, reason fsmwire.Reason) {
 	l.held, l.holder = false, holder{}
 	a.st.held--
-	ev := Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason}
+	ev := Event{Kind: fsmwire.EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason}
 	ev.DelayUntil = a.startDelay(name, l, s, h)
 	if a.v2() {
 		ev.DelayFor = durationOf(s.lockDelay)
@@ -83,7 +83,7 @@ func (a *applier) delayGrant(name string, l *lock, s *session, h holder, reason 
 // session (the lock-delay is the session's).
 func validateLapsed(c Release) error {
 	if c.Lapsed && c.Session == 0 {
-		return fmt.Errorf("%w: a lapsed release needs its session", ErrInvalidCommand)
+		return fmt.Errorf("%w: a lapsed release needs its session", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }

@@ -4,13 +4,15 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // atVersion returns a harness at the given cluster version.
 func atVersion(t *testing.T, v uint64) *harness {
 	t.Helper()
 	h := newHarness(t)
-	wantStatus(t, "set version", h.do(SetClusterVersion{Version: v}), StatusOK)
+	wantStatus(t, "set version", h.do(SetClusterVersion{Version: v}), fsmwire.StatusOK)
 	h.rec.take()
 	return h
 }
@@ -23,11 +25,11 @@ func lapseFixture(t *testing.T, h *harness) (a, b SessionID, tok Token) {
 	a = h.open(10*time.Second, 2*time.Second, "lapsing")
 	b = h.open(10*time.Second, 0, "other")
 	tok = h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)}).Token
-	wantStatus(t, "read", h.do(Acquire{Session: a, Lock: "rw", Owner: owner(2), Shared: true}), StatusGranted)
-	wantStatus(t, "permits", h.do(Acquire{Session: a, Lock: "pool", Owner: owner(3), Limit: 2, Permits: 2}), StatusGranted)
-	wantStatus(t, "busy", h.do(Acquire{Session: b, Lock: "busy", Owner: owner(4)}), StatusGranted)
-	wantStatus(t, "wait busy", h.do(Acquire{Session: a, Lock: "busy", Owner: owner(5), Wait: true}), StatusQueued)
-	wantStatus(t, "wait x", h.do(Acquire{Session: b, Lock: "x", Owner: owner(6), Wait: true}), StatusQueued)
+	wantStatus(t, "read", h.do(Acquire{Session: a, Lock: "rw", Owner: owner(2), Shared: true}), fsmwire.StatusGranted)
+	wantStatus(t, "permits", h.do(Acquire{Session: a, Lock: "pool", Owner: owner(3), Limit: 2, Permits: 2}), fsmwire.StatusGranted)
+	wantStatus(t, "busy", h.do(Acquire{Session: b, Lock: "busy", Owner: owner(4)}), fsmwire.StatusGranted)
+	wantStatus(t, "wait busy", h.do(Acquire{Session: a, Lock: "busy", Owner: owner(5), Wait: true}), fsmwire.StatusQueued)
+	wantStatus(t, "wait x", h.do(Acquire{Session: b, Lock: "x", Owner: owner(6), Wait: true}), fsmwire.StatusQueued)
 	h.rec.take()
 	return a, b, tok
 }
@@ -42,8 +44,8 @@ func TestLapsedCloseIsAnExpiry(t *testing.T) {
 	lapseFixture(t, expired)
 	lapseFixture(t, closed)
 
-	wantStatus(t, "lapsed close", lapsed.do(CloseSession{Session: a, Seq: 1, Lapsed: true}), StatusOK)
-	wantStatus(t, "expire", expired.do(ExpireSessions{Sessions: []SessionID{a}}), StatusOK)
+	wantStatus(t, "lapsed close", lapsed.do(CloseSession{Session: a, Seq: 1, Lapsed: true}), fsmwire.StatusOK)
+	wantStatus(t, "expire", expired.do(ExpireSessions{Sessions: []SessionID{a}}), fsmwire.StatusOK)
 	if lapsed.content() != expired.content() {
 		t.Fatal("a lapsed close left another state than the session's expiry")
 	}
@@ -57,7 +59,7 @@ func TestLapsedCloseIsAnExpiry(t *testing.T) {
 			t.Fatalf("event %d: %+v, expiry's %+v", i, le[i], ee[i])
 		}
 	}
-	if le[len(le)-1].Kind != EventSessionExpired {
+	if le[len(le)-1].Kind != fsmwire.EventSessionExpired {
 		t.Fatalf("last event %+v, want the session's expiry", le[len(le)-1])
 	}
 	wantFree(t, lapsed.f, "x")
@@ -65,10 +67,10 @@ func TestLapsedCloseIsAnExpiry(t *testing.T) {
 		t.Fatalf("x after the lapsed close: %+v, want it in a 2 s lock-delay", li)
 	}
 	// The delay ends only with the leader's EndDelay.
-	wantStatus(t, "end delay", lapsed.do(EndDelay{Delays: []DelayRef{{Lock: "x", Token: tok}}}), StatusOK)
+	wantStatus(t, "end delay", lapsed.do(EndDelay{Delays: []DelayRef{{Lock: "x", Token: tok}}}), fsmwire.StatusOK)
 	wantHolder(t, lapsed.f, "x", owner(6))
 
-	wantStatus(t, "close", closed.do(CloseSession{Session: a, Seq: 1}), StatusOK)
+	wantStatus(t, "close", closed.do(CloseSession{Session: a, Seq: 1}), fsmwire.StatusOK)
 	wantHolder(t, closed.f, "x", owner(6))
 	for _, h := range []*harness{lapsed, expired, closed} {
 		checkInvariants(t, h.f)
@@ -83,14 +85,14 @@ func TestLapsedReleaseKeepsTheLockDelay(t *testing.T) {
 	h := atVersion(t, 4)
 	a, b, tok := lapseFixture(t, h)
 	before := h.content()
-	wantStatus(t, "someone else's", h.do(Release{Session: b, Lock: "x", Owner: owner(1), Lapsed: true}), StatusNotHolder)
-	wantStatus(t, "unknown session", h.do(Release{Session: 99, Lock: "x", Owner: owner(1), Lapsed: true}), StatusNoSession)
+	wantStatus(t, "someone else's", h.do(Release{Session: b, Lock: "x", Owner: owner(1), Lapsed: true}), fsmwire.StatusNotHolder)
+	wantStatus(t, "unknown session", h.do(Release{Session: 99, Lock: "x", Owner: owner(1), Lapsed: true}), fsmwire.StatusNoSession)
 	if h.content() != before {
 		t.Fatal("a refused lapsed release changed the state")
 	}
-	wantStatus(t, "lapsed release", h.do(Release{Session: a, Lock: "x", Owner: owner(1), Seq: 1, Lapsed: true}), StatusOK)
+	wantStatus(t, "lapsed release", h.do(Release{Session: a, Lock: "x", Owner: owner(1), Seq: 1, Lapsed: true}), fsmwire.StatusOK)
 	ev := h.rec.take()
-	if len(ev) != 1 || ev[0].Kind != EventReleased || ev[0].Reason != ReasonSessionExpired || ev[0].DelayFor != 2*time.Second || ev[0].DelayToken != tok {
+	if len(ev) != 1 || ev[0].Kind != fsmwire.EventReleased || ev[0].Reason != fsmwire.ReasonSessionExpired || ev[0].DelayFor != 2*time.Second || ev[0].DelayToken != tok {
 		t.Fatalf("events %+v: want one release into a 2 s lock-delay", ev)
 	}
 	if li, _ := h.f.Lock("x"); li.Held || !li.Delayed || len(li.Waiters) != 1 {
@@ -101,7 +103,7 @@ func TestLapsedReleaseKeepsTheLockDelay(t *testing.T) {
 		{Session: a, Lock: "pool", Owner: owner(3), Lapsed: true},
 		{Session: a, Lock: "busy", Owner: owner(5), Lapsed: true},
 	} {
-		wantStatus(t, c.Lock, h.do(c), StatusOK)
+		wantStatus(t, c.Lock, h.do(c), fsmwire.StatusOK)
 		if st := h.f.Owner(c.Lock, c.Owner); st.Held || st.Position != 0 {
 			t.Fatalf("%s after a lapsed release: %+v", c.Lock, st)
 		}
@@ -113,7 +115,7 @@ func TestLapsedReleaseKeepsTheLockDelay(t *testing.T) {
 		t.Fatalf("session a after its lapsed releases: locks %v", h.f.SessionLocks(a))
 	}
 	// Without a lock-delay a lapsed release is a release.
-	wantStatus(t, "b's own", h.do(Release{Session: b, Lock: "busy", Owner: owner(4), Lapsed: true}), StatusOK)
+	wantStatus(t, "b's own", h.do(Release{Session: b, Lock: "busy", Owner: owner(4), Lapsed: true}), fsmwire.StatusOK)
 	wantFree(t, h.f, "busy")
 	if li, ok := h.f.Lock("busy"); ok {
 		t.Fatalf("busy after b's lapsed release (no lock-delay): %+v", li)
@@ -133,22 +135,22 @@ func TestLapsedFormsNeedClusterVersion4(t *testing.T) {
 		CloseSession{Session: a, Lapsed: true},
 		Release{Session: a, Lock: "x", Owner: owner(1), Lapsed: true},
 	} {
-		wantStatus(t, c.Op().String()+" at version 3", h.do(c), StatusInvalid)
+		wantStatus(t, c.Op().String()+" at version 3", h.do(c), fsmwire.StatusInvalid)
 		if h.content() != before {
 			t.Fatalf("a refused %v changed the state", c.Op())
 		}
 		if NeedsVersion(c) != 4 {
 			t.Fatalf("NeedsVersion(%v) = %d", c.Op(), NeedsVersion(c))
 		}
-		if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{c}}, entryV3); !errors.Is(err, ErrInvalidEntry) {
+		if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{c}}, fsmwire.EntryV3); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 			t.Fatalf("version-3 encoding of %v: %v", c.Op(), err)
 		}
 		b, _ := EncodeEntry(Entry{Commands: []Command{c}})
-		if b[0] != entryV4 {
+		if b[0] != fsmwire.EntryV4 {
 			t.Fatalf("%v encoded in entry version %d", c.Op(), b[0])
 		}
-		b[0] = entryV3
-		if _, err := DecodeEntry(b); !errors.Is(err, ErrUnsupportedVersion) {
+		b[0] = fsmwire.EntryV3
+		if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 			t.Fatalf("%v in a version-3 entry: %v", c.Op(), err)
 		}
 		for v := uint64(1); v < 4; v++ {
@@ -161,7 +163,7 @@ func TestLapsedFormsNeedClusterVersion4(t *testing.T) {
 			t.Fatalf("Downgrade(%v, 4) = %+v", c.Op(), d)
 		}
 	}
-	if err := (Release{Lock: "x", Owner: owner(1), Lapsed: true}).Validate(); !errors.Is(err, ErrInvalidCommand) {
+	if err := (Release{Lock: "x", Owner: owner(1), Lapsed: true}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("a lapsed release without its session: %v", err)
 	}
 	if op := (CloseSession{Session: 1, Lapsed: true}).Op(); op.LeaderOnly() || op.String() != "CloseSession(lapsed)" {

@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // Limits are the replicated quotas. The state machine enforces them
 // deterministically, so they are part of the replicated state: the leader
@@ -61,12 +65,7 @@ type Limits struct {
 
 // Defaults of DefaultLimits, and hard bounds.
 const (
-	DefaultMaxWaitersPerLock  = 10_000
-	DefaultMaxLocksPerSession = 10_000
-	DefaultMaxSessions        = 100_000
-	DefaultRequestWindow      = 1024
-	MaxRequestWindow          = 1 << 16
-	maxQuota                  = 1 << 30
+	maxQuota = 1 << 30
 
 	defaultMaxLocks                 = 2_000_000
 	defaultMaxStateBytes            = 1 << 30
@@ -85,11 +84,11 @@ const (
 // 32 MiB and 312 waiters in each lock's queue).
 func DefaultLimits() Limits {
 	return Limits{
-		MaxLockNameLen:           MaxLockNameLen,
-		MaxWaitersPerLock:        DefaultMaxWaitersPerLock,
-		MaxLocksPerSession:       DefaultMaxLocksPerSession,
-		MaxSessions:              DefaultMaxSessions,
-		RequestWindow:            DefaultRequestWindow,
+		MaxLockNameLen:           fsmwire.MaxLockNameLen,
+		MaxWaitersPerLock:        fsmwire.DefaultMaxWaitersPerLock,
+		MaxLocksPerSession:       fsmwire.DefaultMaxLocksPerSession,
+		MaxSessions:              fsmwire.DefaultMaxSessions,
+		RequestWindow:            fsmwire.DefaultRequestWindow,
 		MaxLocks:                 defaultMaxLocks,
 		MaxStateBytes:            defaultMaxStateBytes,
 		NodeShares:               defaultNodeShares,
@@ -100,23 +99,23 @@ func DefaultLimits() Limits {
 // Validate reports whether every limit is within its hard bound.
 func (l Limits) Validate() error {
 	bad := func(name string, v, hi int) error {
-		return fmt.Errorf("%w: limit %s = %d outside [0, %d]", ErrInvalidCommand, name, v, hi)
+		return fmt.Errorf("%w: limit %s = %d outside [0, %d]", fsmwire.ErrInvalidCommand, name, v, hi)
 	}
 	switch {
-	case l.MaxLockNameLen < 0 || l.MaxLockNameLen > MaxLockNameLen:
-		return bad("MaxLockNameLen", l.MaxLockNameLen, MaxLockNameLen)
+	case l.MaxLockNameLen < 0 || l.MaxLockNameLen > fsmwire.MaxLockNameLen:
+		return bad("MaxLockNameLen", l.MaxLockNameLen, fsmwire.MaxLockNameLen)
 	case l.MaxWaitersPerLock < 0 || l.MaxWaitersPerLock > maxQuota:
 		return bad("MaxWaitersPerLock", l.MaxWaitersPerLock, maxQuota)
 	case l.MaxLocksPerSession < 0 || l.MaxLocksPerSession > maxQuota:
 		return bad("MaxLocksPerSession", l.MaxLocksPerSession, maxQuota)
 	case l.MaxSessions < 0 || l.MaxSessions > maxQuota:
 		return bad("MaxSessions", l.MaxSessions, maxQuota)
-	case l.RequestWindow < 0 || l.RequestWindow > MaxRequestWindow:
-		return bad("RequestWindow", l.RequestWindow, MaxRequestWindow)
+	case l.RequestWindow < 0 || l.RequestWindow > fsmwire.MaxRequestWindow:
+		return bad("RequestWindow", l.RequestWindow, fsmwire.MaxRequestWindow)
 	case l.MaxLocks < 0 || l.MaxLocks > maxQuota:
 		return bad("MaxLocks", l.MaxLocks, maxQuota)
 	case l.MaxStateBytes < 0 || l.MaxStateBytes > maxStateBytes:
-		return fmt.Errorf("%w: limit MaxStateBytes = %d outside [0, %d]", ErrInvalidCommand, l.MaxStateBytes, int64(maxStateBytes))
+		return fmt.Errorf("%w: limit MaxStateBytes = %d outside [0, %d]", fsmwire.ErrInvalidCommand, l.MaxStateBytes, int64(maxStateBytes))
 	case l.NodeShares < 0 || l.NodeShares > maxNodeShares:
 		return bad("NodeShares", l.NodeShares, maxNodeShares)
 	case l.MaxSessionWaitersPerLock < 0 || l.MaxSessionWaitersPerLock > maxQuota:
@@ -139,81 +138,11 @@ func (l Limits) withoutFair() Limits {
 // window is the effective request window.
 func (l Limits) window() uint64 {
 	if l.RequestWindow == 0 {
-		return DefaultRequestWindow
+		return fsmwire.DefaultRequestWindow
 	}
 	return uint64(l.RequestWindow)
 }
 
-// Quota names the quota that refused a command (Result.Quota).
-type Quota uint8
-
-// Quotas.
-const (
-	QuotaLockName     Quota = iota + 1 // Limits.MaxLockNameLen
-	QuotaWaiters                       // Limits.MaxWaitersPerLock
-	QuotaSessionLocks                  // Limits.MaxLocksPerSession
-	QuotaSessions                      // Limits.MaxSessions
-	QuotaRequests                      // Limits.RequestWindow
-
-	// Cluster version 4 (fairshare.go). The quotas of a node, and of a
-	// session in a lock's queue, are shares: a refusal by one wraps
-	// ErrFairShare as well — the client's node (or session) used its
-	// share, while others still can.
-	QuotaLocks          // Limits.MaxLocks
-	QuotaStateBytes     // Limits.MaxStateBytes
-	QuotaNodeSessions   // a node's share of Limits.MaxSessions
-	QuotaNodeLocks      // a node's share of Limits.MaxLocks
-	QuotaNodeBytes      // a node's share of Limits.MaxStateBytes
-	QuotaNodeWaiters    // a node's share of a lock's Limits.MaxWaitersPerLock
-	QuotaSessionWaiters // Limits.MaxSessionWaitersPerLock
-	maxQuotaKind        = QuotaSessionWaiters
-)
-
-// Quotas lists every quota kind (metrics initialise a series per kind).
-func Quotas() []Quota {
-	return []Quota{QuotaLockName, QuotaWaiters, QuotaSessionLocks, QuotaSessions, QuotaRequests,
-		QuotaLocks, QuotaStateBytes, QuotaNodeSessions, QuotaNodeLocks, QuotaNodeBytes, QuotaNodeWaiters, QuotaSessionWaiters}
-}
-
-// share reports whether q is a fair share (ErrFairShare).
-func (q Quota) share() bool {
-	switch q {
-	case QuotaNodeSessions, QuotaNodeLocks, QuotaNodeBytes, QuotaNodeWaiters, QuotaSessionWaiters:
-		return true
-	}
-	return false
-}
-
-func (q Quota) String() string {
-	switch q {
-	case QuotaLockName:
-		return "lock_name_length"
-	case QuotaWaiters:
-		return "waiters_per_lock"
-	case QuotaSessionLocks:
-		return "locks_per_session"
-	case QuotaSessions:
-		return "sessions"
-	case QuotaRequests:
-		return "requests_in_flight"
-	case QuotaLocks:
-		return "locks"
-	case QuotaStateBytes:
-		return "state_bytes"
-	case QuotaNodeSessions:
-		return "node_sessions"
-	case QuotaNodeLocks:
-		return "node_locks"
-	case QuotaNodeBytes:
-		return "node_state_bytes"
-	case QuotaNodeWaiters:
-		return "node_waiters_per_lock"
-	case QuotaSessionWaiters:
-		return "session_waiters_per_lock"
-	}
-	return fmt.Sprintf("Quota(%d)", uint8(q))
-}
-
-func quotaResult(q Quota, format string, args ...any) Result {
-	return Result{Status: StatusQuota, Quota: q, Reason: fmt.Sprintf(format, args...)}
+func quotaResult(q fsmwire.Quota, format string, args ...any) Result {
+	return Result{Status: fsmwire.StatusQuota, Quota: q, Reason: fmt.Sprintf(format, args...)}
 }

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestQuotasRefuseAndChangeNothing(t *testing.T) {
 	h := newHarness(t)
 	lim := Limits{MaxLockNameLen: 8, MaxWaitersPerLock: 2, MaxLocksPerSession: 3, MaxSessions: 4, RequestWindow: 16}
-	wantStatus(t, "set limits", h.do(SetLimits{Limits: lim}), StatusOK)
+	wantStatus(t, "set limits", h.do(SetLimits{Limits: lim}), fsmwire.StatusOK)
 	if h.f.Limits() != lim {
 		t.Fatalf("limits %+v", h.f.Limits())
 	}
@@ -27,19 +29,19 @@ func TestQuotasRefuseAndChangeNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		c    Command
-		q    Quota
+		q    fsmwire.Quota
 	}{
-		{"lock name", Acquire{Session: c, Lock: "123456789", Owner: owner(6)}, QuotaLockName},
-		{"waiters", Acquire{Session: c, Lock: "l", Owner: owner(6), Wait: true}, QuotaWaiters},
-		{"locks per session", Acquire{Session: a, Lock: "o", Owner: owner(6)}, QuotaSessionLocks},
-		{"locks per session, waiting", Acquire{Session: a, Lock: "x", Owner: owner(6), Wait: true}, QuotaSessionLocks},
-		{"sessions", OpenSession{TTL: time.Minute}, QuotaSessions},
-		{"requests", Acquire{Session: c, Lock: "p", Owner: owner(6), Seq: 17, AckBelow: 1}, QuotaRequests},
+		{"lock name", Acquire{Session: c, Lock: "123456789", Owner: owner(6)}, fsmwire.QuotaLockName},
+		{"waiters", Acquire{Session: c, Lock: "l", Owner: owner(6), Wait: true}, fsmwire.QuotaWaiters},
+		{"locks per session", Acquire{Session: a, Lock: "o", Owner: owner(6)}, fsmwire.QuotaSessionLocks},
+		{"locks per session, waiting", Acquire{Session: a, Lock: "x", Owner: owner(6), Wait: true}, fsmwire.QuotaSessionLocks},
+		{"sessions", OpenSession{TTL: time.Minute}, fsmwire.QuotaSessions},
+		{"requests", Acquire{Session: c, Lock: "p", Owner: owner(6), Seq: 17, AckBelow: 1}, fsmwire.QuotaRequests},
 	} {
 		before := h.content()
 		h.rec.take()
 		r := h.do(tc.c)
-		if r.Status != StatusQuota || r.Quota != tc.q || r.Reason == "" || !errors.Is(r.Err(), ErrQuota) || !strings.Contains(r.Err().Error(), tc.q.String()) {
+		if r.Status != fsmwire.StatusQuota || r.Quota != tc.q || r.Reason == "" || !errors.Is(r.Err(), fsmwire.ErrQuota) || !strings.Contains(r.Err().Error(), tc.q.String()) {
 			t.Fatalf("%s: %+v (%v)", tc.name, r, r.Err())
 		}
 		if h.content() != before || len(h.rec.take()) != 0 {
@@ -47,21 +49,21 @@ func TestQuotasRefuseAndChangeNothing(t *testing.T) {
 		}
 	}
 	// Retries of existing acquisitions are not new ones: never refused.
-	wantStatus(t, "retry of a waiter", h.do(Acquire{Session: b, Lock: "l", Owner: owner(3), Wait: true}), StatusQueued)
-	wantStatus(t, "retry of a holder", h.do(Acquire{Session: a, Lock: "n", Owner: owner(5)}), StatusGranted)
+	wantStatus(t, "retry of a waiter", h.do(Acquire{Session: b, Lock: "l", Owner: owner(3), Wait: true}), fsmwire.StatusQueued)
+	wantStatus(t, "retry of a holder", h.do(Acquire{Session: a, Lock: "n", Owner: owner(5)}), fsmwire.StatusGranted)
 	// Room again once something ends; zero limits mean none.
 	h.do(Release{Lock: "n", Owner: owner(5)})
-	wantStatus(t, "room again", h.do(Acquire{Session: a, Lock: "o", Owner: owner(6)}), StatusGranted)
+	wantStatus(t, "room again", h.do(Acquire{Session: a, Lock: "o", Owner: owner(6)}), fsmwire.StatusGranted)
 	h.do(SetLimits{})
 	for i := range 5 {
-		wantStatus(t, "no quota", h.do(OpenSession{TTL: time.Minute}), StatusOK)
+		wantStatus(t, "no quota", h.do(OpenSession{TTL: time.Minute}), fsmwire.StatusOK)
 		_ = i
 	}
 	// Limits out of their hard bounds are refused.
-	for _, l := range []Limits{{MaxLockNameLen: MaxLockNameLen + 1}, {RequestWindow: MaxRequestWindow + 1}} {
-		wantStatus(t, "bad limits", h.do(SetLimits{Limits: l}), StatusInvalid)
+	for _, l := range []Limits{{MaxLockNameLen: fsmwire.MaxLockNameLen + 1}, {RequestWindow: fsmwire.MaxRequestWindow + 1}} {
+		wantStatus(t, "bad limits", h.do(SetLimits{Limits: l}), fsmwire.StatusInvalid)
 	}
-	if _, err := EncodeEntry(Entry{Commands: []Command{SetLimits{Limits: Limits{MaxSessions: -1}}}}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := EncodeEntry(Entry{Commands: []Command{SetLimits{Limits: Limits{MaxSessions: -1}}}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("a negative limit encoded: %v", err)
 	}
 }
@@ -71,22 +73,22 @@ func TestClusterVersionAndID(t *testing.T) {
 	if h.f.ClusterVersion() != 1 || h.f.ClusterID() != "" {
 		t.Fatalf("new state: version %d id %q", h.f.ClusterVersion(), h.f.ClusterID())
 	}
-	wantStatus(t, "init", h.do(InitCluster{ID: "c-1"}), StatusOK)
-	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != EventClusterChanged {
+	wantStatus(t, "init", h.do(InitCluster{ID: "c-1"}), fsmwire.StatusOK)
+	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != fsmwire.EventClusterChanged {
 		t.Fatalf("events %v", kinds(ev))
 	}
-	wantStatus(t, "same id", h.do(InitCluster{ID: "c-1"}), StatusOK)
-	wantStatus(t, "another id", h.do(InitCluster{ID: "c-2"}), StatusInvalid)
-	wantStatus(t, "bad id", h.do(InitCluster{ID: "a b"}), StatusInvalid)
+	wantStatus(t, "same id", h.do(InitCluster{ID: "c-1"}), fsmwire.StatusOK)
+	wantStatus(t, "another id", h.do(InitCluster{ID: "c-2"}), fsmwire.StatusInvalid)
+	wantStatus(t, "bad id", h.do(InitCluster{ID: "a b"}), fsmwire.StatusInvalid)
 	if ev := h.rec.take(); len(ev) != 0 || h.f.ClusterID() != "c-1" {
 		t.Fatalf("id %q, events %v", h.f.ClusterID(), kinds(ev))
 	}
-	wantStatus(t, "raise", h.do(SetClusterVersion{Version: 2}), StatusOK)
-	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != EventClusterChanged || h.f.ClusterVersion() != 2 {
+	wantStatus(t, "raise", h.do(SetClusterVersion{Version: 2}), fsmwire.StatusOK)
+	if ev := h.rec.take(); len(ev) != 1 || ev[0].Kind != fsmwire.EventClusterChanged || h.f.ClusterVersion() != 2 {
 		t.Fatalf("version %d, events %v", h.f.ClusterVersion(), kinds(ev))
 	}
-	wantStatus(t, "again", h.do(SetClusterVersion{Version: 2}), StatusOK)
-	wantStatus(t, "lower", h.do(SetClusterVersion{Version: 1}), StatusInvalid)
+	wantStatus(t, "again", h.do(SetClusterVersion{Version: 2}), fsmwire.StatusOK)
+	wantStatus(t, "lower", h.do(SetClusterVersion{Version: 1}), fsmwire.StatusInvalid)
 	if ev := h.rec.take(); len(ev) != 0 || h.f.ClusterVersion() != 2 {
 		t.Fatalf("version %d, events %v", h.f.ClusterVersion(), kinds(ev))
 	}
@@ -122,7 +124,7 @@ func TestEntryVersionFollowsTheCommands(t *testing.T) {
 		if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{tc.c}}, 1); (err == nil) != (tc.want == 1) {
 			t.Fatalf("%T%+v in version 1: %v", tc.c, tc.c, err)
 		}
-		if d := Downgrade(tc.c, 1); commandVersion(d) != 1 && NeedsVersion(tc.c) == 1 && tc.c.Op() != OpSetClusterVersion {
+		if d := Downgrade(tc.c, 1); commandVersion(d) != 1 && NeedsVersion(tc.c) == 1 && tc.c.Op() != fsmwire.OpSetClusterVersion {
 			t.Fatalf("Downgrade(%+v) = %+v still needs version 2", tc.c, d)
 		}
 	}

@@ -2,16 +2,18 @@ package fsm
 
 import (
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func (a *applier) acquire(c Acquire) Result {
 	st := a.st
 	s := st.sessions.get(c.Session)
 	if s == nil {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	if lim := st.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
-		return quotaResult(QuotaLockName, "lock name of %d bytes (limit %d)", len(c.Lock), lim)
+		return quotaResult(fsmwire.QuotaLockName, "lock name of %d bytes (limit %d)", len(c.Lock), lim)
 	}
 	req := waiter{session: c.Session, owner: c.Owner, enqueuedAt: a.now, enqueuedIx: a.index,
 		shared: c.Shared, permits: c.Permits, value: c.Value, node: s.node}
@@ -37,13 +39,13 @@ func (a *applier) acquire(c Acquire) Result {
 		if h.session != c.Session || !l.sameKind(h, c) {
 			return invalidOwner(c)
 		}
-		return Result{Status: StatusGranted, Session: c.Session, Token: h.token}
+		return Result{Status: fsmwire.StatusGranted, Session: c.Session, Token: h.token}
 	}
 	if i := l.waiters.find(c.Owner); i >= 0 {
 		if w := l.waiters.at(i); w.session != c.Session || w.shared != c.Shared || w.permits != c.Permits {
 			return invalidOwner(c)
 		}
-		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.position(c.Owner)}
+		return Result{Status: fsmwire.StatusQueued, Session: c.Session, Position: l.waiters.position(c.Owner)}
 	}
 
 	switch {
@@ -66,10 +68,10 @@ func (a *applier) acquire(c Acquire) Result {
 		l.waiters.push(req)
 		st.waiters++
 		st.involve(c.Session, c.Owner, c.Lock, c.Value)
-		a.emit(Event{Kind: EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner, Shared: c.Shared, Permits: c.Permits})
-		return Result{Status: StatusQueued, Session: c.Session, Position: l.waiters.len()}
+		a.emit(Event{Kind: fsmwire.EventQueued, Lock: c.Lock, Session: c.Session, Owner: c.Owner, Shared: c.Shared, Permits: c.Permits})
+		return Result{Status: fsmwire.StatusQueued, Session: c.Session, Position: l.waiters.len()}
 	default:
-		r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.delayUntil}
+		r := Result{Status: fsmwire.StatusLocked, Session: c.Session, DelayUntil: l.delayUntil}
 		switch {
 		case l.held:
 			r.Holder = a.describe(l.holder)
@@ -83,53 +85,53 @@ func (a *applier) acquire(c Acquire) Result {
 // sessionQuota refuses a new acquisition of a session at its limit.
 func (a *applier) sessionQuota(s *session) (Result, bool) {
 	if lim := a.st.limits.MaxLocksPerSession; lim > 0 && len(s.acqs) >= lim {
-		return quotaResult(QuotaSessionLocks, "session %d holds or waits for %d locks (limit %d)", s.id, len(s.acqs), lim), true
+		return quotaResult(fsmwire.QuotaSessionLocks, "session %d holds or waits for %d locks (limit %d)", s.id, len(s.acqs), lim), true
 	}
 	return Result{}, false
 }
 
 func invalidOwner(c Acquire) Result {
-	return Result{Status: StatusInvalid, Reason: fmt.Sprintf("owner %s of lock %q belongs to another session", c.Owner, c.Lock)}
+	return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("owner %s of lock %q belongs to another session", c.Owner, c.Lock)}
 }
 
 func (a *applier) release(c Release) Result {
 	st := a.st
 	if c.Session != 0 && st.sessions.get(c.Session) == nil {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := st.locks.get(c.Lock)
 	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
 	if l == nil {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	if h, ok := l.grantOf(c.Owner); ok {
 		if !mine(h.session) {
-			return Result{Status: StatusNotHolder}
+			return Result{Status: fsmwire.StatusNotHolder}
 		}
 		l = st.mutLock(c.Lock)
-		a.endGrant(c.Lock, l, h, ReasonOwner)
+		a.endGrant(c.Lock, l, h, fsmwire.ReasonOwner)
 		st.uninvolve(h.session, h.owner, c.Lock, h.value)
 		a.promote(c.Lock, l)
 		st.dropIfIdle(c.Lock, l)
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	}
 	i := l.waiters.find(c.Owner)
 	if i < 0 || !mine(l.waiters.at(i).session) {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	l = st.mutLock(c.Lock) // a private copy has other slots: find again
 	w := l.waiters.removeSlot(l.waiters.find(c.Owner))
 	st.waiters--
 	st.uninvolve(w.session, w.owner, c.Lock, w.value)
-	a.emit(Event{Kind: EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: ReasonOwner})
+	a.emit(Event{Kind: fsmwire.EventDequeued, Lock: c.Lock, Session: w.session, Owner: w.owner, Reason: fsmwire.ReasonOwner})
 	a.promote(c.Lock, l) // the waiter may have stopped those behind it
 	st.dropIfIdle(c.Lock, l)
-	return Result{Status: StatusOK}
+	return Result{Status: fsmwire.StatusOK}
 }
 
 // endGrant takes the grant h (exclusive or shared) away from the lock and
 // reports it released; the caller promotes the waiters.
-func (a *applier) endGrant(name string, l *lock, h holder, reason Reason) {
+func (a *applier) endGrant(name string, l *lock, h holder, reason fsmwire.Reason) {
 	shared := !l.held || l.holder.owner != h.owner
 	if shared {
 		a.st.removeShared(l, h)
@@ -137,7 +139,7 @@ func (a *applier) endGrant(name string, l *lock, h holder, reason Reason) {
 		l.held, l.holder = false, holder{}
 		a.st.held--
 	}
-	a.emit(Event{Kind: EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason,
+	a.emit(Event{Kind: fsmwire.EventReleased, Lock: name, Session: h.session, Owner: h.owner, Token: h.token, Reason: reason,
 		Shared: shared && l.limit == 0, Permits: h.permits})
 }
 
@@ -153,7 +155,7 @@ func (a *applier) promote(name string, l *lock) {
 			// kept so that a corrupt queue can never grant to the dead.
 			l.waiters.popFront()
 			a.st.waiters--
-			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: ReasonSessionExpired})
+			a.emit(Event{Kind: fsmwire.EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: fsmwire.ReasonSessionExpired})
 			continue
 		}
 		if !l.admits(w) {
@@ -178,8 +180,8 @@ func (a *applier) grant(name string, l *lock, w waiter) Result {
 		l.held, l.holder = true, h
 		a.st.held++
 	}
-	a.emit(Event{Kind: EventGranted, Lock: name, Session: w.session, Owner: w.owner, Token: t, Shared: w.shared, Permits: w.permits, Value: w.value})
-	return Result{Status: StatusGranted, Session: w.session, Token: t}
+	a.emit(Event{Kind: fsmwire.EventGranted, Lock: name, Session: w.session, Owner: w.owner, Token: t, Shared: w.shared, Permits: w.permits, Value: w.value})
+	return Result{Status: fsmwire.StatusGranted, Session: w.session, Token: t}
 }
 
 func (a *applier) describe(h holder) Holder {

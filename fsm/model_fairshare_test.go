@@ -1,6 +1,10 @@
 package fsm
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // The model's fair shares (fairshare.go): every usage counted by scanning
 // the sessions and locks, nothing kept.
@@ -61,14 +65,14 @@ func (m *model) openSession(c OpenSession) Result {
 	var r Result
 	switch lim.fairShare(int64(lim.MaxSessions), int64(total.sessions), int64(u.sessions), 1) {
 	case overBound:
-		r = Result{Status: StatusQuota, Quota: QuotaSessions}
+		r = Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaSessions}
 	case overShare:
-		r = Result{Status: StatusQuota, Quota: QuotaNodeSessions}
+		r = Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaNodeSessions}
 	default:
 		r = m.bytesQuota(u, total, sessionCharge+int64(len(c.Description)+len(c.Node)))
 	}
 	reserved := false
-	if r.Status == StatusQuota {
+	if r.Status == fsmwire.StatusQuota {
 		if !c.Reserved || u.reserved >= reservedSessions {
 			return r
 		}
@@ -76,15 +80,15 @@ func (m *model) openSession(c OpenSession) Result {
 	}
 	m.nextSess++
 	m.sessions[m.nextSess] = &msession{renewed: m.index, delay: c.LockDelay, results: map[uint64]Result{}, desc: c.Description, node: c.Node, reserved: reserved}
-	return Result{Status: StatusOK, Session: m.nextSess}
+	return Result{Status: fsmwire.StatusOK, Session: m.nextSess}
 }
 
 func (m *model) bytesQuota(u, total usage, n int64) Result {
 	switch m.limits.fairShare(m.limits.MaxStateBytes, total.bytes, u.bytes, n) {
 	case overBound:
-		return Result{Status: StatusQuota, Quota: QuotaStateBytes}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaStateBytes}
 	case overShare:
-		return Result{Status: StatusQuota, Quota: QuotaNodeBytes}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaNodeBytes}
 	}
 	return Result{}
 }
@@ -92,14 +96,14 @@ func (m *model) bytesQuota(u, total usage, n int64) Result {
 // acquisitionQuota is the refusal of a new acquisition, or the zero Result.
 func (m *model) acquisitionQuota(c Acquire) Result {
 	if m.limits.MaxLocksPerSession > 0 && m.acquisitions(c.Session) >= m.limits.MaxLocksPerSession {
-		return Result{Status: StatusQuota, Quota: QuotaSessionLocks}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaSessionLocks}
 	}
 	u, total := m.usageOf(m.sessions[c.Session].node)
 	switch m.limits.fairShare(int64(m.limits.MaxLocks), int64(total.locks), int64(u.locks), 1) {
 	case overBound:
-		return Result{Status: StatusQuota, Quota: QuotaLocks}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaLocks}
 	case overShare:
-		return Result{Status: StatusQuota, Quota: QuotaNodeLocks}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaNodeLocks}
 	}
 	return m.bytesQuota(u, total, acquisitionBytes(c.Lock, c.Value))
 }
@@ -108,7 +112,7 @@ func (m *model) acquisitionQuota(c Acquire) Result {
 func (m *model) waitQuota(l *mlock, c Acquire) Result {
 	lim := m.limits
 	if lim.MaxWaitersPerLock > 0 && len(l.queue) >= lim.MaxWaitersPerLock {
-		return Result{Status: StatusQuota, Quota: QuotaWaiters}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaWaiters}
 	}
 	node := m.sessions[c.Session].node
 	bySession, byNode := 0, 0
@@ -121,10 +125,10 @@ func (m *model) waitQuota(l *mlock, c Acquire) Result {
 		}
 	}
 	if lim.MaxSessionWaitersPerLock > 0 && bySession >= lim.MaxSessionWaitersPerLock {
-		return Result{Status: StatusQuota, Quota: QuotaSessionWaiters}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaSessionWaiters}
 	}
 	if lim.fairShare(int64(lim.MaxWaitersPerLock), int64(len(l.queue)), int64(byNode), 1) == overShare {
-		return Result{Status: StatusQuota, Quota: QuotaNodeWaiters}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaNodeWaiters}
 	}
 	return Result{}
 }

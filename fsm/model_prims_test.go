@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/raftlock/raftlock/internal/fsmwire"
+
 // The model's primitives: read grants, semaphores, values (the package
 // doc states their rules), as plainly as possible.
 
@@ -39,18 +41,18 @@ func (m *model) grant(l *mlock, w mowner) Token {
 
 func (m *model) setValue(c SetValue) Result {
 	if _, ok := m.sessions[c.Session]; !ok {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := m.locks[c.Lock]
 	if l == nil {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	if h := l.holder; h != nil && h.owner == c.Owner && h.session == c.Session {
 		if r := m.valueQuota(c.Session, h.value, c.Value); r.Status != 0 {
 			return r
 		}
 		h.value = c.Value
-		return Result{Status: StatusOK, Session: c.Session, Token: h.token}
+		return Result{Status: fsmwire.StatusOK, Session: c.Session, Token: h.token}
 	}
 	for i, g := range l.shared {
 		if g.owner == c.Owner && g.session == c.Session {
@@ -58,8 +60,8 @@ func (m *model) setValue(c SetValue) Result {
 				return r
 			}
 			l.shared[i].value = c.Value
-			return Result{Status: StatusOK, Session: c.Session, Token: g.token}
+			return Result{Status: fsmwire.StatusOK, Session: c.Session, Token: g.token}
 		}
 	}
-	return Result{Status: StatusNotHolder}
+	return Result{Status: fsmwire.StatusNotHolder}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 var lockNames = []string{"a", "b", "c"}
@@ -189,7 +191,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				if !sameResult(resp.Results[i], want) {
 					rt.Fatalf("command %d %T%+v: got %+v, model %+v", i, c, c, resp.Results[i], want)
 				}
-				if c.Op() == OpOpenSession && want.Status == StatusOK {
+				if c.Op() == fsmwire.OpOpenSession && want.Status == fsmwire.StatusOK {
 					everSessions = append(everSessions, want.Session)
 				}
 				if _, ok := requestOf(c); ok {
@@ -197,7 +199,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				}
 			}
 			for _, e := range h.rec.take() {
-				if e.Kind != EventGranted {
+				if e.Kind != fsmwire.EventGranted {
 					continue
 				}
 				if e.Token <= lastToken[e.Lock] {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // model is a naive reference implementation of the lock semantics: plain
@@ -130,10 +132,10 @@ func (m *model) acquisitions(s SessionID) int {
 func (m *model) apply(c Command) Result {
 	defer m.gc()
 	if err := c.Validate(); err != nil {
-		return Result{Status: StatusInvalid}
+		return Result{Status: fsmwire.StatusInvalid}
 	}
 	if need := NeedsVersion(c); need >= 3 && need > m.version {
-		return Result{Status: StatusInvalid}
+		return Result{Status: fsmwire.StatusInvalid}
 	}
 	r, ok := requestOf(c)
 	if !ok {
@@ -142,16 +144,16 @@ func (m *model) apply(c Command) Result {
 	s := m.sessions[r.session]
 	switch {
 	case s == nil:
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	case r.seq < s.floor:
-		return Result{Status: StatusStale, Session: r.session}
+		return Result{Status: fsmwire.StatusStale, Session: r.session}
 	}
 	if res, ok := s.results[r.seq]; ok {
 		return res
 	}
 	floor := max(s.floor, r.ackBelow)
 	if r.seq-floor >= m.limits.window() {
-		return Result{Status: StatusQuota, Quota: QuotaRequests}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaRequests}
 	}
 	res := m.exec(c)
 	if s := m.sessions[r.session]; s != nil {
@@ -172,10 +174,10 @@ func (m *model) exec(c Command) Result {
 		return m.openSession(c)
 	case CloseSession:
 		if _, ok := m.sessions[c.Session]; !ok {
-			return Result{Status: StatusNoSession}
+			return Result{Status: fsmwire.StatusNoSession}
 		}
 		m.end(c.Session, c.Lapsed) // a lapsed close is an expiry
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case ExpireSessions:
 		n := 0
 		for _, s := range c.Sessions {
@@ -184,7 +186,7 @@ func (m *model) exec(c Command) Result {
 				n++
 			}
 		}
-		return Result{Status: StatusOK, Count: n}
+		return Result{Status: fsmwire.StatusOK, Count: n}
 	case Acquire:
 		return m.acquire(c)
 	case Release:
@@ -193,10 +195,10 @@ func (m *model) exec(c Command) Result {
 		if len(m.markers) == 0 || m.markers[len(m.markers)-1] != m.index {
 			m.markers = append(m.markers, m.index)
 		}
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case Tick:
 		if m.version >= 2 {
-			return Result{Status: StatusOK}
+			return Result{Status: fsmwire.StatusOK}
 		}
 		n := 0
 		for _, name := range slices.Sorted(maps.Keys(m.locks)) {
@@ -204,9 +206,9 @@ func (m *model) exec(c Command) Result {
 				n++
 			}
 		}
-		return Result{Status: StatusOK, Count: n}
+		return Result{Status: fsmwire.StatusOK, Count: n}
 	case Noop:
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case EndDelay:
 		n := 0
 		for _, d := range c.Delays {
@@ -218,36 +220,36 @@ func (m *model) exec(c Command) Result {
 				n++
 			}
 		}
-		return Result{Status: StatusOK, Count: n}
+		return Result{Status: fsmwire.StatusOK, Count: n}
 	case SetLimits:
 		m.limits = c.Limits
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case SetClusterVersion:
 		switch {
 		case c.Version < m.version:
-			return Result{Status: StatusInvalid}
+			return Result{Status: fsmwire.StatusInvalid}
 		case m.version < 2 && c.Version >= 2:
 			for _, l := range m.locks {
 				if l.delayed {
-					l.delayFor, l.delayToken = min(max(l.until-m.clock, 0), int64(MaxLockDelay)), 0
+					l.delayFor, l.delayToken = min(max(l.until-m.clock, 0), int64(fsmwire.MaxLockDelay)), 0
 				}
 			}
 		}
 		m.version = c.Version
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case InitCluster:
 		if m.clusterID != "" && m.clusterID != c.ID {
-			return Result{Status: StatusInvalid}
+			return Result{Status: fsmwire.StatusInvalid}
 		}
 		m.clusterID = c.ID
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	case SetValue:
 		return m.setValue(c)
 	case RaiseTokens:
 		if f := m.now / 1000; f > 0 && Token(f) > m.token {
 			m.token = Token(f)
 		}
-		return Result{Status: StatusOK, Token: m.token}
+		return Result{Status: fsmwire.StatusOK, Token: m.token}
 	case Revoke:
 		return m.revoke(c)
 	case Renewed:
@@ -258,7 +260,7 @@ func (m *model) exec(c Command) Result {
 				n++
 			}
 		}
-		return Result{Status: StatusOK, Count: n}
+		return Result{Status: fsmwire.StatusOK, Count: n}
 	}
 	panic(fmt.Sprintf("model: unknown command %T", c))
 }
@@ -289,13 +291,13 @@ func (m *model) settle(l *mlock) bool {
 
 func (m *model) acquire(c Acquire) Result {
 	if _, ok := m.sessions[c.Session]; !ok {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	if lim := m.limits.MaxLockNameLen; lim > 0 && len(c.Lock) > lim {
-		return Result{Status: StatusQuota, Quota: QuotaLockName}
+		return Result{Status: fsmwire.StatusQuota, Quota: fsmwire.QuotaLockName}
 	}
 	if l := m.locks[c.Lock]; l != nil && l.limit != c.Limit {
-		return Result{Status: StatusConflict, Session: c.Session, Count: l.limit}
+		return Result{Status: fsmwire.StatusConflict, Session: c.Session, Count: l.limit}
 	}
 	l := m.lock(c.Lock)
 	l.limit = c.Limit
@@ -305,24 +307,24 @@ func (m *model) acquire(c Acquire) Result {
 	exclusive := !c.Shared && c.Limit == 0
 	if l.holder != nil && l.holder.owner == c.Owner {
 		if l.holder.session != c.Session || !exclusive {
-			return Result{Status: StatusInvalid}
+			return Result{Status: fsmwire.StatusInvalid}
 		}
-		return Result{Status: StatusGranted, Session: c.Session, Token: l.holder.token}
+		return Result{Status: fsmwire.StatusGranted, Session: c.Session, Token: l.holder.token}
 	}
 	for _, g := range l.shared {
 		if g.owner == c.Owner {
 			if g.session != c.Session || exclusive || g.permits != c.Permits {
-				return Result{Status: StatusInvalid}
+				return Result{Status: fsmwire.StatusInvalid}
 			}
-			return Result{Status: StatusGranted, Session: c.Session, Token: g.token}
+			return Result{Status: fsmwire.StatusGranted, Session: c.Session, Token: g.token}
 		}
 	}
 	for i, w := range l.queue {
 		if w.owner == c.Owner {
 			if w.session != c.Session || w.shared != c.Shared || w.permits != c.Permits {
-				return Result{Status: StatusInvalid}
+				return Result{Status: fsmwire.StatusInvalid}
 			}
-			return Result{Status: StatusQueued, Session: c.Session, Position: i + 1}
+			return Result{Status: fsmwire.StatusQueued, Session: c.Session, Position: i + 1}
 		}
 	}
 	req := mowner{session: c.Session, owner: c.Owner, shared: c.Shared, permits: c.Permits, value: c.Value}
@@ -330,7 +332,7 @@ func (m *model) acquire(c Acquire) Result {
 		if r := m.acquisitionQuota(c); r.Status != 0 {
 			return r
 		}
-		return Result{Status: StatusGranted, Session: c.Session, Token: m.grant(l, req)}
+		return Result{Status: fsmwire.StatusGranted, Session: c.Session, Token: m.grant(l, req)}
 	}
 	if c.Wait {
 		if r := m.waitQuota(l, c); r.Status != 0 {
@@ -340,9 +342,9 @@ func (m *model) acquire(c Acquire) Result {
 			return r
 		}
 		l.queue = append(l.queue, req)
-		return Result{Status: StatusQueued, Session: c.Session, Position: len(l.queue)}
+		return Result{Status: fsmwire.StatusQueued, Session: c.Session, Position: len(l.queue)}
 	}
-	r := Result{Status: StatusLocked, Session: c.Session, DelayUntil: l.until}
+	r := Result{Status: fsmwire.StatusLocked, Session: c.Session, DelayUntil: l.until}
 	if l.holder != nil {
 		r.Holder = Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
 	} else if l.limit > 0 {
@@ -353,11 +355,11 @@ func (m *model) acquire(c Acquire) Result {
 
 func (m *model) release(c Release) Result {
 	if _, ok := m.sessions[c.Session]; c.Session != 0 && !ok {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := m.locks[c.Lock]
 	if l == nil {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
 	defer m.promote(l)
@@ -367,21 +369,21 @@ func (m *model) release(c Release) Result {
 		if d := m.sessions[h.session].delay; c.Lapsed && d > 0 { // as on the session's expiry
 			m.delay(l, d, h.token, m.sessions[h.session].node)
 		}
-		return Result{Status: StatusOK}
+		return Result{Status: fsmwire.StatusOK}
 	}
 	for i, g := range l.shared {
 		if g.owner == c.Owner && mine(g.session) {
 			l.shared = slices.Delete(l.shared, i, i+1)
-			return Result{Status: StatusOK}
+			return Result{Status: fsmwire.StatusOK}
 		}
 	}
 	for i, w := range l.queue {
 		if w.owner == c.Owner && mine(w.session) {
 			l.queue = slices.Delete(l.queue, i, i+1)
-			return Result{Status: StatusOK}
+			return Result{Status: fsmwire.StatusOK}
 		}
 	}
-	return Result{Status: StatusNotHolder}
+	return Result{Status: fsmwire.StatusNotHolder}
 }
 
 // end removes a session by scanning every lock in name order.
@@ -425,7 +427,7 @@ func (m *model) delay(l *mlock, d time.Duration, tok Token, node string) {
 func (m *model) revoke(c Revoke) Result {
 	l := m.locks[c.Lock]
 	if l == nil {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	if h := l.holder; h != nil && h.token == c.Token {
 		l.holder = nil
@@ -434,19 +436,19 @@ func (m *model) revoke(c Revoke) Result {
 		} else {
 			m.promote(l)
 		}
-		return Result{Status: StatusOK, Token: c.Token}
+		return Result{Status: fsmwire.StatusOK, Token: c.Token}
 	}
 	if m.version < 4 {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	for i, g := range l.shared {
 		if g.token == c.Token {
 			l.shared = slices.Delete(l.shared, i, i+1)
 			m.promote(l)
-			return Result{Status: StatusOK, Token: c.Token}
+			return Result{Status: fsmwire.StatusOK, Token: c.Token}
 		}
 	}
-	return Result{Status: StatusNotHolder}
+	return Result{Status: fsmwire.StatusNotHolder}
 }
 
 // sameResult compares the fields the model computes.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // fuzzFixtureV3 is fuzzFixtureV2 at cluster version 3 with the primitives
@@ -141,7 +143,7 @@ func TestLargeSharedListsSnapshotRestore(t *testing.T) {
 	h.f, h.rec = New(nil), nil
 	h.do(SetClusterVersion{Version: 3})
 	s := h.open(time.Minute, 0, "many")
-	value := string(bytes.Repeat([]byte{'v'}, MaxValueLen))
+	value := string(bytes.Repeat([]byte{'v'}, fsmwire.MaxValueLen))
 	n := 2*itemsPerRecord + 3
 	var batch []Command
 	flush := func() { h.entry(batch...); batch = batch[:0] }
@@ -185,6 +187,6 @@ func largestRecord(t *testing.T, snap []byte) int {
 		if err != nil {
 			return biggest
 		}
-		biggest = max(biggest, len(d.b))
+		biggest = max(biggest, len(d.B))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // v3 returns a harness at cluster version 3 with sessions a, b, c (b with
@@ -12,7 +14,7 @@ import (
 func v3(t *testing.T) (*harness, SessionID, SessionID, SessionID) {
 	t.Helper()
 	h := newHarness(t)
-	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), StatusOK)
+	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), fsmwire.StatusOK)
 	return h, h.open(time.Second, 0, "a"), h.open(time.Second, time.Second, "b"), h.open(time.Second, 0, "c")
 }
 
@@ -44,16 +46,16 @@ func sharedOwners(t *testing.T, f *FSM, name string) []OwnerID {
 // next writer.
 func TestReadersShareWritersWaitFIFO(t *testing.T) {
 	h, a, b, c := v3(t)
-	wantStatus(t, "r1", h.do(read(a, "rw", owner(1))), StatusGranted)
-	wantStatus(t, "r2", h.do(read(b, "rw", owner(2))), StatusGranted)
-	wantStatus(t, "w1", h.do(write(c, "rw", owner(3))), StatusQueued)
-	if r := h.do(read(a, "rw", owner(4))); r.Status != StatusQueued || r.Position != 2 {
+	wantStatus(t, "r1", h.do(read(a, "rw", owner(1))), fsmwire.StatusGranted)
+	wantStatus(t, "r2", h.do(read(b, "rw", owner(2))), fsmwire.StatusGranted)
+	wantStatus(t, "w1", h.do(write(c, "rw", owner(3))), fsmwire.StatusQueued)
+	if r := h.do(read(a, "rw", owner(4))); r.Status != fsmwire.StatusQueued || r.Position != 2 {
 		t.Fatalf("a reader after a waiting writer: %+v", r)
 	}
-	wantStatus(t, "r5", h.do(read(b, "rw", owner(5))), StatusQueued)
-	wantStatus(t, "w2", h.do(write(a, "rw", owner(6))), StatusQueued)
-	wantStatus(t, "r7", h.do(read(c, "rw", owner(7))), StatusQueued)
-	if r := h.do(Acquire{Session: c, Lock: "rw", Owner: owner(8), Shared: true}); r.Status != StatusLocked || r.Err() == nil {
+	wantStatus(t, "r5", h.do(read(b, "rw", owner(5))), fsmwire.StatusQueued)
+	wantStatus(t, "w2", h.do(write(a, "rw", owner(6))), fsmwire.StatusQueued)
+	wantStatus(t, "r7", h.do(read(c, "rw", owner(7))), fsmwire.StatusQueued)
+	if r := h.do(Acquire{Session: c, Lock: "rw", Owner: owner(8), Shared: true}); r.Status != fsmwire.StatusLocked || r.Err() == nil {
 		t.Fatalf("try-read behind a writer: %+v", r)
 	}
 	h.do(Release{Lock: "rw", Owner: owner(1)})
@@ -93,9 +95,9 @@ func TestWaiterLeavingTheHeadPromotesThoseBehind(t *testing.T) {
 		t.Fatalf("readers: %v", got)
 	}
 
-	wantStatus(t, "2 of 3", h.do(permits(a, "sem", 3, 2, owner(4))), StatusGranted)
-	wantStatus(t, "3 of 3", h.do(permits(b, "sem", 3, 3, owner(5))), StatusQueued)
-	wantStatus(t, "1 of 3", h.do(permits(c, "sem", 3, 1, owner(6))), StatusQueued) // fits, but FIFO
+	wantStatus(t, "2 of 3", h.do(permits(a, "sem", 3, 2, owner(4))), fsmwire.StatusGranted)
+	wantStatus(t, "3 of 3", h.do(permits(b, "sem", 3, 3, owner(5))), fsmwire.StatusQueued)
+	wantStatus(t, "1 of 3", h.do(permits(c, "sem", 3, 1, owner(6))), fsmwire.StatusQueued) // fits, but FIFO
 	h.do(Release{Session: b, Lock: "sem", Owner: owner(5)})
 	if got := sharedOwners(t, h.f, "sem"); !slices.Equal(got, []OwnerID{owner(4), owner(6)}) {
 		t.Fatalf("holders: %v", got)
@@ -108,11 +110,11 @@ func TestWaiterLeavingTheHeadPromotesThoseBehind(t *testing.T) {
 // with no lock-delay.
 func TestSemaphoreWeightedFIFOAndSessionEnd(t *testing.T) {
 	h, a, b, c := v3(t)
-	wantStatus(t, "a1", h.do(permits(a, "sem", 4, 1, owner(1))), StatusGranted)
-	wantStatus(t, "b2", h.do(permits(b, "sem", 4, 2, owner(2))), StatusGranted)
-	wantStatus(t, "c4", h.do(permits(c, "sem", 4, 4, owner(3))), StatusQueued)
-	wantStatus(t, "a1 more", h.do(permits(a, "sem", 4, 1, owner(4))), StatusQueued) // 1 free, but behind c
-	if r := h.do(Acquire{Session: a, Lock: "sem", Owner: owner(5), Limit: 4, Permits: 1}); r.Status != StatusLocked || r.Count != 1 {
+	wantStatus(t, "a1", h.do(permits(a, "sem", 4, 1, owner(1))), fsmwire.StatusGranted)
+	wantStatus(t, "b2", h.do(permits(b, "sem", 4, 2, owner(2))), fsmwire.StatusGranted)
+	wantStatus(t, "c4", h.do(permits(c, "sem", 4, 4, owner(3))), fsmwire.StatusQueued)
+	wantStatus(t, "a1 more", h.do(permits(a, "sem", 4, 1, owner(4))), fsmwire.StatusQueued) // 1 free, but behind c
+	if r := h.do(Acquire{Session: a, Lock: "sem", Owner: owner(5), Limit: 4, Permits: 1}); r.Status != fsmwire.StatusLocked || r.Count != 1 {
 		t.Fatalf("try behind the queue: %+v", r)
 	}
 	h.do(Release{Lock: "sem", Owner: owner(1)})
@@ -122,7 +124,7 @@ func TestSemaphoreWeightedFIFOAndSessionEnd(t *testing.T) {
 	if li, _ := h.f.Lock("sem"); li.Used != 4 || len(li.Shared) != 1 || li.Shared[0].Owner != owner(3) || li.Delayed {
 		t.Fatalf("after the expiry: %+v", li)
 	}
-	if got := kinds(evs); !slices.Equal(got, []EventKind{EventReleased, EventGranted, EventSessionExpired}) || evs[1].Permits != 4 || !evs[1].FromQueue {
+	if got := kinds(evs); !slices.Equal(got, []fsmwire.EventKind{fsmwire.EventReleased, fsmwire.EventGranted, fsmwire.EventSessionExpired}) || evs[1].Permits != 4 || !evs[1].FromQueue {
 		t.Fatalf("events %v %+v", got, evs)
 	}
 	h.do(CloseSession{Session: c})
@@ -154,7 +156,7 @@ func TestConflictingKindsAndLimits(t *testing.T) {
 		"semaphore on mutex": permits(b, "mutex", 4, 1, owner(3)),
 	} {
 		r := h.do(c)
-		if r.Status != StatusConflict || !errors.Is(r.Err(), ErrConflict) {
+		if r.Status != fsmwire.StatusConflict || !errors.Is(r.Err(), fsmwire.ErrConflict) {
 			t.Fatalf("%s: %+v", name, r)
 		}
 		if name == "other limit" && r.Count != 4 {
@@ -165,23 +167,23 @@ func TestConflictingKindsAndLimits(t *testing.T) {
 		t.Fatal("a conflict changed the state")
 	}
 	h.do(Release{Lock: "sem", Owner: owner(1)})
-	wantStatus(t, "new limit once idle", h.do(permits(b, "sem", 5, 5, owner(3))), StatusGranted)
+	wantStatus(t, "new limit once idle", h.do(permits(b, "sem", 5, 5, owner(3))), fsmwire.StatusGranted)
 	for name, c := range map[string]Acquire{
 		"zero permits":    {Session: a, Lock: "x", Owner: owner(9), Limit: 2},
 		"above the limit": permits(a, "x", 2, 3, owner(9)),
 		"shared permits":  {Session: a, Lock: "x", Owner: owner(9), Limit: 2, Permits: 1, Shared: true},
-		"huge limit":      permits(a, "x", MaxSemaphoreLimit+1, 1, owner(9)),
+		"huge limit":      permits(a, "x", fsmwire.MaxSemaphoreLimit+1, 1, owner(9)),
 	} {
-		if r := h.do(c); r.Status != StatusInvalid {
+		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
 			t.Fatalf("%s: %+v", name, r)
 		}
 	}
-	long := string(make([]byte, MaxValueLen+1))
+	long := string(make([]byte, fsmwire.MaxValueLen+1))
 	if (Acquire{Session: a, Lock: "x", Owner: owner(9), Value: long}).Validate() == nil ||
 		(SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}).Validate() == nil {
 		t.Fatal("a value over MaxValueLen is valid")
 	}
-	if _, err := EncodeEntry(Entry{Commands: []Command{SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}}}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := EncodeEntry(Entry{Commands: []Command{SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("encoding a long value: %v", err)
 	}
 }
@@ -191,21 +193,21 @@ func TestConflictingKindsAndLimits(t *testing.T) {
 func TestPrimitiveAcquisitionsAreIdempotent(t *testing.T) {
 	h, a, b, _ := v3(t)
 	g := h.do(read(a, "rw", owner(1)))
-	if r := h.do(read(a, "rw", owner(1))); r.Status != StatusGranted || r.Token != g.Token {
+	if r := h.do(read(a, "rw", owner(1))); r.Status != fsmwire.StatusGranted || r.Token != g.Token {
 		t.Fatalf("retried read: %+v", r)
 	}
-	if r := h.do(write(a, "rw", owner(1))); r.Status != StatusInvalid {
+	if r := h.do(write(a, "rw", owner(1))); r.Status != fsmwire.StatusInvalid {
 		t.Fatalf("a write with the reader's owner id: %+v", r)
 	}
 	h.do(permits(a, "sem", 2, 2, owner(2)))
 	h.do(permits(b, "sem", 2, 1, owner(3)))
-	if r := h.do(permits(b, "sem", 2, 1, owner(3))); r.Status != StatusQueued || r.Position != 1 {
+	if r := h.do(permits(b, "sem", 2, 1, owner(3))); r.Status != fsmwire.StatusQueued || r.Position != 1 {
 		t.Fatalf("retried wait: %+v", r)
 	}
-	if r := h.do(permits(b, "sem", 2, 2, owner(3))); r.Status != StatusInvalid {
+	if r := h.do(permits(b, "sem", 2, 2, owner(3))); r.Status != fsmwire.StatusInvalid {
 		t.Fatalf("a wait for other permits with the same owner id: %+v", r)
 	}
-	if r := h.do(permits(b, "sem", 2, 2, owner(2))); r.Status != StatusInvalid {
+	if r := h.do(permits(b, "sem", 2, 2, owner(2))); r.Status != fsmwire.StatusInvalid {
 		t.Fatalf("another session's owner: %+v", r)
 	}
 	checkInvariants(t, h.f)
@@ -244,15 +246,15 @@ func TestValuesOnGrants(t *testing.T) {
 		t.Fatalf("value %q", hd.Value)
 	}
 	h.do(Acquire{Session: b, Lock: "leader", Owner: owner(2), Wait: true, Value: "b:7400"})
-	if r := h.do(SetValue{Session: b, Lock: "leader", Owner: owner(2), Value: "x"}); r.Status != StatusNotHolder {
+	if r := h.do(SetValue{Session: b, Lock: "leader", Owner: owner(2), Value: "x"}); r.Status != fsmwire.StatusNotHolder {
 		t.Fatalf("a waiter's SetValue: %+v", r)
 	}
-	if r := h.do(SetValue{Session: b, Lock: "leader", Owner: owner(1), Value: "x"}); r.Status != StatusNotHolder {
+	if r := h.do(SetValue{Session: b, Lock: "leader", Owner: owner(1), Value: "x"}); r.Status != fsmwire.StatusNotHolder {
 		t.Fatalf("SetValue of another session's grant: %+v", r)
 	}
 	h.rec.take()
 	r := h.do(SetValue{Session: a, Lock: "leader", Owner: owner(1), Value: "a:7401"})
-	if evs := h.rec.take(); r.Status != StatusOK || len(evs) != 1 || evs[0].Kind != EventValueSet || evs[0].Value != "a:7401" || evs[0].Token != r.Token {
+	if evs := h.rec.take(); r.Status != fsmwire.StatusOK || len(evs) != 1 || evs[0].Kind != fsmwire.EventValueSet || evs[0].Value != "a:7401" || evs[0].Token != r.Token {
 		t.Fatalf("proclaim: %+v %+v", r, evs)
 	}
 	h.do(Release{Lock: "leader", Owner: owner(1)})
@@ -305,14 +307,14 @@ func TestPrimitivesNeedClusterVersion3(t *testing.T) {
 		if NeedsVersion(c) != 3 {
 			t.Fatalf("%T needs version %d", c, NeedsVersion(c))
 		}
-		if r := h.do(c); r.Status != StatusInvalid {
+		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
 			t.Fatalf("%T%+v at version 2: %+v", c, c, r)
 		}
 	}
 	if h.content() != before {
 		t.Fatal("a refused command changed the state")
 	}
-	if OpSetValue.LeaderOnly() || !OpRaiseTokens.LeaderOnly() {
+	if fsmwire.OpSetValue.LeaderOnly() || !fsmwire.OpRaiseTokens.LeaderOnly() {
 		t.Fatal("SetValue is a client command, RaiseTokens the leader's")
 	}
 }

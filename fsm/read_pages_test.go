@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // A leader's keepalive asks Halted under the expiry mutex. With Halted
@@ -46,7 +48,7 @@ func TestHaltedDoesNotWaitBehindAReader(t *testing.T) {
 		t.Fatal("Halted waited behind a reader and an apply waiting for it")
 	}
 	h.f.mu.RUnlock()
-	if r := <-applied; r.Err != nil || r.Results[0].Status != StatusGranted {
+	if r := <-applied; r.Err != nil || r.Results[0].Status != fsmwire.StatusGranted {
 		t.Fatalf("the apply after the reader: %+v", r)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // WouldQueue predicts what the Acquire does if it is the next command
@@ -13,7 +15,7 @@ import (
 // shared locks and a semaphore, by owners of three sessions.
 func TestWouldQueuePredictsTheQueue(t *testing.T) {
 	h := newHarness(t)
-	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), StatusOK) // shared locks, semaphores
+	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), fsmwire.StatusOK) // shared locks, semaphores
 	sessions := []SessionID{
 		h.open(time.Minute, 0, "a"), h.open(time.Minute, 0, "b"), h.open(time.Minute, 0, "c"),
 	}
@@ -41,16 +43,16 @@ func TestWouldQueuePredictsTheQueue(t *testing.T) {
 		want := h.f.WouldQueue(c)
 		waiting := h.f.Owner(c.Lock, c.Owner).Position > 0 // a retry only reports its place
 		r := h.do(c)
-		if r.Status == StatusQuota {
+		if r.Status == fsmwire.StatusQuota {
 			continue
 		}
-		if got := r.Status == StatusQueued && !waiting; got != want {
+		if got := r.Status == fsmwire.StatusQueued && !waiting; got != want {
 			t.Fatalf("command %d %+v: WouldQueue %v, but applied it was %v (already waiting: %v)", i, c, want, r.Status, waiting)
 		}
 		if want {
 			predicted++
 		}
-		if r.Status == StatusQueued && !waiting {
+		if r.Status == fsmwire.StatusQueued && !waiting {
 			queued++
 		}
 	}

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Renewals and takeover markers (cluster version 4): what a new leader needs
@@ -37,12 +39,6 @@ import (
 // per leader term, none while the leader stays. The node's doc states the
 // protocol and its bound; the state machine only keeps the facts.
 
-// The type bytes of Renewed and Takeover (entry version 4).
-const (
-	opRenewed  Op = 48
-	opTakeover Op = 49
-)
-
 // versionRenewed is the cluster version from which Renewed and Takeover may
 // be written and applied.
 const versionRenewed uint64 = 4
@@ -70,10 +66,10 @@ type Renewed struct {
 type Takeover struct{}
 
 // Op implements Command.
-func (Renewed) Op() Op { return opRenewed }
+func (Renewed) Op() fsmwire.Op { return fsmwire.OpRenewed }
 
 // Op implements Command.
-func (Takeover) Op() Op { return opTakeover }
+func (Takeover) Op() fsmwire.Op { return fsmwire.OpTakeover }
 
 // Validate implements Command.
 func (Takeover) Validate() error { return nil }
@@ -90,7 +86,7 @@ func (a *applier) renewed(ids []SessionID) Result {
 			n++
 		}
 	}
-	return Result{Status: StatusOK, Count: n}
+	return Result{Status: fsmwire.StatusOK, Count: n}
 }
 
 // takeover records a takeover marker at this entry's index and tells the
@@ -98,14 +94,14 @@ func (a *applier) renewed(ids []SessionID) Result {
 func (a *applier) takeover() Result {
 	st := a.st
 	if n := len(st.markers); n > 0 && st.markers[n-1] >= a.index {
-		return Result{Status: StatusOK} // a second Takeover in one entry: one marker
+		return Result{Status: fsmwire.StatusOK} // a second Takeover in one entry: one marker
 	}
 	drop := max(len(st.markers)+1-maxMarkers, 0)
 	// A new slice: a frozen copy of the state shares the old one.
 	m := make([]uint64, 0, len(st.markers)-drop+1)
 	st.markers = append(append(m, st.markers[drop:]...), a.index)
-	a.emit(Event{Kind: EventMarker})
-	return Result{Status: StatusOK}
+	a.emit(Event{Kind: fsmwire.EventMarker})
+	return Result{Status: fsmwire.StatusOK}
 }
 
 // origin returns the first kept marker after renewedAt, or 0 if none (the
@@ -177,34 +173,34 @@ func beginRenewals(st *state) func(i, n int, d *decoder) {
 	var last SessionID // the last session read: ids ascend across records
 	return func(i, n int, d *decoder) {
 		if i == 0 {
-			k := d.count(maxMarkers, 1)
+			k := d.Count(maxMarkers, 1)
 			st.markers = make([]uint64, 0, k)
-			for j := 0; j < k && d.err == nil; j++ {
-				m := d.uvarint()
-				if d.err == nil && (m == 0 || m > st.index || (j > 0 && m <= st.markers[j-1])) {
-					d.fail("marker %d out of order or beyond the applied index %d", m, st.index)
+			for j := 0; j < k && d.Err == nil; j++ {
+				m := d.Uvarint()
+				if d.Err == nil && (m == 0 || m > st.index || (j > 0 && m <= st.markers[j-1])) {
+					d.Fail("marker %d out of order or beyond the applied index %d", m, st.index)
 				}
 				st.markers = append(st.markers, m)
 			}
 			return
 		}
-		k := d.count(renewalsPerRecord, 2)
-		if d.err == nil && (k == 0 || (i < n-1 && k != renewalsPerRecord)) {
-			d.fail("%d renewals in record %d of %d", k, i, n)
+		k := d.Count(renewalsPerRecord, 2)
+		if d.Err == nil && (k == 0 || (i < n-1 && k != renewalsPerRecord)) {
+			d.Fail("%d renewals in record %d of %d", k, i, n)
 		}
-		for j := 0; j < k && d.err == nil; j++ {
-			id, at := d.session(), d.uvarint()
-			if d.err != nil {
+		for j := 0; j < k && d.Err == nil; j++ {
+			id, at := d.session(), d.Uvarint()
+			if d.Err != nil {
 				return
 			}
 			s := st.sessions.get(id)
 			switch {
 			case id <= last:
-				d.fail("renewal of session %d out of order", id)
+				d.Fail("renewal of session %d out of order", id)
 			case s == nil:
-				d.fail("renewal of unknown session %d", id)
+				d.Fail("renewal of unknown session %d", id)
 			case at == s.createdIdx || at > st.index:
-				d.fail("session %d renewed at %d (opened at %d, applied %d)", id, at, s.createdIdx, st.index)
+				d.Fail("session %d renewed at %d (opened at %d, applied %d)", id, at, s.createdIdx, st.index)
 			default:
 				s.renewedAt = at
 				last = id

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // origins returns every live session's origin marker (SessionTTLs).
@@ -23,7 +25,7 @@ func markerEvents(t *testing.T, h *harness) []uint64 {
 	t.Helper()
 	var at []uint64
 	for _, e := range h.rec.take() {
-		if e.Kind == EventMarker {
+		if e.Kind == fsmwire.EventMarker {
 			at = append(at, e.Index)
 		}
 	}
@@ -56,7 +58,7 @@ func TestRenewalsAndMarkersGiveEachSessionItsOrigin(t *testing.T) {
 	}
 	// a renews; b stays silent; c opens after the marker.
 	r := h.do(Renewed{Sessions: []SessionID{a, 999}})
-	if r.Status != StatusOK || r.Count != 1 {
+	if r.Status != fsmwire.StatusOK || r.Count != 1 {
 		t.Fatalf("Renewed: %+v (want 1 session renewed, the unknown one skipped)", r)
 	}
 	c := h.open(time.Second, 0, "c")
@@ -93,7 +95,7 @@ func TestRenewedNeedsVersion4(t *testing.T) {
 	}
 	for _, c := range []Command{Renewed{Sessions: []SessionID{s}}, Takeover{}} {
 		before := h.content()
-		if r := h.do(c); r.Status != StatusInvalid {
+		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
 			t.Fatalf("%s at version 3: %+v", c.Op(), r)
 		}
 		if h.content() != before || len(markerEvents(t, h)) != 0 {
@@ -103,18 +105,18 @@ func TestRenewedNeedsVersion4(t *testing.T) {
 			t.Fatalf("%s needs version %d, leader only %v", c.Op(), NeedsVersion(c), c.Op().LeaderOnly())
 		}
 	}
-	if err := (Renewed{Sessions: []SessionID{0}}).Validate(); !errors.Is(err, ErrInvalidCommand) {
+	if err := (Renewed{Sessions: []SessionID{0}}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("Renewed of session 0: %v", err)
 	}
-	if err := (Renewed{Sessions: make([]SessionID, MaxExpireSessions+1)}).Validate(); !errors.Is(err, ErrInvalidCommand) {
+	if err := (Renewed{Sessions: make([]SessionID, fsmwire.MaxExpireSessions+1)}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("oversized Renewed: %v", err)
 	}
 	b, err := EncodeEntry(Entry{Commands: []Command{Renewed{Sessions: []SessionID{s}}}})
-	if err != nil || b[0] != entryV4 {
+	if err != nil || b[0] != fsmwire.EntryV4 {
 		t.Fatalf("Renewed encoded in entry version %d (%v)", b[0], err)
 	}
-	b[0] = entryV3
-	if _, err := DecodeEntry(b); !errors.Is(err, ErrUnsupportedVersion) {
+	b[0] = fsmwire.EntryV3
+	if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 		t.Fatalf("Renewed in an entry of version 3: %v", err)
 	}
 }
@@ -246,9 +248,9 @@ func TestRenewalsSectionRefusesBadRecords(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := decoder{b: c.rec}
+			d := newDecoder(c.rec)
 			beginRenewals(fresh(t))(c.i, c.n, &d)
-			if d.end() == nil {
+			if d.End() == nil {
 				t.Fatal("accepted")
 			}
 		})
@@ -256,9 +258,9 @@ func TestRenewalsSectionRefusesBadRecords(t *testing.T) {
 	t.Run("out of order across records", func(t *testing.T) {
 		dec := beginRenewals(fresh(t))
 		for k, want := range []bool{true, false} { // the same session in two records
-			d := decoder{b: uv(1, uint64(renewed), index)}
+			d := newDecoder(uv(1, uint64(renewed), index))
 			dec(2, 3, &d)
-			if ok := d.end() == nil; ok != want {
+			if ok := d.End() == nil; ok != want {
 				t.Fatalf("record %d: accepted %v, want %v", k, ok, want)
 			}
 		}

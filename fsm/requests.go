@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"sort"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The exactly-once table of a session (see "Request numbers" in command.go):
@@ -65,16 +67,16 @@ func (a *applier) once(c Command, r request) Result {
 	s := st.sessions.get(r.session)
 	switch {
 	case s == nil:
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	case r.seq < s.floor:
-		return Result{Status: StatusStale, Session: r.session}
+		return Result{Status: fsmwire.StatusStale, Session: r.session}
 	}
 	if res, ok := s.result(r.seq); ok {
 		return res
 	}
 	floor := max(s.floor, r.ackBelow)
 	if w := st.limits.window(); r.seq-floor >= w {
-		return quotaResult(QuotaRequests, "request %d of session %d is %d beyond its acknowledged floor %d (window %d)",
+		return quotaResult(fsmwire.QuotaRequests, "request %d of session %d is %d beyond its acknowledged floor %d (window %d)",
 			r.seq, r.session, r.seq-floor, floor, w)
 	}
 	res := a.exec(c)
@@ -95,7 +97,7 @@ func (s *session) validateResults(window uint64) error {
 			return fmt.Errorf("session %d: results out of order", s.id)
 		}
 	}
-	if uint64(len(s.results)) > max(window, MaxRequestWindow) {
+	if uint64(len(s.results)) > max(window, fsmwire.MaxRequestWindow) {
 		return fmt.Errorf("session %d: %d results kept", s.id, len(s.results))
 	}
 	return nil

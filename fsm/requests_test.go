@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Issue 14 #1: a delayed duplicate of an Acquire, delivered after the client
@@ -11,24 +13,24 @@ import (
 func TestDelayedDuplicateAcquireAfterReleaseIsNotGranted(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		releaseAck uint64 // AckBelow of the Release: 2 = the Acquire is acknowledged
-		want       Status // what the duplicate gets
+		releaseAck uint64         // AckBelow of the Release: 2 = the Acquire is acknowledged
+		want       fsmwire.Status // what the duplicate gets
 	}{
-		{"after the ack", 2, StatusStale},
-		{"before the ack", 1, StatusGranted}, // the original result, and nothing changes
+		{"after the ack", 2, fsmwire.StatusStale},
+		{"before the ack", 1, fsmwire.StatusGranted}, // the original result, and nothing changes
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			s := h.open(time.Minute, 0, "s")
 			acq := Acquire{Session: s, Lock: "x", Owner: owner(1), Seq: 1, AckBelow: 1}
 			g := h.do(acq)
-			wantStatus(t, "acquire", g, StatusGranted)
-			wantStatus(t, "release", h.do(Release{Session: s, Lock: "x", Owner: owner(1), Seq: 2, AckBelow: tc.releaseAck}), StatusOK)
+			wantStatus(t, "acquire", g, fsmwire.StatusGranted)
+			wantStatus(t, "release", h.do(Release{Session: s, Lock: "x", Owner: owner(1), Seq: 2, AckBelow: tc.releaseAck}), fsmwire.StatusOK)
 			h.rec.take()
 
 			dup := h.do(acq)
 			wantStatus(t, "duplicate", dup, tc.want)
-			if tc.want == StatusGranted && dup != g {
+			if tc.want == fsmwire.StatusGranted && dup != g {
 				t.Fatalf("duplicate got %+v, not the original %+v", dup, g)
 			}
 			wantFree(t, h.f, "x")
@@ -50,17 +52,17 @@ func TestDuplicateOfWithdrawnAcquireIsNotRequeued(t *testing.T) {
 	b := h.open(time.Minute, 0, "b")
 	h.do(Acquire{Session: a, Lock: "x", Owner: owner(1), Seq: 1, AckBelow: 1})
 	wait := Acquire{Session: b, Lock: "x", Owner: owner(2), Wait: true, Seq: 1, AckBelow: 1}
-	wantStatus(t, "queue", h.do(wait), StatusQueued)
-	wantStatus(t, "withdraw", h.do(Release{Session: b, Lock: "x", Owner: owner(2), Seq: 2, AckBelow: 1}), StatusOK)
-	if r := h.do(wait); r.Status != StatusQueued || r.Position != 1 {
+	wantStatus(t, "queue", h.do(wait), fsmwire.StatusQueued)
+	wantStatus(t, "withdraw", h.do(Release{Session: b, Lock: "x", Owner: owner(2), Seq: 2, AckBelow: 1}), fsmwire.StatusOK)
+	if r := h.do(wait); r.Status != fsmwire.StatusQueued || r.Position != 1 {
 		t.Fatalf("duplicate before the ack: %+v, want the original result", r)
 	}
 	if li, _ := h.f.Lock("x"); len(li.Waiters) != 0 {
 		t.Fatalf("duplicate re-queued: %+v", li.Waiters)
 	}
 	// The next request acknowledges both: the duplicate is now stale.
-	wantStatus(t, "next", h.do(Acquire{Session: b, Lock: "y", Owner: owner(3), Seq: 3, AckBelow: 3}), StatusGranted)
-	wantStatus(t, "duplicate after the ack", h.do(wait), StatusStale)
+	wantStatus(t, "next", h.do(Acquire{Session: b, Lock: "y", Owner: owner(3), Seq: 3, AckBelow: 3}), fsmwire.StatusGranted)
+	wantStatus(t, "duplicate after the ack", h.do(wait), fsmwire.StatusStale)
 	h.do(Release{Session: a, Lock: "x", Owner: owner(1), Seq: 2, AckBelow: 2})
 	wantFree(t, h.f, "x")
 }
@@ -74,9 +76,9 @@ func TestExactlyOnceTable(t *testing.T) {
 	// A duplicate of a refused TryLock gets the refusal, even once the lock
 	// is free: it never turns into a grant later.
 	try := Acquire{Session: s, Lock: "busy", Owner: owner(1), Seq: 1, AckBelow: 1}
-	wantStatus(t, "trylock", h.do(try), StatusLocked)
+	wantStatus(t, "trylock", h.do(try), fsmwire.StatusLocked)
 	h.do(Release{Lock: "busy", Owner: owner(9)})
-	wantStatus(t, "duplicate trylock", h.do(try), StatusLocked)
+	wantStatus(t, "duplicate trylock", h.do(try), fsmwire.StatusLocked)
 	wantFree(t, h.f, "busy")
 
 	// Reordered requests execute; each duplicate returns its own result.
@@ -99,14 +101,14 @@ func TestExactlyOnceTable(t *testing.T) {
 		t.Fatalf("floor went back to %d", ss.floor)
 	}
 	r := h.do(Acquire{Session: s, Lock: "b", Owner: owner(2), Seq: 2, AckBelow: 1})
-	if r.Status != StatusStale || !errors.Is(r.Err(), ErrStale) {
+	if r.Status != fsmwire.StatusStale || !errors.Is(r.Err(), fsmwire.ErrStale) {
 		t.Fatalf("request below the floor: %+v (%v)", r, r.Err())
 	}
 
 	// The window bounds what is outstanding: beyond floor + window, refused.
 	h.do(SetLimits{Limits: Limits{RequestWindow: 8}})
 	far := Acquire{Session: s, Lock: "far", Owner: owner(4), Seq: 4 + 8, AckBelow: 4}
-	if r := h.do(far); r.Status != StatusQuota || r.Quota != QuotaRequests || !errors.Is(r.Err(), ErrQuota) {
+	if r := h.do(far); r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaRequests || !errors.Is(r.Err(), fsmwire.ErrQuota) {
 		t.Fatalf("beyond the window: %+v", r)
 	}
 	if _, ok := h.f.Lock("far"); ok {
@@ -114,7 +116,7 @@ func TestExactlyOnceTable(t *testing.T) {
 	}
 	// ... unless its own acknowledgement moves the floor far enough.
 	far.AckBelow = 6
-	wantStatus(t, "acknowledged into the window", h.do(far), StatusGranted)
+	wantStatus(t, "acknowledged into the window", h.do(far), fsmwire.StatusGranted)
 
 	// Invalid request numbers.
 	for _, c := range []Command{
@@ -122,7 +124,7 @@ func TestExactlyOnceTable(t *testing.T) {
 		Release{Lock: "l", Owner: owner(5), Seq: 3, AckBelow: 1}, // no session
 		CloseSession{Session: s, Seq: 0, AckBelow: 1},
 	} {
-		wantStatus(t, "invalid request", h.do(c), StatusInvalid)
+		wantStatus(t, "invalid request", h.do(c), fsmwire.StatusInvalid)
 	}
 }
 
@@ -131,13 +133,13 @@ func TestExactlyOnceCloseAndEndedSessions(t *testing.T) {
 	s := h.open(time.Minute, 0, "s")
 	h.do(Acquire{Session: s, Lock: "x", Owner: owner(1), Seq: 1, AckBelow: 1})
 	closeCmd := CloseSession{Session: s, Seq: 2, AckBelow: 2}
-	wantStatus(t, "close", h.do(closeCmd), StatusOK)
+	wantStatus(t, "close", h.do(closeCmd), fsmwire.StatusOK)
 	h.rec.take()
 	// A duplicate close, or any request of the ended session, finds no
 	// session and changes nothing (session ids are never reused).
-	wantStatus(t, "duplicate close", h.do(closeCmd), StatusNoSession)
-	wantStatus(t, "late acquire", h.do(Acquire{Session: s, Lock: "x", Owner: owner(1), Seq: 1, AckBelow: 1}), StatusNoSession)
-	wantStatus(t, "late release", h.do(Release{Session: s, Lock: "x", Owner: owner(1), Seq: 3, AckBelow: 2}), StatusNoSession)
+	wantStatus(t, "duplicate close", h.do(closeCmd), fsmwire.StatusNoSession)
+	wantStatus(t, "late acquire", h.do(Acquire{Session: s, Lock: "x", Owner: owner(1), Seq: 1, AckBelow: 1}), fsmwire.StatusNoSession)
+	wantStatus(t, "late release", h.do(Release{Session: s, Lock: "x", Owner: owner(1), Seq: 3, AckBelow: 2}), fsmwire.StatusNoSession)
 	if ev := h.rec.take(); len(ev) != 0 {
 		t.Fatalf("requests of a closed session did something: %v", kinds(ev))
 	}
@@ -145,9 +147,9 @@ func TestExactlyOnceCloseAndEndedSessions(t *testing.T) {
 	a := h.open(time.Minute, 0, "a")
 	b := h.open(time.Minute, 0, "b")
 	h.do(Acquire{Session: a, Lock: "y", Owner: owner(2)})
-	wantStatus(t, "release by another session", h.do(Release{Session: b, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), StatusNotHolder)
+	wantStatus(t, "release by another session", h.do(Release{Session: b, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), fsmwire.StatusNotHolder)
 	wantHolder(t, h.f, "y", owner(2))
 	// Expiry drops the session's table with it.
 	h.do(ExpireSessions{Sessions: []SessionID{a}})
-	wantStatus(t, "after expiry", h.do(Release{Session: a, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), StatusNoSession)
+	wantStatus(t, "after expiry", h.do(Release{Session: a, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), fsmwire.StatusNoSession)
 }

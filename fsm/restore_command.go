@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Restore as a replicated command (cluster version 4). A backup replaces
@@ -78,19 +80,8 @@ type RestoreAbort struct {
 	ID [16]byte
 }
 
-// The restore commands' type bytes (entry version 4, cluster version 4).
-const (
-	opRestoreChunk  Op = 41
-	opRestoreCommit Op = 42
-	opRestoreAbort  Op = 43
-)
-
 // Limits of restores.
 const (
-	// MaxRestoreStaged bounds the bytes staged for one restore: a backup
-	// larger than this cannot be restored (a held lock takes about 60
-	// bytes of a backup: about four million locks).
-	MaxRestoreStaged = 256 << 20
 	// maxRestoreChunk bounds one RestoreChunk's data (the node sends
 	// smaller ones: each is one log entry, and raft sends up to
 	// MaxAppendEntries entries in one message to a follower catching up).
@@ -108,25 +99,25 @@ const (
 const versionRestore uint64 = 4
 
 // Op implements Command.
-func (RestoreChunk) Op() Op { return opRestoreChunk }
+func (RestoreChunk) Op() fsmwire.Op { return fsmwire.OpRestoreChunk }
 
 // Op implements Command.
-func (RestoreCommit) Op() Op { return opRestoreCommit }
+func (RestoreCommit) Op() fsmwire.Op { return fsmwire.OpRestoreCommit }
 
 // Op implements Command.
-func (RestoreAbort) Op() Op { return opRestoreAbort }
+func (RestoreAbort) Op() fsmwire.Op { return fsmwire.OpRestoreAbort }
 
 // Validate implements Command.
 func (c RestoreChunk) Validate() error {
 	switch {
 	case c.ID == [16]byte{}:
-		return fmt.Errorf("%w: restore chunk without an id", ErrInvalidCommand)
+		return fmt.Errorf("%w: restore chunk without an id", fsmwire.ErrInvalidCommand)
 	case len(c.Data) == 0 || len(c.Data) > maxRestoreChunk:
-		return fmt.Errorf("%w: restore chunk of %d bytes (want 1..%d)", ErrInvalidCommand, len(c.Data), maxRestoreChunk)
-	case c.Total == 0 || c.Total > MaxRestoreStaged:
-		return fmt.Errorf("%w: a backup of %d bytes (want 1..%d)", ErrInvalidCommand, c.Total, MaxRestoreStaged)
+		return fmt.Errorf("%w: restore chunk of %d bytes (want 1..%d)", fsmwire.ErrInvalidCommand, len(c.Data), maxRestoreChunk)
+	case c.Total == 0 || c.Total > fsmwire.MaxRestoreStaged:
+		return fmt.Errorf("%w: a backup of %d bytes (want 1..%d)", fsmwire.ErrInvalidCommand, c.Total, fsmwire.MaxRestoreStaged)
 	case uint64(len(c.Data)) > c.Total || c.Offset > c.Total-uint64(len(c.Data)):
-		return fmt.Errorf("%w: restore chunk at %d of %d bytes beyond the backup's %d", ErrInvalidCommand, c.Offset, len(c.Data), c.Total)
+		return fmt.Errorf("%w: restore chunk at %d of %d bytes beyond the backup's %d", fsmwire.ErrInvalidCommand, c.Offset, len(c.Data), c.Total)
 	}
 	return nil
 }
@@ -135,9 +126,9 @@ func (c RestoreChunk) Validate() error {
 func (c RestoreCommit) Validate() error {
 	switch {
 	case c.ID == [16]byte{}:
-		return fmt.Errorf("%w: restore commit without an id", ErrInvalidCommand)
-	case c.Size == 0 || c.Size > MaxRestoreStaged:
-		return fmt.Errorf("%w: a backup of %d bytes (want 1..%d)", ErrInvalidCommand, c.Size, MaxRestoreStaged)
+		return fmt.Errorf("%w: restore commit without an id", fsmwire.ErrInvalidCommand)
+	case c.Size == 0 || c.Size > fsmwire.MaxRestoreStaged:
+		return fmt.Errorf("%w: a backup of %d bytes (want 1..%d)", fsmwire.ErrInvalidCommand, c.Size, fsmwire.MaxRestoreStaged)
 	}
 	return nil
 }
@@ -145,7 +136,7 @@ func (c RestoreCommit) Validate() error {
 // Validate implements Command.
 func (c RestoreAbort) Validate() error {
 	if c.ID == [16]byte{} {
-		return fmt.Errorf("%w: restore abort without an id", ErrInvalidCommand)
+		return fmt.Errorf("%w: restore abort without an id", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }
@@ -161,7 +152,7 @@ func appendRestore(dst []byte, c Command) ([]byte, error) {
 	switch c := c.(type) {
 	case RestoreChunk:
 		if len(c.Data) > maxRestoreChunk {
-			return dst, fmt.Errorf("%w: restore chunk too long", ErrInvalidEntry)
+			return dst, fmt.Errorf("%w: restore chunk too long", fsmwire.ErrInvalidEntry)
 		}
 		dst = append(dst, c.ID[:]...)
 		dst = binary.AppendUvarint(dst, c.Offset)
@@ -174,19 +165,19 @@ func appendRestore(dst []byte, c Command) ([]byte, error) {
 	case RestoreAbort:
 		return append(dst, c.ID[:]...), nil
 	}
-	return dst, fmt.Errorf("%w: not a restore command: %T", ErrInvalidEntry, c)
+	return dst, fmt.Errorf("%w: not a restore command: %T", fsmwire.ErrInvalidEntry, c)
 }
 
 // restoreBody decodes the body of a restore command of type op.
-func (d *decoder) restoreBody(op Op) Command {
+func (d *decoder) restoreBody(op fsmwire.Op) Command {
 	id := [16]byte(d.owner())
 	switch op {
-	case opRestoreChunk:
-		c := RestoreChunk{ID: id, Offset: d.uvarint(), Total: d.uvarint()}
-		c.Data = d.bytes(maxRestoreChunk)
+	case fsmwire.OpRestoreChunk:
+		c := RestoreChunk{ID: id, Offset: d.Uvarint(), Total: d.Uvarint()}
+		c.Data = d.Bytes(maxRestoreChunk)
 		return c
-	case opRestoreCommit:
-		return RestoreCommit{ID: id, Size: d.uvarint()}
+	case fsmwire.OpRestoreCommit:
+		return RestoreCommit{ID: id, Size: d.Uvarint()}
 	}
 	return RestoreAbort{ID: id}
 }
@@ -263,53 +254,53 @@ func (s *staging) reader() io.Reader {
 func (a *applier) restoreChunk(c RestoreChunk) Result {
 	r := &a.st.restores
 	if _, ok := r.installedAs(c.ID); ok {
-		return Result{Status: StatusOK, Count: int(c.Total)}
+		return Result{Status: fsmwire.StatusOK, Count: int(c.Total)}
 	}
 	s := r.staging
 	if c.Offset == 0 && (s == nil || s.id != c.ID) {
 		// A new staging; another restore's (if any) is dropped.
 		r.staging = &staging{id: c.ID, total: c.Total, size: uint64(len(c.Data)), last: a.index, chunks: [][]byte{c.Data}}
-		return Result{Status: StatusOK, Count: len(c.Data)}
+		return Result{Status: fsmwire.StatusOK, Count: len(c.Data)}
 	}
 	switch {
 	case s == nil || s.id != c.ID:
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: nothing staged (replaced by another restore, aborted or dropped as idle)", c.ID)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: nothing staged (replaced by another restore, aborted or dropped as idle)", c.ID)}
 	case c.Total != s.total:
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk for a backup of %d bytes, staging %d", c.ID, c.Total, s.total)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk for a backup of %d bytes, staging %d", c.ID, c.Total, s.total)}
 	case c.Offset+uint64(len(c.Data)) <= s.size:
 		if !s.stagedEqual(c.Offset, c.Data) {
-			return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk at %d differs from the bytes staged there", c.ID, c.Offset)}
+			return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk at %d differs from the bytes staged there", c.ID, c.Offset)}
 		}
-		return Result{Status: StatusOK, Count: int(s.size)} // staged already
+		return Result{Status: fsmwire.StatusOK, Count: int(s.size)} // staged already
 	case c.Offset != s.size:
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk at %d, %d bytes staged", c.ID, c.Offset, s.size)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: chunk at %d, %d bytes staged", c.ID, c.Offset, s.size)}
 	}
 	n := *s
 	n.chunks = append(slices.Clip(s.chunks), c.Data)
 	n.size += uint64(len(c.Data))
 	n.last = a.index
 	r.staging = &n
-	return Result{Status: StatusOK, Count: int(n.size)}
+	return Result{Status: fsmwire.StatusOK, Count: int(n.size)}
 }
 
 func (a *applier) restoreAbort(c RestoreAbort) Result {
 	if s := a.st.restores.staging; s != nil && s.id == c.ID {
 		a.st.restores.staging = nil
 	}
-	return Result{Status: StatusOK}
+	return Result{Status: fsmwire.StatusOK}
 }
 
 func (a *applier) restoreCommit(c RestoreCommit) Result {
 	r := &a.st.restores
 	if in, ok := r.installedAs(c.ID); ok {
-		return Result{Status: StatusOK, Token: in.sum.LastToken}
+		return Result{Status: fsmwire.StatusOK, Token: in.sum.LastToken}
 	}
 	s := r.staging
 	switch {
 	case s == nil || s.id != c.ID:
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: nothing staged (replaced by another restore, aborted or dropped as idle)", c.ID)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: nothing staged (replaced by another restore, aborted or dropped as idle)", c.ID)}
 	case s.size != c.Size || s.size != s.total:
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: %d of %d bytes staged, commit of %d", c.ID, s.size, s.total, c.Size)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: %d of %d bytes staged, commit of %d", c.ID, s.size, s.total, c.Size)}
 	}
 	// Build the new state from a frozen copy of the running one, outside
 	// the lock: nothing else writes the state meanwhile, and readers go on
@@ -337,14 +328,14 @@ func (a *applier) restoreCommit(c RestoreCommit) Result {
 	})
 	if err != nil {
 		r.staging = nil
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("restore %x: the staged backup: %v", c.ID, err)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("restore %x: the staged backup: %v", c.ID, err)}
 	}
 	in := installedRestore{id: c.ID, index: a.index, sum: sum}
 	keep := cur.restores.installed[max(0, len(cur.restores.installed)-(restoreHistory-1)):]
 	b.restores = restores{installed: append(slices.Clip(keep), in)}
 	*a.st = *b
-	a.emit(Event{Kind: EventRestored, Token: sum.LastToken})
-	return Result{Status: StatusOK, Token: sum.LastToken}
+	a.emit(Event{Kind: fsmwire.EventRestored, Token: sum.LastToken})
+	return Result{Status: fsmwire.StatusOK, Token: sum.LastToken}
 }
 
 // restoreBuilding, when set (tests), runs where a restore's state is

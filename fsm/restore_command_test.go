@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // restoreID returns a restore id made of b.
@@ -52,7 +54,7 @@ func fuzzFixtureRestores(t tb) *harness {
 
 func wantOK(t *testing.T, what string, r Result) {
 	t.Helper()
-	if r.Status != StatusOK {
+	if r.Status != fsmwire.StatusOK {
 		t.Fatalf("%s: %+v", what, r)
 	}
 }
@@ -105,7 +107,7 @@ func TestRestoreCommandInstallsAtItsIndex(t *testing.T) {
 	if got := h.f.Stats(); got.Index != h.index || got.Sessions != sum.Sessions || got.Locks != sum.Locks {
 		t.Fatalf("stats after the restore %+v, summary %+v", got, sum)
 	}
-	if ev := h.rec.take(); len(ev) == 0 || ev[len(ev)-1].Kind != EventRestored || ev[len(ev)-1].Index != h.index {
+	if ev := h.rec.take(); len(ev) == 0 || ev[len(ev)-1].Kind != fsmwire.EventRestored || ev[len(ev)-1].Index != h.index {
 		t.Fatalf("events %+v, want EventRestored last", ev)
 	}
 	checkInvariants(t, h.f)
@@ -133,7 +135,7 @@ func TestRestoreCommandStaging(t *testing.T) {
 	refused := func(what string, c Command) {
 		t.Helper()
 		d := h.content()
-		if r := h.do(c); r.Status != StatusInvalid || r.Reason == "" {
+		if r := h.do(c); r.Status != fsmwire.StatusInvalid || r.Reason == "" {
 			t.Fatalf("%s: %+v, want StatusInvalid", what, r)
 		}
 		if h.content() != d {
@@ -186,7 +188,7 @@ func TestRestoreCommandStaging(t *testing.T) {
 		wantOK(t, "garbage chunk", h.do(c))
 	}
 	table := h.f.Stats()
-	if r := h.do(RestoreCommit{ID: b, Size: 300}); r.Status != StatusInvalid || !bytes.Contains([]byte(r.Reason), []byte("snapshot")) {
+	if r := h.do(RestoreCommit{ID: b, Size: 300}); r.Status != fsmwire.StatusInvalid || !bytes.Contains([]byte(r.Reason), []byte("snapshot")) {
 		t.Fatalf("commit of garbage: %+v", r)
 	}
 	if got := h.f.Stats(); got.Sessions != table.Sessions || got.Held != table.Held || got.LastToken != table.LastToken {
@@ -209,7 +211,7 @@ func TestRestoreCommandNeedsVersion4(t *testing.T) {
 			t.Fatalf("%s is not leader-only", c.Op())
 		}
 		d := h.content()
-		if r := h.do(c); r.Status != StatusInvalid {
+		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
 			t.Fatalf("%T at cluster version 3: %+v", c, r)
 		}
 		if h.content() != d {
@@ -224,22 +226,22 @@ func TestRestoreCommandValidate(t *testing.T) {
 		"chunk without id":     RestoreChunk{Offset: 0, Total: 1, Data: []byte{1}},
 		"empty chunk":          RestoreChunk{ID: id, Total: 1},
 		"chunk too long":       RestoreChunk{ID: id, Total: maxRestoreChunk + 1, Data: make([]byte, maxRestoreChunk+1)},
-		"backup too large":     RestoreChunk{ID: id, Total: MaxRestoreStaged + 1, Data: []byte{1}},
+		"backup too large":     RestoreChunk{ID: id, Total: fsmwire.MaxRestoreStaged + 1, Data: []byte{1}},
 		"chunk beyond total":   RestoreChunk{ID: id, Offset: 2, Total: 2, Data: []byte{1}},
 		"data longer than all": RestoreChunk{ID: id, Total: 1, Data: []byte{1, 2}},
 		"offset overflow":      RestoreChunk{ID: id, Offset: 1 << 63, Total: 2, Data: []byte{1}},
 		"commit without id":    RestoreCommit{Size: 1},
 		"commit of nothing":    RestoreCommit{ID: id},
-		"commit too large":     RestoreCommit{ID: id, Size: MaxRestoreStaged + 1},
+		"commit too large":     RestoreCommit{ID: id, Size: fsmwire.MaxRestoreStaged + 1},
 		"abort without id":     RestoreAbort{},
 	} {
-		if err := c.Validate(); !errors.Is(err, ErrInvalidCommand) {
+		if err := c.Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	for _, c := range []Command{
-		RestoreChunk{ID: id, Offset: MaxRestoreStaged - maxRestoreChunk, Total: MaxRestoreStaged, Data: make([]byte, maxRestoreChunk)},
-		RestoreCommit{ID: id, Size: MaxRestoreStaged},
+		RestoreChunk{ID: id, Offset: fsmwire.MaxRestoreStaged - maxRestoreChunk, Total: fsmwire.MaxRestoreStaged, Data: make([]byte, maxRestoreChunk)},
+		RestoreCommit{ID: id, Size: fsmwire.MaxRestoreStaged},
 		RestoreAbort{ID: id},
 	} {
 		if err := c.Validate(); err != nil {
@@ -336,7 +338,7 @@ func TestRestoreCommitRefusesAHigherClusterVersion(t *testing.T) {
 	h.f.st.restores.staging = &staging{id: restoreID(1), total: uint64(len(backup)), size: uint64(len(backup)), chunks: [][]byte{backup}}
 	table := h.content()
 	r := a.restoreCommit(RestoreCommit{ID: restoreID(1), Size: uint64(len(backup))})
-	if r.Status != StatusInvalid || !bytes.Contains([]byte(r.Reason), []byte("cluster version 4")) {
+	if r.Status != fsmwire.StatusInvalid || !bytes.Contains([]byte(r.Reason), []byte("cluster version 4")) {
 		t.Fatalf("commit of a version-4 backup at version 3: %+v", r)
 	}
 	if h.f.st.restores.staging != nil {

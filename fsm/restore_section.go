@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // restoresSection carries the restores' replicated state (restores) in a
@@ -59,62 +61,62 @@ var restoresSection = snapshotSection{
 		r := &st.restores
 		if i > 0 {
 			s := r.staging
-			c := d.bytes(maxRestoreChunk)
-			if d.err != nil {
+			c := d.Bytes(maxRestoreChunk)
+			if d.Err != nil {
 				return
 			}
 			if s == nil {
-				d.fail("restore chunk without a staging")
+				d.Fail("restore chunk without a staging")
 				return
 			}
 			if len(c) == 0 {
-				d.fail("empty restore chunk")
+				d.Fail("empty restore chunk")
 				return
 			}
 			s.chunks = append(s.chunks, c)
 			if got := stagedSize(s.chunks); got > s.size || (i == n-1 && got != s.size) {
-				d.fail("restore chunks of %d bytes, %d staged", got, s.size)
+				d.Fail("restore chunks of %d bytes, %d staged", got, s.size)
 			}
 			return
 		}
-		installed := d.count(restoreHistory, 16+9)
-		for j := 0; j < installed && d.err == nil; j++ {
+		installed := d.Count(restoreHistory, 16+9)
+		for j := 0; j < installed && d.Err == nil; j++ {
 			in := installedRestore{id: [16]byte(d.owner())}
 			in.decodeFields(d)
 			if in.id == [16]byte{} {
-				d.fail("installed restore without an id")
+				d.Fail("installed restore without an id")
 			}
 			if j > 0 && in.index <= r.installed[j-1].index {
-				d.fail("installed restores out of order")
+				d.Fail("installed restores out of order")
 			}
 			if in.index > st.index {
-				d.fail("restore installed at %d, beyond the applied index %d", in.index, st.index)
+				d.Fail("restore installed at %d, beyond the applied index %d", in.index, st.index)
 			}
 			if _, dup := r.installedAs(in.id); dup {
-				d.fail("restore %x installed twice", in.id)
+				d.Fail("restore %x installed twice", in.id)
 			}
 			r.installed = append(r.installed, in)
 		}
-		switch staged := d.byte(); {
-		case d.err != nil:
+		switch staged := d.Byte(); {
+		case d.Err != nil:
 			return
 		case staged > 1:
-			d.fail("staged flag %d", staged)
+			d.Fail("staged flag %d", staged)
 		case staged == 0 && (n != 1 || installed == 0):
-			d.fail("restores section of %d records, %d installs, nothing staged", n, installed)
+			d.Fail("restores section of %d records, %d installs, nothing staged", n, installed)
 		case staged == 1:
-			s := &staging{id: [16]byte(d.owner()), total: d.uvarint(), size: d.uvarint(), last: d.uvarint()}
-			chunks := d.uvarint()
+			s := &staging{id: [16]byte(d.owner()), total: d.Uvarint(), size: d.Uvarint(), last: d.Uvarint()}
+			chunks := d.Uvarint()
 			switch {
-			case d.err != nil:
+			case d.Err != nil:
 			case s.id == [16]byte{}:
-				d.fail("staging without an id")
-			case s.total == 0 || s.total > MaxRestoreStaged || s.size == 0 || s.size > s.total:
-				d.fail("staging of %d of %d bytes", s.size, s.total)
+				d.Fail("staging without an id")
+			case s.total == 0 || s.total > fsmwire.MaxRestoreStaged || s.size == 0 || s.size > s.total:
+				d.Fail("staging of %d of %d bytes", s.size, s.total)
 			case s.last > st.index:
-				d.fail("staging extended at %d, beyond the applied index %d", s.last, st.index)
+				d.Fail("staging extended at %d, beyond the applied index %d", s.last, st.index)
 			case chunks != uint64(n-1):
-				d.fail("staging of %d chunks in %d records", chunks, n-1)
+				d.Fail("staging of %d chunks in %d records", chunks, n-1)
 			}
 			s.chunks = make([][]byte, 0, min(chunks, uint64(n)))
 			r.staging = s
@@ -141,13 +143,13 @@ func (in *installedRestore) fields() [9]uint64 {
 // decodeFields reads what fields lists.
 func (in *installedRestore) decodeFields(d *decoder) {
 	s := &in.sum
-	in.index = d.uvarint()
-	s.Sessions, s.Locks, s.Held, s.Waiters = d.int(), d.int(), d.int(), d.int()
-	s.BackupLastToken, s.LastToken = Token(d.uvarint()), Token(d.uvarint())
-	if off := d.uvarint(); off > math.MaxInt64 {
-		d.fail("session offset out of range")
+	in.index = d.Uvarint()
+	s.Sessions, s.Locks, s.Held, s.Waiters = d.Int(), d.Int(), d.Int(), d.Int()
+	s.BackupLastToken, s.LastToken = Token(d.Uvarint()), Token(d.Uvarint())
+	if off := d.Uvarint(); off > math.MaxInt64 {
+		d.Fail("session offset out of range")
 	} else {
 		s.SessionOffset = SessionID(off)
 	}
-	s.BackupIndex = d.uvarint()
+	s.BackupIndex = d.Uvarint()
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // restoreInto prepares backup against h's state and installs it in a fresh
@@ -123,7 +125,7 @@ func TestPrepareRestoreRefusesBadInput(t *testing.T) {
 	}
 	future := append([]byte(nil), good...)
 	future[4] = 9
-	if _, err := cur.f.PrepareRestore(bytes.NewReader(future), &out); !errors.Is(err, ErrUnsupportedVersion) {
+	if _, err := cur.f.PrepareRestore(bytes.NewReader(future), &out); !errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 		t.Errorf("future version: %v", err)
 	}
 	if cur.digest() != before || cur.f.Halted() != nil {
@@ -161,8 +163,8 @@ func FuzzPrepareRestore(f *testing.F) {
 func TestPrepareRestoreMovesSharedGrants(t *testing.T) {
 	old := atV3(t)
 	a := old.open(10*time.Second, 0, "worker")
-	wantStatus(t, "permit", old.do(Acquire{Session: a, Lock: "pool", Owner: owner(1), Limit: 2, Permits: 1}), StatusGranted)
-	wantStatus(t, "read", old.do(Acquire{Session: a, Lock: "doc", Owner: owner(2), Shared: true}), StatusGranted)
+	wantStatus(t, "permit", old.do(Acquire{Session: a, Lock: "pool", Owner: owner(1), Limit: 2, Permits: 1}), fsmwire.StatusGranted)
+	wantStatus(t, "read", old.do(Acquire{Session: a, Lock: "doc", Owner: owner(2), Shared: true}), fsmwire.StatusGranted)
 	backup := old.snapshot()
 
 	cur := atV3(t)

@@ -2,10 +2,9 @@ package fsm
 
 import (
 	"encoding/binary"
-)
 
-// MaxReasonLen bounds Result.Reason on the wire.
-const MaxReasonLen = 1024
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // AppendResult appends a compact encoding of r to dst, so that results can be
 // carried between replicas (a follower forwards commands to the leader and
@@ -28,11 +27,11 @@ func AppendResult(dst []byte, r Result) []byte {
 	dst = binary.AppendUvarint(dst, uint64(r.Holder.Token))
 	dst = binary.AppendVarint(dst, r.Holder.AcquiredAt)
 	dst = binary.AppendUvarint(dst, r.Holder.AcquiredIdx)
-	dst = appendString(dst, truncate(r.Holder.Description, MaxDescriptionLen))
+	dst = fsmwire.AppendString(dst, truncate(r.Holder.Description, fsmwire.MaxDescriptionLen))
 	dst = binary.AppendVarint(dst, r.DelayUntil)
 	dst = binary.AppendUvarint(dst, uint64(max(r.Count, 0)))
-	dst = appendString(dst, truncate(r.Reason, MaxReasonLen))
-	if r.Status == StatusQuota {
+	dst = fsmwire.AppendString(dst, truncate(r.Reason, fsmwire.MaxReasonLen))
+	if r.Status == fsmwire.StatusQuota {
 		dst = append(dst, byte(r.Quota))
 	}
 	return dst
@@ -48,31 +47,31 @@ func truncate(s string, n int) string {
 // DecodeResult decodes one result from the front of b and returns the rest.
 // Malformed input returns an error wrapping ErrInvalidEntry.
 func DecodeResult(b []byte) (Result, []byte, error) {
-	d := decoder{b: b}
+	d := newDecoder(b)
 	var r Result
-	r.Status = Status(d.byte())
+	r.Status = fsmwire.Status(d.Byte())
 	r.Session = d.session()
-	r.Token = Token(d.uvarint())
-	r.Position = d.int()
+	r.Token = Token(d.Uvarint())
+	r.Position = d.Int()
 	r.Holder.Session = d.session()
 	r.Holder.Owner = d.owner()
-	r.Holder.Token = Token(d.uvarint())
-	r.Holder.AcquiredAt = d.varint()
-	r.Holder.AcquiredIdx = d.uvarint()
-	r.Holder.Description = d.string(MaxDescriptionLen)
-	r.DelayUntil = d.varint()
-	r.Count = d.int()
-	r.Reason = d.string(MaxReasonLen)
-	if d.err == nil && (r.Status < StatusOK || r.Status > maxStatus) {
-		d.fail("unknown status %d", r.Status)
+	r.Holder.Token = Token(d.Uvarint())
+	r.Holder.AcquiredAt = d.Varint()
+	r.Holder.AcquiredIdx = d.Uvarint()
+	r.Holder.Description = d.String(fsmwire.MaxDescriptionLen)
+	r.DelayUntil = d.Varint()
+	r.Count = d.Int()
+	r.Reason = d.String(fsmwire.MaxReasonLen)
+	if d.Err == nil && (r.Status < fsmwire.StatusOK || r.Status > fsmwire.MaxStatus) {
+		d.Fail("unknown status %d", r.Status)
 	}
-	if r.Status == StatusQuota {
-		if r.Quota = Quota(d.byte()); d.err == nil && (r.Quota < 1 || r.Quota > maxQuotaKind) {
-			d.fail("unknown quota %d", r.Quota)
+	if r.Status == fsmwire.StatusQuota {
+		if r.Quota = fsmwire.Quota(d.Byte()); d.Err == nil && (r.Quota < 1 || r.Quota > fsmwire.MaxQuota) {
+			d.Fail("unknown quota %d", r.Quota)
 		}
 	}
-	if d.err != nil {
-		return Result{}, b, d.err
+	if d.Err != nil {
+		return Result{}, b, d.Err
 	}
-	return r, b[d.off:], nil
+	return r, b[d.Off:], nil
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Revoke force-releases one grant of a lock on an operator's behalf (an
@@ -40,10 +42,6 @@ type Revoke struct {
 	Why   string // why, at most MaxDescriptionLen bytes
 }
 
-// OpRevoke is Revoke's type byte (entry version 3). Ops from 40 up belong
-// to the operations commands, apart from the primitives' (12 and up).
-const OpRevoke Op = 40
-
 // versionRevoke is the cluster version from which Revoke may be written
 // and applied; versionRevokeShared the one from which it also takes a
 // shared grant (the same command: which grants it matches depends on the
@@ -54,24 +52,21 @@ const (
 	versionRevokeShared uint64 = 4
 )
 
-// ReasonRevoked: an operator revoked the grant (Revoke).
-const ReasonRevoked Reason = 40
-
 // Op implements Command.
-func (Revoke) Op() Op { return OpRevoke }
+func (Revoke) Op() fsmwire.Op { return fsmwire.OpRevoke }
 
 // Validate implements Command.
 func (c Revoke) Validate() error {
-	if err := ValidateLockName(c.Lock); err != nil {
+	if err := fsmwire.ValidateLockName(c.Lock); err != nil {
 		return err
 	}
 	if c.Token == 0 {
-		return fmt.Errorf("%w: revoke needs the token of the grant to revoke", ErrInvalidCommand)
+		return fmt.Errorf("%w: revoke needs the token of the grant to revoke", fsmwire.ErrInvalidCommand)
 	}
-	if err := ValidateDescription(c.By); err != nil {
+	if err := fsmwire.ValidateDescription(c.By); err != nil {
 		return fmt.Errorf("%w (revoked by)", err)
 	}
-	if err := ValidateDescription(c.Why); err != nil {
+	if err := fsmwire.ValidateDescription(c.Why); err != nil {
 		return fmt.Errorf("%w (reason)", err)
 	}
 	return nil
@@ -80,54 +75,54 @@ func (c Revoke) Validate() error {
 // appendRevoke appends Revoke's body: Lock string, Token uvarint, By
 // string, Why string.
 func appendRevoke(dst []byte, c Revoke) ([]byte, error) {
-	if len(c.Lock) > MaxLockNameLen || len(c.By) > MaxDescriptionLen || len(c.Why) > MaxDescriptionLen {
-		return dst, fmt.Errorf("%w: revoke: lock name or text too long", ErrInvalidEntry)
+	if len(c.Lock) > fsmwire.MaxLockNameLen || len(c.By) > fsmwire.MaxDescriptionLen || len(c.Why) > fsmwire.MaxDescriptionLen {
+		return dst, fmt.Errorf("%w: revoke: lock name or text too long", fsmwire.ErrInvalidEntry)
 	}
-	dst = appendString(dst, c.Lock)
+	dst = fsmwire.AppendString(dst, c.Lock)
 	dst = binary.AppendUvarint(dst, uint64(c.Token))
-	dst = appendString(dst, c.By)
-	return appendString(dst, c.Why), nil
+	dst = fsmwire.AppendString(dst, c.By)
+	return fsmwire.AppendString(dst, c.Why), nil
 }
 
 // revokeBody decodes Revoke's body.
 func (d *decoder) revokeBody() Revoke {
-	return Revoke{Lock: d.string(MaxLockNameLen), Token: Token(d.uvarint()), By: d.string(MaxDescriptionLen), Why: d.string(MaxDescriptionLen)}
+	return Revoke{Lock: d.String(fsmwire.MaxLockNameLen), Token: Token(d.Uvarint()), By: d.String(fsmwire.MaxDescriptionLen), Why: d.String(fsmwire.MaxDescriptionLen)}
 }
 
 func (a *applier) revoke(c Revoke) Result {
 	if a.st.version < versionRevoke {
-		return Result{Status: StatusInvalid, Reason: fmt.Sprintf("revoke needs cluster version %d (the cluster is at %d)", versionRevoke, a.st.version)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("revoke needs cluster version %d (the cluster is at %d)", versionRevoke, a.st.version)}
 	}
 	st := a.st
 	l := st.locks.get(c.Lock)
 	switch {
 	case l == nil:
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	case l.held && l.holder.token == c.Token:
 		l = st.mutLock(c.Lock)
 		h := l.holder
 		st.uninvolve(h.session, h.owner, c.Lock, h.value)
 		if s := st.sessions.get(h.session); s != nil && s.lockDelay > 0 {
-			a.delayGrant(c.Lock, l, s, h, ReasonRevoked)
+			a.delayGrant(c.Lock, l, s, h, fsmwire.ReasonRevoked)
 		} else {
-			a.endGrant(c.Lock, l, h, ReasonRevoked)
+			a.endGrant(c.Lock, l, h, fsmwire.ReasonRevoked)
 			a.promote(c.Lock, l)
 		}
 		st.dropIfIdle(c.Lock, l)
-		return Result{Status: StatusOK, Token: h.token}
+		return Result{Status: fsmwire.StatusOK, Token: h.token}
 	case st.version < versionRevokeShared:
-		return Result{Status: StatusNotHolder} // as version 3 applied it
+		return Result{Status: fsmwire.StatusNotHolder} // as version 3 applied it
 	}
 	h, ok := l.sharedWithToken(c.Token)
 	if !ok {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	l = st.mutLock(c.Lock)
-	a.endGrant(c.Lock, l, h, ReasonRevoked)
+	a.endGrant(c.Lock, l, h, fsmwire.ReasonRevoked)
 	st.uninvolve(h.session, h.owner, c.Lock, h.value)
 	a.promote(c.Lock, l)
 	st.dropIfIdle(c.Lock, l)
-	return Result{Status: StatusOK, Token: h.token}
+	return Result{Status: fsmwire.StatusOK, Token: h.token}
 }
 
 // sharedWithToken returns the shared grant (a reader, a semaphore's

@@ -4,13 +4,15 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // atV3 returns a harness at cluster version 3.
 func atV3(t tb) *harness {
 	t.Helper()
 	h := newHarness(t)
-	wantStatus(t, "set version", h.do(SetClusterVersion{Version: 3}), StatusOK)
+	wantStatus(t, "set version", h.do(SetClusterVersion{Version: 3}), fsmwire.StatusOK)
 	h.rec.take()
 	return h
 }
@@ -21,11 +23,11 @@ func TestRevokeHandsTheLockToTheNextWaiterWithAHigherToken(t *testing.T) {
 	b := h.open(10*time.Second, 0, "waiter")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
 	h.do(Acquire{Session: a, Lock: "y", Owner: owner(2)})
-	wantStatus(t, "queue", h.do(Acquire{Session: b, Lock: "x", Owner: owner(3), Wait: true}), StatusQueued)
+	wantStatus(t, "queue", h.do(Acquire{Session: b, Lock: "x", Owner: owner(3), Wait: true}), fsmwire.StatusQueued)
 	h.rec.take()
 
 	r := h.do(Revoke{Lock: "x", Token: g.Token, By: "ops", Why: "stuck"})
-	wantStatus(t, "revoke", r, StatusOK)
+	wantStatus(t, "revoke", r, fsmwire.StatusOK)
 	if r.Token != g.Token {
 		t.Fatalf("revoke result token %d, want %d", r.Token, g.Token)
 	}
@@ -34,8 +36,8 @@ func TestRevokeHandsTheLockToTheNextWaiterWithAHigherToken(t *testing.T) {
 		t.Fatalf("next grant token %d not above the revoked %d", next.Token, g.Token)
 	}
 	ev := h.rec.take()
-	if len(ev) != 2 || ev[0].Kind != EventReleased || ev[0].Reason != ReasonRevoked || ev[0].Owner != owner(1) || ev[0].Token != g.Token ||
-		ev[1].Kind != EventGranted || !ev[1].FromQueue {
+	if len(ev) != 2 || ev[0].Kind != fsmwire.EventReleased || ev[0].Reason != fsmwire.ReasonRevoked || ev[0].Owner != owner(1) || ev[0].Token != g.Token ||
+		ev[1].Kind != fsmwire.EventGranted || !ev[1].FromQueue {
 		t.Fatalf("events %+v", ev)
 	}
 	// The holder's session lives on with its other lock.
@@ -47,7 +49,7 @@ func TestRevokeHandsTheLockToTheNextWaiterWithAHigherToken(t *testing.T) {
 		t.Fatalf("session locks after revoke %v", names)
 	}
 	// Its late release finds nothing to release.
-	wantStatus(t, "late release", h.do(Release{Session: a, Lock: "x", Owner: owner(1)}), StatusNotHolder)
+	wantStatus(t, "late release", h.do(Release{Session: a, Lock: "x", Owner: owner(1)}), fsmwire.StatusNotHolder)
 	checkInvariants(t, h.f)
 }
 
@@ -56,16 +58,16 @@ func TestRevokeIsCompareAndRevoke(t *testing.T) {
 	a := h.open(10*time.Second, 0, "a")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
 	before := h.content()
-	wantStatus(t, "wrong token", h.do(Revoke{Lock: "x", Token: g.Token + 1}), StatusNotHolder)
-	wantStatus(t, "unknown lock", h.do(Revoke{Lock: "nope", Token: g.Token}), StatusNotHolder)
+	wantStatus(t, "wrong token", h.do(Revoke{Lock: "x", Token: g.Token + 1}), fsmwire.StatusNotHolder)
+	wantStatus(t, "unknown lock", h.do(Revoke{Lock: "nope", Token: g.Token}), fsmwire.StatusNotHolder)
 	if h.content() != before {
 		t.Fatal("a refused revoke changed the state")
 	}
-	wantStatus(t, "revoke", h.do(Revoke{Lock: "x", Token: g.Token}), StatusOK)
+	wantStatus(t, "revoke", h.do(Revoke{Lock: "x", Token: g.Token}), fsmwire.StatusOK)
 	wantFree(t, h.f, "x")
 	// A retried revoke cannot end a later grant of the same lock.
 	g2 := h.do(Acquire{Session: a, Lock: "x", Owner: owner(2)})
-	wantStatus(t, "retried revoke", h.do(Revoke{Lock: "x", Token: g.Token}), StatusNotHolder)
+	wantStatus(t, "retried revoke", h.do(Revoke{Lock: "x", Token: g.Token}), fsmwire.StatusNotHolder)
 	if hd := wantHolder(t, h.f, "x", owner(2)); hd.Token != g2.Token {
 		t.Fatalf("holder token %d, want %d", hd.Token, g2.Token)
 	}
@@ -79,13 +81,13 @@ func TestRevokeKeepsTheHoldersLockDelay(t *testing.T) {
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
 	h.do(Acquire{Session: b, Lock: "x", Owner: owner(2), Wait: true})
 	h.rec.take()
-	wantStatus(t, "revoke", h.do(Revoke{Lock: "x", Token: g.Token}), StatusOK)
+	wantStatus(t, "revoke", h.do(Revoke{Lock: "x", Token: g.Token}), fsmwire.StatusOK)
 	wantFree(t, h.f, "x")
 	ev := h.rec.take()
 	if len(ev) != 1 || ev[0].DelayFor != 2*time.Second || ev[0].DelayToken != g.Token {
 		t.Fatalf("events %+v: want one release into a 2 s delay", ev)
 	}
-	wantStatus(t, "end delay", h.do(EndDelay{Delays: []DelayRef{{Lock: "x", Token: g.Token}}}), StatusOK)
+	wantStatus(t, "end delay", h.do(EndDelay{Delays: []DelayRef{{Lock: "x", Token: g.Token}}}), fsmwire.StatusOK)
 	wantHolder(t, h.f, "x", owner(2))
 	checkInvariants(t, h.f)
 }
@@ -96,7 +98,7 @@ func TestRevokeNeedsClusterVersion3(t *testing.T) {
 	a := h.open(10*time.Second, 0, "a")
 	g := h.do(Acquire{Session: a, Lock: "x", Owner: owner(1)})
 	before := h.content()
-	wantStatus(t, "revoke at version 2", h.do(Revoke{Lock: "x", Token: g.Token}), StatusInvalid)
+	wantStatus(t, "revoke at version 2", h.do(Revoke{Lock: "x", Token: g.Token}), fsmwire.StatusInvalid)
 	if h.content() != before {
 		t.Fatal("a refused revoke changed the state")
 	}
@@ -105,18 +107,18 @@ func TestRevokeNeedsClusterVersion3(t *testing.T) {
 	}
 	// An entry of version 2 cannot carry it: a replica of the previous
 	// release never decodes a Revoke as something else.
-	if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}}, entryV2); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}}, fsmwire.EntryV2); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("version-2 encoding of a revoke: %v", err)
 	}
 	b, _ := EncodeEntry(Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}})
-	b[0] = entryV2
-	if _, err := DecodeEntry(b); !errors.Is(err, ErrUnsupportedVersion) {
+	b[0] = fsmwire.EntryV2
+	if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 		t.Fatalf("op 40 in a version-2 entry: %v", err)
 	}
 }
 
 func TestRevokeValidate(t *testing.T) {
-	long := string(make([]byte, MaxDescriptionLen+1))
+	long := string(make([]byte, fsmwire.MaxDescriptionLen+1))
 	for name, c := range map[string]Revoke{
 		"no token":  {Lock: "x"},
 		"no lock":   {Token: 1},
@@ -124,7 +126,7 @@ func TestRevokeValidate(t *testing.T) {
 		"bad why":   {Lock: "x", Token: 1, Why: "\xff"},
 		"nul in lk": {Lock: "a\x00", Token: 1},
 	} {
-		if err := c.Validate(); !errors.Is(err, ErrInvalidCommand) {
+		if err := c.Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -141,32 +143,32 @@ func TestRevokeTakesASharedGrant(t *testing.T) {
 	w := h.open(10*time.Second, 0, "writer")
 	g1 := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(1), Shared: true})
 	g2 := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(2), Shared: true})
-	wantStatus(t, "writer waits", h.do(Acquire{Session: w, Lock: "rw", Owner: owner(3), Wait: true}), StatusQueued)
+	wantStatus(t, "writer waits", h.do(Acquire{Session: w, Lock: "rw", Owner: owner(3), Wait: true}), fsmwire.StatusQueued)
 	p := h.do(Acquire{Session: r, Lock: "pool", Owner: owner(4), Limit: 3, Permits: 2})
-	wantStatus(t, "permits wait", h.do(Acquire{Session: w, Lock: "pool", Owner: owner(5), Limit: 3, Permits: 2, Wait: true}), StatusQueued)
+	wantStatus(t, "permits wait", h.do(Acquire{Session: w, Lock: "pool", Owner: owner(5), Limit: 3, Permits: 2, Wait: true}), fsmwire.StatusQueued)
 	h.rec.take()
 
 	res := h.do(Revoke{Lock: "rw", Token: g1.Token, By: "ops", Why: "stuck reader"})
-	wantStatus(t, "revoke reader 1", res, StatusOK)
+	wantStatus(t, "revoke reader 1", res, fsmwire.StatusOK)
 	if res.Token != g1.Token {
 		t.Fatalf("revoke result token %d, want %d", res.Token, g1.Token)
 	}
 	ev := h.rec.take()
-	if len(ev) != 1 || ev[0].Kind != EventReleased || ev[0].Reason != ReasonRevoked || !ev[0].Shared || ev[0].Owner != owner(1) || ev[0].Token != g1.Token {
+	if len(ev) != 1 || ev[0].Kind != fsmwire.EventReleased || ev[0].Reason != fsmwire.ReasonRevoked || !ev[0].Shared || ev[0].Owner != owner(1) || ev[0].Token != g1.Token {
 		t.Fatalf("events %+v", ev)
 	}
 	if li, _ := h.f.Lock("rw"); len(li.Shared) != 1 || li.Shared[0].Owner != owner(2) || len(li.Waiters) != 1 || li.Delayed {
 		t.Fatalf("rw after revoking one reader: %+v", li)
 	}
-	wantStatus(t, "revoke reader 2", h.do(Revoke{Lock: "rw", Token: g2.Token}), StatusOK)
+	wantStatus(t, "revoke reader 2", h.do(Revoke{Lock: "rw", Token: g2.Token}), fsmwire.StatusOK)
 	if wr := wantHolder(t, h.f, "rw", owner(3)); wr.Token <= g2.Token {
 		t.Fatalf("writer token %d not above the revoked %d", wr.Token, g2.Token)
 	}
-	wantStatus(t, "revoke permits", h.do(Revoke{Lock: "pool", Token: p.Token}), StatusOK)
+	wantStatus(t, "revoke permits", h.do(Revoke{Lock: "pool", Token: p.Token}), fsmwire.StatusOK)
 	if li, _ := h.f.Lock("pool"); len(li.Shared) != 1 || li.Shared[0].Owner != owner(5) || li.Used != 2 {
 		t.Fatalf("pool after revoking the permits: %+v", li)
 	}
-	wantStatus(t, "revoked again", h.do(Revoke{Lock: "pool", Token: p.Token}), StatusNotHolder)
+	wantStatus(t, "revoked again", h.do(Revoke{Lock: "pool", Token: p.Token}), fsmwire.StatusNotHolder)
 	if _, ok := h.f.Session(r); !ok || len(h.f.SessionLocks(r)) != 0 {
 		t.Fatalf("the revoked session: locks %v", h.f.SessionLocks(r))
 	}
@@ -181,11 +183,11 @@ func TestRevokeOfASharedGrantNeedsClusterVersion4(t *testing.T) {
 	r := h.open(10*time.Second, 0, "reader")
 	g := h.do(Acquire{Session: r, Lock: "rw", Owner: owner(1), Shared: true})
 	before := h.content()
-	wantStatus(t, "revoke at version 3", h.do(Revoke{Lock: "rw", Token: g.Token}), StatusNotHolder)
+	wantStatus(t, "revoke at version 3", h.do(Revoke{Lock: "rw", Token: g.Token}), fsmwire.StatusNotHolder)
 	if h.content() != before {
 		t.Fatal("a refused revoke changed the state")
 	}
-	wantStatus(t, "raise", h.do(SetClusterVersion{Version: 4}), StatusOK)
-	wantStatus(t, "revoke at version 4", h.do(Revoke{Lock: "rw", Token: g.Token}), StatusOK)
+	wantStatus(t, "raise", h.do(SetClusterVersion{Version: 4}), fsmwire.StatusOK)
+	wantStatus(t, "revoke at version 4", h.do(Revoke{Lock: "rw", Token: g.Token}), fsmwire.StatusOK)
 	checkInvariants(t, h.f)
 }

@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/raftlock/raftlock/internal/fsmwire"
+
 func (a *applier) openSession(c OpenSession) Result {
 	st := a.st
 	reserved, r, refused := a.admitSession(c)
@@ -22,28 +24,28 @@ func (a *applier) openSession(c OpenSession) Result {
 	}
 	st.sessions.set(id, s)
 	st.use(s.node, s.usage())
-	a.emit(Event{Kind: EventSessionOpened, Session: id})
-	return Result{Status: StatusOK, Session: id}
+	a.emit(Event{Kind: fsmwire.EventSessionOpened, Session: id})
+	return Result{Status: fsmwire.StatusOK, Session: id}
 }
 
-func (a *applier) closeSession(id SessionID, reason Reason) Result {
+func (a *applier) closeSession(id SessionID, reason fsmwire.Reason) Result {
 	s := a.st.sessions.get(id)
 	if s == nil {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	a.endSession(s, reason)
-	return Result{Status: StatusOK}
+	return Result{Status: fsmwire.StatusOK}
 }
 
 func (a *applier) expireSessions(ids []SessionID) Result {
 	n := 0
 	for _, id := range ids {
 		if s := a.st.sessions.get(id); s != nil {
-			a.endSession(s, ReasonSessionExpired)
+			a.endSession(s, fsmwire.ReasonSessionExpired)
 			n++
 		}
 	}
-	return Result{Status: StatusOK, Count: n}
+	return Result{Status: fsmwire.StatusOK, Count: n}
 }
 
 // endSession removes a session: its waits are dropped and the grants it
@@ -54,7 +56,7 @@ func (a *applier) expireSessions(ids []SessionID) Result {
 // tokens in the same order. It costs O(k log k) in the session's k
 // acquisitions (plus the grants it makes), whatever the length of the
 // queues they are in.
-func (a *applier) endSession(s *session, reason Reason) {
+func (a *applier) endSession(s *session, reason fsmwire.Reason) {
 	st := a.st
 	byLock := make(map[string][]OwnerID, len(s.acqs))
 	for k := range s.acqs {
@@ -67,7 +69,7 @@ func (a *applier) endSession(s *session, reason Reason) {
 		}
 		l.waiters.removeOwners(byLock[name], func(w waiter) {
 			st.waiters--
-			a.emit(Event{Kind: EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
+			a.emit(Event{Kind: fsmwire.EventDequeued, Lock: name, Session: w.session, Owner: w.owner, Reason: reason})
 		})
 		if l.shared.len() > 0 {
 			for _, h := range l.sharedOf(byLock[name]) {
@@ -75,7 +77,7 @@ func (a *applier) endSession(s *session, reason Reason) {
 			}
 		}
 		if l.held && l.holder.session == s.id {
-			if reason == ReasonSessionExpired && s.lockDelay > 0 {
+			if reason == fsmwire.ReasonSessionExpired && s.lockDelay > 0 {
 				a.delayGrant(name, l, s, l.holder, reason)
 			} else {
 				a.endGrant(name, l, l.holder, reason)
@@ -86,9 +88,9 @@ func (a *applier) endSession(s *session, reason Reason) {
 	}
 	st.sessions.del(s.id)
 	st.use(s.node, s.usage().add(usage{locks: len(s.acqs), bytes: s.acqBytes}).neg())
-	kind := EventSessionClosed
-	if reason == ReasonSessionExpired {
-		kind = EventSessionExpired
+	kind := fsmwire.EventSessionClosed
+	if reason == fsmwire.ReasonSessionExpired {
+		kind = fsmwire.EventSessionExpired
 	}
 	a.emit(Event{Kind: kind, Session: s.id})
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Shared grants, semaphores and values (the package doc states the
@@ -44,7 +46,7 @@ func (l *lock) conflict(c Acquire) (Result, bool) {
 	default:
 		reason = fmt.Sprintf("semaphore %q has a limit of %d, not %d", c.Lock, l.limit, c.Limit)
 	}
-	return Result{Status: StatusConflict, Session: c.Session, Count: l.limit, Reason: reason}, true
+	return Result{Status: fsmwire.StatusConflict, Session: c.Session, Count: l.limit, Reason: reason}, true
 }
 
 // grantOf returns the grant (exclusive or shared) of owner, if it holds one.
@@ -156,15 +158,15 @@ func (a *applier) setValue(c SetValue) Result {
 	st := a.st
 	s := st.sessions.get(c.Session)
 	if s == nil {
-		return Result{Status: StatusNoSession}
+		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := st.locks.get(c.Lock)
 	if l == nil {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	h, ok := l.grantOf(c.Owner)
 	if !ok || h.session != c.Session {
-		return Result{Status: StatusNotHolder}
+		return Result{Status: fsmwire.StatusNotHolder}
 	}
 	if r, refused := a.valueQuota(s, h.value, c.Value); refused {
 		return r
@@ -181,9 +183,9 @@ func (a *applier) setValue(c SetValue) Result {
 	} else {
 		l.shared.items[l.shared.find(c.Owner)] = h // found again: a private copy has other slots
 	}
-	a.emit(Event{Kind: EventValueSet, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token,
+	a.emit(Event{Kind: fsmwire.EventValueSet, Lock: c.Lock, Session: h.session, Owner: h.owner, Token: h.token,
 		Shared: !exclusive && l.limit == 0, Permits: h.permits, Value: h.value})
-	return Result{Status: StatusOK, Session: c.Session, Token: h.token}
+	return Result{Status: fsmwire.StatusOK, Session: c.Session, Token: h.token}
 }
 
 // raiseTokens raises the grant counter to the entry's time in
@@ -191,7 +193,7 @@ func (a *applier) setValue(c SetValue) Result {
 func (a *applier) raiseTokens() Result {
 	if floor := a.now / 1000; floor > 0 && uint64(floor) > a.st.tokenSeq {
 		a.st.tokenSeq = uint64(floor)
-		a.emit(Event{Kind: EventTokensRaised, Token: Token(floor)})
+		a.emit(Event{Kind: fsmwire.EventTokensRaised, Token: Token(floor)})
 	}
-	return Result{Status: StatusOK, Token: Token(a.st.tokenSeq)}
+	return Result{Status: fsmwire.StatusOK, Token: Token(a.st.tokenSeq)}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Snapshot formats. Both are canonical: the same state always gives the same
@@ -166,7 +168,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	defer r.Close()
 	st, err := decodeSnapshot(r)
 	if err != nil {
-		if errors.Is(err, ErrUnsupportedVersion) {
+		if errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 			f.mu.Lock()
 			first := f.haltErr() == nil
 			if first {

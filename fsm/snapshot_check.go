@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+)
 
 // Validation of a decoded lock: what Restore refuses.
 
@@ -14,14 +18,14 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 		return fmt.Errorf("lock %q listed twice", name)
 	case v < snapshotV2 && l.delayed && l.delayUntil == 0:
 		return fmt.Errorf("lock %q: zero delay end", name)
-	case l.delayFor < 0 || l.delayFor > int64(MaxLockDelay) || uint64(l.delayToken) > st.tokenSeq:
+	case l.delayFor < 0 || l.delayFor > int64(fsmwire.MaxLockDelay) || uint64(l.delayToken) > st.tokenSeq:
 		return fmt.Errorf("lock %q: bad delay", name)
 	case !l.held && !l.delayed && l.shared.len() == 0:
 		return fmt.Errorf("lock %q: neither held nor delayed", name)
 	case l.held && l.delayed:
 		return fmt.Errorf("lock %q: both held and delayed", name)
 	}
-	if err := ValidateLockName(name); err != nil {
+	if err := fsmwire.ValidateLockName(name); err != nil {
 		return err
 	}
 	if err := l.checkKind(name); err != nil {
@@ -82,7 +86,7 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 func (l *lock) checkKind(name string) error {
 	bad := func(what string) error { return fmt.Errorf("lock %q: %s", name, what) }
 	switch {
-	case l.limit < 0 || l.limit > MaxSemaphoreLimit:
+	case l.limit < 0 || l.limit > fsmwire.MaxSemaphoreLimit:
 		return bad("semaphore limit out of range")
 	case l.limit > 0 && (l.held || l.delayed):
 		return bad("a semaphore held exclusively or delayed")
@@ -90,7 +94,7 @@ func (l *lock) checkKind(name string) error {
 		return bad("more permits held than the limit")
 	case l.shared.len() > 0 && (l.held || l.delayed):
 		return bad("shared grants with an exclusive holder or a delay")
-	case l.holder.permits != 0 || len(l.holder.value) > MaxValueLen:
+	case l.holder.permits != 0 || len(l.holder.value) > fsmwire.MaxValueLen:
 		return bad("bad exclusive holder")
 	}
 	for h := range l.shared.all() {

@@ -3,6 +3,8 @@ package fsm
 import (
 	"runtime"
 	"testing"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // allocated returns the bytes f allocates on this goroutine's watch.
@@ -42,7 +44,7 @@ func TestSnapshotCostDoesNotGrowWithState(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ = large.f.Snapshot()
-	wantStatus(t, "release", large.do(Release{Lock: "invoice:7", Owner: ownerN(7)}), StatusOK)
+	wantStatus(t, "release", large.do(Release{Lock: "invoice:7", Owner: ownerN(7)}), fsmwire.StatusOK)
 	after := &bufSink{}
 	if err := s.Persist(after); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // snapReader reads records and keeps a running CRC of what it consumed.
@@ -56,7 +58,7 @@ func (s *snapReader) record() (decoder, error) {
 	if err != nil {
 		return decoder{}, err
 	}
-	return decoder{b: b}, nil
+	return newDecoder(b), nil
 }
 
 func snapErr(format string, args ...any) error {
@@ -79,7 +81,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	case snapshotV2, snapshotV3, snapshotV4:
 		sr.maxRec = maxSnapshotRecord
 	default:
-		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, ErrUnsupportedVersion, v, snapshotV4)
+		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, v, snapshotV4)
 	}
 	st, nSessions, nLocks, nSections, err := decodeMeta(sr, v)
 	if err != nil {
@@ -123,30 +125,30 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks, nSections
 		return nil, 0, 0, 0, snapErr("meta: %v", err)
 	}
 	st = newState()
-	st.index = d.uvarint()
-	st.clock = d.varint()
-	st.sessionSeq = d.uvarint()
-	st.tokenSeq = d.uvarint()
+	st.index = d.Uvarint()
+	st.clock = d.Varint()
+	st.sessionSeq = d.Uvarint()
+	st.tokenSeq = d.Uvarint()
 	if v >= snapshotV2 {
-		st.version = d.uvarint()
-		st.clusterID = d.string(MaxClusterIDLen)
+		st.version = d.Uvarint()
+		st.clusterID = d.String(fsmwire.MaxClusterIDLen)
 		d.limits(&st.limits)
 	}
-	nSessions, nLocks = d.uvarint(), d.uvarint()
+	nSessions, nLocks = d.Uvarint(), d.Uvarint()
 	if v >= snapshotV4 {
-		nSections = d.uvarint()
+		nSections = d.Uvarint()
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, 0, 0, 0, snapErr("meta: %v", err)
 	}
 	switch {
 	case st.version > MaxClusterVersion:
-		return nil, 0, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, ErrUnsupportedVersion, st.version, MaxClusterVersion)
+		return nil, 0, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, st.version, MaxClusterVersion)
 	case st.version < 1:
 		return nil, 0, 0, 0, snapErr("meta: cluster version 0")
 	case (v >= snapshotV3) != (st.version >= versionPrimitives), (v >= snapshotV4) != (st.version >= versionSections):
 		return nil, 0, 0, 0, snapErr("meta: cluster version %d in a snapshot of version %d", st.version, v)
-	case st.clusterID != "" && ValidateClusterID(st.clusterID) != nil:
+	case st.clusterID != "" && fsmwire.ValidateClusterID(st.clusterID) != nil:
 		return nil, 0, 0, 0, snapErr("meta: bad cluster id")
 	}
 	if err := st.limits.Validate(); err != nil {
@@ -164,17 +166,17 @@ func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session,
 	}
 	s := &session{
 		id:        d.session(),
-		ttl:       d.varint(),
-		lockDelay: d.varint(),
-		createdAt: d.varint(),
+		ttl:       d.Varint(),
+		lockDelay: d.Varint(),
+		createdAt: d.Varint(),
 	}
-	s.createdIdx = d.uvarint()
+	s.createdIdx = d.Uvarint()
 	s.renewedAt = s.createdIdx // unless the renewals section says otherwise
-	s.description = d.string(MaxDescriptionLen)
+	s.description = d.String(fsmwire.MaxDescriptionLen)
 	if v >= snapshotV2 {
-		s.floor = d.uvarint()
-		total := d.uvarint()
-		if d.err == nil && total > MaxRequestWindow {
+		s.floor = d.Uvarint()
+		total := d.Uvarint()
+		if d.Err == nil && total > fsmwire.MaxRequestWindow {
 			return nil, fmt.Errorf("%d results", total)
 		}
 		for first := true; first || uint64(len(s.results)) < total; first = false {
@@ -187,7 +189,7 @@ func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session,
 				return nil, err
 			}
 		}
-	} else if err := d.end(); err != nil {
+	} else if err := d.End(); err != nil {
 		return nil, err
 	}
 	if s.id <= prev || uint64(s.id) > st.sessionSeq {
@@ -205,23 +207,23 @@ func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session,
 
 // decodeResults reads one record's worth of a session's results.
 func (s *session) decodeResults(d *decoder, total uint64) error {
-	n := d.count(resultsPerRecord, 2)
-	if d.err == nil && (n == 0) != (uint64(len(s.results)) == total) {
-		d.fail("results chunk of %d", n)
+	n := d.Count(resultsPerRecord, 2)
+	if d.Err == nil && (n == 0) != (uint64(len(s.results)) == total) {
+		d.Fail("results chunk of %d", n)
 	}
-	for i := 0; i < n && d.err == nil; i++ {
-		seq := d.uvarint()
-		r, rest, err := DecodeResult(d.b[d.off:])
+	for i := 0; i < n && d.Err == nil; i++ {
+		seq := d.Uvarint()
+		r, rest, err := DecodeResult(d.B[d.Off:])
 		if err != nil {
 			return err
 		}
-		d.off = len(d.b) - len(rest)
+		d.Off = len(d.B) - len(rest)
 		s.results = append(s.results, executed{seq, r})
 	}
 	if uint64(len(s.results)) > total {
-		d.fail("more results than announced")
+		d.Fail("more results than announced")
 	}
-	return d.end()
+	return d.End()
 }
 
 // decodeLock reads one lock (and its continuation records), checks it
@@ -232,17 +234,17 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	if err != nil {
 		return err
 	}
-	name := d.string(MaxLockNameLen)
-	flags := d.byte()
+	name := d.String(fsmwire.MaxLockNameLen)
+	flags := d.Byte()
 	l := &lock{}
 	if flags&flagHeld != 0 {
 		l.held = true
 		l.holder = d.holder(v)
 	}
 	if flags&flagDelayed != 0 {
-		l.delayed, l.delayUntil = true, d.varint()
+		l.delayed, l.delayUntil = true, d.Varint()
 		if v >= snapshotV2 {
-			l.delayFor, l.delayToken = d.varint(), Token(d.uvarint())
+			l.delayFor, l.delayToken = d.Varint(), Token(d.Uvarint())
 		}
 	}
 	if v >= snapshotV3 {
@@ -267,20 +269,20 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 		}
 	}
 	if v < snapshotV2 {
-		total := d.uvarint()
+		total := d.Uvarint()
 		if total > maxQuota {
-			d.fail("%d waiters", total)
+			d.Fail("%d waiters", total)
 		}
-		if n := int(total); n > (len(d.b)-d.off)/19 {
-			d.fail("%d waiters in %d bytes", n, len(d.b)-d.off)
+		if n := int(total); n > (len(d.B)-d.Off)/19 {
+			d.Fail("%d waiters in %d bytes", n, len(d.B)-d.Off)
 		}
-		for i := 0; i < int(total) && d.err == nil; i++ {
+		for i := 0; i < int(total) && d.Err == nil; i++ {
 			l.waiters.push(d.waiter(v))
 		}
 	} else if err := d.list(sr, 19, func(d *decoder) { l.waiters.push(d.waiter(v)) }); err != nil {
 		return err
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return err
 	}
 	if err := st.checkLock(name, flags, l, v); err != nil {
@@ -314,14 +316,14 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 // the first in d's record, each further one in the next record (d then
 // reads that record). Each item takes at least minSize bytes.
 func (d *decoder) list(sr *snapReader, minSize int, item func(*decoder)) error {
-	total64 := d.uvarint()
+	total64 := d.Uvarint()
 	if total64 > maxQuota {
-		d.fail("list of %d", total64)
+		d.Fail("list of %d", total64)
 	}
 	total, read := int(total64), 0
-	for first := true; d.err == nil && (first || read < total); first = false {
+	for first := true; d.Err == nil && (first || read < total); first = false {
 		if !first {
-			if err := d.end(); err != nil {
+			if err := d.End(); err != nil {
 				return err
 			}
 			next, err := sr.record()
@@ -330,40 +332,40 @@ func (d *decoder) list(sr *snapReader, minSize int, item func(*decoder)) error {
 			}
 			*d = next
 		}
-		n := d.count(itemsPerRecord, minSize)
-		if d.err == nil && ((n == 0) != (read == total) || read+n > total) {
-			d.fail("chunk of %d", n)
+		n := d.Count(itemsPerRecord, minSize)
+		if d.Err == nil && ((n == 0) != (read == total) || read+n > total) {
+			d.Fail("chunk of %d", n)
 		}
-		for i := 0; i < n && d.err == nil; i++ {
+		for i := 0; i < n && d.Err == nil; i++ {
 			item(d)
 		}
 		read += n
 	}
-	return d.err
+	return d.Err
 }
 
 func (d *decoder) holder(v byte) holder {
-	h := holder{session: d.session(), owner: d.owner(), token: Token(d.uvarint()), acquiredAt: d.varint(), acquiredIdx: d.uvarint()}
+	h := holder{session: d.session(), owner: d.owner(), token: Token(d.Uvarint()), acquiredAt: d.Varint(), acquiredIdx: d.Uvarint()}
 	if v >= snapshotV3 {
-		h.permits, h.value = d.limit(), d.string(MaxValueLen)
+		h.permits, h.value = d.limit(), d.String(fsmwire.MaxValueLen)
 	}
 	return h
 }
 
 func (d *decoder) waiter(v byte) waiter {
-	w := waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.varint(), enqueuedIx: d.uvarint()}
+	w := waiter{session: d.session(), owner: d.owner(), enqueuedAt: d.Varint(), enqueuedIx: d.Uvarint()}
 	if v >= snapshotV3 {
-		switch b := d.byte(); b {
+		switch b := d.Byte(); b {
 		case 0:
 		case 1:
 			w.shared = true
 		default:
-			d.fail("waiter flags %#x", b)
+			d.Fail("waiter flags %#x", b)
 		}
-		w.permits, w.value = d.limit(), d.string(MaxValueLen)
+		w.permits, w.value = d.limit(), d.String(fsmwire.MaxValueLen)
 	}
-	if d.err == nil && w.owner.IsZero() {
-		d.fail("zero owner")
+	if d.Err == nil && w.owner.IsZero() {
+		d.Fail("zero owner")
 	}
 	return w
 }

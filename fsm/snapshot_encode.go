@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -104,7 +106,7 @@ func (st *state) encodeAs(out io.Writer, v byte) error {
 	rec = binary.AppendUvarint(rec, st.tokenSeq)
 	if v >= snapshotV2 {
 		rec = binary.AppendUvarint(rec, st.version)
-		rec = appendString(rec, st.clusterID)
+		rec = fsmwire.AppendString(rec, st.clusterID)
 		for _, x := range st.limits.fields() {
 			rec = binary.AppendUvarint(rec, uint64(x))
 		}
@@ -153,7 +155,7 @@ func (s *session) encode(w *snapWriter, v byte) {
 	rec = binary.AppendVarint(rec, s.lockDelay)
 	rec = binary.AppendVarint(rec, s.createdAt)
 	rec = binary.AppendUvarint(rec, s.createdIdx)
-	w.rec = appendString(rec, s.description)
+	w.rec = fsmwire.AppendString(rec, s.description)
 	if v < snapshotV2 {
 		w.put()
 		return
@@ -174,7 +176,7 @@ func (s *session) encode(w *snapWriter, v byte) {
 }
 
 func (l *lock) encode(w *snapWriter, name string, v byte) {
-	rec := appendString(w.rec, name)
+	rec := fsmwire.AppendString(w.rec, name)
 	var flags byte
 	if l.held {
 		flags |= flagHeld
@@ -257,7 +259,7 @@ func appendHolder(rec []byte, h holder, v byte) []byte {
 	rec = binary.AppendUvarint(rec, h.acquiredIdx)
 	if v >= snapshotV3 {
 		rec = binary.AppendUvarint(rec, uint64(h.permits))
-		rec = appendString(rec, h.value)
+		rec = fsmwire.AppendString(rec, h.value)
 	}
 	return rec
 }
@@ -274,7 +276,7 @@ func appendWaiter(rec []byte, wt waiter, v byte) []byte {
 		}
 		rec = append(rec, shared)
 		rec = binary.AppendUvarint(rec, uint64(wt.permits))
-		rec = appendString(rec, wt.value)
+		rec = fsmwire.AppendString(rec, wt.value)
 	}
 	return rec
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Issue 14 #4: 700,000 waiters on one lock made an 18.9 MB lock record that
@@ -22,7 +24,7 @@ func TestLargeWaiterListSnapshotRestores(t *testing.T) {
 	a := h.open(time.Minute, 0, "holder")
 	w := h.open(time.Minute, 0, "waiters")
 	h.do(Acquire{Session: a, Lock: "hot", Owner: owner(1)})
-	batch := make([]Command, 0, MaxEntryCommands)
+	batch := make([]Command, 0, fsmwire.MaxEntryCommands)
 	for i := 0; i < n; i++ {
 		batch = append(batch, Acquire{Session: w, Lock: "hot", Owner: ownerN(i + 10), Wait: true})
 		if len(batch) == cap(batch) || i == n-1 {
@@ -61,7 +63,7 @@ func TestSnapshotRoundTripOfLargeStates(t *testing.T) {
 		h.f, h.rec = New(nil), nil
 		if rapid.Bool().Draw(rt, "version 2") {
 			h.do(SetClusterVersion{Version: 2})
-			h.do(SetLimits{Limits: Limits{RequestWindow: MaxRequestWindow}})
+			h.do(SetLimits{Limits: Limits{RequestWindow: fsmwire.MaxRequestWindow}})
 		}
 		s := h.open(time.Minute, time.Second, "s")
 		owners := 0

@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // snapshotSection is one optional part of a version-4 snapshot: state that
@@ -82,7 +84,7 @@ func (s sectionWrite) write(w *snapWriter) {
 // decodeSections reads n sections into st.
 func (st *state) decodeSections(sr *snapReader, n uint64) error {
 	if n > uint64(len(snapshotSections)) {
-		return fmt.Errorf("%w: %w: %d snapshot sections (this binary knows %d)", ErrInvalidSnapshot, ErrUnsupportedVersion, n, len(snapshotSections))
+		return fmt.Errorf("%w: %w: %d snapshot sections (this binary knows %d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, n, len(snapshotSections))
 	}
 	var last uint64
 	for i := uint64(0); i < n; i++ {
@@ -90,14 +92,14 @@ func (st *state) decodeSections(sr *snapReader, n uint64) error {
 		if err != nil {
 			return snapErr("section %d: %v", i, err)
 		}
-		tag, records := d.uvarint(), d.uvarint()
-		if err := d.end(); err != nil {
+		tag, records := d.Uvarint(), d.Uvarint()
+		if err := d.End(); err != nil {
 			return snapErr("section %d: %v", i, err)
 		}
 		sec := sectionByTag(tag)
 		switch {
 		case sec == nil:
-			return fmt.Errorf("%w: %w: snapshot section %d", ErrInvalidSnapshot, ErrUnsupportedVersion, tag)
+			return fmt.Errorf("%w: %w: snapshot section %d", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, tag)
 		case i > 0 && tag <= last:
 			return snapErr("section %d after section %d", tag, last)
 		case records == 0 || records > maxQuota:
@@ -114,7 +116,7 @@ func (st *state) decodeSections(sr *snapReader, n uint64) error {
 				return snapErr("section %s, record %d: %v", sec.name, j, err)
 			}
 			decode(j, int(records), &d)
-			if err := d.end(); err != nil {
+			if err := d.End(); err != nil {
 				return snapErr("section %s, record %d: %v", sec.name, j, err)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // fuzzFixtureV4 is fuzzFixtureV3 at cluster version 4, with a takeover
@@ -27,8 +29,8 @@ func testSection(tag uint64, n int) snapshotSection {
 			return binary.AppendUvarint(rec, uint64(i)+100*tag)
 		},
 		decode: func(st *state, i, n int, d *decoder) {
-			if got := d.uvarint(); got != uint64(i)+100*tag {
-				d.fail("record %d of section %d holds %d", i, tag, got)
+			if got := d.Uvarint(); got != uint64(i)+100*tag {
+				d.Fail("record %d of section %d holds %d", i, tag, got)
 			}
 		},
 	}
@@ -85,7 +87,7 @@ func TestVersion4SnapshotRefusesBadSections(t *testing.T) {
 	readsNothing := snapshotSection{tag: 1, name: "reads nothing", records: func(*state) int { return 1 },
 		encode: func(st *state, i int, rec []byte) []byte { return rec }, decode: func(*state, int, int, *decoder) {}}
 	refuses := testSection(2, 1)
-	refuses.decode = func(st *state, i, n int, d *decoder) { d.fail("refused") }
+	refuses.decode = func(st *state, i, n int, d *decoder) { d.Fail("refused") }
 	for name, c := range map[string]struct {
 		snap    []byte
 		known   []snapshotSection
@@ -100,7 +102,7 @@ func TestVersion4SnapshotRefusesBadSections(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			withSections(t, c.known...)
 			err := New(nil).Restore(readCloser(c.snap))
-			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, ErrUnsupportedVersion) != c.unknown {
+			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) != c.unknown {
 				t.Fatalf("restored: %v", err)
 			}
 			t.Log(err)

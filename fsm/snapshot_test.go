@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
@@ -130,7 +132,7 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 			t.Errorf("%s: failed restore changed the state", name)
 		}
 		// An unknown version halts (never skipped); garbage does not.
-		if unknown := name == "bad version"; unknown != errors.Is(h.f.Halted(), ErrHalted) || unknown != errors.Is(err, ErrUnsupportedVersion) {
+		if unknown := name == "bad version"; unknown != errors.Is(h.f.Halted(), ErrHalted) || unknown != errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 			t.Errorf("%s: err %v, halted %v", name, err, h.f.Halted())
 		}
 		if len(h.rec.restored) != 0 {
@@ -176,7 +178,7 @@ func FuzzRestore(f *testing.F) {
 			if h.digest() != before {
 				t.Fatal("failed restore changed the state")
 			}
-			if errors.Is(err, ErrUnsupportedVersion) != (h.f.Halted() != nil) {
+			if errors.Is(err, fsmwire.ErrUnsupportedVersion) != (h.f.Halted() != nil) {
 				t.Fatalf("restore error %v, halted %v", err, h.f.Halted())
 			}
 			return

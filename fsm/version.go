@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/raftlock/raftlock/internal/fsmwire"
+
 // Cluster versions. The cluster version is part of the replicated state
 // (SetClusterVersion raises it; it starts at 1, the version of every log
 // written before it existed). It selects the semantics of every command
@@ -109,11 +111,11 @@ func NeedsVersion(c Command) uint64 {
 		return 1 // it is what raises the version
 	}
 	switch commandVersion(c) {
-	case entryV1:
+	case fsmwire.EntryV1:
 		return 1
-	case entryV2:
+	case fsmwire.EntryV2:
 		return versionExactlyOnce
-	case entryV3:
+	case fsmwire.EntryV3:
 		return versionPrimitives
 	}
 	return versionEntries4

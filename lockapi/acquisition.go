@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/textsafe"
 )
 
@@ -57,11 +58,11 @@ func validateAcquisition(a fsm.Acquire) error {
 	if err := validateNewLockName(a.Lock); err != nil {
 		return err
 	}
-	if err := fsm.ValidateValue(a.Value); err != nil {
+	if err := fsmwire.ValidateValue(a.Value); err != nil {
 		return invalid("value: %v", err)
 	}
 	if a.Limit != 0 || a.Permits != 0 {
-		if err := fsm.ValidateSemaphore(a.Limit, a.Permits); err != nil {
+		if err := fsmwire.ValidateSemaphore(a.Limit, a.Permits); err != nil {
 			return invalid("semaphore %q: %v", a.Lock, err)
 		}
 	}
@@ -72,7 +73,7 @@ func validateAcquisition(a fsm.Acquire) error {
 // machine's rules (fsm.ValidateLockName) and no control characters, which
 // the state machine still accepts for the entries already written.
 func validateNewLockName(name string) error {
-	if err := fsm.ValidateLockName(name); err != nil {
+	if err := fsmwire.ValidateLockName(name); err != nil {
 		return invalid("lock name: %v", err)
 	}
 	if r, at, ok := textsafe.Control(name); ok {

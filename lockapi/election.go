@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -41,7 +42,7 @@ func NewElection(n *node.Node, name string) (*Election, error) {
 	if n == nil {
 		return nil, invalid("nil node")
 	}
-	if err := fsm.ValidateLockName(name); err != nil {
+	if err := fsmwire.ValidateLockName(name); err != nil {
 		return nil, invalid("election name: %v", err)
 	}
 	return &Election{n: n, name: name}, nil

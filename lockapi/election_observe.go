@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -95,17 +96,17 @@ func (o *observer) apply(ev fsm.Event) {
 		return
 	}
 	switch ev.Kind {
-	case fsm.EventGranted:
+	case fsmwire.EventGranted:
 		l := Leader{Name: o.e.name, Session: ev.Session, Token: ev.Token, Since: time.Unix(0, ev.At), Value: ev.Value}
 		if si, ok := o.e.n.Session(ev.Session); ok {
 			l.Description = si.Description
 		}
 		o.change(l, !sameLeader(l, o.cur))
-	case fsm.EventReleased:
+	case fsmwire.EventReleased:
 		if ev.Token == o.cur.Token {
 			o.change(Leader{Name: o.e.name}, true)
 		}
-	case fsm.EventValueSet:
+	case fsmwire.EventValueSet:
 		if ev.Token == o.cur.Token && ev.Value != o.cur.Value {
 			l := o.cur
 			l.Value = ev.Value

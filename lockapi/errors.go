@@ -6,6 +6,7 @@ import (
 
 	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -50,14 +51,14 @@ var (
 	// session, waiters per lock, sessions, the session's requests in flight,
 	// the cluster's locks and bytes; see fsm.Limits); nothing changed.
 	// Identical to fsm.ErrQuota.
-	ErrQuota = fsm.ErrQuota
+	ErrQuota = fsmwire.ErrQuota
 	// ErrFairShare: the quota that refused the command is a fair share —
 	// this node's share of the cluster's sessions, locks or bytes or of a
 	// lock's queue, or this session's share of a lock's queue: this client
 	// used its share, while others still can (wait for yours to drain,
 	// release, close sessions). Always wraps ErrQuota too. Identical to
 	// fsm.ErrFairShare.
-	ErrFairShare = fsm.ErrFairShare
+	ErrFairShare = fsmwire.ErrFairShare
 )
 
 // LockedError is returned by TryLock when the lock is held. It wraps

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Shared reports whether the lease is a read grant (RLock).
@@ -30,7 +31,7 @@ func (l *Lease) Value() string {
 // ErrInvalidArgument for a value over fsm.MaxValueLen bytes (or before
 // cluster version 3).
 func (l *Lease) SetValue(ctx context.Context, v string) error {
-	if err := fsm.ValidateValue(v); err != nil {
+	if err := fsmwire.ValidateValue(v); err != nil {
 		return invalid("value: %v", err)
 	}
 	if err := l.Err(); err != nil {
@@ -40,9 +41,9 @@ func (l *Lease) SetValue(ctx context.Context, v string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockapi: set value of %s %q: %w", l.kindName(), l.name, err)
-	case r.Status == fsm.StatusNotHolder || r.Status == fsm.StatusNoSession:
+	case r.Status == fsmwire.StatusNotHolder || r.Status == fsmwire.StatusNoSession:
 		return fmt.Errorf("lockapi: set value of %s %q: %w", l.kindName(), l.name, ErrNotHolder)
-	case r.Status != fsm.StatusOK:
+	case r.Status != fsmwire.StatusOK:
 		return fmt.Errorf("lockapi: set value of %s %q: %w", l.kindName(), l.name, r.Err())
 	}
 	l.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
@@ -166,20 +167,20 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, s.explain(ctx, try, err, start))
 	}
 	switch r.Status {
-	case fsm.StatusGranted:
+	case fsmwire.StatusGranted:
 		return s.newLease(p, r.Token, index, start)
-	case fsm.StatusLocked:
+	case fsmwire.StatusLocked:
 		s.forget(p)
 		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil, Free: r.Count}
-	case fsm.StatusConflict:
+	case fsmwire.StatusConflict:
 		s.forget(p)
 		return nil, &ConflictError{Name: name, Limit: r.Count, Reason: r.Reason}
-	case fsm.StatusNoSession:
+	case fsmwire.StatusNoSession:
 		s.forget(p)
 		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
 		s.lose(leasetrace.LostEnded, err)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, err)
-	case fsm.StatusQueued:
+	case fsmwire.StatusQueued:
 	default:
 		s.forget(p)
 		return nil, fmt.Errorf("lockapi: lock %q: %w", name, r.Err())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -29,10 +30,10 @@ type release struct {
 	done  chan struct{} // closed once the Release committed or the session ended
 
 	// Guarded by the session's mu; final once done is closed.
-	status     fsm.Status // the committed Release's status
-	index      uint64     // its log index
-	err        error      // why it never committed (the session ended, the node closed)
-	background bool       // a background loop is trying it
+	status     fsmwire.Status // the committed Release's status
+	index      uint64         // its log index
+	err        error          // why it never committed (the session ended, the node closed)
+	background bool           // a background loop is trying it
 	finished   bool
 	attempts   int
 }
@@ -55,7 +56,7 @@ func (s *Session) addReleaseLocked(name string, owner fsm.OwnerID) *release {
 // finishReleaseLocked ends a release with the status it committed with at
 // index, or with err if it never committed. A committed release stays known
 // until the local replica has applied it. The caller holds s.mu.
-func (s *Session) finishReleaseLocked(r *release, status fsm.Status, index uint64, err error) {
+func (s *Session) finishReleaseLocked(r *release, status fsmwire.Status, index uint64, err error) {
 	if r.finished {
 		return
 	}
@@ -69,7 +70,7 @@ func (s *Session) finishReleaseLocked(r *release, status fsm.Status, index uint6
 	s.pruneSettledLocked()
 }
 
-func (s *Session) finishRelease(r *release, status fsm.Status, index uint64, err error) {
+func (s *Session) finishRelease(r *release, status fsmwire.Status, index uint64, err error) {
 	s.mu.Lock()
 	s.finishReleaseLocked(r, status, index, err)
 	s.mu.Unlock()
@@ -97,7 +98,7 @@ func (s *Session) pruneSettledLocked() {
 }
 
 // result returns the release's final status and error (once done).
-func (s *Session) result(r *release) (fsm.Status, error) {
+func (s *Session) result(r *release) (fsmwire.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return r.status, r.err
@@ -120,7 +121,7 @@ func (s *Session) tryRelease(ctx context.Context, r *release) error {
 	if err != nil {
 		return s.explain(ctx, nil, err, start)
 	}
-	if res.Status == fsm.StatusQuota { // refused (the session's request window is full): nothing changed
+	if res.Status == fsmwire.StatusQuota { // refused (the session's request window is full): nothing changed
 		return fmt.Errorf("lockapi: release %q: %w", r.name, res.Err())
 	}
 	s.finishRelease(r, res.Status, index, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -107,13 +108,13 @@ func TestEventsBelowTheResyncAreSkipped(t *testing.T) {
 		default:
 			t.Fatal("resync left a wait the state does not have")
 		}
-		s.handle(fsm.Event{Kind: fsm.EventGranted, Index: applied, Lock: p.name, Owner: p.owner, Token: 7})
+		s.handle(fsm.Event{Kind: fsmwire.EventGranted, Index: applied, Lock: p.name, Owner: p.owner, Token: 7})
 		select {
 		case g := <-p.granted:
 			t.Fatalf("a grant at index %d, in the state resync read, reached the wait after resync failed it: %+v", applied, g)
 		default:
 		}
-		s.handle(fsm.Event{Kind: fsm.EventGranted, Index: applied + 1000, Lock: p.name, Owner: p.owner, Token: 8})
+		s.handle(fsm.Event{Kind: fsmwire.EventGranted, Index: applied + 1000, Lock: p.name, Owner: p.owner, Token: 8})
 		select {
 		case g := <-p.granted:
 			if g.token != 8 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/node"
 )
@@ -119,13 +120,13 @@ func NewSession(ctx context.Context, n *node.Node, opts ...SessionOption) (*Sess
 // openSession opens a session with an already-built configuration (also
 // used to replace a lost session with an identical one).
 func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session, error) {
-	if minTTL := MinTTL(n); cfg.ttl < minTTL || cfg.ttl > fsm.MaxTTL {
-		return nil, invalid("TTL %v outside [%v, %v] (the minimum follows the node's Raft timeouts)", cfg.ttl, minTTL, fsm.MaxTTL)
+	if minTTL := MinTTL(n); cfg.ttl < minTTL || cfg.ttl > fsmwire.MaxTTL {
+		return nil, invalid("TTL %v outside [%v, %v] (the minimum follows the node's Raft timeouts)", cfg.ttl, minTTL, fsmwire.MaxTTL)
 	}
-	if cfg.lockDelay < 0 || cfg.lockDelay > fsm.MaxLockDelay {
-		return nil, invalid("lock-delay %v outside [0, %v]", cfg.lockDelay, fsm.MaxLockDelay)
+	if cfg.lockDelay < 0 || cfg.lockDelay > fsmwire.MaxLockDelay {
+		return nil, invalid("lock-delay %v outside [0, %v]", cfg.lockDelay, fsmwire.MaxLockDelay)
 	}
-	if err := fsm.ValidateDescription(cfg.owner); err != nil {
+	if err := fsmwire.ValidateDescription(cfg.owner); err != nil {
 		return nil, invalid("owner description: %v", err)
 	}
 	if cfg.logger == nil {
@@ -149,7 +150,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), n.Timing().ElectionTimeout)
 		return nil, fmt.Errorf("lockapi: open session: %w", err)
 	}
-	if r.Status != fsm.StatusOK {
+	if r.Status != fsmwire.StatusOK {
 		return nil, fmt.Errorf("lockapi: open session: %w", r.Err())
 	}
 	s.id = r.Session
@@ -412,7 +413,7 @@ func (s *Session) Close(ctx context.Context) error {
 			switch {
 			case err != nil:
 				s.closeErr = fmt.Errorf("lockapi: close session: %w", err)
-			case r.Status != fsm.StatusOK && r.Status != fsm.StatusNoSession:
+			case r.Status != fsmwire.StatusOK && r.Status != fsmwire.StatusNoSession:
 				s.closeErr = fmt.Errorf("lockapi: close session: %w", r.Err())
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -48,7 +49,7 @@ func TestUnknownGrantIsReleased(t *testing.T) {
 			s := newSession(t, c, i)
 			other := newSession(t, c, (i+1)%3)
 			name := "ghost:" + clustertest.ID(i)
-			if r := injectAcquire(t, c, s, name, false); r.Status != fsm.StatusGranted {
+			if r := injectAcquire(t, c, s, name, false); r.Status != fsmwire.StatusGranted {
 				t.Fatalf("injected acquire: %v", r.Status)
 			}
 			settle(t, c, i)
@@ -62,7 +63,7 @@ func TestUnknownGrantIsReleased(t *testing.T) {
 
 			// A queue entry under an unknown owner: dequeued, and never
 			// granted to nobody when the holder releases.
-			if r := injectAcquire(t, c, s, name, true); r.Status != fsm.StatusQueued {
+			if r := injectAcquire(t, c, s, name, true); r.Status != fsmwire.StatusQueued {
 				t.Fatalf("injected wait: %v", r.Status)
 			}
 			settle(t, c, i)
@@ -108,7 +109,7 @@ func TestResyncReleasesUnknownGrant(t *testing.T) {
 
 // injectOwned commits an acquisition a of s under an owner id s never
 // made, and returns that owner.
-func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire, want fsm.Status) fsm.OwnerID {
+func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire, want fsmwire.Status) fsm.OwnerID {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -149,13 +150,13 @@ func TestResyncReleasesUnknownGrantsOfEveryKind(t *testing.T) {
 			owner fsm.OwnerID
 		}
 		unknown := []acq{
-			{"ex", injectOwned(t, c, s, fsm.Acquire{Lock: "ex"}, fsm.StatusGranted)},
-			{"rw", injectOwned(t, c, s, fsm.Acquire{Lock: "rw", Shared: true}, fsm.StatusGranted)},
-			{"pool", injectOwned(t, c, s, fsm.Acquire{Lock: "pool", Limit: 2, Permits: 2}, fsm.StatusGranted)},
-			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true}, fsm.StatusQueued)},
-			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true, Shared: true}, fsm.StatusQueued)},
-			{"busy-pool", injectOwned(t, c, s, fsm.Acquire{Lock: "busy-pool", Wait: true, Limit: 2, Permits: 1}, fsm.StatusQueued)},
-			{"mine", injectOwned(t, c, s, fsm.Acquire{Lock: "mine", Shared: true}, fsm.StatusGranted)},
+			{"ex", injectOwned(t, c, s, fsm.Acquire{Lock: "ex"}, fsmwire.StatusGranted)},
+			{"rw", injectOwned(t, c, s, fsm.Acquire{Lock: "rw", Shared: true}, fsmwire.StatusGranted)},
+			{"pool", injectOwned(t, c, s, fsm.Acquire{Lock: "pool", Limit: 2, Permits: 2}, fsmwire.StatusGranted)},
+			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true}, fsmwire.StatusQueued)},
+			{"busy", injectOwned(t, c, s, fsm.Acquire{Lock: "busy", Wait: true, Shared: true}, fsmwire.StatusQueued)},
+			{"busy-pool", injectOwned(t, c, s, fsm.Acquire{Lock: "busy-pool", Wait: true, Limit: 2, Permits: 1}, fsmwire.StatusQueued)},
+			{"mine", injectOwned(t, c, s, fsm.Acquire{Lock: "mine", Shared: true}, fsmwire.StatusGranted)},
 		}
 		settle(t, c, 1)
 		s.resync()

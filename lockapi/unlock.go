@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -97,15 +98,15 @@ func (l *Lease) Unlock(ctx context.Context) error {
 
 // unlockResult is Unlock's result once its Release committed with status;
 // lost is why the lease had ended before Unlock, if it had.
-func (l *Lease) unlockResult(status fsm.Status, lost error) error {
+func (l *Lease) unlockResult(status fsmwire.Status, lost error) error {
 	switch status {
-	case fsm.StatusNoSession: // the cluster closed or expired the session: that released it
+	case fsmwire.StatusNoSession: // the cluster closed or expired the session: that released it
 		err := fmt.Errorf("%w: the cluster no longer knows the session", ErrSessionExpired)
 		l.s.lose(leasetrace.LostEnded, err)
 		if lost == nil {
 			lost = err
 		}
-	case fsm.StatusNotHolder:
+	case fsmwire.StatusNotHolder:
 		if lost == nil {
 			// The session may have ended during the call (its deadline
 			// passed while the release was on its way). If not, an earlier
@@ -113,7 +114,7 @@ func (l *Lease) unlockResult(status fsm.Status, lost error) error {
 			// session is valid nobody else can release its lock.
 			lost = l.s.Err()
 		}
-	case fsm.StatusOK:
+	case fsmwire.StatusOK:
 	default:
 		return fmt.Errorf("lockapi: unlock %q: release: %v", l.name, status)
 	}
@@ -142,7 +143,7 @@ func (l *Lease) releaseAfterEnd(ctx context.Context, lost error) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockapi: unlock %q: %w (the release did not commit: %v; the session's end releases the lock)", l.name, lost, err)
-	case r.Status == fsm.StatusQuota:
+	case r.Status == fsmwire.StatusQuota:
 		return fmt.Errorf("lockapi: unlock %q: %w (the release was refused: %v; the session's end releases the lock)", l.name, lost, r.Err())
 	}
 	return fmt.Errorf("lockapi: unlock %q: %w: %w", l.name, ErrNotHolder, lost)

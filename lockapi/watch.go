@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -34,13 +35,13 @@ func (s *Session) watch() {
 	}
 }
 
-func reasonErr(r fsm.Reason) error {
+func reasonErr(r fsmwire.Reason) error {
 	switch r {
-	case fsm.ReasonSessionExpired:
+	case fsmwire.ReasonSessionExpired:
 		return fmt.Errorf("%w: expired by the leader", ErrSessionExpired)
-	case fsm.ReasonSessionClosed:
+	case fsmwire.ReasonSessionClosed:
 		return ErrSessionClosed
-	case fsm.ReasonRevoked:
+	case fsmwire.ReasonRevoked:
 		return fmt.Errorf("%w: revoked by an operator", ErrNotHolder)
 	}
 	return fmt.Errorf("%w: released with its owner id", ErrNotHolder)
@@ -55,20 +56,20 @@ func (s *Session) handle(e fsm.Event) {
 		return // applied before the state resync read: judged there
 	}
 	switch e.Kind {
-	case fsm.EventGranted, fsm.EventQueued:
+	case fsmwire.EventGranted, fsmwire.EventQueued:
 		s.mu.Lock()
 		p := s.pending[e.Owner]
 		known := p != nil || s.leases[e.Owner] != nil || s.releases[e.Owner] != nil
 		s.mu.Unlock()
 		switch {
 		case p != nil:
-			if e.Kind == fsm.EventGranted {
+			if e.Kind == fsmwire.EventGranted {
 				p.grant(e.Token, e.Index)
 			}
 		case !known:
 			s.releaseUnknown(e.Lock, e.Owner)
 		}
-	case fsm.EventReleased, fsm.EventDequeued:
+	case fsmwire.EventReleased, fsmwire.EventDequeued:
 		s.mu.Lock()
 		if r := s.releases[e.Owner]; r != nil && r.finished && r.index <= e.Index {
 			s.forgetReleaseLocked(r) // its own event: every earlier one was handled
@@ -88,9 +89,9 @@ func (s *Session) handle(e fsm.Event) {
 		if p != nil {
 			p.fail(reasonErr(e.Reason))
 		}
-	case fsm.EventSessionExpired:
+	case fsmwire.EventSessionExpired:
 		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: expired by the leader", ErrSessionExpired))
-	case fsm.EventSessionClosed:
+	case fsmwire.EventSessionClosed:
 		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: closed in the cluster", ErrSessionExpired))
 	}
 }
@@ -103,7 +104,7 @@ func (s *Session) handle(e fsm.Event) {
 // judges in order (handle); so is one the session has already judged by a
 // resync. Never blocks.
 func (s *Session) earlyGrant(e fsm.Event) {
-	if e.Kind != fsm.EventGranted {
+	if e.Kind != fsmwire.EventGranted {
 		return
 	}
 	s.mu.Lock()

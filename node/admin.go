@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Admin operations (for an operator, through an admin API such as package
@@ -57,7 +58,7 @@ func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why
 	if err := checkCtx(ctx); err != nil {
 		return Revocation{}, err
 	}
-	if err := fsm.ValidateLockName(lock); err != nil {
+	if err := fsmwire.ValidateLockName(lock); err != nil {
 		return Revocation{}, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	if err := n.Sync(ctx); err != nil {
@@ -73,8 +74,8 @@ func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why
 		return Revocation{}, err
 	}
 	switch res.Status {
-	case fsm.StatusOK:
-	case fsm.StatusNotHolder:
+	case fsmwire.StatusOK:
+	case fsmwire.StatusNotHolder:
 		return Revocation{}, fmt.Errorf("%w: lock %q, token %d (released meanwhile)", ErrNotHeld, lock, token)
 	default:
 		return Revocation{}, fmt.Errorf("%w: %w", ErrInvalidArgument, res.Err())
@@ -152,7 +153,7 @@ func (n *Node) EndSession(ctx context.Context, id fsm.SessionID, by, why string)
 	if err != nil {
 		return err
 	}
-	if res.Status == fsm.StatusNoSession {
+	if res.Status == fsmwire.StatusNoSession {
 		return fmt.Errorf("%w: %d", ErrNoSuchSession, id)
 	}
 	if err := res.Err(); err != nil {
@@ -197,7 +198,7 @@ func (n *Node) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 // MaxRestoreBytes bounds a backup given to Restore: what the state
 // machine stages for one restore (fsm.MaxRestoreStaged; a held lock takes
 // about 60 bytes of a backup).
-const MaxRestoreBytes = fsm.MaxRestoreStaged
+const MaxRestoreBytes = fsmwire.MaxRestoreStaged
 
 // Restore replaces the replicated lock table with a backup (Backup's
 // output), on every replica, at one index of the log. What that means for

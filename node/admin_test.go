@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -27,8 +28,8 @@ func TestAdminRevoke(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sub.Close()
-		g := mustApply(t, holderNode, fsm.Acquire{Session: a, Lock: "x", Owner: oa}, fsm.StatusGranted)
-		mustApply(t, waiterNode, fsm.Acquire{Session: b, Lock: "x", Owner: ob, Wait: true}, fsm.StatusQueued)
+		g := mustApply(t, holderNode, fsm.Acquire{Session: a, Lock: "x", Owner: oa}, fsmwire.StatusGranted)
+		mustApply(t, waiterNode, fsm.Acquire{Session: b, Lock: "x", Owner: ob, Wait: true}, fsmwire.StatusQueued)
 
 		if _, err := admin.Revoke(ctx, "x", g.Token+100, "ops", "wrong token"); !errors.Is(err, node.ErrNotHeld) {
 			t.Fatalf("revoke with a token that does not hold: %v", err)
@@ -45,7 +46,7 @@ func TestAdminRevoke(t *testing.T) {
 		for got := false; !got; {
 			select {
 			case e := <-sub.C:
-				got = e.Kind == fsm.EventReleased && e.Reason == fsm.ReasonRevoked && e.Token == g.Token
+				got = e.Kind == fsmwire.EventReleased && e.Reason == fsmwire.ReasonRevoked && e.Token == g.Token
 			case <-deadline:
 				t.Fatal("the holder's replica saw no revocation")
 			}
@@ -72,7 +73,7 @@ func TestAdminEndSession(t *testing.T) {
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(li)]
 		s := openSession(t, ctx, f, time.Minute)
-		mustApply(t, f, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+		mustApply(t, f, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 		if err := c.Nodes[li].EndSession(ctx, s, "ops", "runaway client"); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		f1 := c.Nodes[c.Follower(li)]
 		f2 := c.Nodes[3-li-c.Follower(li)]
 		old := openSession(t, ctx, f1, 5*time.Second)
-		g := mustApply(t, f1, fsm.Acquire{Session: old, Lock: "invoice:1", Owner: newOwner()}, fsm.StatusGranted)
+		g := mustApply(t, f1, fsm.Acquire{Session: old, Lock: "invoice:1", Owner: newOwner()}, fsmwire.StatusGranted)
 		var backup bytes.Buffer
 		info, err := f1.Backup(ctx, &backup)
 		if err != nil {
@@ -118,8 +119,8 @@ func TestAdminBackupRestore(t *testing.T) {
 		live := openSession(t, ctx, f2, time.Minute)
 		for range 5 {
 			o := newOwner()
-			mustApply(t, f2, fsm.Acquire{Session: live, Lock: "t", Owner: o}, fsm.StatusGranted)
-			mustApply(t, f2, fsm.Release{Lock: "t", Owner: o}, fsm.StatusOK)
+			mustApply(t, f2, fsm.Acquire{Session: live, Lock: "t", Owner: o}, fsmwire.StatusGranted)
+			mustApply(t, f2, fsm.Release{Lock: "t", Owner: o}, fsmwire.StatusOK)
 		}
 		before := c.Nodes[li].Stats().LastToken
 
@@ -161,7 +162,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		if s <= restored {
 			t.Fatalf("new session %d not above the restored %d", s, restored)
 		}
-		r := mustApply(t, f2, fsm.Acquire{Session: s, Lock: "invoice:1", Owner: newOwner(), Wait: true}, fsm.StatusQueued)
+		r := mustApply(t, f2, fsm.Acquire{Session: s, Lock: "invoice:1", Owner: newOwner(), Wait: true}, fsmwire.StatusQueued)
 		_ = r
 		// The orphaned restored session expires; its lock passes on.
 		c.Eventually(30*time.Second, func() (bool, string) {
@@ -266,7 +267,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 					}
 					o := newOwner()
 					r, idx, err := n.Propose(ctx, fsm.Acquire{Session: s, Lock: "t" + n.ID(), Owner: o})
-					if err != nil || r.Status != fsm.StatusGranted {
+					if err != nil || r.Status != fsmwire.StatusGranted {
 						// The restore ended this session: open another.
 						s = openSession(t, ctx, n, time.Minute)
 						continue

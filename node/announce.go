@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Grant announcements. When a release, an expiry or the end of a lock-delay
@@ -39,7 +40,7 @@ type announcer struct {
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
-const maxPendingGrants = fsm.MaxGrants
+const maxPendingGrants = fsmwire.MaxGrants
 
 // peersTTL is how long the cached list of peers is used.
 const peersTTL = time.Second
@@ -79,7 +80,7 @@ func (a *announcer) collect(events []fsm.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, e := range events {
-		if e.Kind == fsm.EventGranted && e.FromQueue && len(a.grants) < maxPendingGrants {
+		if e.Kind == fsmwire.EventGranted && e.FromQueue && len(a.grants) < maxPendingGrants {
 			a.grants = append(a.grants, e)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Issue 20 (also noted): a peer whose announcement queue is nearly full gets
@@ -21,9 +22,9 @@ func TestAnnounceTruncatesOnlyTheFullPeersQueue(t *testing.T) {
 	}
 	a.queues["full"] = make([]fsm.Event, maxPendingGrants-1)
 	grants := []fsm.Event{
-		{Kind: fsm.EventGranted, FromQueue: true, Lock: "a", Token: 1},
-		{Kind: fsm.EventGranted, FromQueue: true, Lock: "b", Token: 2},
-		{Kind: fsm.EventGranted, FromQueue: true, Lock: "c", Token: 3},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Lock: "a", Token: 1},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Lock: "b", Token: 2},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Lock: "c", Token: 3},
 	}
 	a.collect(grants)
 	a.announce()
@@ -70,7 +71,7 @@ func TestAnnouncerBackPressure(t *testing.T) {
 			sent: func(error) {},
 		})
 		grant := func(tok int) {
-			a.collect([]fsm.Event{{Kind: fsm.EventGranted, FromQueue: true, Index: uint64(tok), Session: 1, Lock: "l", Owner: fsm.OwnerID{1}, Token: fsm.Token(tok)}})
+			a.collect([]fsm.Event{{Kind: fsmwire.EventGranted, FromQueue: true, Index: uint64(tok), Session: 1, Lock: "l", Owner: fsm.OwnerID{1}, Token: fsm.Token(tok)}})
 			a.announce()
 			synctest.Wait()
 		}

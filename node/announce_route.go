@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/raftlock/raftlock/fsm"
 
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/membership"
 )
 
@@ -80,7 +81,7 @@ func (a *announcer) noteHomes(batch []*proposal) {
 func (a *announcer) forgetHomes(events []fsm.Event) {
 	var locked bool
 	for _, e := range events {
-		if e.Kind != fsm.EventSessionClosed && e.Kind != fsm.EventSessionExpired {
+		if e.Kind != fsmwire.EventSessionClosed && e.Kind != fsmwire.EventSessionExpired {
 			continue
 		}
 		if !locked {

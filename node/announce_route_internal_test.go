@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestPlanAnnouncements(t *testing.T) {
 	peers := []announcePeer{{"b~2", "addr-b"}, {"c", "addr-c"}} // c: a Raft id from before incarnations
 	grant := func(s fsm.SessionID) fsm.Event {
-		return fsm.Event{Kind: fsm.EventGranted, FromQueue: true, Session: s, Token: fsm.Token(s)}
+		return fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Session: s, Token: fsm.Token(s)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -75,7 +76,7 @@ func TestAnnouncerHomes(t *testing.T) {
 	if _, ok := a.homes[1]; ok {
 		t.Fatal("a sender that did not say who it is left the old home in place")
 	}
-	a.forgetHomes([]fsm.Event{{Kind: fsm.EventSessionExpired, Session: 4}, {Kind: fsm.EventReleased, Session: 9}})
+	a.forgetHomes([]fsm.Event{{Kind: fsmwire.EventSessionExpired, Session: 4}, {Kind: fsmwire.EventReleased, Session: 9}})
 	if len(a.homes) != 0 {
 		t.Fatalf("homes %v after the session expired, want none", a.homes)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -57,10 +58,10 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 	t.Helper()
 	holder, waiter := newOwner(), newOwner()
 	first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: name, Owner: holder})
-	if err != nil || first.Status != fsm.StatusGranted {
+	if err != nil || first.Status != fsmwire.StatusGranted {
 		t.Fatalf("holder: %v %+v", err, first)
 	}
-	if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: name, Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+	if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: name, Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 		t.Fatalf("waiter: %v %+v", err, r)
 	}
 	early, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true}, 8)
@@ -77,7 +78,7 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 		t.Fatal(err)
 	}
 
-	if r, err := l.Apply(ctx, fsm.Release{Lock: name, Owner: holder}); err != nil || r.Status != fsm.StatusOK {
+	if r, err := l.Apply(ctx, fsm.Release{Lock: name, Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("release: %v %+v", err, r)
 	}
 	var e fsm.Event
@@ -86,7 +87,7 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 	case <-ctx.Done():
 		t.Fatal("no grant announced")
 	}
-	if e.Kind != fsm.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != name || e.Token <= first.Token {
+	if e.Kind != fsmwire.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != name || e.Token <= first.Token {
 		t.Fatalf("announced %+v, want the waiter's grant with a token above %d", e, first.Token)
 	}
 	wasEarly := f.AppliedIndex() < e.Index
@@ -99,7 +100,7 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf f
 	for _, sub := range subs {
 		select {
 		case a := <-sub.C:
-			if a.Kind != fsm.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
+			if a.Kind != fsmwire.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
 				t.Fatalf("applied %+v, announced %+v", a, e)
 			}
 			// Delivered from the FSM's apply: the local state already has
@@ -129,10 +130,10 @@ func TestEarlyGrantHook(t *testing.T) {
 
 		holder, waiter := newOwner(), newOwner()
 		first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: "h", Owner: holder})
-		if err != nil || first.Status != fsm.StatusGranted {
+		if err != nil || first.Status != fsmwire.StatusGranted {
 			t.Fatalf("holder: %v %+v", err, first)
 		}
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: "h", Owner: waiter, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+		if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: "h", Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 			t.Fatalf("waiter: %v %+v", err, r)
 		}
 		hooked := make(chan fsm.Event, 8)
@@ -144,7 +145,7 @@ func TestEarlyGrantHook(t *testing.T) {
 		if err := f.Sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := l.Apply(ctx, fsm.Release{Lock: "h", Owner: holder}); err != nil || r.Status != fsm.StatusOK {
+		if r, err := l.Apply(ctx, fsm.Release{Lock: "h", Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
 			t.Fatalf("release: %v %+v", err, r)
 		}
 		if err := f.Sync(ctx); err != nil { // the follower has applied the grant
@@ -156,13 +157,13 @@ func TestEarlyGrantHook(t *testing.T) {
 			t.Fatalf("the hook got %d announced grants, want 1", len(hooked))
 		}
 		e := <-hooked
-		if e.Kind != fsm.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != "h" || e.Token <= first.Token {
+		if e.Kind != fsmwire.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != "h" || e.Token <= first.Token {
 			t.Fatalf("hook got %+v, want the waiter's grant with a token above %d", e, first.Token)
 		}
 		if len(sub.C) != 1 {
 			t.Fatalf("C holds %d events, want only the applied grant", len(sub.C))
 		}
-		if a := <-sub.C; a.Kind != fsm.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
+		if a := <-sub.C; a.Kind != fsmwire.EventGranted || a.Owner != waiter || a.Token != e.Token || a.Index != e.Index {
 			t.Fatalf("applied %+v, announced %+v", a, e)
 		}
 	})

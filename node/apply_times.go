@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // applyTimes is what every replica remembers, in memory, of when it applied
@@ -56,7 +57,7 @@ func (a *applyTimes) observe(events []fsm.Event, now time.Time, delayed func() [
 	for i := range events {
 		e := &events[i]
 		switch {
-		case e.Kind == fsm.EventMarker:
+		case e.Kind == fsmwire.EventMarker:
 			if n := len(a.markers); n > 0 && a.markers[n-1].index >= e.Index {
 				continue
 			}
@@ -64,7 +65,7 @@ func (a *applyTimes) observe(events []fsm.Event, now time.Time, delayed func() [
 				a.markers = append(a.markers[:0], a.markers[1:]...)
 			}
 			a.markers = append(a.markers, markerTime{index: e.Index, at: now})
-		case e.Kind == fsm.EventReleased && e.DelayFor > 0:
+		case e.Kind == fsmwire.EventReleased && e.DelayFor > 0:
 			if a.delays == nil {
 				a.delays = make(map[fsm.DelayRef]time.Time)
 			}

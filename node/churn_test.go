@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -99,7 +100,7 @@ func watchGrant(sub *node.Subscription, limit time.Duration) (granted <-chan tim
 		for {
 			select {
 			case e := <-sub.C:
-				if e.Kind == fsm.EventGranted {
+				if e.Kind == fsmwire.EventGranted {
 					out <- time.Now()
 					return
 				}
@@ -139,7 +140,7 @@ func queueWaiter(t *testing.T, at, via *node.Node, s fsm.SessionID, lock string)
 		t.Fatal(err)
 	}
 	t.Cleanup(sub.Close)
-	mustApply(t, via, fsm.Acquire{Session: s, Lock: lock, Owner: o, Wait: true}, fsm.StatusQueued)
+	mustApply(t, via, fsm.Acquire{Session: s, Lock: lock, Owner: o, Wait: true}, fsmwire.StatusQueued)
 	return watchGrant(sub, 30*time.Second)
 }
 
@@ -155,7 +156,7 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 		const ttl, spacing = time.Second, 900 * time.Millisecond
 		n := c.Nodes[leader]
 		holder := openSession(t, ctx, n, ttl)
-		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 		live := openSession(t, ctx, n, ttl)
 		grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
 		defer stopWatch()
@@ -217,17 +218,17 @@ func TestLockDelayEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lockSub.Close()
-		holder := mustApply(t, n, fsm.OpenSession{TTL: ttl, LockDelay: delay}, fsm.StatusOK).Session
+		holder := mustApply(t, n, fsm.OpenSession{TTL: ttl, LockDelay: delay}, fsmwire.StatusOK).Session
 		defer keepAlive(c.Nodes[0], holder, ttl).halt()
 		ho := newOwner()
-		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: ho}, fsm.StatusGranted)
+		mustApply(t, n, fsm.Acquire{Session: holder, Lock: "x", Owner: ho}, fsmwire.StatusGranted)
 		live := openSession(t, ctx, n, ttl)
 		defer keepAlive(c.Nodes[0], live, ttl).halt()
 		grant, stopWatch := queueWaiter(t, c.Nodes[0], n, live, "x")
 		defer stopWatch()
 
 		// The holder's lapsed release starts the delay.
-		mustApply(t, n, fsm.Release{Session: holder, Lock: "x", Owner: ho, Lapsed: true}, fsm.StatusOK)
+		mustApply(t, n, fsm.Release{Session: holder, Lock: "x", Owner: ho, Lapsed: true}, fsmwire.StatusOK)
 		began := waitDelayStart(t, lockSub)
 		for i := 1; i <= changes; i++ {
 			time.Sleep(time.Until(began.Add(time.Duration(i) * spacing)))

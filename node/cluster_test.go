@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -34,7 +35,7 @@ func startMemCluster(t *testing.T) (*clustertest.Cluster, int) {
 func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) fsm.SessionID {
 	t.Helper()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})
-	if err != nil || r.Status != fsm.StatusOK {
+	if err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("open session on %s: %v %+v", n.ID(), err, r)
 	}
 	return r.Session
@@ -55,7 +56,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 					s := openSession(t, ctx, n, time.Minute)
 					o := newOwner()
 					r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + clustertest.ID(i), Owner: o})
-					if err != nil || r.Status != fsm.StatusGranted {
+					if err != nil || r.Status != fsmwire.StatusGranted {
 						t.Fatalf("acquire via %s (leader %s): %v %+v", n.ID(), clustertest.ID(leader), err, r)
 					}
 					if r.Token <= last {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -50,7 +51,7 @@ func delayedLock(t *testing.T, n *node.Node, delay time.Duration) (waiter, lock 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := n.Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil || r.Status != fsm.StatusQueued {
+	if r, err := n.Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 		t.Fatalf("wait: %v %+v", err, r)
 	}
 	return sub, lockSub
@@ -63,7 +64,7 @@ func waitDelayStart(t *testing.T, sub *node.Subscription) time.Time {
 	for {
 		select {
 		case e := <-sub.C:
-			if e.Kind == fsm.EventReleased && e.DelayUntil != 0 {
+			if e.Kind == fsmwire.EventReleased && e.DelayUntil != 0 {
 				return time.Now()
 			}
 		case <-time.After(10 * time.Second):
@@ -79,7 +80,7 @@ func waitGrant(t *testing.T, sub *node.Subscription, limit time.Duration) time.T
 	for {
 		select {
 		case e := <-sub.C:
-			if e.Kind == fsm.EventGranted {
+			if e.Kind == fsmwire.EventGranted {
 				return time.Now()
 			}
 		case <-deadline:

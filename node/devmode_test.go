@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -31,7 +32,7 @@ func TestBootstrapWithoutPeersIsAOneNodeCluster(t *testing.T) {
 		t.Fatalf("servers %+v leader %q, want dev alone at %s", st.Servers, st.LeaderID, n.Addr())
 	}
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Second})
-	if err != nil || r.Status != fsm.StatusOK {
+	if err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("open session: %v %+v", err, r)
 	}
 }

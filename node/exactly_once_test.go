@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -35,7 +36,7 @@ func readyCluster(t *testing.T, opts clustertest.Options) (*clustertest.Cluster,
 }
 
 // mustApply applies cmd through n and checks the result's status.
-func mustApply(t *testing.T, n *node.Node, cmd fsm.Command, want fsm.Status) fsm.Result {
+func mustApply(t *testing.T, n *node.Node, cmd fsm.Command, want fsmwire.Status) fsm.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -78,9 +79,9 @@ func TestForwardedAcquireDeliveredAgainAfterReleaseCreatesNoHolder(t *testing.T)
 		s := openSession(t, ctx, f, time.Minute)
 		o := newOwner()
 		acq := fsm.Acquire{Session: s, Lock: "x", Owner: o, Seq: 1, AckBelow: 1}
-		mustApply(t, f, acq, fsm.StatusGranted)
-		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsm.StatusOK)
-		if r := redeliver(t, c.Nodes[leader], acq); r.Status == fsm.StatusGranted || r.Status == fsm.StatusQueued {
+		mustApply(t, f, acq, fsmwire.StatusGranted)
+		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsmwire.StatusOK)
+		if r := redeliver(t, c.Nodes[leader], acq); r.Status == fsmwire.StatusGranted || r.Status == fsmwire.StatusQueued {
 			t.Fatalf("the delayed duplicate was applied again: %+v", r)
 		}
 		for _, n := range c.Nodes {
@@ -102,13 +103,13 @@ func TestForwardedWaitDeliveredAgainAfterWithdrawIsNotRequeued(t *testing.T) {
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(leader)]
 		holder := openSession(t, ctx, f, time.Minute)
-		mustApply(t, f, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+		mustApply(t, f, fsm.Acquire{Session: holder, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 		s := openSession(t, ctx, f, time.Minute)
 		o := newOwner()
 		wait := fsm.Acquire{Session: s, Lock: "x", Owner: o, Wait: true, Seq: 1, AckBelow: 1}
-		mustApply(t, f, wait, fsm.StatusQueued)
-		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsm.StatusOK)
-		if r := redeliver(t, c.Nodes[leader], wait); r.Status == fsm.StatusQueued {
+		mustApply(t, f, wait, fsmwire.StatusQueued)
+		mustApply(t, f, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2}, fsmwire.StatusOK)
+		if r := redeliver(t, c.Nodes[leader], wait); r.Status == fsmwire.StatusQueued {
 			t.Fatalf("the delayed duplicate queued again: %+v", r)
 		}
 		if err := f.Sync(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -86,7 +87,7 @@ func (l *deadline) setSlot(i int)    { l.slot = i }
 
 // takeoverEvt is an event applied while a new leader read the sessions.
 type takeoverEvt struct {
-	kind fsm.EventKind
+	kind fsmwire.EventKind
 	id   fsm.SessionID
 	ttl  time.Duration
 	ttls []fsm.SessionTTL // EventRestored: the sessions the restore left
@@ -248,7 +249,7 @@ func (m *expiryManager) takeOver() int {
 // sessionEventLocked applies a session's opening or end to the deadlines.
 func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke bool) {
 	switch e.kind {
-	case fsm.EventSessionOpened:
+	case fsmwire.EventSessionOpened:
 		if m.sessions[e.id] != nil {
 			return false
 		}
@@ -260,12 +261,12 @@ func (m *expiryManager) sessionEventLocked(e takeoverEvt, now time.Time) (poke b
 			s.Record(leasetrace.Event{At: now.UnixNano(), Kind: leasetrace.DeadlineSet, Session: uint64(e.id), Deadline: l.deadline.UnixNano()})
 		}
 		return l.at.Before(m.wakeAt)
-	case fsm.EventSessionClosed, fsm.EventSessionExpired:
+	case fsmwire.EventSessionClosed, fsmwire.EventSessionExpired:
 		if l := m.sessions[e.id]; l != nil {
 			delete(m.sessions, e.id)
 			m.due.remove(l.slot)
 		}
-	case fsm.EventRestored: // replayed after a takeover (restored)
+	case fsmwire.EventRestored: // replayed after a takeover (restored)
 		m.resyncLocked(now, e.ttls)
 		return true
 	}
@@ -299,7 +300,7 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 	}
 	slices.Sort(due)
 	for len(due) > 0 {
-		chunk := due[:min(len(due), fsm.MaxExpireSessions)]
+		chunk := due[:min(len(due), fsmwire.MaxExpireSessions)]
 		due = due[len(chunk):]
 		traceSessions(m.h.traceSink(), leasetrace.ProposeExpire, chunk, nil)
 		out := m.h.propose(ctx, fsm.ExpireSessions{Sessions: chunk})
@@ -321,7 +322,7 @@ func (m *expiryManager) observe(events []fsm.Event) {
 	var buf [8]time.Duration
 	opened := buf[:0] // the TTL of each EventSessionOpened, in order; 0: gone
 	for _, e := range events {
-		if e.Kind == fsm.EventSessionOpened {
+		if e.Kind == fsmwire.EventSessionOpened {
 			s, _ := m.h.fsm.Session(e.Session)
 			opened = append(opened, s.TTL)
 		}
@@ -332,9 +333,9 @@ func (m *expiryManager) observe(events []fsm.Event) {
 		now := time.Now()
 		for _, e := range events {
 			switch e.Kind {
-			case fsm.EventSessionOpened, fsm.EventSessionClosed, fsm.EventSessionExpired:
+			case fsmwire.EventSessionOpened, fsmwire.EventSessionClosed, fsmwire.EventSessionExpired:
 				te := takeoverEvt{kind: e.Kind, id: e.Session}
-				if e.Kind == fsm.EventSessionOpened {
+				if e.Kind == fsmwire.EventSessionOpened {
 					te.ttl, opened = opened[0], opened[1:]
 					if te.ttl == 0 {
 						continue
@@ -345,12 +346,12 @@ func (m *expiryManager) observe(events []fsm.Event) {
 				} else if m.sessionEventLocked(te, now) {
 					poke = true
 				}
-			case fsm.EventReleased:
+			case fsmwire.EventReleased:
 				if e.DelayFor > 0 && m.leading {
 					poke = m.delays.arm(fsm.DelayRef{Lock: e.Lock, Token: e.DelayToken}, now.Add(e.DelayFor), m.wakeAt) || poke
 				}
 				poke = poke || (e.DelayUntil != 0 && e.DelayFor == 0) // version 1: the tick decides
-			case fsm.EventClusterChanged:
+			case fsmwire.EventClusterChanged:
 				m.delays.armedAll = false // a new version may time the delays anew
 				poke = true
 			}
@@ -379,7 +380,7 @@ func (m *expiryManager) restored() {
 	ttls := allSessionTTLs(m.h.fsm)
 	m.mu.Lock()
 	if m.takeover != nil {
-		m.takeover = append(m.takeover, takeoverEvt{kind: fsm.EventRestored, ttls: ttls})
+		m.takeover = append(m.takeover, takeoverEvt{kind: fsmwire.EventRestored, ttls: ttls})
 	} else if m.leading {
 		m.resyncLocked(time.Now(), ttls)
 	}

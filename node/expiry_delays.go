@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -122,7 +123,7 @@ func (m *expiryManager) endDelays(ctx context.Context) (time.Time, bool) {
 	}
 	slices.SortFunc(refs, func(a, b fsm.DelayRef) int { return cmp.Compare(a.Lock, b.Lock) })
 	for len(refs) > 0 {
-		chunk := refs[:min(len(refs), fsm.MaxExpireSessions)]
+		chunk := refs[:min(len(refs), fsmwire.MaxExpireSessions)]
 		refs = refs[len(chunk):]
 		if s := m.h.traceSink(); s != nil {
 			for _, ref := range chunk {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -113,7 +114,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 
 		held := newOwner()
 		r, err := b.Apply(ctx, fsm.Acquire{Session: silent, Lock: "job", Owner: held})
-		if err != nil || r.Status != fsm.StatusGranted {
+		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
 		next := newOwner()
@@ -122,7 +123,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sub.Close()
-		if r2, err := a.Apply(ctx, fsm.Acquire{Session: waiter, Lock: "job", Owner: next, Wait: true}); err != nil || r2.Status != fsm.StatusQueued {
+		if r2, err := a.Apply(ctx, fsm.Acquire{Session: waiter, Lock: "job", Owner: next, Wait: true}); err != nil || r2.Status != fsmwire.StatusQueued {
 			t.Fatalf("queue: %v %+v", err, r2)
 		}
 
@@ -139,7 +140,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 		// The waiter on node a is woken by its own replica when the silent
 		// session expires — no polling.
 		var ev fsm.Event
-		for ev.Kind != fsm.EventGranted {
+		for ev.Kind != fsmwire.EventGranted {
 			select {
 			case ev = <-sub.C:
 			case <-time.After(10 * ttl):
@@ -189,7 +190,7 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 		}
 		for {
 			e := <-sub.C
-			if e.Kind == fsm.EventGranted {
+			if e.Kind == fsmwire.EventGranted {
 				break
 			}
 		}

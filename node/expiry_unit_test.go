@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // A bare state machine and a proposer that applies commands to it at once
@@ -33,7 +34,7 @@ type rigObserver struct{ r *expiryRig }
 
 func (o rigObserver) Applied(_ uint64, events []fsm.Event) {
 	for _, e := range events {
-		if e.Kind == fsm.EventSessionExpired {
+		if e.Kind == fsmwire.EventSessionExpired {
 			o.r.expiredAt.Store(time.Now().UnixNano())
 		}
 	}

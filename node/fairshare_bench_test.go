@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkFloodShares(b *testing.B) {
 
 		open := func(n *node.Node, desc string) fsm.SessionID {
 			r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: desc})
-			if err != nil || r.Status != fsm.StatusOK {
+			if err != nil || r.Status != fsmwire.StatusOK {
 				b.Fatalf("open a session on %s: %v %v", n.ID(), err, r.Err())
 			}
 			return r.Session
@@ -54,13 +55,13 @@ func BenchmarkFloodShares(b *testing.B) {
 		// client's one session queues on it until refused, then another
 		// session of the other node asks to wait.
 		holder, g, second := open(other, "holder"), open(greedy, "greedy waiter"), open(other, "second")
-		if r, err := other.Apply(ctx, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
+		if r, err := other.Apply(ctx, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 			b.Fatalf("hold: %v %+v", err, r)
 		}
 		queued := 0
 		for {
 			r, err := greedy.Apply(ctx, fsm.Acquire{Session: g, Lock: "contended", Owner: newOwner(), Wait: true})
-			if err != nil || r.Status != fsm.StatusQueued {
+			if err != nil || r.Status != fsmwire.StatusQueued {
 				b.Logf("the greedy session's wait %d: %v %v", queued+1, err, r.Err())
 				break
 			}
@@ -69,7 +70,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		queues := func(s fsm.SessionID) float64 {
 			w, err := other.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
 			b.Logf("another session's wait: %v %v", err, w.Err())
-			if err == nil && w.Status == fsm.StatusQueued {
+			if err == nil && w.Status == fsmwire.StatusQueued {
 				return 1
 			}
 			return 0
@@ -83,8 +84,8 @@ func BenchmarkFloodShares(b *testing.B) {
 			s := open(greedy, "greedy waiter")
 			for {
 				r, err := greedy.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
-				if err != nil || r.Status != fsm.StatusQueued {
-					refused = r.Quota != fsm.QuotaSessionWaiters
+				if err != nil || r.Status != fsmwire.StatusQueued {
+					refused = r.Quota != fsmwire.QuotaSessionWaiters
 					b.Logf("the greedy node's wait %d: %v %v", byNode+1, err, r.Err())
 					break
 				}
@@ -104,7 +105,7 @@ func BenchmarkFloodShares(b *testing.B) {
 				defer wg.Done()
 				for {
 					r, err := greedy.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "greedy"})
-					if err != nil || r.Status != fsm.StatusOK {
+					if err != nil || r.Status != fsmwire.StatusOK {
 						return
 					}
 					opened.Add(1)
@@ -115,14 +116,14 @@ func BenchmarkFloodShares(b *testing.B) {
 		took := time.Since(start)
 		r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
 		otherOpens := 0.0
-		if err == nil && r.Status == fsm.StatusOK {
+		if err == nil && r.Status == fsmwire.StatusOK {
 			otherOpens = 1
 		}
 		b.ReportMetric(float64(opened.Load()), "sessions/node")
 		b.ReportMetric(otherOpens, "other_node_opens")
 		more := 0
 		for ; otherOpens == 1; more++ {
-			if r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"}); err != nil || r.Status != fsm.StatusOK {
+			if r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"}); err != nil || r.Status != fsmwire.StatusOK {
 				b.Logf("then the other follower opened %d more: %v %v", more, err, r.Err())
 				break
 			}

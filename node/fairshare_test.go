@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -41,7 +42,7 @@ func applyUntilRefused(t *testing.T, n *node.Node, cmd func() fsm.Command) (int,
 					t.Errorf("%s: %v", n.ID(), err)
 					return
 				}
-				if r.Status == fsm.StatusQuota {
+				if r.Status == fsmwire.StatusQuota {
 					mu.Lock()
 					refused = r
 					mu.Unlock()
@@ -56,9 +57,9 @@ func applyUntilRefused(t *testing.T, n *node.Node, cmd func() fsm.Command) (int,
 }
 
 // wantShareRefusal checks that r is a refusal by q, a fair share.
-func wantShareRefusal(t *testing.T, what string, r fsm.Result, q fsm.Quota) {
+func wantShareRefusal(t *testing.T, what string, r fsm.Result, q fsmwire.Quota) {
 	t.Helper()
-	if err := r.Err(); r.Status != fsm.StatusQuota || r.Quota != q || !errors.Is(err, fsm.ErrQuota) || !errors.Is(err, fsm.ErrFairShare) {
+	if err := r.Err(); r.Status != fsmwire.StatusQuota || r.Quota != q || !errors.Is(err, fsmwire.ErrQuota) || !errors.Is(err, fsmwire.ErrFairShare) {
 		t.Fatalf("%s: %+v (%v), want a refusal by the share %s", what, r, err, q)
 	}
 }
@@ -82,7 +83,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 		if opened != 48 {
 			t.Fatalf("a follower's client opened %d sessions, want three quarters of 64", opened)
 		}
-		wantShareRefusal(t, "the greedy node", refused, fsm.QuotaNodeSessions)
+		wantShareRefusal(t, "the greedy node", refused, fsmwire.QuotaNodeSessions)
 		t.Log(refused.Err())
 		sessions, _ := leader.Sessions(0, 0) // one page holds them all
 		for _, si := range sessions {
@@ -93,7 +94,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 		for _, n := range []*node.Node{other, leader} {
 			for i := range 8 {
 				r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
-				if err != nil || r.Status != fsm.StatusOK {
+				if err != nil || r.Status != fsmwire.StatusOK {
 					t.Fatalf("%s's session %d after the flood: %v %v", n.ID(), i+1, err, r.Err())
 				}
 				if si, _ := leader.Session(r.Session); si.Node != n.ID() {
@@ -102,15 +103,15 @@ func TestNodeShareOfSessions(t *testing.T) {
 			}
 		}
 		r, _ := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
-		if r.Status != fsm.StatusQuota || r.Quota != fsm.QuotaSessions || errors.Is(r.Err(), fsm.ErrFairShare) {
+		if r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaSessions || errors.Is(r.Err(), fsmwire.ErrFairShare) {
 			t.Fatalf("the 65th session: %+v", r)
 		}
 		// The reserve: the greedy node's own housekeeping session still opens.
 		r, err := greedy.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "admin", Reserved: true})
-		if si, _ := leader.Session(r.Session); err != nil || r.Status != fsm.StatusOK || !si.Reserved {
+		if si, _ := leader.Session(r.Session); err != nil || r.Status != fsmwire.StatusOK || !si.Reserved {
 			t.Fatalf("a reserved session on the greedy node: %v %+v %+v", err, r, si)
 		}
-		if got := node.QuotaRefusals(leader, fsm.QuotaNodeSessions); got < 1 {
+		if got := node.QuotaRefusals(leader, fsmwire.QuotaNodeSessions); got < 1 {
 			t.Fatalf("refusals by the node's share: %v", got)
 		}
 	})
@@ -128,7 +129,7 @@ func TestSessionAndNodeShareOfAQueue(t *testing.T) {
 		greedy, other, leader := c.Nodes[c.Follower(li)], c.Nodes[3-li-c.Follower(li)], c.Nodes[li]
 		ctx := context.Background()
 		holder := openSession(t, ctx, leader, time.Hour)
-		mustApply(t, leader, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}, fsm.StatusGranted)
+		mustApply(t, leader, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}, fsmwire.StatusGranted)
 		wait := func(s fsm.SessionID) func() fsm.Command {
 			return func() fsm.Command { return fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true} }
 		}
@@ -138,29 +139,29 @@ func TestSessionAndNodeShareOfAQueue(t *testing.T) {
 		if queued != 12 {
 			t.Fatalf("one session queued %d waits, want its share 12", queued)
 		}
-		wantShareRefusal(t, "the greedy session", refused, fsm.QuotaSessionWaiters)
+		wantShareRefusal(t, "the greedy session", refused, fsmwire.QuotaSessionWaiters)
 		t.Log(refused.Err())
 		second := openSession(t, ctx, greedy, time.Hour)
-		mustApply(t, greedy, wait(second)(), fsm.StatusQueued) // another session still queues
+		mustApply(t, greedy, wait(second)(), fsmwire.StatusQueued) // another session still queues
 
 		total := 13
 		for total < 48 {
 			s := openSession(t, ctx, greedy, time.Hour)
 			n, r := applyUntilRefused(t, greedy, wait(s))
-			if total += n; r.Quota == fsm.QuotaNodeWaiters {
+			if total += n; r.Quota == fsmwire.QuotaNodeWaiters {
 				break
 			}
 		}
 		if total != 48 {
 			t.Fatalf("the greedy node queued %d waits, want three quarters of 64", total)
 		}
-		r := mustApply(t, greedy, wait(openSession(t, ctx, greedy, time.Hour))(), fsm.StatusQuota)
-		wantShareRefusal(t, "the greedy node", r, fsm.QuotaNodeWaiters)
+		r := mustApply(t, greedy, wait(openSession(t, ctx, greedy, time.Hour))(), fsmwire.StatusQuota)
+		wantShareRefusal(t, "the greedy node", r, fsmwire.QuotaNodeWaiters)
 		t.Log(r.Err())
 		for range 2 {
 			s := openSession(t, ctx, other, time.Hour)
 			for range 4 {
-				mustApply(t, other, wait(s)(), fsm.StatusQueued) // the other node's share: 8
+				mustApply(t, other, wait(s)(), fsmwire.StatusQueued) // the other node's share: 8
 			}
 		}
 		if li, _ := leader.Lock("contended"); len(li.Waiters) != 56 {
@@ -187,13 +188,13 @@ func TestNodeShareOfLocks(t *testing.T) {
 		if locked != 48 {
 			t.Fatalf("one node took %d locks, want three quarters of 64", locked)
 		}
-		wantShareRefusal(t, "the greedy node's locks", refused, fsm.QuotaNodeLocks)
+		wantShareRefusal(t, "the greedy node's locks", refused, fsmwire.QuotaNodeLocks)
 		os := openSession(t, ctx, other, time.Hour)
 		for i := range 8 {
-			mustApply(t, other, fsm.Acquire{Session: os, Lock: fmt.Sprint("other-", i), Owner: newOwner()}, fsm.StatusGranted)
+			mustApply(t, other, fsm.Acquire{Session: os, Lock: fmt.Sprint("other-", i), Owner: newOwner()}, fsmwire.StatusGranted)
 		}
-		r := mustApply(t, other, fsm.Acquire{Session: os, Lock: "other-8", Owner: newOwner()}, fsm.StatusQuota)
-		wantShareRefusal(t, "the other node beyond its share", r, fsm.QuotaNodeLocks)
+		r := mustApply(t, other, fsm.Acquire{Session: os, Lock: "other-8", Owner: newOwner()}, fsmwire.StatusQuota)
+		wantShareRefusal(t, "the other node beyond its share", r, fsmwire.QuotaNodeLocks)
 
 	})
 }
@@ -223,7 +224,7 @@ func TestFairSharesWaitForClusterVersion4(t *testing.T) {
 		}
 		c.Eventually(10*time.Second, func() (bool, string) { return leader.Status().Limits == old, "quotas not proposed at version 3" })
 		ctx := context.Background()
-		r := mustApply(t, follower, fsm.OpenSession{TTL: time.Hour, Node: "x", Reserved: true}, fsm.StatusOK)
+		r := mustApply(t, follower, fsm.OpenSession{TTL: time.Hour, Node: "x", Reserved: true}, fsmwire.StatusOK)
 		if si, _ := leader.Session(r.Session); si.Node != "" || si.Reserved {
 			t.Fatalf("a session at version 3: %+v", si)
 		}
@@ -239,7 +240,7 @@ func TestFairSharesWaitForClusterVersion4(t *testing.T) {
 		})
 		li = c.WaitLeader(time.Second)
 		follower = c.Nodes[c.Follower(li)]
-		r = mustApply(t, follower, fsm.OpenSession{TTL: time.Hour, Node: "x"}, fsm.StatusOK)
+		r = mustApply(t, follower, fsm.OpenSession{TTL: time.Hour, Node: "x"}, fsmwire.StatusOK)
 		if si, _ := c.Nodes[li].Session(r.Session); si.Node != follower.ID() {
 			t.Fatalf("a session at version 4 belongs to %q, not %q", si.Node, follower.ID())
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Helpers for the external tests of the state machine's node side.
@@ -51,7 +52,7 @@ func ProposeAsLeader(ctx context.Context, n *Node, cmd fsm.Command) (fsm.Result,
 }
 
 // QuotaRefusals returns the node's quota_refusals_total{quota}.
-func QuotaRefusals(n *Node, q fsm.Quota) float64 {
+func QuotaRefusals(n *Node, q fsmwire.Quota) float64 {
 	return counterValue(n.metrics.quotaRefusals.WithLabelValues(q.String()))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -38,7 +39,7 @@ func TestQueueingAcquireWaitsForTheRelease(t *testing.T) {
 
 		free := time.Now()
 		r, idx, err := l.Propose(ctx, fsm.Acquire{Session: a, Lock: "x", Owner: oa, Wait: true})
-		if err != nil || r.Status != fsm.StatusGranted {
+		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire x: %v %+v", err, r)
 		}
 		if took := time.Since(free); took > 4*write {
@@ -57,7 +58,7 @@ func TestQueueingAcquireWaitsForTheRelease(t *testing.T) {
 		time.Sleep(300 * time.Microsecond) // the holder's Release, a moment later
 		rr, ridx, err := l.Propose(ctx, fsm.Release{Session: a, Lock: "x", Owner: oa})
 		wg.Wait()
-		if err != nil || rr.Status != fsm.StatusOK || qerr != nil || qr.Status != fsm.StatusQueued {
+		if err != nil || rr.Status != fsmwire.StatusOK || qerr != nil || qr.Status != fsmwire.StatusQueued {
 			t.Fatalf("release %v %+v; queued acquire %v %+v", err, rr, qerr, qr)
 		}
 		if qidx != ridx || qidx <= idx {

@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/internal/flood"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -98,7 +99,7 @@ func TestHandshakeFloodElection(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), bound)
 				within(fmt.Sprintf("round %d: command forwarded through %s", round, follower.ID()), bound, func() bool {
 					r, err := follower.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
-					if err != nil || r.Status != fsm.StatusOK {
+					if err != nil || r.Status != fsmwire.StatusOK {
 						t.Fatalf("round %d: forwarded command on %s under the flood: %v %+v", round, follower.ID(), err, r)
 					}
 					return true

@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/internal/storage"
 )
@@ -183,7 +185,7 @@ func (n *Node) initCluster(ctx context.Context) {
 			cid = hex.EncodeToString(b[:])
 		}
 		out := n.proposeAsLeader(ctx, fsm.InitCluster{ID: cid})
-		if out.err == nil && out.result().Status == fsm.StatusOK {
+		if out.err == nil && out.result().Status == fsmwire.StatusOK {
 			n.log.Info("cluster id recorded in the replicated state", "cluster_id", cid, "index", out.index)
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -56,7 +57,7 @@ func (m *expiryManager) renewMarked(ctx context.Context, ids []fsm.SessionID, ma
 		sessions[j] = ids[i]
 	}
 	for len(sessions) > 0 {
-		chunk := sessions[:min(len(sessions), fsm.MaxExpireSessions)]
+		chunk := sessions[:min(len(sessions), fsmwire.MaxExpireSessions)]
 		sessions = sessions[len(chunk):]
 		traceSessions(m.h.traceSink(), leasetrace.ProposeRenewed, chunk, nil)
 		out := m.h.propose(ctx, fsm.Renewed{Sessions: chunk})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -69,7 +70,7 @@ func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
 			ids[i] = openSession(t, ctx, f, 10*time.Second)
 		}
 		closed := ids[7]
-		if r, err := f.Apply(ctx, fsm.CloseSession{Session: closed}); err != nil || r.Status != fsm.StatusOK {
+		if r, err := f.Apply(ctx, fsm.CloseSession{Session: closed}); err != nil || r.Status != fsmwire.StatusOK {
 			t.Fatalf("close session: %v %+v", err, r)
 		}
 		time.Sleep(time.Second) // quiet

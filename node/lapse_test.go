@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -48,11 +49,11 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 			t.Helper()
 			a := apply(leader, fsm.OpenSession{TTL: time.Minute, LockDelay: 10 * time.Second}).Session
 			b := openSession(t, ctx, leader, time.Minute)
-			if r := apply(leader, fsm.Acquire{Session: a, Lock: lock, Owner: newOwner()}); r.Status != fsm.StatusGranted {
+			if r := apply(leader, fsm.Acquire{Session: a, Lock: lock, Owner: newOwner()}); r.Status != fsmwire.StatusGranted {
 				t.Fatalf("acquire %s: %+v", lock, r)
 			}
 			w := newOwner()
-			if r := apply(leader, fsm.Acquire{Session: b, Lock: lock, Owner: w, Wait: true}); r.Status != fsm.StatusQueued {
+			if r := apply(leader, fsm.Acquire{Session: b, Lock: lock, Owner: w, Wait: true}); r.Status != fsmwire.StatusQueued {
 				t.Fatalf("queue for %s: %+v", lock, r)
 			}
 			return a, w
@@ -63,7 +64,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 		for _, n := range []*node.Node{leader, follower} {
 			lock := "x-" + n.ID()
 			a, w := holds(lock)
-			if r := apply(n, fsm.CloseSession{Session: a, Lapsed: true}); r.Status != fsm.StatusOK {
+			if r := apply(n, fsm.CloseSession{Session: a, Lapsed: true}); r.Status != fsmwire.StatusOK {
 				t.Fatalf("%s: lapsed close at version 3: %+v", n.ID(), r)
 			}
 			if h, ok := n.Holder(lock); !ok || h.Owner != w {
@@ -85,7 +86,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 		oldMax.Store(0) // upgraded
 		waitClusterVersion(t, c, fsm.MaxClusterVersion)
 		a, _ := holds("y")
-		if r := apply(follower, fsm.CloseSession{Session: a, Lapsed: true}); r.Status != fsm.StatusOK {
+		if r := apply(follower, fsm.CloseSession{Session: a, Lapsed: true}); r.Status != fsmwire.StatusOK {
 			t.Fatalf("lapsed close at version 4: %+v", r)
 		}
 		if li, _ := follower.Lock("y"); li.Held || !li.Delayed || li.DelayFor != 10*time.Second {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -140,7 +141,7 @@ func lockVia(t *testing.T, ctx context.Context, n *node.Node, name string) fsm.T
 	t.Helper()
 	s := openSession(t, ctx, n, time.Minute)
 	r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()})
-	if err != nil || r.Status != fsm.StatusGranted {
+	if err != nil || r.Status != fsmwire.StatusGranted {
 		t.Fatalf("lock %s via %s: %v %+v", name, n.ID(), err, r)
 	}
 	if h, ok := n.Holder(name); !ok || h.Token != r.Token {
@@ -554,7 +555,7 @@ func TestGossipRestartRejoins(t *testing.T) {
 		s := openSession(t, ctx, c.Nodes[0], time.Hour)
 		owner := newOwner()
 		r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: owner})
-		if err != nil || r.Status != fsm.StatusGranted {
+		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
 		bootstraps := func() int {

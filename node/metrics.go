@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/gossip"
 )
 
@@ -121,7 +122,7 @@ func (m *metrics) initFSM(n *Node) {
 	const ns, sub = "raftlock", "node"
 	m.quotaRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "quota_refusals_total",
 		Help: "Leader: commands refused by a replicated quota (fsm.StatusQuota), by quota."}, []string{"quota"})
-	for _, q := range fsm.Quotas() {
+	for _, q := range fsmwire.Quotas() {
 		m.quotaRefusals.WithLabelValues(q.String())
 	}
 	m.delayEnds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lock_delay_ends_total",
@@ -143,7 +144,7 @@ func (m *metrics) initFSM(n *Node) {
 
 // countQuota counts a result refused by a quota.
 func (m *metrics) countQuota(r fsm.Result) {
-	if r.Status == fsm.StatusQuota {
+	if r.Status == fsmwire.StatusQuota {
 		m.quotaRefusals.WithLabelValues(r.Quota.String()).Inc()
 	}
 }
@@ -199,11 +200,11 @@ func (m *metrics) observeCommit(d time.Duration, n int, err error) {
 func (m *metrics) observeEvents(events []fsm.Event) {
 	for _, e := range events {
 		switch e.Kind {
-		case fsm.EventGranted:
+		case fsmwire.EventGranted:
 			m.grants.Inc()
-		case fsm.EventReleased:
+		case fsmwire.EventReleased:
 			m.releases.WithLabelValues(e.Reason.String()).Inc()
-		case fsm.EventSessionExpired:
+		case fsmwire.EventSessionExpired:
 			m.expiries.Inc()
 		}
 	}

@@ -3,7 +3,7 @@ package node
 import (
 	"github.com/hashicorp/raft"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/membership"
 )
 
@@ -22,7 +22,7 @@ func (m *metrics) initLabels() {
 	for _, r := range []string{"ok", "expired", "no_quorum", "error"} {
 		m.keepalives.WithLabelValues(r)
 	}
-	for _, r := range []fsm.Reason{fsm.ReasonOwner, fsm.ReasonSessionClosed, fsm.ReasonSessionExpired, fsm.ReasonRevoked} {
+	for _, r := range []fsmwire.Reason{fsmwire.ReasonOwner, fsmwire.ReasonSessionClosed, fsmwire.ReasonSessionExpired, fsmwire.ReasonRevoked} {
 		m.releases.WithLabelValues(r.String())
 	}
 	for _, r := range []string{"duplicate_id", "address", "protocol", "metadata", "bootstrap_expect", "cluster_id"} {

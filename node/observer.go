@@ -4,7 +4,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -26,7 +28,7 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	}
 	n.events.dispatch(events)
 	for i := range events {
-		if events[i].Kind == fsm.EventRestored {
+		if events[i].Kind == fsmwire.EventRestored {
 			// A restore replaced the state at this index (a replicated
 			// command, fsm.RestoreCommit): as after a snapshot restore,
 			// minus the log compaction — the log holds the restore.
@@ -42,7 +44,7 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n.expiry.observe(events)
 	n.metrics.observeEvents(events)
 	for i := range events {
-		if events[i].Kind == fsm.EventClusterChanged {
+		if events[i].Kind == fsmwire.EventClusterChanged {
 			n.adoptClusterID()
 			break
 		}

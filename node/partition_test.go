@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -64,7 +65,7 @@ func TestMinorityPartition(t *testing.T) {
 				mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
 				s2 := openSession(t, mctx, c.Nodes[maj[0]], time.Minute)
-				if r, err := c.Nodes[maj[1]].Apply(mctx, fsm.Acquire{Session: s2, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
+				if r, err := c.Nodes[maj[1]].Apply(mctx, fsm.Acquire{Session: s2, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 					t.Fatalf("majority acquire: %v %+v", err, r)
 				}
 				// Only entries committed before the cut may
@@ -108,7 +109,7 @@ func TestRestartWholeClusterFromDisk(t *testing.T) {
 				o = holder
 			}
 			r, err := c.Nodes[i%3].Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: o})
-			if err != nil || r.Status != fsm.StatusGranted {
+			if err != nil || r.Status != fsmwire.StatusGranted {
 				t.Fatalf("acquire %d: %v %+v", i, err, r)
 			}
 			last = r.Token

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -85,11 +86,11 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 		})
 		floor := leader.Stats().LastToken
 		r, err := leader.Apply(ctx, fsm.Acquire{Session: s, Lock: "rw", Owner: newOwner(), Shared: true, Value: "reader"})
-		if err != nil || r.Status != fsm.StatusGranted || r.Token <= floor {
+		if err != nil || r.Status != fsmwire.StatusGranted || r.Token <= floor {
 			t.Fatalf("read grant at version 3: %v %+v (floor %d)", err, r, floor)
 		}
 		f := c.Nodes[c.Follower(li)]
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: s, Lock: "pool", Owner: newOwner(), Limit: 4, Permits: 3}); err != nil || r.Status != fsm.StatusGranted {
+		if r, err := f.Apply(ctx, fsm.Acquire{Session: s, Lock: "pool", Owner: newOwner(), Limit: 4, Permits: 3}); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("semaphore through a follower: %v %+v", err, r)
 		}
 		if li, _, ok := f.LockAt("pool"); !ok || li.Used != 3 || li.Limit != 4 {
@@ -115,8 +116,8 @@ func TestTokensKeepIncreasingAcrossARebuiltCluster(t *testing.T) {
 			var last fsm.Token
 			for range 100 {
 				o := newOwner()
-				r := mustApply(t, leader, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsm.StatusGranted)
-				mustApply(t, leader, fsm.Release{Lock: lock, Owner: o}, fsm.StatusOK)
+				r := mustApply(t, leader, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsmwire.StatusGranted)
+				mustApply(t, leader, fsm.Release{Lock: lock, Owner: o}, fsmwire.StatusOK)
 				last = r.Token
 			}
 			return last

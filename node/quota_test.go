@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -30,20 +31,20 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 		before := f.Stats()
 		for _, tc := range []struct {
 			c fsm.Command
-			q fsm.Quota
+			q fsmwire.Quota
 		}{
-			{fsm.Acquire{Session: b, Lock: "a-name-too-long-17", Owner: newOwner()}, fsm.QuotaLockName},
-			{fsm.Acquire{Session: b, Lock: "l", Owner: newOwner(), Wait: true}, fsm.QuotaWaiters},
-			{fsm.Acquire{Session: a, Lock: "n", Owner: newOwner()}, fsm.QuotaSessionLocks},
-			{fsm.Acquire{Session: b, Lock: "n", Owner: newOwner(), Seq: 9, AckBelow: 1}, fsm.QuotaRequests},
+			{fsm.Acquire{Session: b, Lock: "a-name-too-long-17", Owner: newOwner()}, fsmwire.QuotaLockName},
+			{fsm.Acquire{Session: b, Lock: "l", Owner: newOwner(), Wait: true}, fsmwire.QuotaWaiters},
+			{fsm.Acquire{Session: a, Lock: "n", Owner: newOwner()}, fsmwire.QuotaSessionLocks},
+			{fsm.Acquire{Session: b, Lock: "n", Owner: newOwner(), Seq: 9, AckBelow: 1}, fsmwire.QuotaRequests},
 		} {
 			r, err := f.Apply(ctx, tc.c)
-			if err != nil || r.Status != fsm.StatusQuota || r.Quota != tc.q || !errors.Is(r.Err(), fsm.ErrQuota) {
+			if err != nil || r.Status != fsmwire.StatusQuota || r.Quota != tc.q || !errors.Is(r.Err(), fsmwire.ErrQuota) {
 				t.Fatalf("%+v: %v %+v", tc.c, err, r)
 			}
 		}
 		openSession(t, ctx, f, time.Minute) // the third
-		if r, err := f.Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil || r.Status != fsm.StatusQuota || r.Quota != fsm.QuotaSessions {
+		if r, err := f.Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil || r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaSessions {
 			t.Fatalf("fourth session: %v %+v", err, r)
 		}
 		after := f.Stats()
@@ -51,7 +52,7 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 			t.Fatalf("refused commands changed the state: %+v → %+v", before, after)
 		}
 		leader := c.Nodes[c.WaitLeader(time.Second)]
-		for _, q := range []fsm.Quota{fsm.QuotaLockName, fsm.QuotaWaiters, fsm.QuotaSessionLocks, fsm.QuotaSessions, fsm.QuotaRequests} {
+		for _, q := range []fsmwire.Quota{fsmwire.QuotaLockName, fsmwire.QuotaWaiters, fsmwire.QuotaSessionLocks, fsmwire.QuotaSessions, fsmwire.QuotaRequests} {
 			if got := node.QuotaRefusals(leader, q); got != 1 {
 				t.Errorf("refusals by %s: %v, want 1", q, got)
 			}
@@ -69,7 +70,7 @@ func TestConfigValidatesLimits(t *testing.T) {
 	if cfg.Limits != fsm.DefaultLimits() {
 		t.Fatalf("default limits %+v", cfg.Limits)
 	}
-	for _, l := range []fsm.Limits{{MaxLockNameLen: fsm.MaxLockNameLen + 1}, {MaxWaitersPerLock: -1}, {RequestWindow: fsm.MaxRequestWindow + 1},
+	for _, l := range []fsm.Limits{{MaxLockNameLen: fsmwire.MaxLockNameLen + 1}, {MaxWaitersPerLock: -1}, {RequestWindow: fsmwire.MaxRequestWindow + 1},
 		{MaxLocks: -1}, {MaxStateBytes: 1 << 41}, {NodeShares: 1025}, {MaxSessionWaitersPerLock: -1}} {
 		cfg.Limits = l
 		if err := cfg.Validate(); !errors.Is(err, node.ErrInvalidConfig) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -18,7 +19,7 @@ func stallOn(n *node.Node, o fsm.OwnerID) (stalled <-chan uint64, release func()
 	gate := make(chan struct{})
 	node.AfterDispatch(n, func(events []fsm.Event) {
 		for _, e := range events {
-			if e.Kind == fsm.EventGranted && e.Owner == o {
+			if e.Kind == fsmwire.EventGranted && e.Owner == o {
 				at <- e.Index
 				<-gate
 				return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -22,11 +23,11 @@ func TestReadsPage(t *testing.T) {
 		ctx := context.Background()
 		a := openSession(t, ctx, leader, time.Minute)
 		b := openSession(t, ctx, leader, time.Minute)
-		mustApply(t, leader, fsm.Acquire{Session: a, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
-		mustApply(t, leader, fsm.Acquire{Session: a, Lock: "y", Owner: newOwner(), Shared: true}, fsm.StatusGranted)
-		mustApply(t, leader, fsm.Acquire{Session: b, Lock: "y", Owner: newOwner(), Shared: true}, fsm.StatusGranted)
+		mustApply(t, leader, fsm.Acquire{Session: a, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
+		mustApply(t, leader, fsm.Acquire{Session: a, Lock: "y", Owner: newOwner(), Shared: true}, fsmwire.StatusGranted)
+		mustApply(t, leader, fsm.Acquire{Session: b, Lock: "y", Owner: newOwner(), Shared: true}, fsmwire.StatusGranted)
 		for range 3 {
-			mustApply(t, leader, fsm.Acquire{Session: b, Lock: "x", Owner: newOwner(), Wait: true}, fsm.StatusQueued)
+			mustApply(t, leader, fsm.Acquire{Session: b, Lock: "x", Owner: newOwner(), Wait: true}, fsmwire.StatusQueued)
 		}
 		if err := follower.Sync(ctx); err != nil {
 			t.Fatal(err)

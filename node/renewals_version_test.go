@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -33,7 +34,7 @@ func TestRenewalsWaitForClusterVersion4(t *testing.T) {
 				for {
 					select {
 					case e := <-sub.C:
-						if e.Kind == fsm.EventMarker {
+						if e.Kind == fsmwire.EventMarker {
 							markers.Add(1)
 						}
 					case <-done:

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Restore as a replicated command (cluster version 4; see fsm's
@@ -42,8 +43,8 @@ var restoreVersionProbe fsm.Command = fsm.RestoreAbort{ID: [16]byte{1}}
 
 // restoreStepReply is the leader's result of one restore step.
 type restoreStepReply struct {
-	Status fsm.Status `json:"status"`
-	Reason string     `json:"reason,omitempty"`
+	Status fsmwire.Status `json:"status"`
+	Reason string         `json:"reason,omitempty"`
 }
 
 // restoreReplicated restores data (a checked backup) through the log.
@@ -53,7 +54,7 @@ func (n *Node) restoreReplicated(ctx context.Context, data []byte) (fsm.RestoreS
 	for off := 0; off < len(data); off += restoreChunkBytes {
 		c := fsm.RestoreChunk{ID: id, Offset: uint64(off), Total: uint64(len(data)), Data: data[off:min(off+restoreChunkBytes, len(data))]}
 		res, _, err := n.restoreStep(ctx, c, n.cfg.AttemptTimeout)
-		if err == nil && res.Status != fsm.StatusOK {
+		if err == nil && res.Status != fsmwire.StatusOK {
 			err = fmt.Errorf("%w: %s", ErrRefused, res.Reason)
 		}
 		if err != nil {
@@ -76,7 +77,7 @@ func (n *Node) restoreReplicated(ctx context.Context, data []byte) (fsm.RestoreS
 		return fsm.RestoreSummary{}, fmt.Errorf("node: restore %x: not installed: %w", id, err)
 	case err != nil:
 		return fsm.RestoreSummary{}, fmt.Errorf("node: restore %x: outcome unknown: the install may have committed (at most once): %w", id, err)
-	case res.Status != fsm.StatusOK:
+	case res.Status != fsmwire.StatusOK:
 		return fsm.RestoreSummary{}, fmt.Errorf("%w: restore %x not installed: %s", ErrRefused, id, res.Reason)
 	}
 	return sum, nil
@@ -112,7 +113,7 @@ func (n *Node) restoreStepLocal(ctx context.Context, cmd fsm.Command) (fsm.Resul
 	}
 	res := out.result()
 	var sum fsm.RestoreSummary
-	if c, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsm.StatusOK {
+	if c, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsmwire.StatusOK {
 		sum, _, _ = n.fsm.RestoreOutcome(c.ID) // applied here: the leader answers once applied
 	}
 	return res, sum, nil
@@ -136,7 +137,7 @@ func (n *Node) forwardRestoreStep(ctx context.Context, cmd fsm.Command, wait tim
 	}
 	res := fsm.Result{Status: r.Step.Status, Reason: r.Step.Reason}
 	var sum fsm.RestoreSummary
-	if _, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsm.StatusOK {
+	if _, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsmwire.StatusOK {
 		if r.Restored == nil {
 			return fsm.Result{}, fsm.RestoreSummary{}, fmt.Errorf("%w: the leader's restore reply has no summary", errForward)
 		}
@@ -177,7 +178,7 @@ func (n *Node) handleRestoreStep(ctx context.Context, body []byte) (adminReply, 
 		return adminReplyOf(wireSafe(err)), nil
 	}
 	reply := adminReply{Step: &restoreStepReply{Status: res.Status, Reason: res.Reason}}
-	if _, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsm.StatusOK {
+	if _, ok := cmd.(fsm.RestoreCommit); ok && res.Status == fsmwire.StatusOK {
 		reply.Restored = &sum
 	}
 	return reply, nil

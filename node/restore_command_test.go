@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -29,12 +30,12 @@ func takeBackup(t *testing.T, n *node.Node, lock string) []byte {
 	ctx := context.Background()
 	s := openSession(t, ctx, n, time.Minute)
 	o := newOwner()
-	mustApply(t, n, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsm.StatusGranted)
+	mustApply(t, n, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsmwire.StatusGranted)
 	var b bytes.Buffer
 	if _, err := n.Backup(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	mustApply(t, n, fsm.Release{Lock: lock, Owner: o}, fsm.StatusOK)
+	mustApply(t, n, fsm.Release{Lock: lock, Owner: o}, fsmwire.StatusOK)
 	return b.Bytes()
 }
 
@@ -81,7 +82,7 @@ func TestRestoreOnACutOffLeaderChangesNothing(t *testing.T) {
 		l := c.Nodes[li]
 		backup := takeBackup(t, l, "from-backup")
 		s := openSession(t, ctx, l, time.Minute)
-		live := mustApply(t, l, fsm.Acquire{Session: s, Lock: "live", Owner: newOwner()}, fsm.StatusGranted)
+		live := mustApply(t, l, fsm.Acquire{Session: s, Lock: "live", Owner: newOwner()}, fsmwire.StatusGranted)
 		sameState(t, c, 5*time.Second)
 		_, before := l.Digest()
 
@@ -182,7 +183,7 @@ func TestForwardedRestoreWhoseReplyIsLostInstallsOnce(t *testing.T) {
 			net.ResetFlow(fl.ID)
 		}
 		between := openSession(t, ctx, l, time.Minute)
-		g := mustApply(t, l, fsm.Acquire{Session: between, Lock: "between", Owner: newOwner()}, fsm.StatusGranted)
+		g := mustApply(t, l, fsm.Acquire{Session: between, Lock: "between", Owner: newOwner()}, fsmwire.StatusGranted)
 		net.ClearFlows()
 
 		var r restored
@@ -261,7 +262,7 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 				net.SetDelay(c.RaftHost(f1), c.RaftHost(f2), 20*time.Millisecond)
 				net.SetDelay(c.RaftHost(f2), c.RaftHost(f1), 20*time.Millisecond)
 				armed.Store(true)
-				g := mustApply(t, old, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+				g := mustApply(t, old, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 				c.Isolate(li) // before the followers learn that the grant committed
 
 				// f2 is the only follower with the grant in its log: only it
@@ -291,7 +292,7 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 				}
 				n2 := c.Nodes[f2]
 				s2 := openSession(t, ctx, n2, time.Minute)
-				g2 := mustApply(t, n2, fsm.Acquire{Session: s2, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+				g2 := mustApply(t, n2, fsm.Acquire{Session: s2, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 				if g2.Token <= g.Token {
 					t.Fatalf("token %d granted after the restore, not above the old leader's %d: a fence would admit both", g2.Token, g.Token)
 				}
@@ -335,7 +336,7 @@ func TestRestoreAcrossTheVersion4Upgrade(t *testing.T) {
 		li = c.WaitLeader(time.Second)
 		leader := c.Nodes[li]
 		s := openSession(t, ctx, leader, time.Minute)
-		g := mustApply(t, leader, fsm.Acquire{Session: s, Lock: "live", Owner: newOwner()}, fsm.StatusGranted)
+		g := mustApply(t, leader, fsm.Acquire{Session: s, Lock: "live", Owner: newOwner()}, fsmwire.StatusGranted)
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		reply, err := node.HandleRPC(hctx, leader, node.LegacyRestoreRequest(backup))
 		cancel()

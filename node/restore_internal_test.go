@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Issue 20 (also noted): after a snapshot restore, a subscription told to
@@ -42,7 +43,7 @@ func TestRestoreCommandResyncsAtItsIndex(t *testing.T) {
 	f := func() { seen = n.applied.get() }
 	n.events.beforeResync.Store(&f)
 	sub := n.events.add(EventFilter{All: true}, 1)
-	(*observer)(n).Applied(42, []fsm.Event{{Kind: fsm.EventRestored, Index: 42}})
+	(*observer)(n).Applied(42, []fsm.Event{{Kind: fsmwire.EventRestored, Index: 42}})
 	select {
 	case <-sub.Resync:
 	default:

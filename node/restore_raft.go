@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -48,7 +49,7 @@ type restoreCmd struct {
 	sum  *fsm.RestoreSummary // set by takeRestores before the proposal finishes
 }
 
-func (restoreCmd) Op() fsm.Op      { return 0 }
+func (restoreCmd) Op() fsmwire.Op  { return 0 }
 func (restoreCmd) Validate() error { return nil }
 
 // takeRestores runs the restores of a batch, before its commands, and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -34,7 +35,7 @@ func TestSafetyWipedVoterDoesNotVote(t *testing.T) {
 		s := openSession(t, ctx, c.Nodes[l], time.Hour)
 		owner := newOwner()
 		g, err := c.Nodes[l].Apply(ctx, fsm.Acquire{Session: s, Lock: "x", Owner: owner})
-		if err != nil || g.Status != fsm.StatusGranted {
+		if err != nil || g.Status != fsmwire.StatusGranted {
 			t.Fatalf("grant on {L, B}: %v %+v", err, g)
 		}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -37,14 +38,14 @@ func grant(n *node.Node, name string, d time.Duration) (fsm.Token, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r.Status != fsm.StatusOK {
+	if r.Status != fsmwire.StatusOK {
 		return 0, fmt.Errorf("open session: %v", r.Status)
 	}
 	g, err := n.Apply(ctx, fsm.Acquire{Session: r.Session, Lock: name, Owner: newOwner()})
 	if err != nil {
 		return 0, err
 	}
-	if g.Status != fsm.StatusGranted {
+	if g.Status != fsmwire.StatusGranted {
 		return 0, fmt.Errorf("acquire: %v", g.Status)
 	}
 	return g.Token, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -97,7 +98,7 @@ func (g *gapCluster) write(t *testing.T, n int, what string) {
 	t.Helper()
 	for i := range n {
 		lock := fmt.Sprintf("%s-%d", what, i)
-		if r, err := g.leader.Apply(g.ctx, fsm.Acquire{Session: g.session, Lock: lock, Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
+		if r, err := g.leader.Apply(g.ctx, fsm.Acquire{Session: g.session, Lock: lock, Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire %s: %v %+v", lock, err, r)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -105,7 +106,7 @@ func staleEvidenceSchedule(t *testing.T, c *clustertest.Cluster, net *memnet.Net
 	client := openSession(t, ctx, L, ttl)
 	var out staleEvidence
 	out.window = time.Now().Add(ttl - margin)
-	mustApply(t, L, fsm.Acquire{Session: client, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+	mustApply(t, L, fsm.Acquire{Session: client, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 	grant, stopWatch := queueWaiter(t, B, L, openSession(t, ctx, L, time.Minute), "x")
 	defer stopWatch()
 	keepalive := func() bool {

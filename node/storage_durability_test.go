@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -74,7 +75,7 @@ func crashRestartRound(t *testing.T, store node.LogStore, rng *rand.Rand) {
 				if err != nil {
 					return // the crash (or its aftermath): not acknowledged
 				}
-				if r.Status != fsm.StatusGranted {
+				if r.Status != fsmwire.StatusGranted {
 					t.Errorf("%s: %+v", a.name, r)
 					return
 				}

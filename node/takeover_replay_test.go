@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -56,16 +57,16 @@ func TestSessionOpenedDuringTakeoverGetsItsFullLease(t *testing.T) {
 		// A client opens a session through the new leader, takes the lock,
 		// and the waiter queues behind it.
 		sent := time.Now()
-		s := mustApply(t, nl, fsm.OpenSession{TTL: ttl}, fsm.StatusOK).Session
+		s := mustApply(t, nl, fsm.OpenSession{TTL: ttl}, fsmwire.StatusOK).Session
 		window := sent.Add(ttl - ttl/20) // what the client counts (lockapi: send + TTL − margin)
-		mustApply(t, nl, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsm.StatusGranted)
+		mustApply(t, nl, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 		o := newOwner()
 		sub, err := nl.Subscribe(node.EventFilter{Owner: o}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer sub.Close()
-		mustApply(t, nl, fsm.Acquire{Session: waiter, Lock: "x", Owner: o, Wait: true}, fsm.StatusQueued)
+		mustApply(t, nl, fsm.Acquire{Session: waiter, Lock: "x", Owner: o, Wait: true}, fsmwire.StatusQueued)
 
 		granted := waitGrant(t, sub, 10*time.Second)
 		if granted.Before(window) {

@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/devcerts"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -44,7 +45,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		}
 	}
 	s := openSession(t, ctx, good[1], time.Minute)
-	if r, err := good[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsm.StatusGranted {
+	if r, err := good[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 		t.Fatalf("acquire over TLS: %v %+v", err, r)
 	}
 

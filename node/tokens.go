@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Tokens across a rebuilt cluster (see fsm.RaiseTokens). A fence
@@ -32,7 +33,7 @@ import (
 func (n *Node) raiseTokens(ctx context.Context) bool {
 	for n.fsm.ClusterVersion() >= 3 {
 		out := n.proposeAsLeader(ctx, fsm.RaiseTokens{})
-		if out.err == nil && out.result().Status == fsm.StatusOK {
+		if out.err == nil && out.result().Status == fsmwire.StatusOK {
 			n.log.Debug("token counter raised to the leader's time", "token", uint64(out.result().Token), "index", out.index)
 			return true
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Cluster version (see fsm's version.go). The cluster version lives in the
@@ -57,7 +58,7 @@ func (n *Node) raiseClusterVersion(ctx context.Context, duties func()) {
 			n.log.Debug("cannot raise the cluster version yet", "version", cur, "err", err)
 		case target > cur:
 			out := n.proposeAsLeader(ctx, fsm.SetClusterVersion{Version: target})
-			if out.err == nil && out.result().Status == fsm.StatusOK {
+			if out.err == nil && out.result().Status == fsmwire.StatusOK {
 				n.log.Info("cluster version raised", "from", cur, "to", target, "index", out.index)
 				duties()
 				continue
@@ -104,7 +105,7 @@ func (n *Node) syncLimits(ctx context.Context) {
 			return
 		}
 		out := n.proposeAsLeader(ctx, want)
-		if out.err == nil && out.result().Status == fsm.StatusOK {
+		if out.err == nil && out.result().Status == fsmwire.StatusOK {
 			n.log.Info("quotas set", "limits", fmt.Sprintf("%+v", want.Limits), "index", out.index)
 			return
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -50,11 +51,11 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		s := openSession(t, ctx, leader, time.Minute)
 		o := newOwner()
 		acq := fsm.Acquire{Session: s, Lock: "x", Owner: o, Seq: 1, AckBelow: 1}
-		if r, err := leader.Apply(ctx, acq); err != nil || r.Status != fsm.StatusGranted {
+		if r, err := leader.Apply(ctx, acq); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
 		leader.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2})
-		if r := redeliver(t, leader, acq); r.Status != fsm.StatusGranted {
+		if r := redeliver(t, leader, acq); r.Status != fsmwire.StatusGranted {
 			t.Fatalf("at version 1 the previous release's rules apply; got %+v", r)
 		}
 		leader.Apply(ctx, fsm.Release{Lock: "x", Owner: o})
@@ -76,12 +77,12 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		acq = fsm.Acquire{Session: s, Lock: "y", Owner: o, Seq: 1, AckBelow: 1}
 		leader.Apply(ctx, acq)
 		leader.Apply(ctx, fsm.Release{Session: s, Lock: "y", Owner: o, Seq: 2, AckBelow: 2})
-		if r := redeliver(t, leader, acq); r.Status != fsm.StatusStale {
+		if r := redeliver(t, leader, acq); r.Status != fsmwire.StatusStale {
 			t.Fatalf("at version 2 the duplicate is stale; got %+v", r)
 		}
 		// The leader reads forwarded requests of both versions.
 		v1 := fsm.Acquire{Session: s, Lock: "z", Owner: newOwner()}
-		if r := redeliver(t, leader, v1); r.Status != fsm.StatusGranted {
+		if r := redeliver(t, leader, v1); r.Status != fsmwire.StatusGranted {
 			t.Fatalf("a version-1 request: %+v", r)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 func TestWireRoundTrip(t *testing.T) {
@@ -24,7 +25,7 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("apply request: %v %+v", err, got)
 	}
 	outs := []outcome{
-		{res: &fsm.Result{Status: fsm.StatusGranted, Session: 3, Token: 9}, index: 42},
+		{res: &fsm.Result{Status: fsmwire.StatusGranted, Session: 3, Token: 9}, index: 42},
 		{err: errNotLeader},
 		{err: ErrSessionExpired},
 	}
@@ -76,8 +77,8 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("not proposed across the wire: %v %+v", err, v)
 	}
 	grants := []fsm.Event{
-		{Kind: fsm.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: fsm.OwnerID{7}, Token: 41},
-		{Kind: fsm.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: fsm.OwnerID{8, 1}, Token: 42},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: fsm.OwnerID{7}, Token: 41},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: fsm.OwnerID{8, 1}, Token: 42},
 	}
 	if back, err := decodeGrantNotice(encodeGrantNotice(grants)); err != nil || !reflect.DeepEqual(back, grants) {
 		t.Fatalf("grant notice: %v %+v", err, back)
@@ -103,7 +104,7 @@ func TestWireRoundTrip(t *testing.T) {
 func FuzzWire(f *testing.F) {
 	req, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}}})
 	f.Add(req)
-	f.Add(encodeApplyReply([]outcome{{res: &fsm.Result{Status: fsm.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
+	f.Add(encodeApplyReply([]outcome{{res: &fsm.Result{Status: fsmwire.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
 	f.Add(encodeKeepAliveRequest(5))
 	f.Add(encodeKeepAliveReply(ErrSessionExpired))
 	f.Add(encodeReadIndexReply(3, nil))

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // raftlock lock: the lease is a client-kept lease of the admin API (its own
@@ -98,16 +98,16 @@ func (o *lockOpts) check(rest []string) error {
 	switch {
 	case ttl <= 0:
 		return usageErr("-ttl %s: want a positive duration, such as 10s", o.ttl.typed())
-	case ttl > fsm.MaxTTL:
-		return usageErr("-ttl %s: want at most %s", o.ttl.typed(), short(fsm.MaxTTL))
+	case ttl > fsmwire.MaxTTL:
+		return usageErr("-ttl %s: want at most %s", o.ttl.typed(), short(fsmwire.MaxTTL))
 	case o.wait.d < 0:
 		return usageErr("-wait %s: want 0 (wait as long as it takes) or a positive duration", o.wait.typed())
 	case o.try && o.wait.d > 0:
 		return usageErr("-try and -wait exclude each other")
 	case o.grace.d < 0:
 		return usageErr("-grace %s: want a positive duration (default a fifth of -ttl)", o.grace.typed())
-	case o.lockDelay.d < 0 || o.lockDelay.d > fsm.MaxLockDelay:
-		return usageErr("-lock-delay %s: want 0 to %s", o.lockDelay.typed(), short(fsm.MaxLockDelay))
+	case o.lockDelay.d < 0 || o.lockDelay.d > fsmwire.MaxLockDelay:
+		return usageErr("-lock-delay %s: want 0 to %s", o.lockDelay.typed(), short(fsmwire.MaxLockDelay))
 	}
 	if o.grace.d == 0 {
 		o.grace.d = ttl / 5

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -223,10 +223,10 @@ func (c config) check() error {
 		return fmt.Errorf("%s is %d bytes long: want at least %d (make one with: openssl rand -hex 16)", flagRef("admin-token"), len(c.AdminToken), admin.MinSecretLen)
 	case c.HTTPClientCA != "" && !validRole(c.HTTPClientRole):
 		return fmt.Errorf("%s %q: want read, lock or admin", flagRef("http-client-role"), c.HTTPClientRole)
-	case c.TTL > fsm.MaxTTL:
-		return fmt.Errorf("%s %v: want at most %v", flagRef("ttl"), c.TTL, fsm.MaxTTL)
-	case c.LockDelay < 0 || c.LockDelay > fsm.MaxLockDelay:
-		return fmt.Errorf("%s %v: want 0 to %v", flagRef("lock-delay"), c.LockDelay, fsm.MaxLockDelay)
+	case c.TTL > fsmwire.MaxTTL:
+		return fmt.Errorf("%s %v: want at most %v", flagRef("ttl"), c.TTL, fsmwire.MaxTTL)
+	case c.LockDelay < 0 || c.LockDelay > fsmwire.MaxLockDelay:
+		return fmt.Errorf("%s %v: want 0 to %v", flagRef("lock-delay"), c.LockDelay, fsmwire.MaxLockDelay)
 	}
 	if min := lockapi.MinTTLFor(c.timing()); c.TTL < min {
 		return fmt.Errorf("%s %v: below the minimum %v for %s %s (a keepalive interval must outlast a leader failover)", flagRef("ttl"), c.TTL, min, flagRef("timing"), c.Timing)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
@@ -18,11 +19,11 @@ import (
 func own(n byte) fsm.OwnerID { return fsm.OwnerID{n, 0xC4} }
 
 func grant(index uint64, lock string, o byte, tok fsm.Token, shared bool, permits int) fsm.Event {
-	return fsm.Event{Kind: fsm.EventGranted, Index: index, Lock: lock, Owner: own(o), Token: tok, Shared: shared, Permits: permits}
+	return fsm.Event{Kind: fsmwire.EventGranted, Index: index, Lock: lock, Owner: own(o), Token: tok, Shared: shared, Permits: permits}
 }
 
 func release(index uint64, lock string, o byte, tok fsm.Token) fsm.Event {
-	return fsm.Event{Kind: fsm.EventReleased, Index: index, Lock: lock, Owner: own(o), Token: tok}
+	return fsm.Event{Kind: fsmwire.EventReleased, Index: index, Lock: lock, Owner: own(o), Token: tok}
 }
 
 func wantChecks(t *testing.T, vs []Violation, checks ...string) {
@@ -241,9 +242,9 @@ func TestPrimitivesUnderFaults(t *testing.T) {
 		grants, expired := 0, 0
 		for _, e := range events {
 			switch {
-			case e.Kind == fsm.EventGranted:
+			case e.Kind == fsmwire.EventGranted:
 				grants++
-			case e.Kind == fsm.EventSessionExpired:
+			case e.Kind == fsmwire.EventSessionExpired:
 				expired++
 			}
 		}

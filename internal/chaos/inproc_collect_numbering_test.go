@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // TestNumberEventsIgnoresResyncMidEntry: a Resync received between two
@@ -14,7 +15,7 @@ import (
 // the collector receives the Resync exactly where the test puts it: before,
 // between or after the entry's three events.
 func TestNumberEventsIgnoresResyncMidEntry(t *testing.T) {
-	kinds := []fsm.EventKind{fsm.EventSessionExpired, fsm.EventSessionOpened, fsm.EventSessionOpened}
+	kinds := []fsmwire.EventKind{fsmwire.EventSessionExpired, fsmwire.EventSessionOpened, fsmwire.EventSessionOpened}
 	for at := 0; at <= len(kinds); at++ {
 		events, resync, stop, done := make(chan fsm.Event), make(chan struct{}), make(chan struct{}), make(chan struct{})
 		var got []int

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // ReplicaLog is one stopped replica's Raft log, read back from its data dir.
@@ -142,7 +143,7 @@ func logEvent(e fsm.Event, seq int) LogEvent {
 	if e.Reason != 0 {
 		le.Reason = e.Reason.String()
 	}
-	le.Delayed = e.Kind == fsm.EventReleased && e.DelayUntil != 0
+	le.Delayed = e.Kind == fsmwire.EventReleased && e.DelayUntil != 0
 	if le.Delayed {
 		le.DelayFor = int64(e.DelayFor)
 	}

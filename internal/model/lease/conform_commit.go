@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // The log's commands in a replay: each one that touches the session or
@@ -129,7 +130,7 @@ func (in *sessionReplay) command(k int) {
 	if !isModel && !touchesLock && !in.endsSession(rc) {
 		return
 	}
-	if e.Kind == eAcquire && rc.res.Status != fsm.StatusGranted && rc.res.Status != fsm.StatusQueued && rc.res.Status != fsm.StatusLocked {
+	if e.Kind == eAcquire && rc.res.Status != fsmwire.StatusGranted && rc.res.Status != fsmwire.StatusQueued && rc.res.Status != fsmwire.StatusLocked {
 		in.outOfScope("an acquisition refused by a quota or a conflict")
 		return
 	}
@@ -165,9 +166,9 @@ func (in *sessionReplay) command(k int) {
 			continue
 		}
 		switch ev.Kind {
-		case fsm.EventSessionOpened:
+		case fsmwire.EventSessionOpened:
 			in.alive, in.existed = true, true
-		case fsm.EventSessionExpired, fsm.EventSessionClosed:
+		case fsmwire.EventSessionExpired, fsmwire.EventSessionClosed:
 			in.alive = false
 		}
 	}
@@ -177,7 +178,7 @@ func (in *sessionReplay) command(k int) {
 // endsSession reports whether command k ended the session.
 func (in *sessionReplay) endsSession(rc *runCmd) bool {
 	for _, e := range rc.evs {
-		if e.Session == in.sess && (e.Kind == fsm.EventSessionExpired || e.Kind == fsm.EventSessionClosed) {
+		if e.Session == in.sess && (e.Kind == fsmwire.EventSessionExpired || e.Kind == fsmwire.EventSessionClosed) {
 			return true
 		}
 	}

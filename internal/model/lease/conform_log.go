@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 )
 
@@ -111,10 +112,10 @@ func readLog(trace []leasetrace.Event) (*runLog, error) {
 			rc.evs = slices.Clone(sh.evs)
 			if s, seq, ok := request(c); ok && seq != 0 {
 				k := [2]uint64{uint64(s), seq}
-				rc.dup = done[k] || rc.res.Status == fsm.StatusStale
+				rc.dup = done[k] || rc.res.Status == fsmwire.StatusStale
 				done[k] = true
 			}
-			if o, ok := c.(fsm.OpenSession); ok && rc.res.Status == fsm.StatusOK {
+			if o, ok := c.(fsm.OpenSession); ok && rc.res.Status == fsmwire.StatusOK {
 				l.opened[rc.res.Session] = len(l.cmds)
 				l.ttl[rc.res.Session], l.delay[rc.res.Session] = int64(o.TTL), int64(o.LockDelay)
 			}
@@ -191,20 +192,20 @@ func (l *runLog) lockTrack(name string) []*lockState {
 			}
 			touched = true
 			switch e.Kind {
-			case fsm.EventGranted:
+			case fsmwire.EventGranted:
 				st.holder, st.token = e.Session, e.Token
 				st.waiters = slices.DeleteFunc(st.waiters, func(w fsm.SessionID) bool { return w == e.Session })
 				st.delayed = false
-			case fsm.EventQueued:
+			case fsmwire.EventQueued:
 				st.waiters = append(st.waiters, e.Session)
-			case fsm.EventReleased:
+			case fsmwire.EventReleased:
 				if st.holder == e.Session {
 					st.holder, st.token = 0, 0
 				}
 				if e.DelayUntil != 0 {
 					st.delayed, st.delayBy, st.delayTk = true, e.Session, e.DelayToken
 				}
-			case fsm.EventDequeued:
+			case fsmwire.EventDequeued:
 				i := slices.Index(st.waiters, e.Session)
 				if i >= 0 {
 					st.waiters = slices.Delete(st.waiters, i, i+1)
