@@ -71,7 +71,7 @@ func BenchmarkExpireLongQueue(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				resp := h.f.ApplyEntry(h.index+1, data)
+				resp := h.f.applyEntry(h.index+1, data)
 				b.StopTimer()
 				if resp.Err != nil || h.f.Stats().Waiters != 0 {
 					b.Fatalf("expire: %v, %+v", resp.Err, h.f.Stats())

@@ -95,68 +95,29 @@ func EncodeEntry(e Entry) ([]byte, error) {
 
 // AppendEntry appends the encoding of e to dst (see EncodeEntry).
 func AppendEntry(dst []byte, e Entry) ([]byte, error) {
-	return AppendEntryVersion(dst, e, EntryVersion(e))
+	return appendEntryVersion(dst, e, entryVersion(e))
 }
 
 // EntryVersion returns the lowest entry version that can carry every
 // command of e.
-func EntryVersion(e Entry) byte {
+func entryVersion(e Entry) byte {
 	v := fsmwire.EntryV1
 	for _, c := range e.Commands {
-		v = max(v, commandVersion(c))
+		if c != nil { // refused by appendEntryVersion
+			v = max(v, c.version())
+		}
 	}
 	return v
 }
 
-// commandVersion is the lowest entry version that can carry c.
-func commandVersion(c Command) byte {
-	switch c := c.(type) {
-	case Acquire:
-		if c.primitive() {
-			return fsmwire.EntryV3
-		}
-		if c.Seq != 0 || c.AckBelow != 0 {
-			return fsmwire.EntryV2
-		}
-	case Release:
-		if c.Lapsed {
-			return fsmwire.EntryV4
-		}
-		if c.Session != 0 || c.Seq != 0 || c.AckBelow != 0 {
-			return fsmwire.EntryV2
-		}
-	case CloseSession:
-		if c.Lapsed {
-			return fsmwire.EntryV4
-		}
-		if c.Seq != 0 || c.AckBelow != 0 {
-			return fsmwire.EntryV2
-		}
-	case OpenSession, SetLimits:
-		if fairForm(c) {
-			return fsmwire.EntryV4
-		}
-		if c.Op() == fsmwire.OpSetLimits {
-			return fsmwire.EntryV2
-		}
-	case EndDelay, SetClusterVersion, InitCluster:
-		return fsmwire.EntryV2
-	case SetValue, RaiseTokens, Revoke:
-		return fsmwire.EntryV3
-	case RestoreChunk, RestoreCommit, RestoreAbort, Renewed, Takeover:
-		return fsmwire.EntryV4
-	}
-	return fsmwire.EntryV1
-}
-
-// AppendEntryVersion appends the encoding of e in entry version v, which
+// appendEntryVersion appends the encoding of e in entry version v, which
 // must be able to carry every command (see EntryVersion).
-func AppendEntryVersion(dst []byte, e Entry, v byte) ([]byte, error) {
+func appendEntryVersion(dst []byte, e Entry, v byte) ([]byte, error) {
 	if len(e.Commands) == 0 || len(e.Commands) > fsmwire.MaxEntryCommands {
 		return dst, fmt.Errorf("%w: %d commands in one entry (want 1..%d)", fsmwire.ErrInvalidEntry, len(e.Commands), fsmwire.MaxEntryCommands)
 	}
-	if v < fsmwire.EntryV1 || v > fsmwire.MaxEntryVersion || v < EntryVersion(e) {
-		return dst, fmt.Errorf("%w: entry version %d cannot carry these commands (needs %d)", fsmwire.ErrInvalidEntry, v, EntryVersion(e))
+	if v < fsmwire.EntryV1 || v > fsmwire.MaxEntryVersion || v < entryVersion(e) {
+		return dst, fmt.Errorf("%w: entry version %d cannot carry these commands (needs %d)", fsmwire.ErrInvalidEntry, v, entryVersion(e))
 	}
 	dst = append(dst, v)
 	dst = binary.AppendVarint(dst, e.At)
@@ -174,88 +135,7 @@ func appendCommand(dst []byte, c Command, v byte) ([]byte, error) {
 	if c == nil {
 		return dst, fmt.Errorf("%w: nil command", fsmwire.ErrInvalidEntry)
 	}
-	long := func(what string) error { return fmt.Errorf("%w: %s too long", fsmwire.ErrInvalidEntry, what) }
-	if fairForm(c) {
-		return appendFairForm(dst, c)
-	}
-	dst = append(dst, byte(c.Op()))
-	switch c := c.(type) {
-	case OpenSession:
-		if len(c.Description) > fsmwire.MaxDescriptionLen {
-			return dst, long("description")
-		}
-		dst = binary.AppendVarint(dst, int64(c.TTL))
-		dst = binary.AppendVarint(dst, int64(c.LockDelay))
-		dst = fsmwire.AppendString(dst, c.Description)
-	case CloseSession:
-		dst = binary.AppendUvarint(dst, uint64(c.Session))
-		if v >= fsmwire.EntryV2 {
-			dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
-		}
-	case ExpireSessions:
-		return appendSessions(dst, c.Sessions)
-	case Renewed:
-		return appendSessions(dst, c.Sessions)
-	case Takeover:
-	case Acquire:
-		return appendAcquire(dst, c, v)
-	case Release:
-		if len(c.Lock) > fsmwire.MaxLockNameLen {
-			return dst, long("lock name")
-		}
-		if v >= fsmwire.EntryV2 {
-			dst = binary.AppendUvarint(dst, uint64(c.Session))
-		}
-		dst = fsmwire.AppendString(dst, c.Lock)
-		dst = append(dst, c.Owner[:]...)
-		if v >= fsmwire.EntryV2 {
-			dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
-		}
-	case Tick, Noop:
-	case EndDelay:
-		if len(c.Delays) > fsmwire.MaxExpireSessions {
-			return dst, long("delay list")
-		}
-		dst = binary.AppendUvarint(dst, uint64(len(c.Delays)))
-		for _, d := range c.Delays {
-			if len(d.Lock) > fsmwire.MaxLockNameLen {
-				return dst, long("lock name")
-			}
-			dst = fsmwire.AppendString(dst, d.Lock)
-			dst = binary.AppendUvarint(dst, uint64(d.Token))
-		}
-	case SetLimits:
-		for _, x := range c.Limits.fields() {
-			if x < 0 || x > maxQuota {
-				return dst, fmt.Errorf("%w: limit %d out of range", fsmwire.ErrInvalidEntry, x)
-			}
-			dst = binary.AppendUvarint(dst, uint64(x))
-		}
-	case SetClusterVersion:
-		dst = binary.AppendUvarint(dst, c.Version)
-	case InitCluster:
-		if len(c.ID) > fsmwire.MaxClusterIDLen {
-			return dst, long("cluster id")
-		}
-		dst = fsmwire.AppendString(dst, c.ID)
-	case Revoke:
-		return appendRevoke(dst, c)
-	case SetValue:
-		if len(c.Lock) > fsmwire.MaxLockNameLen || len(c.Value) > fsmwire.MaxValueLen {
-			return dst, long("lock name or value")
-		}
-		dst = binary.AppendUvarint(dst, uint64(c.Session))
-		dst = fsmwire.AppendString(dst, c.Lock)
-		dst = append(dst, c.Owner[:]...)
-		dst = fsmwire.AppendString(dst, c.Value)
-		dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
-	case RaiseTokens:
-	case RestoreChunk, RestoreCommit, RestoreAbort:
-		return appendRestore(dst, c)
-	default:
-		return dst, fmt.Errorf("%w: unknown command type %T", fsmwire.ErrInvalidEntry, c)
-	}
-	return dst, nil
+	return c.appendTo(dst, v)
 }
 
 // Acquire flags.
@@ -265,6 +145,11 @@ const (
 	acquireValue   = 4 // entry version 3
 	acquirePermits = 8 // entry version 3
 )
+
+// appendTo implements Command.
+func (c Acquire) appendTo(dst []byte, v byte) ([]byte, error) {
+	return appendAcquire(append(dst, byte(fsmwire.OpAcquire)), c, v)
+}
 
 func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
 	switch {

@@ -149,7 +149,7 @@ func fuzzApply(t *testing.T, h *harness, data []byte) {
 			t.Fatalf("error does not wrap ErrInvalidEntry: %v", err)
 		}
 		before := h.digest()
-		if resp := h.f.ApplyEntry(h.index, data); resp.Err == nil {
+		if resp := h.f.applyEntry(h.index, data); resp.Err == nil {
 			t.Fatal("apply accepted what decode refused")
 		}
 		if h.digest() != before {
@@ -170,12 +170,12 @@ func fuzzApply(t *testing.T, h *harness, data []byte) {
 	}
 	h.index++
 	if e.unsupported() != nil { // decodable, but not applicable by this binary
-		if resp := h.f.ApplyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
+		if resp := h.f.applyEntry(h.index, data); !errors.Is(resp.Err, ErrHalted) {
 			t.Fatalf("apply of an unsupported entry: %+v", resp)
 		}
 		return
 	}
-	if resp := h.f.ApplyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
+	if resp := h.f.applyEntry(h.index, data); resp.Err != nil || len(resp.Results) != len(e.Commands) {
 		t.Fatalf("apply: %+v", resp)
 	}
 	checkInvariants(t, h.f)

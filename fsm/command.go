@@ -1,26 +1,13 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 	"unicode/utf8"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
 )
-
-// Command is one state machine command. The concrete types are
-// [OpenSession], [CloseSession], [Acquire], [Release], [SetValue], [Revoke]
-// (client commands) and [ExpireSessions], [Tick], [Noop], [EndDelay],
-// [SetLimits], [SetClusterVersion], [InitCluster], [RaiseTokens],
-// [RestoreChunk], [RestoreCommit], [RestoreAbort], [Renewed], [Takeover]
-// (proposed by the leader); the set is closed.
-type Command interface {
-	// Op returns the command's type byte.
-	Op() fsmwire.Op
-	// Validate checks the arguments against the limits above. It does not
-	// look at the state (nor at the replicated quotas).
-	Validate() error
-}
 
 // Request numbers (exactly-once client commands, Raft client sessions as in
 // Ongaro's thesis §6.3). CloseSession, Acquire, Release and SetValue carry the
@@ -128,30 +115,30 @@ type Release struct {
 	Lapsed   bool   // cluster version 4: expiry semantics (lock-delay)
 }
 
-// Op implements Command.
-func (OpenSession) Op() fsmwire.Op { return fsmwire.OpOpenSession }
+// op implements Command.
+func (OpenSession) op() fsmwire.Op { return fsmwire.OpOpenSession }
 
-// Op implements Command.
-func (c CloseSession) Op() fsmwire.Op {
+// op implements Command.
+func (c CloseSession) op() fsmwire.Op {
 	if c.Lapsed {
 		return fsmwire.OpCloseLapsed
 	}
 	return fsmwire.OpCloseSession
 }
 
-// Op implements Command.
-func (Acquire) Op() fsmwire.Op { return fsmwire.OpAcquire }
+// op implements Command.
+func (Acquire) op() fsmwire.Op { return fsmwire.OpAcquire }
 
-// Op implements Command.
-func (c Release) Op() fsmwire.Op {
+// op implements Command.
+func (c Release) op() fsmwire.Op {
 	if c.Lapsed {
 		return fsmwire.OpReleaseLapsed
 	}
 	return fsmwire.OpRelease
 }
 
-// Validate implements Command.
-func (c OpenSession) Validate() error {
+// validate implements Command.
+func (c OpenSession) validate() error {
 	if c.TTL < fsmwire.MinTTL || c.TTL > fsmwire.MaxTTL {
 		return fmt.Errorf("%w: session TTL %v outside [%v, %v]", fsmwire.ErrInvalidCommand, c.TTL, fsmwire.MinTTL, fsmwire.MaxTTL)
 	}
@@ -164,16 +151,16 @@ func (c OpenSession) Validate() error {
 	return fsmwire.ValidateDescription(c.Description)
 }
 
-// Validate implements Command.
-func (c CloseSession) Validate() error {
+// validate implements Command.
+func (c CloseSession) validate() error {
 	if err := validateSession(c.Session); err != nil {
 		return err
 	}
 	return validateRequest(c.Seq, c.AckBelow)
 }
 
-// Validate implements Command.
-func (c Acquire) Validate() error {
+// validate implements Command.
+func (c Acquire) validate() error {
 	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
@@ -194,8 +181,8 @@ func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
 	return validateOwner(o)
 }
 
-// Validate implements Command.
-func (c Release) Validate() error {
+// validate implements Command.
+func (c Release) validate() error {
 	if err := fsmwire.ValidateLockName(c.Lock); err != nil {
 		return err
 	}
@@ -266,4 +253,143 @@ func validateOwner(o OwnerID) error {
 type Entry struct {
 	At       int64 // leader time when proposed, Unix nanoseconds (informational from cluster version 2)
 	Commands []Command
+}
+
+// version implements Command.
+func (c OpenSession) version() byte {
+	if fairForm(c) {
+		return fsmwire.EntryV4
+	}
+	return fsmwire.EntryV1
+}
+
+// version implements Command.
+func (c CloseSession) version() byte {
+	switch {
+	case c.Lapsed:
+		return fsmwire.EntryV4
+	case c.Seq != 0 || c.AckBelow != 0:
+		return fsmwire.EntryV2
+	}
+	return fsmwire.EntryV1
+}
+
+// version implements Command.
+func (c Acquire) version() byte {
+	switch {
+	case c.primitive():
+		return fsmwire.EntryV3
+	case c.Seq != 0 || c.AckBelow != 0:
+		return fsmwire.EntryV2
+	}
+	return fsmwire.EntryV1
+}
+
+// version implements Command.
+func (c Release) version() byte {
+	switch {
+	case c.Lapsed:
+		return fsmwire.EntryV4
+	case c.Session != 0 || c.Seq != 0 || c.AckBelow != 0:
+		return fsmwire.EntryV2
+	}
+	return fsmwire.EntryV1
+}
+
+// appendTo implements Command.
+func (c OpenSession) appendTo(dst []byte, _ byte) ([]byte, error) {
+	if fairForm(c) {
+		return appendFairForm(dst, c)
+	}
+	dst = append(dst, byte(fsmwire.OpOpenSession))
+	if len(c.Description) > fsmwire.MaxDescriptionLen {
+		return dst, errTooLong("description")
+	}
+	dst = binary.AppendVarint(dst, int64(c.TTL))
+	dst = binary.AppendVarint(dst, int64(c.LockDelay))
+	return fsmwire.AppendString(dst, c.Description), nil
+}
+
+// appendTo implements Command.
+func (c CloseSession) appendTo(dst []byte, v byte) ([]byte, error) {
+	dst = append(dst, byte(c.op()))
+	dst = binary.AppendUvarint(dst, uint64(c.Session))
+	if v >= fsmwire.EntryV2 {
+		dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
+	}
+	return dst, nil
+}
+
+// appendTo implements Command.
+func (c Release) appendTo(dst []byte, v byte) ([]byte, error) {
+	dst = append(dst, byte(c.op()))
+	if len(c.Lock) > fsmwire.MaxLockNameLen {
+		return dst, errTooLong("lock name")
+	}
+	if v >= fsmwire.EntryV2 {
+		dst = binary.AppendUvarint(dst, uint64(c.Session))
+	}
+	dst = fsmwire.AppendString(dst, c.Lock)
+	dst = append(dst, c.Owner[:]...)
+	if v >= fsmwire.EntryV2 {
+		dst = fsmwire.AppendRequest(dst, c.Seq, c.AckBelow)
+	}
+	return dst, nil
+}
+
+// exec implements Command.
+func (c OpenSession) exec(a *applier) Result { return a.openSession(c) }
+
+// exec implements Command.
+func (c CloseSession) exec(a *applier) Result {
+	if c.Lapsed {
+		return a.closeSession(c.Session, fsmwire.ReasonSessionExpired)
+	}
+	return a.closeSession(c.Session, fsmwire.ReasonSessionClosed)
+}
+
+// exec implements Command.
+func (c Acquire) exec(a *applier) Result { return a.acquire(c) }
+
+// exec implements Command.
+func (c Release) exec(a *applier) Result {
+	if c.Lapsed {
+		return a.releaseLapsed(c)
+	}
+	return a.release(c)
+}
+
+func decodeOpenSession(d *decoder, _ fsmwire.Op) Command {
+	return OpenSession{
+		TTL:         durationOf(d.Varint()),
+		LockDelay:   durationOf(d.Varint()),
+		Description: d.String(fsmwire.MaxDescriptionLen),
+	}
+}
+
+// decodeCloseSession reads CloseSession (op 2) and its lapsed form (44,
+// entry version 4, always with request numbers).
+func decodeCloseSession(d *decoder, op fsmwire.Op) Command {
+	c := CloseSession{Session: d.session(), Lapsed: op == fsmwire.OpCloseLapsed}
+	if d.Version >= fsmwire.EntryV2 {
+		c.Seq, c.AckBelow = d.Uvarint(), d.Uvarint()
+	}
+	return c
+}
+
+func decodeAcquire(d *decoder, _ fsmwire.Op) Command { return d.acquire() }
+
+// decodeRelease reads Release (op 5) and its lapsed form (45, entry
+// version 4).
+func decodeRelease(d *decoder, op fsmwire.Op) Command {
+	c := Release{Lapsed: op == fsmwire.OpReleaseLapsed}
+	v2 := d.Version >= fsmwire.EntryV2
+	if v2 {
+		c.Session = d.session()
+	}
+	c.Lock, c.Owner = d.String(fsmwire.MaxLockNameLen), d.owner()
+	if v2 {
+		c.Seq, c.AckBelow = d.Uvarint(), d.Uvarint()
+	}
+	return c
 }

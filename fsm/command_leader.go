@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
@@ -71,35 +72,35 @@ type InitCluster struct {
 	ID string
 }
 
-// Op implements Command.
-func (ExpireSessions) Op() fsmwire.Op { return fsmwire.OpExpireSessions }
+// op implements Command.
+func (ExpireSessions) op() fsmwire.Op { return fsmwire.OpExpireSessions }
 
-// Op implements Command.
-func (Tick) Op() fsmwire.Op { return fsmwire.OpTick }
+// op implements Command.
+func (Tick) op() fsmwire.Op { return fsmwire.OpTick }
 
-// Op implements Command.
-func (Noop) Op() fsmwire.Op { return fsmwire.OpNoop }
+// op implements Command.
+func (Noop) op() fsmwire.Op { return fsmwire.OpNoop }
 
-// Op implements Command.
-func (EndDelay) Op() fsmwire.Op { return fsmwire.OpEndDelay }
+// op implements Command.
+func (EndDelay) op() fsmwire.Op { return fsmwire.OpEndDelay }
 
-// Op implements Command.
-func (SetLimits) Op() fsmwire.Op { return fsmwire.OpSetLimits }
+// op implements Command.
+func (SetLimits) op() fsmwire.Op { return fsmwire.OpSetLimits }
 
-// Op implements Command.
-func (SetClusterVersion) Op() fsmwire.Op { return fsmwire.OpSetClusterVersion }
+// op implements Command.
+func (SetClusterVersion) op() fsmwire.Op { return fsmwire.OpSetClusterVersion }
 
-// Op implements Command.
-func (InitCluster) Op() fsmwire.Op { return fsmwire.OpInitCluster }
+// op implements Command.
+func (InitCluster) op() fsmwire.Op { return fsmwire.OpInitCluster }
 
-// Validate implements Command.
-func (c ExpireSessions) Validate() error { return validateSessionList(c, c.Sessions) }
+// validate implements Command.
+func (c ExpireSessions) validate() error { return validateSessionList(c, c.Sessions) }
 
 // validateSessionList checks the session list of c (ExpireSessions,
 // Renewed): at most MaxExpireSessions valid ids.
 func validateSessionList(c Command, ids []SessionID) error {
 	if len(ids) > fsmwire.MaxExpireSessions {
-		return fmt.Errorf("%w: %d sessions in one %s (max %d)", fsmwire.ErrInvalidCommand, len(ids), c.Op(), fsmwire.MaxExpireSessions)
+		return fmt.Errorf("%w: %d sessions in one %s (max %d)", fsmwire.ErrInvalidCommand, len(ids), c.op(), fsmwire.MaxExpireSessions)
 	}
 	for _, s := range ids {
 		if err := validateSession(s); err != nil {
@@ -109,14 +110,14 @@ func validateSessionList(c Command, ids []SessionID) error {
 	return nil
 }
 
-// Validate implements Command.
-func (Tick) Validate() error { return nil }
+// validate implements Command.
+func (Tick) validate() error { return nil }
 
-// Validate implements Command.
-func (Noop) Validate() error { return nil }
+// validate implements Command.
+func (Noop) validate() error { return nil }
 
-// Validate implements Command.
-func (c EndDelay) Validate() error {
+// validate implements Command.
+func (c EndDelay) validate() error {
 	if len(c.Delays) > fsmwire.MaxExpireSessions {
 		return fmt.Errorf("%w: %d delays in one EndDelay (max %d)", fsmwire.ErrInvalidCommand, len(c.Delays), fsmwire.MaxExpireSessions)
 	}
@@ -128,16 +129,161 @@ func (c EndDelay) Validate() error {
 	return nil
 }
 
-// Validate implements Command.
-func (c SetLimits) Validate() error { return c.Limits.Validate() }
+// validate implements Command.
+func (c SetLimits) validate() error { return c.Limits.Validate() }
 
-// Validate implements Command.
-func (c SetClusterVersion) Validate() error {
+// validate implements Command.
+func (c SetClusterVersion) validate() error {
 	if c.Version < 1 {
 		return fmt.Errorf("%w: cluster version 0", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }
 
-// Validate implements Command.
-func (c InitCluster) Validate() error { return fsmwire.ValidateClusterID(c.ID) }
+// validate implements Command.
+func (c InitCluster) validate() error { return fsmwire.ValidateClusterID(c.ID) }
+
+// version implements Command.
+func (ExpireSessions) version() byte { return fsmwire.EntryV1 }
+
+// version implements Command.
+func (Tick) version() byte { return fsmwire.EntryV1 }
+
+// version implements Command.
+func (Noop) version() byte { return fsmwire.EntryV1 }
+
+// version implements Command.
+func (EndDelay) version() byte { return fsmwire.EntryV2 }
+
+// version implements Command.
+func (c SetLimits) version() byte {
+	if fairForm(c) {
+		return fsmwire.EntryV4
+	}
+	return fsmwire.EntryV2
+}
+
+// version implements Command.
+func (SetClusterVersion) version() byte { return fsmwire.EntryV2 }
+
+// version implements Command.
+func (InitCluster) version() byte { return fsmwire.EntryV2 }
+
+// appendTo implements Command.
+func (c ExpireSessions) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return appendSessions(append(dst, byte(fsmwire.OpExpireSessions)), c.Sessions)
+}
+
+// appendTo implements Command.
+func (Tick) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return append(dst, byte(fsmwire.OpTick)), nil
+}
+
+// appendTo implements Command.
+func (Noop) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return append(dst, byte(fsmwire.OpNoop)), nil
+}
+
+// appendTo implements Command.
+func (c EndDelay) appendTo(dst []byte, _ byte) ([]byte, error) {
+	dst = append(dst, byte(fsmwire.OpEndDelay))
+	if len(c.Delays) > fsmwire.MaxExpireSessions {
+		return dst, errTooLong("delay list")
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(c.Delays)))
+	for _, d := range c.Delays {
+		if len(d.Lock) > fsmwire.MaxLockNameLen {
+			return dst, errTooLong("lock name")
+		}
+		dst = fsmwire.AppendString(dst, d.Lock)
+		dst = binary.AppendUvarint(dst, uint64(d.Token))
+	}
+	return dst, nil
+}
+
+// appendTo implements Command.
+func (c SetLimits) appendTo(dst []byte, _ byte) ([]byte, error) {
+	if fairForm(c) {
+		return appendFairForm(dst, c)
+	}
+	dst = append(dst, byte(fsmwire.OpSetLimits))
+	for _, x := range c.Limits.fields() {
+		if x < 0 || x > maxQuota {
+			return dst, fmt.Errorf("%w: limit %d out of range", fsmwire.ErrInvalidEntry, x)
+		}
+		dst = binary.AppendUvarint(dst, uint64(x))
+	}
+	return dst, nil
+}
+
+// appendTo implements Command.
+func (c SetClusterVersion) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return binary.AppendUvarint(append(dst, byte(fsmwire.OpSetClusterVersion)), c.Version), nil
+}
+
+// appendTo implements Command.
+func (c InitCluster) appendTo(dst []byte, _ byte) ([]byte, error) {
+	dst = append(dst, byte(fsmwire.OpInitCluster))
+	if len(c.ID) > fsmwire.MaxClusterIDLen {
+		return dst, errTooLong("cluster id")
+	}
+	return fsmwire.AppendString(dst, c.ID), nil
+}
+
+// exec implements Command.
+func (c ExpireSessions) exec(a *applier) Result { return a.expireSessions(c.Sessions) }
+
+// exec implements Command.
+func (Tick) exec(a *applier) Result { return a.tick() }
+
+// exec implements Command.
+func (Noop) exec(*applier) Result { return Result{Status: fsmwire.StatusOK} }
+
+// exec implements Command.
+func (c EndDelay) exec(a *applier) Result { return a.endDelay(c.Delays) }
+
+// exec implements Command.
+func (c SetLimits) exec(a *applier) Result {
+	a.st.limits = c.Limits
+	return Result{Status: fsmwire.StatusOK}
+}
+
+// exec implements Command.
+func (c SetClusterVersion) exec(a *applier) Result { return a.setClusterVersion(c.Version) }
+
+// exec implements Command.
+func (c InitCluster) exec(a *applier) Result { return a.initCluster(c.ID) }
+
+func decodeExpireSessions(d *decoder, _ fsmwire.Op) Command {
+	return ExpireSessions{Sessions: d.sessions()}
+}
+
+func decodeTick(*decoder, fsmwire.Op) Command { return Tick{} }
+
+func decodeNoop(*decoder, fsmwire.Op) Command { return Noop{} }
+
+func decodeEndDelay(d *decoder, _ fsmwire.Op) Command {
+	n := d.Count(fsmwire.MaxExpireSessions, 2)
+	var c EndDelay
+	if n > 0 {
+		c.Delays = make([]DelayRef, n)
+		for i := range c.Delays {
+			c.Delays[i] = DelayRef{Lock: d.String(fsmwire.MaxLockNameLen), Token: Token(d.Uvarint())}
+		}
+	}
+	return c
+}
+
+func decodeSetLimits(d *decoder, _ fsmwire.Op) Command {
+	var l Limits
+	d.limits(&l)
+	return SetLimits{Limits: l}
+}
+
+func decodeSetClusterVersion(d *decoder, _ fsmwire.Op) Command {
+	return SetClusterVersion{Version: d.Uvarint()}
+}
+
+func decodeInitCluster(d *decoder, _ fsmwire.Op) Command {
+	return InitCluster{ID: d.String(fsmwire.MaxClusterIDLen)}
+}

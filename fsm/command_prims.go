@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
@@ -28,14 +29,14 @@ type SetValue struct {
 // with Token = the counter after the command. Cluster version 3.
 type RaiseTokens struct{}
 
-// Op implements Command.
-func (SetValue) Op() fsmwire.Op { return fsmwire.OpSetValue }
+// op implements Command.
+func (SetValue) op() fsmwire.Op { return fsmwire.OpSetValue }
 
-// Op implements Command.
-func (RaiseTokens) Op() fsmwire.Op { return fsmwire.OpRaiseTokens }
+// op implements Command.
+func (RaiseTokens) op() fsmwire.Op { return fsmwire.OpRaiseTokens }
 
-// Validate implements Command.
-func (c SetValue) Validate() error {
+// validate implements Command.
+func (c SetValue) validate() error {
 	if err := validateAcquisitionOf(c.Session, c.Lock, c.Owner); err != nil {
 		return err
 	}
@@ -45,8 +46,8 @@ func (c SetValue) Validate() error {
 	return validateRequest(c.Seq, c.AckBelow)
 }
 
-// Validate implements Command.
-func (RaiseTokens) Validate() error { return nil }
+// validate implements Command.
+func (RaiseTokens) validate() error { return nil }
 
 // validateKind checks the primitive fields of an Acquire.
 func (c Acquire) validateKind() error {
@@ -66,3 +67,41 @@ func (c Acquire) validateKind() error {
 func (c Acquire) primitive() bool {
 	return c.Shared || c.Limit != 0 || c.Permits != 0 || c.Value != ""
 }
+
+// version implements Command.
+func (SetValue) version() byte { return fsmwire.EntryV3 }
+
+// version implements Command.
+func (RaiseTokens) version() byte { return fsmwire.EntryV3 }
+
+// appendTo implements Command.
+func (c SetValue) appendTo(dst []byte, _ byte) ([]byte, error) {
+	dst = append(dst, byte(fsmwire.OpSetValue))
+	if len(c.Lock) > fsmwire.MaxLockNameLen || len(c.Value) > fsmwire.MaxValueLen {
+		return dst, errTooLong("lock name or value")
+	}
+	dst = binary.AppendUvarint(dst, uint64(c.Session))
+	dst = fsmwire.AppendString(dst, c.Lock)
+	dst = append(dst, c.Owner[:]...)
+	dst = fsmwire.AppendString(dst, c.Value)
+	return fsmwire.AppendRequest(dst, c.Seq, c.AckBelow), nil
+}
+
+// appendTo implements Command.
+func (RaiseTokens) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return append(dst, byte(fsmwire.OpRaiseTokens)), nil
+}
+
+// exec implements Command.
+func (c SetValue) exec(a *applier) Result { return a.setValue(c) }
+
+// exec implements Command.
+func (RaiseTokens) exec(a *applier) Result { return a.raiseTokens() }
+
+func decodeSetValue(d *decoder, _ fsmwire.Op) Command {
+	c := SetValue{Session: d.session(), Lock: d.String(fsmwire.MaxLockNameLen), Owner: d.owner(), Value: d.String(fsmwire.MaxValueLen)}
+	c.Seq, c.AckBelow = d.Uvarint(), d.Uvarint()
+	return c
+}
+
+func decodeRaiseTokens(*decoder, fsmwire.Op) Command { return RaiseTokens{} }

@@ -30,7 +30,7 @@ func TestVersion1LogReplaysAsBefore(t *testing.T) {
 		entry := raw[k : k+int(n)]
 		raw = raw[k+int(n):]
 		h.index++
-		if resp := h.f.ApplyEntry(h.index, entry); resp.Err != nil {
+		if resp := h.f.applyEntry(h.index, entry); resp.Err != nil {
 			t.Fatalf("entry %d: %v", h.index, resp.Err)
 		}
 	}

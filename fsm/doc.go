@@ -59,7 +59,7 @@
 // [Limits] (lock name length, waiters per lock, locks and waits per session,
 // sessions, requests in flight per session) are replicated state set by the
 // leader with [SetLimits] and enforced deterministically: a command beyond
-// one gets [StatusQuota] and changes nothing.
+// one gets StatusQuota and changes nothing.
 //
 // # Versions
 //
@@ -144,7 +144,7 @@
 // applied in order exactly as if they were separate entries, and Apply returns
 // a [*Response] with one [Result] per command. Business outcomes (granted,
 // queued, locked, not holder, no session, stale, quota) are results; an entry
-// that cannot be decoded yields a Response whose Err wraps [ErrInvalidEntry]
+// that cannot be decoded yields a Response whose Err wraps ErrInvalidEntry
 // and changes nothing — identically on every replica.
 //
 // Applying an entry produces [Event]s (granted, queued, released, dequeued,
@@ -174,4 +174,33 @@
 // would hold up every apply and every read behind it.) While a
 // RestoreCommit builds the restored state they read the state before it
 // (the lock is taken only to swap the two).
+// # Wire vocabulary
+//
+// The numbers of the formats — command type bytes, entry versions, result
+// statuses, event kinds, reasons, quota kinds — the hard limits of command
+// arguments with their validators, the sentinel errors results map to
+// ([Result.Err]: ErrLocked, ErrQuota ...) and the byte-level codec
+// primitives are in internal/fsmwire, which this package, node and lockapi
+// share. This package keeps the commands, the entry format ([AppendEntry],
+// [DecodeEntry]), apply, the state, and snapshot and restore.
+//
+// # Adding a command
+//
+// Each command is registered once, in the command table (commandTable in
+// commands.go), as in Consul's FSM command table. A new command takes:
+//
+//  1. its file: the type, with the unexported methods of [Command] — op
+//     (its type byte), validate, version (the lowest entry version that
+//     carries it), appendTo (its type byte and body) and exec (what it does
+//     to the state, on an applier) — and its body decoder
+//     (func(*decoder, fsmwire.Op) Command);
+//  2. its type byte in internal/fsmwire (an Op constant and its name in
+//     opNames; LeaderOnly if clients may propose it);
+//  3. one row in commandTable: the type byte, the entry version that first
+//     defines it, the decoder.
+//
+// A command of a new entry version also needs the cluster version that
+// enables it (version.go's table, NeedsVersion) and Downgrade for the
+// leader of an older cluster; a command that changes snapshot state adds a
+// snapshot section (snapshot_sections.go).
 package fsm

@@ -36,8 +36,12 @@ type Event struct {
 	Value   string
 }
 
-// Observer receives what the state machine does. Both methods are called on
-// the Raft apply goroutine after the state has been updated and the FSM's
+// Observer receives what the state machine does. It may also have the
+// methods of haltObserver (Halted: told when the state machine halts) and
+// refusalObserver (RestoreRefused: told when Restore refused an older
+// snapshot), which the state machine calls when present.
+//
+// Both methods of Observer are called on the Raft apply goroutine after the state has been updated and the FSM's
 // lock released, so they may call the FSM's read accessors. They must not
 // block: a slow observer stalls the whole replica. The events slice is only
 // valid during the call.
@@ -50,21 +54,21 @@ type Observer interface {
 	Restored(index uint64)
 }
 
-// HaltObserver is an Observer that also wants to know when the state
+// haltObserver is an Observer that also wants to know when the state
 // machine halts (see ErrHalted). Halted is called once, on the Raft apply
 // goroutine, with the index of the entry that could not be applied (0 for
 // a snapshot) and the error that Halted returns from then on. Nothing is
 // applied, and Applied is not called, after it.
-type HaltObserver interface {
+type haltObserver interface {
 	Observer
 	Halted(index uint64, err error)
 }
 
-// RefusalObserver is an Observer that also wants to know when Restore
+// refusalObserver is an Observer that also wants to know when Restore
 // refused a snapshot older than the applied state (ErrOlderSnapshot).
 // RestoreRefused is called on the Raft apply goroutine, after the refusal,
 // with the snapshot's index and the applied index; it must not block.
-type RefusalObserver interface {
+type refusalObserver interface {
 	Observer
 	RestoreRefused(snapshotIndex, applied uint64)
 }

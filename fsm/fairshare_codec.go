@@ -90,7 +90,7 @@ func appendFairForm(dst []byte, c Command) ([]byte, error) {
 }
 
 // fairForm decodes the body of a command of type byte op (46 or 47).
-func (d *decoder) fairForm(op fsmwire.Op) Command {
+func decodeFairForm(d *decoder, op fsmwire.Op) Command {
 	if op == fsmwire.OpSetLimitsFair {
 		var l Limits
 		d.limits(&l)

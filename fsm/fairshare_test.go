@@ -366,7 +366,7 @@ func TestFairSharesNeedVersion4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if op := fsmwire.Op(b[3]); op != c.op || c.op != c.c.Op() && b[0] != fsmwire.EntryV4 {
+		if op := fsmwire.Op(b[3]); op != c.op || c.op != c.c.op() && b[0] != fsmwire.EntryV4 {
 			t.Fatalf("%+v written as type %d in entry version %d, want %d", c.c, op, b[0], c.op)
 		}
 	}

@@ -44,7 +44,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		f.skip(l.Index)
 		return nil
 	}
-	return f.ApplyEntry(l.Index, l.Data)
+	return f.applyEntry(l.Index, l.Data)
 }
 
 // ApplyBatch implements raft.BatchingFSM: it applies the entries in order and
@@ -95,14 +95,14 @@ func (f *FSM) halt(err error) {
 	f.halted.Store(&err)
 }
 
-// ApplyEntry decodes and applies one encoded Entry at the given log index.
+// applyEntry decodes and applies one encoded Entry at the given log index.
 // Undecodable data yields a Response with Err set and changes nothing but the
 // applied index. An entry of an unknown version (or with a command this
 // binary cannot apply) halts the state machine: it and every later entry
 // return a Response whose Err wraps ErrHalted, and nothing changes, not even
 // the applied index. It is what Apply does with a command entry, exposed
 // for tests and tools that drive the state machine without Raft.
-func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
+func (f *FSM) applyEntry(index uint64, data []byte) *Response {
 	resp := &Response{Index: index}
 	e, err := DecodeEntry(data)
 	if err == nil {
@@ -119,7 +119,7 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) *Response {
 		resp.Err = fmt.Errorf("%w at log index %d: %w", ErrHalted, index, err)
 		f.halt(resp.Err)
 		f.mu.Unlock()
-		if h, ok := f.obs.(HaltObserver); ok {
+		if h, ok := f.obs.(haltObserver); ok {
 			h.Halted(index, resp.Err)
 		}
 		return resp
@@ -200,13 +200,13 @@ func (a *applier) emit(e Event) {
 func (a *applier) v2() bool { return a.st.version >= versionExactlyOnce }
 
 func (a *applier) apply(c Command) Result {
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return Result{Status: fsmwire.StatusInvalid, Reason: err.Error()}
 	}
 	if need := NeedsVersion(c); need >= versionPrimitives && need > a.st.version {
 		// The node never proposes it; refused here too, so that no state
 		// a lower snapshot version cannot carry is ever reached.
-		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("%s needs cluster version %d (the cluster is at %d)", c.Op(), need, a.st.version)}
+		return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("%s needs cluster version %d (the cluster is at %d)", c.op(), need, a.st.version)}
 	}
 	if r, ok := requestOf(c); ok {
 		return a.once(c, r)
@@ -215,53 +215,4 @@ func (a *applier) apply(c Command) Result {
 }
 
 // exec executes a validated command.
-func (a *applier) exec(c Command) Result {
-	switch c := c.(type) {
-	case OpenSession:
-		return a.openSession(c)
-	case CloseSession:
-		if c.Lapsed {
-			return a.closeSession(c.Session, fsmwire.ReasonSessionExpired)
-		}
-		return a.closeSession(c.Session, fsmwire.ReasonSessionClosed)
-	case ExpireSessions:
-		return a.expireSessions(c.Sessions)
-	case Acquire:
-		return a.acquire(c)
-	case Release:
-		if c.Lapsed {
-			return a.releaseLapsed(c)
-		}
-		return a.release(c)
-	case Tick:
-		return a.tick()
-	case Noop:
-		return Result{Status: fsmwire.StatusOK}
-	case EndDelay:
-		return a.endDelay(c.Delays)
-	case SetLimits:
-		a.st.limits = c.Limits
-		return Result{Status: fsmwire.StatusOK}
-	case SetClusterVersion:
-		return a.setClusterVersion(c.Version)
-	case InitCluster:
-		return a.initCluster(c.ID)
-	case Revoke:
-		return a.revoke(c)
-	case SetValue:
-		return a.setValue(c)
-	case RaiseTokens:
-		return a.raiseTokens()
-	case RestoreChunk:
-		return a.restoreChunk(c)
-	case RestoreCommit:
-		return a.restoreCommit(c)
-	case RestoreAbort:
-		return a.restoreAbort(c)
-	case Renewed:
-		return a.renewed(c.Sessions)
-	case Takeover:
-		return a.takeover()
-	}
-	return Result{Status: fsmwire.StatusInvalid, Reason: fmt.Sprintf("unknown command %T", c)}
-}
+func (a *applier) exec(c Command) Result { return c.exec(a) }

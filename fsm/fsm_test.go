@@ -383,7 +383,7 @@ func TestUndecodableEntryChangesNothing(t *testing.T) {
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
 	before := h.snapshot()
 	for i, data := range [][]byte{nil, {1, 0, 1, 6, 0}, {1, 0, 0}, {2, 0, 1, 4, 1}} {
-		resp := h.f.ApplyEntry(h.index, data) // same index: the state must be byte-identical
+		resp := h.f.applyEntry(h.index, data) // same index: the state must be byte-identical
 		if resp.Err == nil || !errors.Is(resp.Err, fsmwire.ErrInvalidEntry) || errors.Is(resp.Err, fsmwire.ErrUnsupportedVersion) || resp.Results != nil {
 			t.Fatalf("case %d: %+v", i, resp)
 		}
@@ -414,7 +414,7 @@ func TestUnknownVersionHalts(t *testing.T) {
 			a := h.open(time.Second, 0, "a")
 			before, index := h.digest(), h.index
 			h.index++
-			resp := h.f.ApplyEntry(h.index, data)
+			resp := h.f.applyEntry(h.index, data)
 			if !errors.Is(resp.Err, ErrHalted) || !errors.Is(resp.Err, fsmwire.ErrUnsupportedVersion) || resp.Results != nil {
 				t.Fatalf("apply: %+v", resp)
 			}
@@ -424,7 +424,7 @@ func TestUnknownVersionHalts(t *testing.T) {
 			// Nothing after it applies; the applied index stays before it.
 			h.index++
 			b, _ := EncodeEntry(Entry{At: epoch, Commands: []Command{Acquire{Session: a, Lock: "l", Owner: owner(1)}}})
-			if resp := h.f.ApplyEntry(h.index, b); !errors.Is(resp.Err, ErrHalted) {
+			if resp := h.f.applyEntry(h.index, b); !errors.Is(resp.Err, ErrHalted) {
 				t.Fatalf("apply after the halt: %+v", resp)
 			}
 			if h.digest() != before || h.f.AppliedIndex() != index {

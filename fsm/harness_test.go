@@ -64,7 +64,7 @@ func (h *harness) entry(cmds ...Command) []Result {
 		h.t.Fatalf("encode: %v", err)
 	}
 	h.index++
-	resp := h.f.ApplyEntry(h.index, b)
+	resp := h.f.applyEntry(h.index, b)
 	if resp.Err != nil {
 		h.t.Fatalf("apply: %v", resp.Err)
 	}

@@ -135,38 +135,38 @@ func TestLapsedFormsNeedClusterVersion4(t *testing.T) {
 		CloseSession{Session: a, Lapsed: true},
 		Release{Session: a, Lock: "x", Owner: owner(1), Lapsed: true},
 	} {
-		wantStatus(t, c.Op().String()+" at version 3", h.do(c), fsmwire.StatusInvalid)
+		wantStatus(t, c.op().String()+" at version 3", h.do(c), fsmwire.StatusInvalid)
 		if h.content() != before {
-			t.Fatalf("a refused %v changed the state", c.Op())
+			t.Fatalf("a refused %v changed the state", c.op())
 		}
 		if NeedsVersion(c) != 4 {
-			t.Fatalf("NeedsVersion(%v) = %d", c.Op(), NeedsVersion(c))
+			t.Fatalf("NeedsVersion(%v) = %d", c.op(), NeedsVersion(c))
 		}
-		if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{c}}, fsmwire.EntryV3); !errors.Is(err, fsmwire.ErrInvalidEntry) {
-			t.Fatalf("version-3 encoding of %v: %v", c.Op(), err)
+		if _, err := appendEntryVersion(nil, Entry{Commands: []Command{c}}, fsmwire.EntryV3); !errors.Is(err, fsmwire.ErrInvalidEntry) {
+			t.Fatalf("version-3 encoding of %v: %v", c.op(), err)
 		}
 		b, _ := EncodeEntry(Entry{Commands: []Command{c}})
 		if b[0] != fsmwire.EntryV4 {
-			t.Fatalf("%v encoded in entry version %d", c.Op(), b[0])
+			t.Fatalf("%v encoded in entry version %d", c.op(), b[0])
 		}
 		b[0] = fsmwire.EntryV3
 		if _, err := DecodeEntry(b); !errors.Is(err, fsmwire.ErrUnsupportedVersion) {
-			t.Fatalf("%v in a version-3 entry: %v", c.Op(), err)
+			t.Fatalf("%v in a version-3 entry: %v", c.op(), err)
 		}
 		for v := uint64(1); v < 4; v++ {
 			d := Downgrade(c, v)
-			if d.Op() == c.Op() || NeedsVersion(d) > v {
-				t.Fatalf("Downgrade(%v, %d) = %+v", c.Op(), v, d)
+			if d.op() == c.op() || NeedsVersion(d) > v {
+				t.Fatalf("Downgrade(%v, %d) = %+v", c.op(), v, d)
 			}
 		}
 		if d := Downgrade(c, 4); d != c {
-			t.Fatalf("Downgrade(%v, 4) = %+v", c.Op(), d)
+			t.Fatalf("Downgrade(%v, 4) = %+v", c.op(), d)
 		}
 	}
-	if err := (Release{Lock: "x", Owner: owner(1), Lapsed: true}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+	if err := (Release{Lock: "x", Owner: owner(1), Lapsed: true}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("a lapsed release without its session: %v", err)
 	}
-	if op := (CloseSession{Session: 1, Lapsed: true}).Op(); op.LeaderOnly() || op.String() != "CloseSession(lapsed)" {
+	if op := (CloseSession{Session: 1, Lapsed: true}).op(); op.LeaderOnly() || op.String() != "CloseSession(lapsed)" {
 		t.Fatalf("op %v, leader-only %v", op, op.LeaderOnly())
 	}
 }

@@ -121,10 +121,10 @@ func TestEntryVersionFollowsTheCommands(t *testing.T) {
 		if err != nil || b[0] != tc.want {
 			t.Fatalf("%T%+v: version %d (%v), want %d", tc.c, tc.c, b[0], err, tc.want)
 		}
-		if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{tc.c}}, 1); (err == nil) != (tc.want == 1) {
+		if _, err := appendEntryVersion(nil, Entry{Commands: []Command{tc.c}}, 1); (err == nil) != (tc.want == 1) {
 			t.Fatalf("%T%+v in version 1: %v", tc.c, tc.c, err)
 		}
-		if d := Downgrade(tc.c, 1); commandVersion(d) != 1 && NeedsVersion(tc.c) == 1 && tc.c.Op() != fsmwire.OpSetClusterVersion {
+		if d := Downgrade(tc.c, 1); d.version() != 1 && NeedsVersion(tc.c) == 1 && tc.c.op() != fsmwire.OpSetClusterVersion {
 			t.Fatalf("Downgrade(%+v) = %+v still needs version 2", tc.c, d)
 		}
 	}

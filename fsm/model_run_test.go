@@ -181,7 +181,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 			}
 			log = append(log, b)
 			h.index++
-			resp := h.f.ApplyEntry(h.index, b)
+			resp := h.f.applyEntry(h.index, b)
 			if resp.Err != nil {
 				rt.Fatalf("apply: %v", resp.Err)
 			}
@@ -191,7 +191,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				if !sameResult(resp.Results[i], want) {
 					rt.Fatalf("command %d %T%+v: got %+v, model %+v", i, c, c, resp.Results[i], want)
 				}
-				if c.Op() == fsmwire.OpOpenSession && want.Status == fsmwire.StatusOK {
+				if c.op() == fsmwire.OpOpenSession && want.Status == fsmwire.StatusOK {
 					everSessions = append(everSessions, want.Session)
 				}
 				if _, ok := requestOf(c); ok {
@@ -256,7 +256,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 		// Determinism: replaying the same log gives byte-identical snapshots.
 		replay := newHarness(rt)
 		for i, b := range log {
-			replay.f.ApplyEntry(uint64(i+1), b)
+			replay.f.applyEntry(uint64(i+1), b)
 		}
 		if !bytes.Equal(replay.snapshot(), h.snapshot()) {
 			rt.Fatal("replaying the log gave a different snapshot")

@@ -131,7 +131,7 @@ func (m *model) acquisitions(s SessionID) int {
 
 func (m *model) apply(c Command) Result {
 	defer m.gc()
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return Result{Status: fsmwire.StatusInvalid}
 	}
 	if need := NeedsVersion(c); need >= 3 && need > m.version {

@@ -179,8 +179,8 @@ func TestConflictingKindsAndLimits(t *testing.T) {
 		}
 	}
 	long := string(make([]byte, fsmwire.MaxValueLen+1))
-	if (Acquire{Session: a, Lock: "x", Owner: owner(9), Value: long}).Validate() == nil ||
-		(SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}).Validate() == nil {
+	if (Acquire{Session: a, Lock: "x", Owner: owner(9), Value: long}).validate() == nil ||
+		(SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}).validate() == nil {
 		t.Fatal("a value over MaxValueLen is valid")
 	}
 	if _, err := EncodeEntry(Entry{Commands: []Command{SetValue{Session: a, Lock: "x", Owner: owner(9), Value: long}}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {

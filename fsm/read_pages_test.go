@@ -29,7 +29,7 @@ func TestHaltedDoesNotWaitBehindAReader(t *testing.T) {
 	}
 	h.f.mu.RLock() // a listing in progress
 	applied := make(chan *Response)
-	go func() { applied <- h.f.ApplyEntry(h.index+1, entry) }()
+	go func() { applied <- h.f.applyEntry(h.index+1, entry) }()
 	for h.f.mu.TryRLock() { // until the apply waits for the writer's lock
 		h.f.mu.RUnlock()
 		runtime.Gosched()
@@ -445,10 +445,10 @@ func checkKeyedPages[K cmp.Ordered](rt *rapid.T, what string, all func() []K, pa
 func ExampleFSM_Locks() {
 	f := New(nil)
 	data, _ := EncodeEntry(Entry{Commands: []Command{OpenSession{TTL: time.Minute}}})
-	f.ApplyEntry(1, data)
+	f.applyEntry(1, data)
 	for i := range 5 {
 		data, _ = EncodeEntry(Entry{Commands: []Command{Acquire{Session: 1, Lock: fmt.Sprintf("job/%d", i), Owner: OwnerID{byte(i + 1)}}}})
-		f.ApplyEntry(uint64(i+2), data)
+		f.applyEntry(uint64(i+2), data)
 	}
 	for after, more := "", true; more; {
 		var page []LockInfo

@@ -37,7 +37,7 @@ func TestWouldQueuePredictsTheQueue(t *testing.T) {
 		default:
 			c.Lock, c.Limit, c.Permits = "sem", 3, 1+rng.IntN(2)
 		}
-		if c.Validate() != nil {
+		if c.validate() != nil {
 			continue // refused before it is proposed
 		}
 		want := h.f.WouldQueue(c)

@@ -65,17 +65,43 @@ type Renewed struct {
 // (LeaderOnly). Result: StatusOK.
 type Takeover struct{}
 
-// Op implements Command.
-func (Renewed) Op() fsmwire.Op { return fsmwire.OpRenewed }
+// op implements Command.
+func (Renewed) op() fsmwire.Op { return fsmwire.OpRenewed }
 
-// Op implements Command.
-func (Takeover) Op() fsmwire.Op { return fsmwire.OpTakeover }
+// op implements Command.
+func (Takeover) op() fsmwire.Op { return fsmwire.OpTakeover }
 
-// Validate implements Command.
-func (Takeover) Validate() error { return nil }
+// validate implements Command.
+func (Takeover) validate() error { return nil }
 
-// Validate implements Command.
-func (c Renewed) Validate() error { return validateSessionList(c, c.Sessions) }
+// validate implements Command.
+func (c Renewed) validate() error { return validateSessionList(c, c.Sessions) }
+
+// version implements Command.
+func (Renewed) version() byte { return fsmwire.EntryV4 }
+
+// version implements Command.
+func (Takeover) version() byte { return fsmwire.EntryV4 }
+
+// appendTo implements Command.
+func (c Renewed) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return appendSessions(append(dst, byte(fsmwire.OpRenewed)), c.Sessions)
+}
+
+// appendTo implements Command.
+func (Takeover) appendTo(dst []byte, _ byte) ([]byte, error) {
+	return append(dst, byte(fsmwire.OpTakeover)), nil
+}
+
+// exec implements Command.
+func (c Renewed) exec(a *applier) Result { return a.renewed(c.Sessions) }
+
+// exec implements Command.
+func (Takeover) exec(a *applier) Result { return a.takeover() }
+
+func decodeRenewed(d *decoder, _ fsmwire.Op) Command { return Renewed{Sessions: d.sessions()} }
+
+func decodeTakeover(*decoder, fsmwire.Op) Command { return Takeover{} }
 
 // renewed applies Renewed.
 func (a *applier) renewed(ids []SessionID) Result {

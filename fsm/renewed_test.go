@@ -96,19 +96,19 @@ func TestRenewedNeedsVersion4(t *testing.T) {
 	for _, c := range []Command{Renewed{Sessions: []SessionID{s}}, Takeover{}} {
 		before := h.content()
 		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
-			t.Fatalf("%s at version 3: %+v", c.Op(), r)
+			t.Fatalf("%s at version 3: %+v", c.op(), r)
 		}
 		if h.content() != before || len(markerEvents(t, h)) != 0 {
-			t.Fatalf("a refused %s changed the state", c.Op())
+			t.Fatalf("a refused %s changed the state", c.op())
 		}
-		if NeedsVersion(c) != 4 || !c.Op().LeaderOnly() {
-			t.Fatalf("%s needs version %d, leader only %v", c.Op(), NeedsVersion(c), c.Op().LeaderOnly())
+		if NeedsVersion(c) != 4 || !c.op().LeaderOnly() {
+			t.Fatalf("%s needs version %d, leader only %v", c.op(), NeedsVersion(c), c.op().LeaderOnly())
 		}
 	}
-	if err := (Renewed{Sessions: []SessionID{0}}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+	if err := (Renewed{Sessions: []SessionID{0}}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("Renewed of session 0: %v", err)
 	}
-	if err := (Renewed{Sessions: make([]SessionID, fsmwire.MaxExpireSessions+1)}).Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+	if err := (Renewed{Sessions: make([]SessionID, fsmwire.MaxExpireSessions+1)}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("oversized Renewed: %v", err)
 	}
 	b, err := EncodeEntry(Entry{Commands: []Command{Renewed{Sessions: []SessionID{s}}}})

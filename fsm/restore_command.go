@@ -98,17 +98,17 @@ const (
 // (entry version 4) may be written and applied.
 const versionRestore uint64 = 4
 
-// Op implements Command.
-func (RestoreChunk) Op() fsmwire.Op { return fsmwire.OpRestoreChunk }
+// op implements Command.
+func (RestoreChunk) op() fsmwire.Op { return fsmwire.OpRestoreChunk }
 
-// Op implements Command.
-func (RestoreCommit) Op() fsmwire.Op { return fsmwire.OpRestoreCommit }
+// op implements Command.
+func (RestoreCommit) op() fsmwire.Op { return fsmwire.OpRestoreCommit }
 
-// Op implements Command.
-func (RestoreAbort) Op() fsmwire.Op { return fsmwire.OpRestoreAbort }
+// op implements Command.
+func (RestoreAbort) op() fsmwire.Op { return fsmwire.OpRestoreAbort }
 
-// Validate implements Command.
-func (c RestoreChunk) Validate() error {
+// validate implements Command.
+func (c RestoreChunk) validate() error {
 	switch {
 	case c.ID == [16]byte{}:
 		return fmt.Errorf("%w: restore chunk without an id", fsmwire.ErrInvalidCommand)
@@ -122,8 +122,8 @@ func (c RestoreChunk) Validate() error {
 	return nil
 }
 
-// Validate implements Command.
-func (c RestoreCommit) Validate() error {
+// validate implements Command.
+func (c RestoreCommit) validate() error {
 	switch {
 	case c.ID == [16]byte{}:
 		return fmt.Errorf("%w: restore commit without an id", fsmwire.ErrInvalidCommand)
@@ -133,8 +133,8 @@ func (c RestoreCommit) Validate() error {
 	return nil
 }
 
-// Validate implements Command.
-func (c RestoreAbort) Validate() error {
+// validate implements Command.
+func (c RestoreAbort) validate() error {
 	if c.ID == [16]byte{} {
 		return fmt.Errorf("%w: restore abort without an id", fsmwire.ErrInvalidCommand)
 	}
@@ -148,7 +148,36 @@ func (c RestoreAbort) Validate() error {
 //	RestoreAbort   ID [16]byte
 //
 // bytes = uvarint length + bytes.
+// version implements Command.
+func (RestoreChunk) version() byte { return fsmwire.EntryV4 }
+
+// version implements Command.
+func (RestoreCommit) version() byte { return fsmwire.EntryV4 }
+
+// version implements Command.
+func (RestoreAbort) version() byte { return fsmwire.EntryV4 }
+
+// appendTo implements Command.
+func (c RestoreChunk) appendTo(dst []byte, _ byte) ([]byte, error) { return appendRestore(dst, c) }
+
+// appendTo implements Command.
+func (c RestoreCommit) appendTo(dst []byte, _ byte) ([]byte, error) { return appendRestore(dst, c) }
+
+// appendTo implements Command.
+func (c RestoreAbort) appendTo(dst []byte, _ byte) ([]byte, error) { return appendRestore(dst, c) }
+
+// exec implements Command.
+func (c RestoreChunk) exec(a *applier) Result { return a.restoreChunk(c) }
+
+// exec implements Command.
+func (c RestoreCommit) exec(a *applier) Result { return a.restoreCommit(c) }
+
+// exec implements Command.
+func (c RestoreAbort) exec(a *applier) Result { return a.restoreAbort(c) }
+
+// appendRestore appends a restore command's type byte and body.
 func appendRestore(dst []byte, c Command) ([]byte, error) {
+	dst = append(dst, byte(c.op()))
 	switch c := c.(type) {
 	case RestoreChunk:
 		if len(c.Data) > maxRestoreChunk {
@@ -169,7 +198,7 @@ func appendRestore(dst []byte, c Command) ([]byte, error) {
 }
 
 // restoreBody decodes the body of a restore command of type op.
-func (d *decoder) restoreBody(op fsmwire.Op) Command {
+func decodeRestore(d *decoder, op fsmwire.Op) Command {
 	id := [16]byte(d.owner())
 	switch op {
 	case fsmwire.OpRestoreChunk:

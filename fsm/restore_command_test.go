@@ -207,8 +207,8 @@ func TestRestoreCommandNeedsVersion4(t *testing.T) {
 		if NeedsVersion(c) != versionRestore {
 			t.Fatalf("NeedsVersion(%T) = %d", c, NeedsVersion(c))
 		}
-		if !c.Op().LeaderOnly() {
-			t.Fatalf("%s is not leader-only", c.Op())
+		if !c.op().LeaderOnly() {
+			t.Fatalf("%s is not leader-only", c.op())
 		}
 		d := h.content()
 		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
@@ -235,7 +235,7 @@ func TestRestoreCommandValidate(t *testing.T) {
 		"commit too large":     RestoreCommit{ID: id, Size: fsmwire.MaxRestoreStaged + 1},
 		"abort without id":     RestoreAbort{},
 	} {
-		if err := c.Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+		if err := c.validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -244,7 +244,7 @@ func TestRestoreCommandValidate(t *testing.T) {
 		RestoreCommit{ID: id, Size: fsmwire.MaxRestoreStaged},
 		RestoreAbort{ID: id},
 	} {
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			t.Errorf("%T: %v", c, err)
 		}
 	}

@@ -52,11 +52,11 @@ const (
 	versionRevokeShared uint64 = 4
 )
 
-// Op implements Command.
-func (Revoke) Op() fsmwire.Op { return fsmwire.OpRevoke }
+// op implements Command.
+func (Revoke) op() fsmwire.Op { return fsmwire.OpRevoke }
 
-// Validate implements Command.
-func (c Revoke) Validate() error {
+// validate implements Command.
+func (c Revoke) validate() error {
 	if err := fsmwire.ValidateLockName(c.Lock); err != nil {
 		return err
 	}
@@ -74,7 +74,15 @@ func (c Revoke) Validate() error {
 
 // appendRevoke appends Revoke's body: Lock string, Token uvarint, By
 // string, Why string.
-func appendRevoke(dst []byte, c Revoke) ([]byte, error) {
+// version implements Command.
+func (Revoke) version() byte { return fsmwire.EntryV3 }
+
+// exec implements Command.
+func (c Revoke) exec(a *applier) Result { return a.revoke(c) }
+
+// appendTo implements Command.
+func (c Revoke) appendTo(dst []byte, _ byte) ([]byte, error) {
+	dst = append(dst, byte(fsmwire.OpRevoke))
 	if len(c.Lock) > fsmwire.MaxLockNameLen || len(c.By) > fsmwire.MaxDescriptionLen || len(c.Why) > fsmwire.MaxDescriptionLen {
 		return dst, fmt.Errorf("%w: revoke: lock name or text too long", fsmwire.ErrInvalidEntry)
 	}
@@ -84,8 +92,8 @@ func appendRevoke(dst []byte, c Revoke) ([]byte, error) {
 	return fsmwire.AppendString(dst, c.Why), nil
 }
 
-// revokeBody decodes Revoke's body.
-func (d *decoder) revokeBody() Revoke {
+// decodeRevoke decodes Revoke's body.
+func decodeRevoke(d *decoder, _ fsmwire.Op) Command {
 	return Revoke{Lock: d.String(fsmwire.MaxLockNameLen), Token: Token(d.Uvarint()), By: d.String(fsmwire.MaxDescriptionLen), Why: d.String(fsmwire.MaxDescriptionLen)}
 }
 

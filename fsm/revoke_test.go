@@ -107,7 +107,7 @@ func TestRevokeNeedsClusterVersion3(t *testing.T) {
 	}
 	// An entry of version 2 cannot carry it: a replica of the previous
 	// release never decodes a Revoke as something else.
-	if _, err := AppendEntryVersion(nil, Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}}, fsmwire.EntryV2); !errors.Is(err, fsmwire.ErrInvalidEntry) {
+	if _, err := appendEntryVersion(nil, Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}}, fsmwire.EntryV2); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("version-2 encoding of a revoke: %v", err)
 	}
 	b, _ := EncodeEntry(Entry{Commands: []Command{Revoke{Lock: "x", Token: 1}}})
@@ -126,7 +126,7 @@ func TestRevokeValidate(t *testing.T) {
 		"bad why":   {Lock: "x", Token: 1, Why: "\xff"},
 		"nul in lk": {Lock: "a\x00", Token: 1},
 	} {
-		if err := c.Validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+		if err := c.validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -159,7 +159,7 @@ func (f *FSM) Digest() (uint64, [32]byte) {
 //
 // The state never goes back: a snapshot taken at an index below the
 // applied index (AppliedIndex) returns an error wrapping ErrOlderSnapshot,
-// changes nothing and tells a RefusalObserver. (hashicorp/raft v1.7.3
+// changes nothing and tells a refusalObserver. (hashicorp/raft v1.7.3
 // installs whatever snapshot a leader sends, also one older than what a
 // follower applied; raft keeps its applied index when the restore fails.)
 // A snapshot at the applied index is restored: it is the same committed
@@ -176,7 +176,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 			}
 			halted := f.haltErr()
 			f.mu.Unlock()
-			if h, ok := f.obs.(HaltObserver); ok && first {
+			if h, ok := f.obs.(haltObserver); ok && first {
 				h.Halted(0, halted)
 			}
 		}
@@ -185,7 +185,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	f.mu.Lock()
 	if applied := f.st.index; st.index < applied {
 		f.mu.Unlock()
-		if o, ok := f.obs.(RefusalObserver); ok {
+		if o, ok := f.obs.(refusalObserver); ok {
 			o.RestoreRefused(st.index, applied)
 		}
 		return fmt.Errorf("%w: snapshot at index %d, applied %d", ErrOlderSnapshot, st.index, applied)

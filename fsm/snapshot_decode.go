@@ -196,7 +196,7 @@ func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session,
 		return nil, fmt.Errorf("session id %d out of order or beyond the counter %d", s.id, st.sessionSeq)
 	}
 	c := OpenSession{TTL: durationOf(s.ttl), LockDelay: durationOf(s.lockDelay), Description: s.description}
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	if err := s.validateResults(st.limits.window()); err != nil {

@@ -110,7 +110,7 @@ func NeedsVersion(c Command) uint64 {
 	if _, ok := c.(SetClusterVersion); ok || c == nil {
 		return 1 // it is what raises the version
 	}
-	switch commandVersion(c) {
+	switch c.version() {
 	case fsmwire.EntryV1:
 		return 1
 	case fsmwire.EntryV2:

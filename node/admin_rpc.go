@@ -93,7 +93,7 @@ func (n *Node) handleAdmin(ctx context.Context, req []byte) ([]byte, error) {
 		reply = adminReplyOf(errNotLeader)
 	case op == adminRestore:
 		var sum fsm.RestoreSummary
-		out := n.proposeAsLeader(ctx, restoreCmd{data: body, sum: &sum})
+		out := n.proposeRestore(ctx, restoreCmd{data: body, sum: &sum})
 		if reply = adminReplyOf(wireSafe(out.err)); out.err == nil {
 			reply.Restored = &sum
 		}

@@ -11,10 +11,13 @@ import (
 
 // proposal is one command waiting for its outcome.
 type proposal struct {
-	ctx  context.Context // the caller's: a proposal whose ctx ended before its batch left is dropped
-	cmd  fsm.Command
-	out  outcome
-	done chan struct{}
+	ctx context.Context // the caller's: a proposal whose ctx ended before its batch left is dropped
+	cmd fsm.Command
+	// restore is set (and cmd nil) on a restore below cluster version 4
+	// (proposeRestore): the proposer runs it between two entries.
+	restore *restoreCmd
+	out     outcome
+	done    chan struct{}
 
 	mu sync.Mutex
 	in *batcher // the batcher it was submitted to

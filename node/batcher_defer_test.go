@@ -146,7 +146,7 @@ func TestBatcherNoLingerForQueuedAcquires(t *testing.T) {
 			d.propose(fsm.Release{Lock: "x"}).wait()
 			n := len(d.sizes)
 			if n != 4 || d.sizes[2] != 2 {
-				t.Fatalf("batches %v: want the Release and the %s in one batch, then the next Release", d.sizes, second.Op())
+				t.Fatalf("batches %v: want the Release and the %s in one batch, then the next Release", d.sizes, fsm.OpOf(second))
 			}
 			got := d.starts[3] - (d.starts[2] + commit)
 			want := gap // no linger: a queued Acquire's caller does not come back
@@ -154,7 +154,7 @@ func TestBatcherNoLingerForQueuedAcquires(t *testing.T) {
 				want = min(time.Duration(proposerLinger*float64(commit)), maxLinger) // two callers expected back: the linger runs out
 			}
 			if got != want {
-				t.Fatalf("after a batch of a Release and a %s the next Release left %v after it, want %v", second.Op(), got, want)
+				t.Fatalf("after a batch of a Release and a %s the next Release left %v after it, want %v", fsm.OpOf(second), got, want)
 			}
 		})
 	}

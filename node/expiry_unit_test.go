@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 )
@@ -75,7 +76,7 @@ func (r *expiryRig) propose(_ context.Context, cmd fsm.Command) outcome {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	resp := r.f.ApplyEntry(r.index, data)
+	resp := r.f.Apply(&raft.Log{Type: raft.LogCommand, Index: r.index, Data: data}).(*fsm.Response)
 	if resp.Err != nil {
 		return outcome{err: resp.Err}
 	}

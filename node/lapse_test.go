@@ -38,7 +38,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 			defer cancel()
 			r, err := n.Apply(cctx, cmd)
 			if err != nil {
-				t.Fatalf("%s: %s: %v", n.ID(), cmd.Op(), err)
+				t.Fatalf("%s: %s: %v", n.ID(), fsm.OpOf(cmd), err)
 			}
 			return r
 		}

@@ -52,7 +52,7 @@ func (o *observer) Applied(index uint64, events []fsm.Event) {
 	n.applied.advance(index) // last: a caller woken by it finds its events delivered
 }
 
-// Halted is told by the FSM that it stopped applying (fsm.HaltObserver).
+// Halted is told by the FSM that it stopped applying (fsm.Observer with a Halted method).
 func (o *observer) Halted(index uint64, err error) { (*Node)(o).halted(index, err) }
 
 func (o *observer) Restored(index uint64) {
@@ -71,7 +71,7 @@ func (o *observer) Restored(index uint64) {
 }
 
 // RestoreRefused is told by the FSM that it refused a snapshot older than
-// its applied state (fsm.RefusalObserver): the leader that sent it is asked
+// its applied state (fsm.Observer with a RestoreRefused method): the leader that sent it is asked
 // for a newer one.
 func (o *observer) RestoreRefused(index, applied uint64) {
 	n := (*Node)(o)

@@ -30,7 +30,7 @@ import (
 // command is written: exactly-once is off until every server supports it.
 //
 // Business outcomes (locked, not holder, no session, stale, quota) are in
-// the Result, not the error. Leader-only commands (fsm.Op.LeaderOnly) are
+// the Result, not the error. Leader-only commands (fsmwire.Op.LeaderOnly) are
 // refused with ErrInvalidArgument, as are commands that fail Validate and a
 // nil ctx. A halted node (its state machine met an unknown version) fails
 // with ErrHalted.
@@ -86,10 +86,10 @@ func checkClientCommand(cmd fsm.Command) error {
 	switch {
 	case cmd == nil:
 		return fmt.Errorf("%w: nil command", ErrInvalidArgument)
-	case cmd.Op().LeaderOnly():
-		return fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, cmd.Op())
+	case fsm.OpOf(cmd).LeaderOnly():
+		return fmt.Errorf("%w: %s is proposed by the leader only", ErrInvalidArgument, fsm.OpOf(cmd))
 	}
-	if err := cmd.Validate(); err != nil {
+	if err := fsm.Validate(cmd); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	return nil
@@ -207,7 +207,7 @@ func (n *Node) commit(batch []*proposal) {
 // even downgraded (a version-2 leader command at version 1).
 func versionRefusal(cmd fsm.Command, clusterVersion uint64) error {
 	if need := fsm.NeedsVersion(fsm.Downgrade(cmd, clusterVersion)); need > clusterVersion {
-		return fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, cmd.Op(), need, clusterVersion)
+		return fmt.Errorf("%w: %s needs cluster version %d (the cluster is at %d)", ErrInvalidArgument, fsm.OpOf(cmd), need, clusterVersion)
 	}
 	return nil
 }

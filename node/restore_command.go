@@ -203,9 +203,9 @@ func decodeRestoreStep(body []byte) (fsm.Command, error) {
 	switch cmd.(type) {
 	case fsm.RestoreChunk, fsm.RestoreCommit, fsm.RestoreAbort:
 	default:
-		return nil, fmt.Errorf("%w: restore step of a %s", errWire, cmd.Op())
+		return nil, fmt.Errorf("%w: restore step of a %s", errWire, fsm.OpOf(cmd))
 	}
-	if err := cmd.Validate(); err != nil {
+	if err := fsm.Validate(cmd); err != nil {
 		return nil, fmt.Errorf("%w: restore step: %w", errWire, err)
 	}
 	return cmd, nil

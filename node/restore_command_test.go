@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
@@ -374,7 +375,7 @@ func bigBackup(t testing.TB, locks, pad int) []byte {
 			t.Fatal(err)
 		}
 		index++
-		r := f.ApplyEntry(index, b)
+		r := f.Apply(&raft.Log{Type: raft.LogCommand, Index: index, Data: b}).(*fsm.Response)
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/membership"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -33,7 +32,7 @@ func (n *Node) restoreThroughRaft(ctx context.Context, data []byte) (fsm.Restore
 	var sum fsm.RestoreSummary
 	err := n.retry(ctx, false, func(ctx context.Context) error {
 		if n.raft.State() == raft.Leader {
-			return n.proposeAsLeader(ctx, restoreCmd{data: data, sum: &sum}).err
+			return n.proposeRestore(ctx, restoreCmd{data: data, sum: &sum}).err
 		}
 		var err error
 		sum, err = n.forwardRestore(ctx, data)
@@ -42,15 +41,24 @@ func (n *Node) restoreThroughRaft(ctx context.Context, data []byte) (fsm.Restore
 	return sum, err
 }
 
-// restoreCmd is a restore travelling through the leader's proposer like a
-// command (it is never encoded: takeRestores runs it).
+// restoreCmd is a restore travelling through the leader's proposer in a
+// proposal of its own (proposal.restore; it is never encoded:
+// takeRestores runs it).
 type restoreCmd struct {
 	data []byte
 	sum  *fsm.RestoreSummary // set by takeRestores before the proposal finishes
 }
 
-func (restoreCmd) Op() fsmwire.Op  { return 0 }
-func (restoreCmd) Validate() error { return nil }
+// proposeRestore submits a restore to this node's proposer (on the
+// leader) and waits for it.
+func (n *Node) proposeRestore(ctx context.Context, rc restoreCmd) outcome {
+	if err := n.haltErr(); err != nil {
+		return outcome{err: err}
+	}
+	p := &proposal{ctx: ctx, restore: &rc, done: make(chan struct{})}
+	n.proposer.submit(p)
+	return p.wait()
+}
 
 // takeRestores runs the restores of a batch, before its commands, and
 // returns the other proposals. It runs on the proposer between two
@@ -60,8 +68,8 @@ func (restoreCmd) Validate() error { return nil }
 func (n *Node) takeRestores(batch []*proposal) []*proposal {
 	rest := batch[:0:0]
 	for _, p := range batch {
-		rc, ok := p.cmd.(restoreCmd)
-		if !ok {
+		rc := p.restore
+		if rc == nil {
 			rest = append(rest, p)
 			continue
 		}

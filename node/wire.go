@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/grantwire"
 )
 
 // Forwarding messages between replicas. Every message starts with a version
@@ -341,16 +342,16 @@ func decodeReadIndexReply(b []byte) (index uint64, verdict error, err error) {
 }
 
 func encodeGrantNotice(grants []fsm.Event) []byte {
-	return fsm.AppendGrants([]byte{wireVersion, kindGrantNotice}, grants)
+	return grantwire.AppendGrants([]byte{wireVersion, kindGrantNotice}, grants)
 }
 
 // decodeGrantNotice returns the announced grants as EventGranted events
-// (FromQueue), refusing a malformed or implausible one (fsm.DecodeGrants).
+// (FromQueue), refusing a malformed or implausible one (grantwire.DecodeGrants).
 func decodeGrantNotice(b []byte) ([]fsm.Event, error) {
 	if k, err := requestKind(b); err != nil || k != kindGrantNotice {
 		return nil, fmt.Errorf("%w: not a grant notice", errWire)
 	}
-	grants, err := fsm.DecodeGrants(b[2:])
+	grants, err := grantwire.DecodeGrants(b[2:])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errWire, err)
 	}

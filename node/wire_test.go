@@ -133,7 +133,7 @@ func FuzzWire(f *testing.F) {
 			if err != nil {
 				t.Fatalf("restore step re-encode: %v", err)
 			}
-			if back, err := decodeRestoreStep(again); err != nil || !reflect.DeepEqual(back, cmd) || cmd.Validate() != nil {
+			if back, err := decodeRestoreStep(again); err != nil || !reflect.DeepEqual(back, cmd) || fsm.Validate(cmd) != nil {
 				t.Fatalf("restore step round trip: %v", err)
 			}
 		}

@@ -287,7 +287,7 @@ func (c *conformer) ticks(d int64) int64 {
 func (c *conformer) itemText(it *item) string {
 	if it.ev == nil {
 		rc := &c.log.cmds[it.cmd]
-		return fmt.Sprintf("[index %d.%d term %d] %s %+v", rc.index, rc.pos, rc.term, rc.cmd.Op(), rc.res.Status)
+		return fmt.Sprintf("[index %d.%d term %d] %s %+v", rc.index, rc.pos, rc.term, fsm.OpOf(rc.cmd), rc.res.Status)
 	}
 	e := it.ev
 	s := fmt.Sprintf("[%s] %s", e.Node, e.Kind)

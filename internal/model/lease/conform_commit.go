@@ -138,7 +138,7 @@ func (in *sessionReplay) command(k int) {
 	if touchesLock {
 		after = *in.track[k]
 	}
-	what := fmt.Sprintf("index %d: %s", rc.index, rc.cmd.Op())
+	what := fmt.Sprintf("index %d: %s", rc.index, fsm.OpOf(rc.cmd))
 	if touchesLock && in.r.first().C[cO].Seq >= 250 {
 		in.outOfScope("more acquisitions of the lock by other sessions than the model's counters hold")
 		return
@@ -200,7 +200,7 @@ func (in *sessionReplay) othersWait(s lockState) bool {
 func (in *sessionReplay) check(k int, after lockState, touchesLock bool) {
 	rc := &in.c.log.cmds[k]
 	alive := in.alive
-	what := fmt.Sprintf("index %d: %s", rc.index, rc.cmd.Op())
+	what := fmt.Sprintf("index %d: %s", rc.index, fsm.OpOf(rc.cmd))
 	if !in.r.keep(func(s *State) bool { return s.F.Alive[cS] == alive }) {
 		in.fail(rc.at, what, "the run's session is alive: %v; the model's is not", alive)
 		return

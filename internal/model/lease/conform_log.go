@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
@@ -104,7 +106,7 @@ func readLog(trace []leasetrace.Event) (*runLog, error) {
 				return nil, fmt.Errorf("lease: conform: index %d: %w", i, err)
 			}
 			sh.evs = sh.evs[:0]
-			resp := f.ApplyEntry(i<<16+uint64(pos), sub)
+			resp := f.Apply(&raft.Log{Type: raft.LogCommand, Index: i<<16 + uint64(pos), Data: sub}).(*fsm.Response)
 			rc := runCmd{index: i, pos: pos, term: en.term, at: at, cmd: c}
 			if len(resp.Results) > 0 {
 				rc.res = resp.Results[0]

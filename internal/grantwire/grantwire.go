@@ -1,9 +1,13 @@
-package fsm
+// Package grantwire encodes the hand-off grants a leader announces to the
+// other replicas before they apply them (node's grant notices): lists of
+// fsm.Event of kind EventGranted, in the byte primitives of fsmwire.
+package grantwire
 
 import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
@@ -18,7 +22,7 @@ import (
 
 // AppendGrants appends the encoding of grants (EventGranted events; only
 // the fields above are kept) to dst. At most MaxGrants are encoded.
-func AppendGrants(dst []byte, grants []Event) []byte {
+func AppendGrants(dst []byte, grants []fsm.Event) []byte {
 	grants = grants[:min(len(grants), fsmwire.MaxGrants)]
 	dst = binary.AppendUvarint(dst, uint64(len(grants)))
 	for _, g := range grants {
@@ -36,13 +40,13 @@ func AppendGrants(dst []byte, grants []Event) []byte {
 // EventGranted events with FromQueue set. Malformed input, or an
 // implausible grant (zero index, session, owner or token, an invalid lock
 // name), returns an error wrapping ErrInvalidEntry.
-func DecodeGrants(b []byte) ([]Event, error) {
-	d := newDecoder(b)
+func DecodeGrants(b []byte) ([]fsm.Event, error) {
+	d := fsmwire.Decoder{B: b}
 	n := d.Count(fsmwire.MaxGrants, 19)
-	grants := make([]Event, 0, n)
+	grants := make([]fsm.Event, 0, n)
 	for i := 0; i < n && d.Err == nil; i++ {
-		g := Event{Kind: fsmwire.EventGranted, FromQueue: true, Index: d.Uvarint(), At: d.Varint(), Session: d.session(),
-			Lock: d.String(fsmwire.MaxLockNameLen), Owner: d.owner(), Token: Token(d.Uvarint())}
+		g := fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Index: d.Uvarint(), At: d.Varint(), Session: fsm.SessionID(d.Session()),
+			Lock: d.String(fsmwire.MaxLockNameLen), Owner: fsm.OwnerID(d.ID()), Token: d.Uvarint()}
 		if d.Err != nil {
 			break
 		}
