@@ -34,22 +34,30 @@ func (e *ConflictError) Error() string { return "lockapi: " + e.Reason }
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // AcquireOption configures one acquisition (Lock, RLock, Acquire and their
-// Try forms).
-type AcquireOption func(*fsm.Acquire)
+// Try forms). Options are opaque: only this package's With functions make
+// them, and they set the acquisition's options, never what the call itself
+// decides (the lock's name, shared or exclusive, a semaphore's limit and
+// permits, waiting).
+type AcquireOption func(*acquireOptions)
+
+// acquireOptions is what AcquireOptions may set.
+type acquireOptions struct {
+	value string // WithValue
+}
 
 // WithValue attaches a value to the grant: every replica reads it with the
 // holder (fsm.Holder.Value, Election.Leader, Lease.Value) until the grant
 // ends or Lease.SetValue replaces it. At most fsm.MaxValueLen bytes; any
 // content. A waiting acquisition carries it into its grant.
-func WithValue(v string) AcquireOption { return func(a *fsm.Acquire) { a.Value = v } }
+func WithValue(v string) AcquireOption { return func(o *acquireOptions) { o.value = v } }
 
 // acquisition builds the command of an exclusive acquisition.
 func acquisition(name string, wait bool, opts []AcquireOption) fsm.Acquire {
-	a := fsm.Acquire{Lock: name, Wait: wait}
-	for _, o := range opts {
-		o(&a)
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return a
+	return fsm.Acquire{Lock: name, Wait: wait, Value: o.value}
 }
 
 // validateAcquisition checks what the caller chose, before anything is
