@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -20,15 +21,15 @@ import (
 // by one more session), proposing from 64 goroutines.
 func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 	ctx := context.Background()
-	open := func() fsm.SessionID {
+	open := func() lockinfo.SessionID {
 		r, err := n.Apply(ctx, fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "bench waiter"})
 		if err != nil || r.Status != fsmwire.StatusOK {
 			b.Fatalf("open session: %v %v", r.Status, err)
 		}
 		return r.Session
 	}
-	acquire := func(s fsm.SessionID) {
-		var o fsm.OwnerID
+	acquire := func(s lockinfo.SessionID) {
+		var o lockinfo.OwnerID
 		rand.Read(o[:])
 		r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true})
 		if err != nil || (r.Status != fsmwire.StatusGranted && r.Status != fsmwire.StatusQueued) {

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // RevokeRequest is the body of POST /v1/admin/revoke: force-release one
@@ -36,7 +36,7 @@ type RevokeResponse struct {
 }
 
 // grantKind names the kind of a grant for RevokeResponse.
-func grantKind(h fsm.Holder) string {
+func grantKind(h lockinfo.Holder) string {
 	switch {
 	case h.Permits > 0:
 		return "permits"
@@ -140,7 +140,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
 	defer cancel()
-	if err := s.n.EndSession(ctx, fsm.SessionID(req.Session), PrincipalOf(r).Name, req.Why); err != nil {
+	if err := s.n.EndSession(ctx, lockinfo.SessionID(req.Session), PrincipalOf(r).Name, req.Why); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // HolderJSON describes a lock's holder. LeaseLeftMS: how long the leader
@@ -83,7 +83,7 @@ type SessionJSON struct {
 	LeaseLeftMS     *int64 `json:"lease_left_ms,omitempty"`
 }
 
-func holderJSON(h fsm.Holder) *HolderJSON {
+func holderJSON(h lockinfo.Holder) *HolderJSON {
 	if h.Session == 0 {
 		return nil
 	}
@@ -92,7 +92,7 @@ func holderJSON(h fsm.Holder) *HolderJSON {
 }
 
 // holdersJSON describes shared grants (nil for none).
-func holdersJSON(hs []fsm.Holder) []HolderJSON {
+func holdersJSON(hs []lockinfo.Holder) []HolderJSON {
 	var out []HolderJSON
 	for _, h := range hs {
 		out = append(out, *holderJSON(h))
@@ -103,9 +103,9 @@ func holdersJSON(hs []fsm.Holder) []HolderJSON {
 // descriptions caches session descriptions for one answer: a queue is
 // mostly a few sessions waiting many times, and each lookup takes the
 // FSM's read lock.
-type descriptions map[fsm.SessionID]fsm.SessionInfo
+type descriptions map[lockinfo.SessionID]lockinfo.SessionInfo
 
-func (s *Server) describe(d descriptions, id fsm.SessionID) fsm.SessionInfo {
+func (s *Server) describe(d descriptions, id lockinfo.SessionID) lockinfo.SessionInfo {
 	si, ok := d[id]
 	if !ok {
 		si, _ = s.n.Session(id)
@@ -116,7 +116,7 @@ func (s *Server) describe(d descriptions, id fsm.SessionID) fsm.SessionInfo {
 
 // lockJSON describes li with at most maxWaiters of its waiters (and of its
 // shared grants): linear in what it lists.
-func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJSON {
+func (s *Server) lockJSON(li lockinfo.LockInfo, maxWaiters int, d descriptions) LockJSON {
 	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: li.WaiterCount, DelayUntilUnixMS: nsToMS(li.DelayUntil),
 		SharedCount: li.SharedCount}
 	if li.Held {
@@ -133,7 +133,7 @@ func (s *Server) lockJSON(li fsm.LockInfo, maxWaiters int, d descriptions) LockJ
 
 // waitersJSON describes a page of a queue (numbered from 1 if it is the
 // front of the queue).
-func (s *Server) waitersJSON(page []fsm.Waiter, front bool, d descriptions) []WaiterJSON {
+func (s *Server) waitersJSON(page []lockinfo.Waiter, front bool, d descriptions) []WaiterJSON {
 	out := make([]WaiterJSON, 0, len(page))
 	for i, w := range page {
 		wj := WaiterJSON{Session: uint64(w.Session), Description: s.describe(d, w.Session).Description, EnqueuedAtUnixMS: nsToMS(w.EnqueuedAt),
@@ -148,7 +148,7 @@ func (s *Server) waitersJSON(page []fsm.Waiter, front bool, d descriptions) []Wa
 
 // leasesLeft asks the leader how long it lets these sessions live (best
 // effort: a short bound, nothing on failure).
-func (s *Server) leasesLeft(ctx context.Context, ids []fsm.SessionID) map[fsm.SessionID]time.Duration {
+func (s *Server) leasesLeft(ctx context.Context, ids []lockinfo.SessionID) map[lockinfo.SessionID]time.Duration {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	if len(ids) == 0 {
@@ -282,7 +282,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	defer s.reads.done()
 	li, found := s.n.Lock(name)
 	if !found {
-		li = fsm.LockInfo{Name: name}
+		li = lockinfo.LockInfo{Name: name}
 	}
 	d := descriptions{}
 	out := s.lockJSON(li, waiters, d)
@@ -306,7 +306,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 		out.Shared, out.SharedNext = holdersJSON(page), next
 	}
 	if out.Holder != nil {
-		d, ok := s.leasesLeft(r.Context(), []fsm.SessionID{li.Holder.Session})[li.Holder.Session]
+		d, ok := s.leasesLeft(r.Context(), []lockinfo.SessionID{li.Holder.Session})[li.Holder.Session]
 		out.Holder.LeaseLeftMS = msPtr(d, ok)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -333,7 +333,7 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 		Stale bool       `json:"stale,omitempty"`
 	}{Locks: []LockJSON{}, Stale: stale}
 	desc := descriptions{}
-	var holders []fsm.SessionID
+	var holders []lockinfo.SessionID
 	page, more := s.n.Locks(q.Get("prefix"), q.Get("after"), limit)
 	if more {
 		out.Next = page[len(page)-1].Name
@@ -348,7 +348,7 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 		left := s.leasesLeft(r.Context(), holders)
 		for i := range out.Locks {
 			if h := out.Locks[i].Holder; h != nil {
-				d, ok := left[fsm.SessionID(h.Session)]
+				d, ok := left[lockinfo.SessionID(h.Session)]
 				h.LeaseLeftMS = msPtr(d, ok)
 			}
 		}
@@ -378,7 +378,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.reads.done()
-	page, more := s.n.Sessions(fsm.SessionID(after), limit)
+	page, more := s.n.Sessions(lockinfo.SessionID(after), limit)
 	out := struct {
 		Sessions []SessionJSON `json:"sessions"`
 		Total    int           `json:"total"`
@@ -388,7 +388,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	if more {
 		out.Next = uint64(page[len(page)-1].ID)
 	}
-	ids := make([]fsm.SessionID, 0, len(page))
+	ids := make([]lockinfo.SessionID, 0, len(page))
 	for _, si := range page {
 		out.Sessions = append(out.Sessions, SessionJSON{ID: uint64(si.ID), Description: si.Description, TTLMS: si.TTL.Milliseconds(),
 			LockDelayMS: si.LockDelay.Milliseconds(), CreatedAtUnixMS: nsToMS(si.CreatedAt), Locks: si.Locks})
@@ -397,7 +397,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	if !stale {
 		left := s.leasesLeft(r.Context(), ids)
 		for i := range out.Sessions {
-			d, ok := left[fsm.SessionID(out.Sessions[i].ID)]
+			d, ok := left[lockinfo.SessionID(out.Sessions[i].ID)]
 			out.Sessions[i].LeaseLeftMS = msPtr(d, ok)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -98,7 +98,7 @@ func classify(err error) (int, ErrorJSON) {
 	case errors.Is(err, node.ErrPeerStays):
 		body.Error = ErrKindNotRemoved
 		return http.StatusGatewayTimeout, body
-	case errors.Is(err, fsm.ErrInvalidSnapshot):
+	case errors.Is(err, fsmwire.ErrInvalidSnapshot):
 		body.Error = ErrKindBadSnapshot
 		return http.StatusBadRequest, body
 	case errors.Is(err, lockapi.ErrInvalidArgument), errors.Is(err, node.ErrInvalidArgument):

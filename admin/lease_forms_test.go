@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // acquireJSON posts an acquire and decodes a 200's body.
@@ -30,7 +31,7 @@ func leaseOf(api *Server, handle string) LeaseJSON {
 // heldBy reports whether lock is held with token on the node.
 func heldBy(api *Server, lock string, token uint64) bool {
 	li, ok := api.n.Lock(lock)
-	return ok && li.Held && li.Holder.Token == fsm.Token(token)
+	return ok && li.Held && li.Holder.Token == lockinfo.Token(token)
 }
 
 // An acquire that says nothing about its lease gets a client-kept one: a

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Every listing pages with a cursor: /v1/locks and /v1/sessions with
@@ -29,14 +30,14 @@ func TestListingsPage(t *testing.T) {
 			}
 			return r
 		}
-		var sess []fsm.SessionID
+		var sess []lockinfo.SessionID
 		for i := range 7 {
 			sess = append(sess, apply(fsm.OpenSession{TTL: time.Hour, Description: "s" + strconv.Itoa(i)}).Session)
 		}
 		for i := range 5 {
-			apply(fsm.Acquire{Session: sess[0], Lock: "p/" + strconv.Itoa(i), Owner: fsm.OwnerID{1, byte(i)}})
-			apply(fsm.Acquire{Session: sess[1+i], Lock: "q", Owner: fsm.OwnerID{2, byte(i)}, Wait: true})
-			apply(fsm.Acquire{Session: sess[1+i], Lock: "r", Owner: fsm.OwnerID{3, byte(i)}, Shared: true})
+			apply(fsm.Acquire{Session: sess[0], Lock: "p/" + strconv.Itoa(i), Owner: lockinfo.OwnerID{1, byte(i)}})
+			apply(fsm.Acquire{Session: sess[1+i], Lock: "q", Owner: lockinfo.OwnerID{2, byte(i)}, Wait: true})
+			apply(fsm.Acquire{Session: sess[1+i], Lock: "r", Owner: lockinfo.OwnerID{3, byte(i)}, Shared: true})
 		}
 		get := func(path string, v any) {
 			t.Helper()

@@ -19,6 +19,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -246,8 +247,8 @@ func proposeAll(t *testing.T, n *node.Node, count int, cmd func(i int) fsm.Comma
 	return out
 }
 
-func randomOwner() fsm.OwnerID {
-	var o fsm.OwnerID
+func randomOwner() lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	rand.Read(o[:])
 	return o
 }

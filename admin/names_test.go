@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/internal/replicaproc"
 	"github.com/raftlock/raftlock/node"
@@ -55,7 +56,7 @@ func TestControlCharactersInNames(t *testing.T) {
 			t.Fatalf("open a session through node.Apply: %+v %v", opened, err)
 		}
 		const legacy = "\x1b]52;c;cm0gLXJmIH4=\x07job"
-		res, err := n.Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: fsm.OwnerID{1}})
+		res, err := n.Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: lockinfo.OwnerID{1}})
 		if err != nil || res.Status != fsmwire.StatusGranted {
 			t.Fatalf("a legacy name straight through node.Apply: %+v %v", res, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // BenchmarkHeapPer measures the live heap one more piece of state costs —
@@ -21,18 +22,18 @@ func BenchmarkHeapPer(b *testing.B) {
 	const perRun = 20_000
 	shapes := []struct {
 		name string
-		add  func(h *harness, sess []SessionID, i int) Command
+		add  func(h *harness, sess []lockinfo.SessionID, i int) Command
 	}{
-		{"lock/largest", func(h *harness, sess []SessionID, i int) Command {
+		{"lock/largest", func(h *harness, sess []lockinfo.SessionID, i int) Command {
 			return Acquire{Session: sess[i%len(sess)], Lock: fmt.Sprintf("%0*d", fsmwire.MaxLockNameLen, i), Owner: benchOwner(i), Value: strings.Repeat("v", fsmwire.MaxValueLen)}
 		}},
-		{"lock/short", func(h *harness, sess []SessionID, i int) Command {
+		{"lock/short", func(h *harness, sess []lockinfo.SessionID, i int) Command {
 			return Acquire{Session: sess[i%len(sess)], Lock: fmt.Sprintf("job:%06d", i), Owner: benchOwner(i)}
 		}},
-		{"waiter", func(h *harness, sess []SessionID, i int) Command {
+		{"waiter", func(h *harness, sess []lockinfo.SessionID, i int) Command {
 			return Acquire{Session: sess[i%len(sess)], Lock: "contended", Owner: benchOwner(i), Wait: true}
 		}},
-		{"session", func(h *harness, sess []SessionID, i int) Command {
+		{"session", func(h *harness, sess []lockinfo.SessionID, i int) Command {
 			return OpenSession{TTL: time.Minute, Description: fmt.Sprintf("replica-%d/worker-%d", i%3, i)}
 		}},
 	}
@@ -42,7 +43,7 @@ func BenchmarkHeapPer(b *testing.B) {
 			for range b.N {
 				h := newHarness(b)
 				h.do(SetClusterVersion{Version: MaxClusterVersion})
-				sess := make([]SessionID, 16)
+				sess := make([]lockinfo.SessionID, 16)
 				for i := range sess {
 					sess[i] = h.open(time.Minute, 0, "bench")
 				}
@@ -77,8 +78,8 @@ func heapNow() int64 {
 	return int64(m.HeapAlloc)
 }
 
-func benchOwner(i int) OwnerID {
-	var o OwnerID
+func benchOwner(i int) lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	for k := range 8 {
 		o[k] = byte(uint64(i+2) >> (8 * k))
 	}
@@ -113,7 +114,7 @@ func BenchmarkHeapAtTheBound(b *testing.B) {
 				h.do(SetClusterVersion{Version: MaxClusterVersion})
 				h.do(SetLimits{Limits: Limits{MaxStateBytes: bound}})
 				before := heapNow()
-				sess := make([]SessionID, 64)
+				sess := make([]lockinfo.SessionID, 64)
 				for i := range sess {
 					sess[i] = h.open(time.Minute, 0, "bench")
 				}

@@ -1,6 +1,10 @@
 package fsm
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
+)
 
 // Apply costs of the primitives, on the base table of the apply benchmarks
 // (cluster version 3).
@@ -36,7 +40,7 @@ func BenchmarkApplySemaphoreAcquire(b *testing.B) {
 // command.
 func BenchmarkApplySemaphoreHandoff(b *testing.B) {
 	ab := newApplyBenchV3(b)
-	var held []OwnerID
+	var held []lockinfo.OwnerID
 	for range 4 {
 		_, o, s := ab.fresh()
 		ab.setup(Acquire{Session: s, Lock: "pool", Owner: o, Limit: 4, Permits: 1})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // queueSizes are the queue lengths of the linear-cost benchmarks (issue 20
@@ -15,12 +16,12 @@ var queueSizes = []int{5_000, 20_000, 50_000, 200_000}
 
 // longQueue builds one lock held by one session, with n waiters of n other
 // sessions (one each), and returns the waiters' sessions.
-func longQueue(tb tb, n int) (*harness, []SessionID) {
+func longQueue(tb tb, n int) (*harness, []lockinfo.SessionID) {
 	h := newHarness(tb)
 	h.f, h.rec = New(nil), nil
 	holder := h.open(time.Minute, 0, "holder")
 	h.do(Acquire{Session: holder, Lock: "hot", Owner: ownerN(0)})
-	sess := make([]SessionID, 0, n)
+	sess := make([]lockinfo.SessionID, 0, n)
 	var batch []Command
 	flush := func() {
 		if len(batch) > 0 {
@@ -107,7 +108,7 @@ func BenchmarkSessionTTLsLongQueue(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				got := 0
-				for after, more := SessionID(0), true; more; {
+				for after, more := lockinfo.SessionID(0), true; more; {
 					var page []SessionTTL
 					page, more = h.f.SessionTTLs(after, 0)
 					got += len(page)

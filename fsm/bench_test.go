@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The apply benchmarks run against a realistic table — baseHeld locks held
@@ -28,13 +29,13 @@ const (
 type applyBench struct {
 	b    *testing.B
 	h    *harness
-	sess []SessionID
+	sess []lockinfo.SessionID
 	next int // counter for fresh lock names and owners
 }
 
 func newApplyBench(b *testing.B) *applyBench {
 	h := populate(b, baseHeld)
-	var sess []SessionID
+	var sess []lockinfo.SessionID
 	for _, si := range allSessions(h.f) {
 		sess = append(sess, si.ID)
 	}
@@ -80,13 +81,13 @@ func (ab *applyBench) run(win func(n int)) {
 	}
 }
 
-func (ab *applyBench) fresh() (string, OwnerID, SessionID) {
+func (ab *applyBench) fresh() (string, lockinfo.OwnerID, lockinfo.SessionID) {
 	ab.next++
 	return "invoice:" + strconv.Itoa(ab.next), ownerN(ab.next), ab.sess[ab.next%len(ab.sess)]
 }
 
-func ownerN(i int) OwnerID {
-	var o OwnerID
+func ownerN(i int) lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	o[0] = 1
 	for j := 1; j < 9; j++ {
 		o[j] = byte(i >> (8 * (j - 1)))
@@ -151,7 +152,7 @@ func BenchmarkApplyExpire(b *testing.B) {
 			s := ab.h.open(time.Minute, time.Second, "bench")
 			name, o, _ := ab.fresh()
 			ab.setup(Acquire{Session: s, Lock: name, Owner: o})
-			exp[i] = ExpireSessions{Sessions: []SessionID{s}}
+			exp[i] = ExpireSessions{Sessions: []lockinfo.SessionID{s}}
 		}
 		ab.timed(exp)
 		ab.h.advance(time.Hour)
@@ -163,7 +164,7 @@ func BenchmarkApplyExpire(b *testing.B) {
 func populate(tb tb, n int) *harness {
 	h := newHarness(tb)
 	h.f, h.rec = New(nil), nil // no recorder: it would keep every event
-	var sess []SessionID
+	var sess []lockinfo.SessionID
 	for i := 0; i <= n/10000; i++ {
 		sess = append(sess, h.open(time.Minute, 0, "bench-session-"+strconv.Itoa(i)))
 	}

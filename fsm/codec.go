@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Encoding of an entry (all integers varint-encoded as in encoding/binary):
@@ -189,7 +190,7 @@ func appendAcquire(dst []byte, c Acquire, v byte) ([]byte, error) {
 }
 
 // appendSessions appends a session list (ExpireSessions, Renewed).
-func appendSessions(dst []byte, ids []SessionID) ([]byte, error) {
+func appendSessions(dst []byte, ids []lockinfo.SessionID) ([]byte, error) {
 	if len(ids) > fsmwire.MaxExpireSessions {
 		return dst, fmt.Errorf("%w: session list too long", fsmwire.ErrInvalidEntry)
 	}

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 var sampleCommands = []Command{
 	OpenSession{TTL: 10 * time.Second, LockDelay: time.Second, Description: "node-a/pid 42"},
 	OpenSession{TTL: time.Millisecond},
 	CloseSession{Session: 7},
-	ExpireSessions{Sessions: []SessionID{1, 2, 1 << 40}},
+	ExpireSessions{Sessions: []lockinfo.SessionID{1, 2, 1 << 40}},
 	ExpireSessions{},
 	Acquire{Session: 3, Lock: "invoice:842", Owner: owner(1), Wait: true},
 	Acquire{Session: 1 << 50, Lock: "ü", Owner: owner(2)},
@@ -51,7 +52,7 @@ var sampleCommands = []Command{
 	OpenSession{TTL: time.Second, Description: "http@n1", Node: "n1", Reserved: true},
 	OpenSession{TTL: time.Second, Node: "?n2"},
 	OpenSession{TTL: time.Second, Reserved: true},
-	Renewed{Sessions: []SessionID{3, 1 << 40}},
+	Renewed{Sessions: []lockinfo.SessionID{3, 1 << 40}},
 	Renewed{},
 	Takeover{},
 	SetClusterVersion{Version: 4},
@@ -93,7 +94,7 @@ func TestEncodeRefusesUnrepresentableEntries(t *testing.T) {
 	if _, err := EncodeEntry(Entry{Commands: []Command{nil}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("nil command: %v", err)
 	}
-	big := make([]SessionID, fsmwire.MaxExpireSessions+1)
+	big := make([]lockinfo.SessionID, fsmwire.MaxExpireSessions+1)
 	if _, err := EncodeEntry(Entry{Commands: []Command{ExpireSessions{Sessions: big}}}); !errors.Is(err, fsmwire.ErrInvalidEntry) {
 		t.Fatalf("oversized expire: %v", err)
 	}
@@ -193,7 +194,7 @@ func fuzzFixture(t tb) *harness {
 		Acquire{Session: b, Lock: "invoice:842", Owner: owner(2), Wait: true},
 		Acquire{Session: c, Lock: "ü", Owner: owner(3)},
 		Acquire{Session: b, Lock: "ü", Owner: owner(4), Wait: true},
-		ExpireSessions{Sessions: []SessionID{c}},
+		ExpireSessions{Sessions: []lockinfo.SessionID{c}},
 	)
 	return h
 }
@@ -203,7 +204,7 @@ func checkInvariants(t tb, f *FSM) {
 	t.Helper()
 	held, waiters, readers, semHolders, permits, semaphores := 0, 0, 0, 0, 0, 0
 	for _, li := range allLocks(f) {
-		seen := map[OwnerID]bool{}
+		seen := map[lockinfo.OwnerID]bool{}
 		if li.Held {
 			held++
 			if _, ok := f.Session(li.Holder.Session); !ok || li.Holder.Token == 0 {
@@ -259,8 +260,8 @@ func checkInvariants(t tb, f *FSM) {
 	}
 	// Every session's index lists exactly the acquisitions it holds or waits
 	// for.
-	want := map[SessionID]map[acqKey]bool{}
-	add := func(s SessionID, k acqKey) {
+	want := map[lockinfo.SessionID]map[acqKey]bool{}
+	add := func(s lockinfo.SessionID, k acqKey) {
 		if want[s] == nil {
 			want[s] = map[acqKey]bool{}
 		}
@@ -325,7 +326,7 @@ var sampleResults = []Result{
 	{Status: fsmwire.StatusOK, Session: 9},
 	{Status: fsmwire.StatusGranted, Session: 3, Token: 1 << 40},
 	{Status: fsmwire.StatusQueued, Session: 3, Position: 17},
-	{Status: fsmwire.StatusLocked, Session: 2, Holder: Holder{Session: 1, Owner: owner(7), Token: 5, AcquiredAt: -3, AcquiredIdx: 99, Description: "node-a"}, DelayUntil: epoch},
+	{Status: fsmwire.StatusLocked, Session: 2, Holder: lockinfo.Holder{Session: 1, Owner: owner(7), Token: 5, AcquiredAt: -3, AcquiredIdx: 99, Description: "node-a"}, DelayUntil: epoch},
 	{Status: fsmwire.StatusNotHolder},
 	{Status: fsmwire.StatusNoSession},
 	{Status: fsmwire.StatusOK, Count: 12},

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Request numbers (exactly-once client commands, Raft client sessions as in
@@ -61,7 +62,7 @@ const maxNodeLen = 128
 // ends as if it had expired: the client found its validity lapsed (see
 // lapse.go).
 type CloseSession struct {
-	Session  SessionID
+	Session  lockinfo.SessionID
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished
 	Lapsed   bool   // cluster version 4: expiry semantics (lock-delay)
@@ -84,9 +85,9 @@ type CloseSession struct {
 // Every grant of any kind takes the next token. A name in use as another
 // kind, or as a semaphore of another limit → StatusConflict.
 type Acquire struct {
-	Session  SessionID
+	Session  lockinfo.SessionID
 	Lock     string
-	Owner    OwnerID
+	Owner    lockinfo.OwnerID
 	Wait     bool
 	Shared   bool   // cluster version 3: a read grant (many readers or one exclusive holder)
 	Limit    int    // cluster version 3: > 0: Lock is a counting semaphore of Limit permits
@@ -107,9 +108,9 @@ type Acquire struct {
 // expiry — an exclusive grant enters the session's lock-delay (see
 // lapse.go).
 type Release struct {
-	Session  SessionID // the acquisition's session; 0: not checked (entry version 1)
+	Session  lockinfo.SessionID // the acquisition's session; 0: not checked (entry version 1)
 	Lock     string
-	Owner    OwnerID
+	Owner    lockinfo.OwnerID
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished
 	Lapsed   bool   // cluster version 4: expiry semantics (lock-delay)
@@ -171,7 +172,7 @@ func (c Acquire) validate() error {
 }
 
 // validateAcquisitionOf checks what names an acquisition of a session.
-func validateAcquisitionOf(s SessionID, lock string, o OwnerID) error {
+func validateAcquisitionOf(s lockinfo.SessionID, lock string, o lockinfo.OwnerID) error {
 	if err := validateSession(s); err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func (c Release) validate() error {
 
 // request is what the exactly-once table needs of a client command.
 type request struct {
-	session       SessionID
+	session       lockinfo.SessionID
 	seq, ackBelow uint64
 }
 
@@ -234,14 +235,14 @@ func validateRequest(seq, ackBelow uint64) error {
 // maxSeq bounds request numbers (so that Seq - floor never overflows).
 const maxSeq = 1 << 62
 
-func validateSession(s SessionID) error {
+func validateSession(s lockinfo.SessionID) error {
 	if s == 0 {
 		return fmt.Errorf("%w: zero session id", fsmwire.ErrInvalidCommand)
 	}
 	return nil
 }
 
-func validateOwner(o OwnerID) error {
+func validateOwner(o lockinfo.OwnerID) error {
 	if o.IsZero() {
 		return fmt.Errorf("%w: zero owner id", fsmwire.ErrInvalidCommand)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Commands proposed by the leader itself (Op.LeaderOnly). A replica refuses
@@ -16,7 +17,7 @@ import (
 // enter that delay instead of passing to their next waiter. Unknown sessions
 // are skipped. Result: StatusOK with Count = number of sessions expired.
 type ExpireSessions struct {
-	Sessions []SessionID
+	Sessions []lockinfo.SessionID
 }
 
 // Tick is the leader's takeover barrier (from cluster version 4: Takeover,
@@ -35,7 +36,7 @@ type Noop struct{}
 // one). Token 0 names a delay that began at cluster version 1.
 type DelayRef struct {
 	Lock  string
-	Token Token
+	Token lockinfo.Token
 }
 
 // EndDelay ends lock-delays and grants the locks to their first live
@@ -98,7 +99,7 @@ func (c ExpireSessions) validate() error { return validateSessionList(c, c.Sessi
 
 // validateSessionList checks the session list of c (ExpireSessions,
 // Renewed): at most MaxExpireSessions valid ids.
-func validateSessionList(c Command, ids []SessionID) error {
+func validateSessionList(c Command, ids []lockinfo.SessionID) error {
 	if len(ids) > fsmwire.MaxExpireSessions {
 		return fmt.Errorf("%w: %d sessions in one %s (max %d)", fsmwire.ErrInvalidCommand, len(ids), c.op(), fsmwire.MaxExpireSessions)
 	}
@@ -268,7 +269,7 @@ func decodeEndDelay(d *decoder, _ fsmwire.Op) Command {
 	if n > 0 {
 		c.Delays = make([]DelayRef, n)
 		for i := range c.Delays {
-			c.Delays[i] = DelayRef{Lock: d.String(fsmwire.MaxLockNameLen), Token: Token(d.Uvarint())}
+			c.Delays[i] = DelayRef{Lock: d.String(fsmwire.MaxLockNameLen), Token: lockinfo.Token(d.Uvarint())}
 		}
 	}
 	return c

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // SetValue replaces the value of the grant of Owner on Lock (the exclusive
@@ -15,9 +16,9 @@ import (
 // of it. Exactly-once with Seq, like every session command. Cluster
 // version 3.
 type SetValue struct {
-	Session  SessionID
+	Session  lockinfo.SessionID
 	Lock     string
-	Owner    OwnerID
+	Owner    lockinfo.OwnerID
 	Value    string // at most MaxValueLen bytes
 	Seq      uint64 // request number; 0: none
 	AckBelow uint64 // every request of the session below it is finished

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/google/btree"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // cowMap is a map that a snapshot freezes in O(shards) instead of O(n):
@@ -75,8 +77,8 @@ func newLockMap() *cowMap[string, *lock] {
 	return newOrderedCowMap[string, *lock](lockShardBits, hashString)
 }
 
-func newSessionMap() *cowMap[SessionID, *session] {
-	return newOrderedCowMap[SessionID, *session](sessionShardBits, func(id SessionID) uint64 { return uint64(id) })
+func newSessionMap() *cowMap[lockinfo.SessionID, *session] {
+	return newOrderedCowMap[lockinfo.SessionID, *session](sessionShardBits, func(id lockinfo.SessionID) uint64 { return uint64(id) })
 }
 
 func newDelayMap() *cowMap[string, int64] {

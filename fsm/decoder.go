@@ -1,6 +1,9 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/fsmwire"
+import (
+	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
+)
 
 // decoder reads the state machine's encodings: fsmwire.Decoder's
 // primitives and the values of this package built on them.
@@ -11,17 +14,17 @@ type decoder struct {
 // newDecoder returns a decoder of b.
 func newDecoder(b []byte) decoder { return decoder{fsmwire.Decoder{B: b}} }
 
-func (d *decoder) owner() OwnerID { return OwnerID(d.ID()) }
+func (d *decoder) owner() lockinfo.OwnerID { return lockinfo.OwnerID(d.ID()) }
 
-func (d *decoder) session() SessionID { return SessionID(d.Session()) }
+func (d *decoder) session() lockinfo.SessionID { return lockinfo.SessionID(d.Session()) }
 
 // sessions reads a session list (ExpireSessions, Renewed): nil when empty.
-func (d *decoder) sessions() []SessionID {
+func (d *decoder) sessions() []lockinfo.SessionID {
 	n := d.Count(fsmwire.MaxExpireSessions, 1)
 	if n == 0 {
 		return nil
 	}
-	ids := make([]SessionID, n)
+	ids := make([]lockinfo.SessionID, n)
 	for i := range ids {
 		ids[i] = d.session()
 	}

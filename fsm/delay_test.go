@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // At cluster version 2 a lock-delay ends only with the leader's EndDelay for
@@ -16,7 +17,7 @@ func TestVersion2DelayEndsOnlyWithEndDelay(t *testing.T) {
 	b := h.open(time.Second, 0, "b")
 	g := h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
 	h.rec.take()
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	ev := h.rec.take()
 	if ev[0].Kind != fsmwire.EventReleased || ev[0].DelayFor != 5*time.Second || ev[0].DelayToken != g.Token || ev[0].DelayUntil != h.now+int64(5*time.Second) {
 		t.Fatalf("release into delay: %+v", ev[0])
@@ -45,10 +46,10 @@ func TestVersion2DelayEndsOnlyWithEndDelay(t *testing.T) {
 	}
 	// A repeated EndDelay (a retried proposal) cannot end a later delay of
 	// the same lock.
-	h.do(ExpireSessions{Sessions: []SessionID{b}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{b}})
 	c := h.open(time.Second, 5*time.Second, "c")
 	g2 := h.do(Acquire{Session: c, Lock: "l", Owner: owner(4)})
-	h.do(ExpireSessions{Sessions: []SessionID{c}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{c}})
 	if r := h.do(EndDelay{Delays: []DelayRef{{Lock: "l", Token: g.Token}}}); r.Count != 0 {
 		t.Fatal("a stale EndDelay ended the next delay")
 	}
@@ -79,7 +80,7 @@ func TestUpgradeCarriesVersion1DelaysOver(t *testing.T) {
 	h := newHarness(t)
 	a := h.open(time.Second, 5*time.Second, "a")
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	h.advance(2 * time.Second)
 	h.do(Noop{})
 	h.do(SetClusterVersion{Version: 2})
@@ -110,7 +111,7 @@ func TestVersion1SettledDelayRefusedByQuotaLeavesNoEntry(t *testing.T) {
 	delayed := h.open(time.Second, time.Second, "delayed")
 	other := h.open(time.Minute, 0, "other")
 	wantStatus(t, "acquire c", h.do(Acquire{Session: delayed, Lock: "c", Owner: owner(1)}), fsmwire.StatusGranted)
-	h.do(ExpireSessions{Sessions: []SessionID{delayed}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{delayed}})
 	wantStatus(t, "acquire a", h.do(Acquire{Session: other, Lock: "a", Owner: owner(2)}), fsmwire.StatusGranted)
 	h.advance(3 * time.Second) // the delay of c is over, nothing has ended it
 	if r := h.do(Acquire{Session: other, Lock: "c", Owner: owner(3)}); r.Status != fsmwire.StatusQuota {

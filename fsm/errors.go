@@ -11,8 +11,6 @@ var (
 	// snapshot, until a snapshot of a known version is restored. A restart
 	// with a binary that knows the version replays the log and continues.
 	ErrHalted = errors.New("fsm: halted")
-	// ErrInvalidSnapshot: a snapshot could not be restored. State unchanged.
-	ErrInvalidSnapshot = errors.New("fsm: invalid snapshot")
 	// ErrOlderSnapshot: Restore was given a valid snapshot taken at an index
 	// below the applied index. The state machine never goes back: the state
 	// is unchanged (not halted, not ended a halt).

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Event is something an applied command did. Events are produced in apply
@@ -12,17 +13,17 @@ type Event struct {
 	Kind       fsmwire.EventKind
 	Index      uint64 // log index of the entry
 	At         int64  // the entry's effective leader time (Unix nanoseconds)
-	Session    SessionID
+	Session    lockinfo.SessionID
 	Lock       string
-	Owner      OwnerID
-	Token      Token
+	Owner      lockinfo.OwnerID
+	Token      lockinfo.Token
 	Reason     fsmwire.Reason
 	DelayUntil int64
 	// DelayFor and DelayToken (cluster version 2, EventReleased into
 	// lock-delay): how long the delay lasts, and the token that names it
 	// in the EndDelay that will end it.
 	DelayFor   time.Duration
-	DelayToken Token
+	DelayToken lockinfo.Token
 	// FromQueue is set on EventGranted when the lock went to a waiter (a
 	// hand-off by a release, an expiry or the end of a lock-delay) rather
 	// than to the Acquire of the same command.

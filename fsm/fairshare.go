@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Fair shares and the state's bounds (cluster version 4).
@@ -274,7 +275,7 @@ func (st *state) recount() {
 			l.waiters.countNodes()
 		}
 	}
-	var acqBytes map[SessionID]int64
+	var acqBytes map[lockinfo.SessionID]int64
 	st.nodes, st.total, acqBytes = st.countUsage()
 	for id, s := range st.sessions.all() {
 		s.acqBytes = acqBytes[id]
@@ -284,14 +285,14 @@ func (st *state) recount() {
 // countUsage counts every node's usage, the cluster's and each session's
 // charge for its acquisitions from the sessions and locks; it changes
 // nothing. O(state).
-func (st *state) countUsage() (nodes map[string]usage, total usage, acqBytes map[SessionID]int64) {
-	nodes, acqBytes = map[string]usage{}, map[SessionID]int64{}
+func (st *state) countUsage() (nodes map[string]usage, total usage, acqBytes map[lockinfo.SessionID]int64) {
+	nodes, acqBytes = map[string]usage{}, map[lockinfo.SessionID]int64{}
 	add := func(node string, d usage) {
 		nodes[node] = nodes[node].add(d)
 		total = total.add(d)
 	}
 	for name, l := range st.locks.all() {
-		charge := func(id SessionID, value string) { acqBytes[id] += acquisitionBytes(name, value) }
+		charge := func(id lockinfo.SessionID, value string) { acqBytes[id] += acquisitionBytes(name, value) }
 		if l.held {
 			charge(l.holder.session, l.holder.value)
 		}

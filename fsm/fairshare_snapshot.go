@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The fair shares' state in a version-4 snapshot: section 3, whose
@@ -85,7 +86,7 @@ func prepareFairSection(st *state) (int, func(i int, rec []byte) []byte) {
 func beginFairSection(st *state) func(i, n int, d *decoder) {
 	var (
 		lastKind byte
-		lastID   SessionID
+		lastID   lockinfo.SessionID
 		lastLock string
 	)
 	return func(i, n int, d *decoder) {

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The rule of fairshare.go, case by case.
@@ -113,7 +114,7 @@ func wantQuota(t *testing.T, h *harness, what string, c Command, q fsmwire.Quota
 	return r
 }
 
-func openOn(t *testing.T, h *harness, node string) SessionID {
+func openOn(t *testing.T, h *harness, node string) lockinfo.SessionID {
 	t.Helper()
 	r := h.do(OpenSession{TTL: time.Minute, Description: "client", Node: node})
 	if r.Status != fsmwire.StatusOK {
@@ -174,11 +175,11 @@ func TestShareOfALocksQueue(t *testing.T) {
 	holder := openOn(t, h, "c")
 	wantStatus(t, "hold", h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)}), fsmwire.StatusGranted)
 	o := byte(10)
-	wait := func(s SessionID) Acquire {
+	wait := func(s lockinfo.SessionID) Acquire {
 		o++
 		return Acquire{Session: s, Lock: "l", Owner: owner(o), Wait: true}
 	}
-	a := []SessionID{openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a")}
+	a := []lockinfo.SessionID{openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a"), openOn(t, h, "a")}
 	for range 3 {
 		wantStatus(t, "a[0] waits", h.do(wait(a[0])), fsmwire.StatusQueued)
 	}
@@ -211,11 +212,11 @@ func TestShareOfALongQueue(t *testing.T) {
 	holder := openOn(t, h, "c")
 	h.do(Acquire{Session: holder, Lock: "l", Owner: owner(1)})
 	n := 0
-	wait := func(s SessionID) Acquire {
+	wait := func(s lockinfo.SessionID) Acquire {
 		n++
 		return Acquire{Session: s, Lock: "l", Owner: benchOwner(n), Wait: true}
 	}
-	var as []SessionID
+	var as []lockinfo.SessionID
 	for queued := 0; queued < 152; {
 		s := openOn(t, h, "a")
 		as = append(as, s)
@@ -264,7 +265,7 @@ func TestClusterBoundsOfLocksAndBytes(t *testing.T) {
 		Acquire{Session: c, Lock: "x", Owner: owner(3), Wait: true})
 	wantStatus(t, "the 4th", h.do(Acquire{Session: c, Lock: "z", Owner: owner(4)}), fsmwire.StatusGranted)
 	wantQuota(t, h, "the 5th", Acquire{Session: c, Lock: "w", Owner: owner(5)}, fsmwire.QuotaLocks)
-	h.do(ExpireSessions{Sessions: []SessionID{d}}) // x, y delayed: still two of the four
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{d}}) // x, y delayed: still two of the four
 	wantQuota(t, h, "with two lock-delays", Acquire{Session: c, Lock: "w", Owner: owner(5)}, fsmwire.QuotaLocks)
 	if u := h.f.st.nodes["a"]; u != (usage{locks: 2, bytes: 2 * delayBytes("x")}) {
 		t.Fatalf("node a's lock-delays: %+v", u)
@@ -406,7 +407,7 @@ func fairFixture(t tb) *harness {
 	for i := range 20 { // a queue with its index
 		h.do(Acquire{Session: b, Lock: "gone", Owner: benchOwner(i), Wait: true})
 	}
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	return h
 }
 
@@ -498,7 +499,7 @@ func TestFairShareSnapshotRefusesBadRecords(t *testing.T) {
 			snap := h.snapshot()
 			snapshotSections = real
 			err := New(nil).Restore(readCloser(snap))
-			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) {
+			if !errors.Is(err, fsmwire.ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) {
 				t.Fatalf("restored: %v", err)
 			}
 		})
@@ -516,7 +517,7 @@ func TestQueueCounts(t *testing.T) {
 			switch rapid.IntRange(0, 5).Draw(rt, "op") {
 			case 0, 1, 2:
 				next++
-				s := SessionID(rapid.IntRange(1, 6).Draw(rt, "session"))
+				s := lockinfo.SessionID(rapid.IntRange(1, 6).Draw(rt, "session"))
 				q.push(waiter{session: s, owner: benchOwner(next), node: nodes[int(s)%3]})
 			case 3:
 				if q.len() > 0 {
@@ -524,14 +525,14 @@ func TestQueueCounts(t *testing.T) {
 				}
 			case 4:
 				if q.len() > 0 {
-					var live []OwnerID
+					var live []lockinfo.OwnerID
 					for w := range q.all() {
 						live = append(live, w.owner)
 					}
 					q.removeSlot(q.find(rapid.SampledFrom(live).Draw(rt, "owner")))
 				}
 			case 5:
-				var some []OwnerID
+				var some []lockinfo.OwnerID
 				for w := range q.all() {
 					if rapid.Bool().Draw(rt, "remove") {
 						some = append(some, w.owner)
@@ -542,7 +543,7 @@ func TestQueueCounts(t *testing.T) {
 			if rapid.IntRange(0, 9).Draw(rt, "clone") == 0 {
 				q = q.clone()
 			}
-			for s := SessionID(1); s <= 6; s++ {
+			for s := lockinfo.SessionID(1); s <= 6; s++ {
 				bySession, byNode := q.countOf(s, nodes[int(s)%3])
 				ws, wn := 0, 0
 				for w := range q.all() {
@@ -578,7 +579,7 @@ func checkRecount(t tb, f *FSM) {
 		}
 	}
 	for name, l := range f.st.locks.all() {
-		bySession, byNode := map[SessionID]int{}, map[string]int{}
+		bySession, byNode := map[lockinfo.SessionID]int{}, map[string]int{}
 		for w := range l.waiters.all() {
 			if s := f.st.sessions.get(w.session); s == nil || w.node != s.node {
 				t.Fatalf("lock %q: waiter of session %d with node %q", name, w.session, w.node)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func TestOpenSessionIDsAreUniqueAndIncreasing(t *testing.T) {
@@ -47,7 +48,7 @@ func TestInvalidCommandsChangeNothing(t *testing.T) {
 		{"bad UTF-8 description", OpenSession{TTL: time.Second, Description: "\xff"}},
 		{"empty lock name", Acquire{Session: s, Lock: "", Owner: owner(1)}},
 		{"NUL in lock name", Acquire{Session: s, Lock: "a\x00b", Owner: owner(1)}},
-		{"zero owner", Acquire{Session: s, Lock: "l", Owner: OwnerID{}}},
+		{"zero owner", Acquire{Session: s, Lock: "l", Owner: lockinfo.OwnerID{}}},
 		{"zero session", Acquire{Session: 0, Lock: "l", Owner: owner(1)}},
 		{"release zero owner", Release{Lock: "l"}},
 		{"close zero session", CloseSession{}},
@@ -167,7 +168,7 @@ func TestReleaseIsCompareAndDelete(t *testing.T) {
 	if st := h.f.Stats(); st.Locks != 0 || st.Held != 0 || st.Waiters != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	for _, id := range []SessionID{a, b} {
+	for _, id := range []lockinfo.SessionID{a, b} {
 		if s, _ := h.f.Session(id); s.Locks != 0 {
 			t.Fatalf("session %d still tracks %d locks", id, s.Locks)
 		}
@@ -206,7 +207,7 @@ func TestFIFOSkipsWaitersOfEndedSessions(t *testing.T) {
 	h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
 	h.do(Acquire{Session: c, Lock: "l", Owner: owner(3), Wait: true})
 	h.do(Acquire{Session: d, Lock: "l", Owner: owner(4), Wait: true})
-	h.do(ExpireSessions{Sessions: []SessionID{b}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{b}})
 	h.do(CloseSession{Session: c})
 	h.do(Release{Lock: "l", Owner: owner(1)})
 	wantHolder(t, h.f, "l", owner(4))
@@ -215,11 +216,11 @@ func TestFIFOSkipsWaitersOfEndedSessions(t *testing.T) {
 func TestCloseReleasesWithoutDelayExpireDelays(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		end       func(h *harness, s SessionID)
+		end       func(h *harness, s lockinfo.SessionID)
 		wantDelay bool
 	}{
-		{"close", func(h *harness, s SessionID) { h.do(CloseSession{Session: s}) }, false},
-		{"expire", func(h *harness, s SessionID) { h.do(ExpireSessions{Sessions: []SessionID{s}}) }, true},
+		{"close", func(h *harness, s lockinfo.SessionID) { h.do(CloseSession{Session: s}) }, false},
+		{"expire", func(h *harness, s lockinfo.SessionID) { h.do(ExpireSessions{Sessions: []lockinfo.SessionID{s}}) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -266,7 +267,7 @@ func TestLockDelayAndTick(t *testing.T) {
 	b := h.open(time.Second, 0, "b")
 	c := h.open(time.Second, 0, "c")
 	g := h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 
 	// During the delay: no-wait acquire is refused with the delay end, waiting queues.
 	r := h.do(Acquire{Session: b, Lock: "l", Owner: owner(2)})
@@ -302,7 +303,7 @@ func TestAcquireAfterDelayEndServesWaitersFirst(t *testing.T) {
 	b := h.open(time.Second, 0, "b")
 	c := h.open(time.Second, 0, "c")
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	h.do(Acquire{Session: b, Lock: "l", Owner: owner(2), Wait: true})
 	h.advance(2 * time.Second)
 	// No Tick yet: the acquire itself notices the delay is over, but the
@@ -317,7 +318,7 @@ func TestDelayedLockWithoutWaitersIsGrantedAfterDelay(t *testing.T) {
 	a := h.open(time.Second, time.Second, "a")
 	b := h.open(time.Second, 0, "b")
 	h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)})
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	h.advance(time.Second)
 	wantStatus(t, "after delay", h.do(Acquire{Session: b, Lock: "l", Owner: owner(2)}), fsmwire.StatusGranted)
 	if st := h.f.Stats(); st.Delayed != 0 {
@@ -333,10 +334,10 @@ func TestAcquireByUnknownOrEndedSession(t *testing.T) {
 		t.Fatalf("Err() %v", r.Err())
 	}
 	a := h.open(time.Second, 0, "a")
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	wantStatus(t, "expired", h.do(Acquire{Session: a, Lock: "l", Owner: owner(1)}), fsmwire.StatusNoSession)
 	wantStatus(t, "close expired", h.do(CloseSession{Session: a}), fsmwire.StatusNoSession)
-	if r := h.do(ExpireSessions{Sessions: []SessionID{a, 77}}); r.Status != fsmwire.StatusOK || r.Count != 0 {
+	if r := h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a, 77}}); r.Status != fsmwire.StatusOK || r.Count != 0 {
 		t.Fatalf("expire unknown: %+v", r)
 	}
 	if _, ok := h.f.Lock("l"); ok {
@@ -363,7 +364,7 @@ func TestBatchAppliesInOrderWithDistinctTokens(t *testing.T) {
 		}
 	}
 	ev := h.rec.take()
-	var tokens []Token
+	var tokens []lockinfo.Token
 	for _, e := range ev {
 		if e.Kind == fsmwire.EventGranted {
 			tokens = append(tokens, e.Token)

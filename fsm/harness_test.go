@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // recorder is an Observer that keeps every event.
@@ -80,7 +81,7 @@ func (h *harness) do(c Command) Result {
 	return h.entry(c)[0]
 }
 
-func (h *harness) open(ttl, delay time.Duration, desc string) SessionID {
+func (h *harness) open(ttl, delay time.Duration, desc string) lockinfo.SessionID {
 	h.t.Helper()
 	r := h.do(OpenSession{TTL: ttl, LockDelay: delay, Description: desc})
 	if r.Status != fsmwire.StatusOK || r.Session == 0 {
@@ -118,8 +119,8 @@ func (h *harness) content() [32]byte {
 	return d
 }
 
-func owner(n byte) OwnerID {
-	var o OwnerID
+func owner(n byte) lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	o[0], o[15] = n, 0xA5
 	return o
 }
@@ -131,7 +132,7 @@ func wantStatus(t tb, what string, r Result, s fsmwire.Status) {
 	}
 }
 
-func wantHolder(t tb, f *FSM, lock string, o OwnerID) Holder {
+func wantHolder(t tb, f *FSM, lock string, o lockinfo.OwnerID) lockinfo.Holder {
 	t.Helper()
 	h, ok := f.Holder(lock)
 	if !ok {
@@ -167,8 +168,8 @@ type tb interface {
 
 // allLocks reads every lock of f page by page, each with all its waiters
 // and shared grants (read with Waiters and Lock where a page lists fewer).
-func allLocks(f *FSM) []LockInfo {
-	var out []LockInfo
+func allLocks(f *FSM) []lockinfo.LockInfo {
+	var out []lockinfo.LockInfo
 	for after := ""; ; {
 		page, more := f.Locks("", after, 0)
 		for _, li := range page {
@@ -189,8 +190,8 @@ func allLocks(f *FSM) []LockInfo {
 }
 
 // allWaiters reads the whole queue of a lock page by page.
-func allWaiters(f *FSM, name string) []Waiter {
-	var out []Waiter
+func allWaiters(f *FSM, name string) []lockinfo.Waiter {
+	var out []lockinfo.Waiter
 	for cursor := ""; ; {
 		page, next, err := f.Waiters(name, cursor, 0)
 		if err != nil {
@@ -205,9 +206,9 @@ func allWaiters(f *FSM, name string) []Waiter {
 }
 
 // allSessions reads every session of f page by page.
-func allSessions(f *FSM) []SessionInfo {
-	var out []SessionInfo
-	for after := SessionID(0); ; {
+func allSessions(f *FSM) []lockinfo.SessionInfo {
+	var out []lockinfo.SessionInfo
+	for after := lockinfo.SessionID(0); ; {
 		page, more := f.Sessions(after, 0)
 		out = append(out, page...)
 		if !more {
@@ -221,7 +222,7 @@ func allSessions(f *FSM) []SessionInfo {
 // page.
 func allSessionTTLs(f *FSM) []SessionTTL {
 	var out []SessionTTL
-	for after := SessionID(0); ; {
+	for after := lockinfo.SessionID(0); ; {
 		page, more := f.SessionTTLs(after, 0)
 		out = append(out, page...)
 		if !more {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // atVersion returns a harness at the given cluster version.
@@ -20,7 +21,7 @@ func atVersion(t *testing.T, v uint64) *harness {
 // lapseFixture opens a session a (lock-delay 2 s) that holds x, reads rw,
 // holds permits of pool and waits for busy, and a session b that waits for
 // x and holds busy; it returns a, b and a's token on x.
-func lapseFixture(t *testing.T, h *harness) (a, b SessionID, tok Token) {
+func lapseFixture(t *testing.T, h *harness) (a, b lockinfo.SessionID, tok lockinfo.Token) {
 	t.Helper()
 	a = h.open(10*time.Second, 2*time.Second, "lapsing")
 	b = h.open(10*time.Second, 0, "other")
@@ -45,7 +46,7 @@ func TestLapsedCloseIsAnExpiry(t *testing.T) {
 	lapseFixture(t, closed)
 
 	wantStatus(t, "lapsed close", lapsed.do(CloseSession{Session: a, Seq: 1, Lapsed: true}), fsmwire.StatusOK)
-	wantStatus(t, "expire", expired.do(ExpireSessions{Sessions: []SessionID{a}}), fsmwire.StatusOK)
+	wantStatus(t, "expire", expired.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}}), fsmwire.StatusOK)
 	if lapsed.content() != expired.content() {
 		t.Fatal("a lapsed close left another state than the session's expiry")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func (a *applier) acquire(c Acquire) Result {
@@ -100,7 +101,7 @@ func (a *applier) release(c Release) Result {
 		return Result{Status: fsmwire.StatusNoSession}
 	}
 	l := st.locks.get(c.Lock)
-	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
+	mine := func(s lockinfo.SessionID) bool { return c.Session == 0 || s == c.Session }
 	if l == nil {
 		return Result{Status: fsmwire.StatusNotHolder}
 	}
@@ -172,7 +173,7 @@ func (a *applier) promote(name string, l *lock) {
 // shared grant (a reader, a semaphore's permits), with the next token.
 func (a *applier) grant(name string, l *lock, w waiter) Result {
 	a.st.tokenSeq++
-	t := Token(a.st.tokenSeq)
+	t := lockinfo.Token(a.st.tokenSeq)
 	h := holder{session: w.session, owner: w.owner, token: t, acquiredAt: a.now, acquiredIdx: a.index, permits: w.permits, value: w.value}
 	if w.shared || l.limit > 0 {
 		a.st.addShared(l, h)
@@ -184,12 +185,12 @@ func (a *applier) grant(name string, l *lock, w waiter) Result {
 	return Result{Status: fsmwire.StatusGranted, Session: w.session, Token: t}
 }
 
-func (a *applier) describe(h holder) Holder {
+func (a *applier) describe(h holder) lockinfo.Holder {
 	return a.st.describe(h)
 }
 
-func (st *state) describe(h holder) Holder {
-	d := Holder{Session: h.session, Owner: h.owner, Token: h.token, AcquiredAt: h.acquiredAt, AcquiredIdx: h.acquiredIdx,
+func (st *state) describe(h holder) lockinfo.Holder {
+	d := lockinfo.Holder{Session: h.session, Owner: h.owner, Token: h.token, AcquiredAt: h.acquiredAt, AcquiredIdx: h.acquiredIdx,
 		Permits: h.permits, Value: h.value}
 	if s := st.sessions.get(h.session); s != nil {
 		d.Description = s.description

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The model's fair shares (fairshare.go): every usage counted by scanning
@@ -134,7 +135,7 @@ func (m *model) waitQuota(l *mlock, c Acquire) Result {
 }
 
 // valueQuota is the refusal of a grant's value growing from old to value.
-func (m *model) valueQuota(s SessionID, old, value string) Result {
+func (m *model) valueQuota(s lockinfo.SessionID, old, value string) Result {
 	if len(value) <= len(old) {
 		return Result{}
 	}

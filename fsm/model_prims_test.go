@@ -1,6 +1,9 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/fsmwire"
+import (
+	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
+)
 
 // The model's primitives: read grants, semaphores, values (the package
 // doc states their rules), as plainly as possible.
@@ -28,7 +31,7 @@ func (l *mlock) used() int {
 }
 
 // grant gives l to w with the next token.
-func (m *model) grant(l *mlock, w mowner) Token {
+func (m *model) grant(l *mlock, w mowner) lockinfo.Token {
 	m.token++
 	w.token = m.token
 	if w.shared || l.limit > 0 {

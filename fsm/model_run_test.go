@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 var lockNames = []string{"a", "b", "c"}
@@ -29,22 +30,22 @@ func TestStateMachineAgainstModel(t *testing.T) {
 		h := newHarness(rt)
 		m := newModel()
 		var log [][]byte // every entry applied, for the replay check
-		lastToken := map[string]Token{}
-		var everSessions []SessionID
-		clients := map[SessionID]*client{}
+		lastToken := map[string]lockinfo.Token{}
+		var everSessions []lockinfo.SessionID
+		clients := map[lockinfo.SessionID]*client{}
 		var sent []Command // every command with a request number
 		owners := rapid.SampledFrom([]byte{1, 2, 3, 4, 5, 6, 7, 8})
 
-		session := func(rt *rapid.T) SessionID {
+		session := func(rt *rapid.T) lockinfo.SessionID {
 			if len(everSessions) == 0 || rapid.IntRange(0, 20).Draw(rt, "unknown") == 0 {
-				return SessionID(rapid.Uint64Range(1, 50).Draw(rt, "any session"))
+				return lockinfo.SessionID(rapid.Uint64Range(1, 50).Draw(rt, "any session"))
 			}
 			return rapid.SampledFrom(everSessions).Draw(rt, "session")
 		}
 		// request numbers a new request of session s: the next number (or a
 		// skipped one, as when a request is still on its way), and an
 		// acknowledgement that mostly moves forward.
-		request := func(rt *rapid.T, s SessionID) (uint64, uint64) {
+		request := func(rt *rapid.T, s lockinfo.SessionID) (uint64, uint64) {
 			if rapid.IntRange(0, 5).Draw(rt, "no seq") == 0 {
 				return 0, 0
 			}
@@ -169,7 +170,7 @@ func TestStateMachineAgainstModel(t *testing.T) {
 				if live := liveGrants(h.f); len(live) > 0 && rapid.IntRange(0, 3).Draw(rt, "stale") > 0 {
 					return rapid.SampledFrom(live).Draw(rt, "grant")
 				}
-				return Revoke{Lock: rapid.SampledFrom(append(lockNames, "s")).Draw(rt, "lock"), Token: Token(rapid.Uint64Range(1, 40).Draw(rt, "token"))}
+				return Revoke{Lock: rapid.SampledFrom(append(lockNames, "s")).Draw(rt, "lock"), Token: lockinfo.Token(rapid.Uint64Range(1, 40).Draw(rt, "token"))}
 			default:
 				return Acquire{Session: session(rt), Lock: "", Owner: owner(1)} // invalid
 			}
@@ -313,7 +314,7 @@ func checkAgainstModel(rt *rapid.T, f *FSM, m *model) {
 			int64(li.DelayFor) != ml.delayFor || li.DelayToken != ml.delayToken || li.Limit != ml.limit || li.Used != ml.used() {
 			rt.Fatalf("lock %q: %+v, model %+v", li.Name, li, ml)
 		}
-		seen := map[OwnerID]bool{}
+		seen := map[lockinfo.OwnerID]bool{}
 		if li.Held {
 			if li.Holder.Owner != ml.holder.owner || li.Holder.Token != ml.holder.token || li.Holder.Session != ml.holder.session ||
 				li.Holder.Value != ml.holder.value {

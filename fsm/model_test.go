@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // model is a naive reference implementation of the lock semantics: plain
@@ -21,9 +22,9 @@ type model struct {
 	version   uint64
 	clusterID string
 	limits    Limits
-	nextSess  SessionID
-	token     Token
-	sessions  map[SessionID]*msession
+	nextSess  lockinfo.SessionID
+	token     lockinfo.Token
+	sessions  map[lockinfo.SessionID]*msession
 	locks     map[string]*mlock
 	markers   []uint64 // every takeover marker (version 4), ascending: none pruned
 }
@@ -39,9 +40,9 @@ type msession struct {
 }
 
 type mowner struct {
-	session SessionID
-	owner   OwnerID
-	token   Token
+	session lockinfo.SessionID
+	owner   lockinfo.OwnerID
+	token   lockinfo.Token
 	shared  bool
 	permits int
 	value   string
@@ -55,12 +56,12 @@ type mlock struct {
 	delayed    bool
 	until      int64
 	delayFor   int64
-	delayToken Token
+	delayToken lockinfo.Token
 	delayNode  string
 }
 
 func newModel() *model {
-	return &model{version: 1, sessions: map[SessionID]*msession{}, locks: map[string]*mlock{}}
+	return &model{version: 1, sessions: map[lockinfo.SessionID]*msession{}, locks: map[string]*mlock{}}
 }
 
 // entry sets the index and the time the commands of an entry stamped at
@@ -109,7 +110,7 @@ func (m *model) promote(l *mlock) {
 }
 
 // acquisitions counts what a session holds or waits for, by scanning.
-func (m *model) acquisitions(s SessionID) int {
+func (m *model) acquisitions(s lockinfo.SessionID) int {
 	n := 0
 	for _, l := range m.locks {
 		if l.holder != nil && l.holder.session == s {
@@ -246,8 +247,8 @@ func (m *model) exec(c Command) Result {
 	case SetValue:
 		return m.setValue(c)
 	case RaiseTokens:
-		if f := m.now / 1000; f > 0 && Token(f) > m.token {
-			m.token = Token(f)
+		if f := m.now / 1000; f > 0 && lockinfo.Token(f) > m.token {
+			m.token = lockinfo.Token(f)
 		}
 		return Result{Status: fsmwire.StatusOK, Token: m.token}
 	case Revoke:
@@ -346,7 +347,7 @@ func (m *model) acquire(c Acquire) Result {
 	}
 	r := Result{Status: fsmwire.StatusLocked, Session: c.Session, DelayUntil: l.until}
 	if l.holder != nil {
-		r.Holder = Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
+		r.Holder = lockinfo.Holder{Session: l.holder.session, Owner: l.holder.owner, Token: l.holder.token}
 	} else if l.limit > 0 {
 		r.Count = l.limit - l.used()
 	}
@@ -361,7 +362,7 @@ func (m *model) release(c Release) Result {
 	if l == nil {
 		return Result{Status: fsmwire.StatusNotHolder}
 	}
-	mine := func(s SessionID) bool { return c.Session == 0 || s == c.Session }
+	mine := func(s lockinfo.SessionID) bool { return c.Session == 0 || s == c.Session }
 	defer m.promote(l)
 	if l.holder != nil && l.holder.owner == c.Owner && mine(l.holder.session) {
 		h := l.holder
@@ -387,7 +388,7 @@ func (m *model) release(c Release) Result {
 }
 
 // end removes a session by scanning every lock in name order.
-func (m *model) end(s SessionID, expired bool) {
+func (m *model) end(s lockinfo.SessionID, expired bool) {
 	delay, node := m.sessions[s].delay, m.sessions[s].node
 	delete(m.sessions, s)
 	for _, name := range slices.Sorted(maps.Keys(m.locks)) {
@@ -410,7 +411,7 @@ func (m *model) end(s SessionID, expired bool) {
 
 // delay puts l, whose exclusive grant tok (of a session of node) just
 // ended, into a lock-delay d.
-func (m *model) delay(l *mlock, d time.Duration, tok Token, node string) {
+func (m *model) delay(l *mlock, d time.Duration, tok lockinfo.Token, node string) {
 	l.until = m.now + int64(d)
 	if m.version >= 2 {
 		l.delayed, l.delayFor, l.delayToken = true, int64(d), tok

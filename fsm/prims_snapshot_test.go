@@ -127,7 +127,7 @@ func TestRestoreRefusesImpossibleVersion3States(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := New(nil).Restore(readCloser(buf.Bytes()))
-			if !errors.Is(err, ErrInvalidSnapshot) {
+			if !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 				t.Fatalf("restored: %v", err)
 			}
 			t.Log(err)

@@ -7,33 +7,34 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // v3 returns a harness at cluster version 3 with sessions a, b, c (b with
 // a lock-delay).
-func v3(t *testing.T) (*harness, SessionID, SessionID, SessionID) {
+func v3(t *testing.T) (*harness, lockinfo.SessionID, lockinfo.SessionID, lockinfo.SessionID) {
 	t.Helper()
 	h := newHarness(t)
 	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), fsmwire.StatusOK)
 	return h, h.open(time.Second, 0, "a"), h.open(time.Second, time.Second, "b"), h.open(time.Second, 0, "c")
 }
 
-func read(s SessionID, lock string, o OwnerID) Acquire {
+func read(s lockinfo.SessionID, lock string, o lockinfo.OwnerID) Acquire {
 	return Acquire{Session: s, Lock: lock, Owner: o, Wait: true, Shared: true}
 }
 
-func write(s SessionID, lock string, o OwnerID) Acquire {
+func write(s lockinfo.SessionID, lock string, o lockinfo.OwnerID) Acquire {
 	return Acquire{Session: s, Lock: lock, Owner: o, Wait: true}
 }
 
-func permits(s SessionID, sem string, limit, n int, o OwnerID) Acquire {
+func permits(s lockinfo.SessionID, sem string, limit, n int, o lockinfo.OwnerID) Acquire {
 	return Acquire{Session: s, Lock: sem, Owner: o, Wait: true, Limit: limit, Permits: n}
 }
 
-func sharedOwners(t *testing.T, f *FSM, name string) []OwnerID {
+func sharedOwners(t *testing.T, f *FSM, name string) []lockinfo.OwnerID {
 	t.Helper()
 	li, _ := f.Lock(name)
-	var out []OwnerID
+	var out []lockinfo.OwnerID
 	for _, g := range li.Shared {
 		out = append(out, g.Owner)
 	}
@@ -64,7 +65,7 @@ func TestReadersShareWritersWaitFIFO(t *testing.T) {
 	h.do(Release{Lock: "rw", Owner: owner(2)})
 	w1 := wantHolder(t, h.f, "rw", owner(3))
 	h.do(Release{Lock: "rw", Owner: owner(3)})
-	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []OwnerID{owner(4), owner(5)}) {
+	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []lockinfo.OwnerID{owner(4), owner(5)}) {
 		t.Fatalf("readers after the writer: %v", got)
 	}
 	li, _ := h.f.Lock("rw")
@@ -91,7 +92,7 @@ func TestWaiterLeavingTheHeadPromotesThoseBehind(t *testing.T) {
 	h.do(write(b, "rw", owner(2)))
 	h.do(read(c, "rw", owner(3)))
 	h.do(Release{Lock: "rw", Owner: owner(2)}) // the writer gives up
-	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []OwnerID{owner(1), owner(3)}) {
+	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []lockinfo.OwnerID{owner(1), owner(3)}) {
 		t.Fatalf("readers: %v", got)
 	}
 
@@ -99,7 +100,7 @@ func TestWaiterLeavingTheHeadPromotesThoseBehind(t *testing.T) {
 	wantStatus(t, "3 of 3", h.do(permits(b, "sem", 3, 3, owner(5))), fsmwire.StatusQueued)
 	wantStatus(t, "1 of 3", h.do(permits(c, "sem", 3, 1, owner(6))), fsmwire.StatusQueued) // fits, but FIFO
 	h.do(Release{Session: b, Lock: "sem", Owner: owner(5)})
-	if got := sharedOwners(t, h.f, "sem"); !slices.Equal(got, []OwnerID{owner(4), owner(6)}) {
+	if got := sharedOwners(t, h.f, "sem"); !slices.Equal(got, []lockinfo.OwnerID{owner(4), owner(6)}) {
 		t.Fatalf("holders: %v", got)
 	}
 	checkInvariants(t, h.f)
@@ -119,7 +120,7 @@ func TestSemaphoreWeightedFIFOAndSessionEnd(t *testing.T) {
 	}
 	h.do(Release{Lock: "sem", Owner: owner(1)})
 	h.rec.take()
-	h.do(ExpireSessions{Sessions: []SessionID{b}}) // b has a lock-delay: no matter for permits
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{b}}) // b has a lock-delay: no matter for permits
 	evs := h.rec.take()
 	if li, _ := h.f.Lock("sem"); li.Used != 4 || len(li.Shared) != 1 || li.Shared[0].Owner != owner(3) || li.Delayed {
 		t.Fatalf("after the expiry: %+v", li)
@@ -219,19 +220,19 @@ func TestOnlyExclusiveExpiryDelays(t *testing.T) {
 	h, a, b, _ := v3(t)
 	h.do(read(b, "rw", owner(1)))
 	h.do(write(a, "rw", owner(2)))
-	h.do(ExpireSessions{Sessions: []SessionID{b}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{b}})
 	wantHolder(t, h.f, "rw", owner(2))
 	b2 := h.open(time.Second, time.Second, "b2")
 	h.do(Release{Lock: "rw", Owner: owner(2)})
 	h.do(write(b2, "rw", owner(3)))
 	h.do(read(a, "rw", owner(4)))
-	h.do(ExpireSessions{Sessions: []SessionID{b2}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{b2}})
 	li, _ := h.f.Lock("rw")
 	if !li.Delayed || len(li.Shared) != 0 || len(li.Waiters) != 1 {
 		t.Fatalf("after a writer's expiry: %+v", li)
 	}
 	h.do(EndDelay{Delays: []DelayRef{{Lock: "rw", Token: li.DelayToken}}})
-	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []OwnerID{owner(4)}) {
+	if got := sharedOwners(t, h.f, "rw"); !slices.Equal(got, []lockinfo.OwnerID{owner(4)}) {
 		t.Fatalf("after the delay: %v", got)
 	}
 	checkInvariants(t, h.f)
@@ -275,7 +276,7 @@ func TestValuesOnGrants(t *testing.T) {
 func TestRaiseTokens(t *testing.T) {
 	h, a, _, _ := v3(t)
 	r := h.do(RaiseTokens{})
-	if want := Token(h.now / 1000); r.Token != want || h.f.Stats().LastToken != want {
+	if want := lockinfo.Token(h.now / 1000); r.Token != want || h.f.Stats().LastToken != want {
 		t.Fatalf("raised to %d, want %d", r.Token, want)
 	}
 	g := h.do(write(a, "l", owner(1)))
@@ -327,7 +328,7 @@ func TestRaiseTokensAfterRestoringAnOlderBackup(t *testing.T) {
 	h, a, _, _ := v3(t)
 	h.do(RaiseTokens{})
 	backup := h.snapshot()
-	var newest Token
+	var newest lockinfo.Token
 	for i := range 1000 { // the old cluster goes on granting after the backup
 		h.advance(time.Millisecond)
 		o := owner(byte(i%200 + 1))

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Stats are counters of the current state.
@@ -15,7 +17,7 @@ type Stats struct {
 	Held      int // locks with a holder
 	Waiters   int // queue entries over all locks
 	Delayed   int // locks in lock-delay
-	LastToken Token
+	LastToken lockinfo.Token
 	// Cluster version 3: read grants and semaphores.
 	Readers          int // read grants of locks
 	Semaphores       int // semaphores in use (held or waited for)
@@ -30,7 +32,7 @@ func (f *FSM) Stats() Stats {
 	st := f.st
 	return Stats{
 		Index: st.index, Clock: st.clock, Sessions: st.sessions.len(), Locks: st.locks.len(),
-		Held: st.held, Waiters: st.waiters, Delayed: st.delayed.len(), LastToken: Token(st.tokenSeq),
+		Held: st.held, Waiters: st.waiters, Delayed: st.delayed.len(), LastToken: lockinfo.Token(st.tokenSeq),
 		Readers: st.counts.readers, Semaphores: st.counts.semaphores, SemaphoreHolders: st.counts.semHolders,
 		PermitsHeld: st.counts.permits,
 	}
@@ -66,12 +68,12 @@ func (f *FSM) Limits() Limits {
 }
 
 // Holder returns the current holder of the lock, and false if it is not held.
-func (f *FSM) Holder(name string) (Holder, bool) {
+func (f *FSM) Holder(name string) (lockinfo.Holder, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l := f.st.locks.get(name)
 	if l == nil || !l.held {
-		return Holder{}, false
+		return lockinfo.Holder{}, false
 	}
 	return f.st.describe(l.holder), true
 }
@@ -80,27 +82,27 @@ func (f *FSM) Holder(name string) (Holder, bool) {
 // most 1,000 of each: LockInfo.WaiterCount and SharedCount are the totals,
 // Waiters pages the whole queue) and its delay, and false if the lock has
 // none of them.
-func (f *FSM) Lock(name string) (LockInfo, bool) {
+func (f *FSM) Lock(name string) (lockinfo.LockInfo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l := f.st.locks.get(name)
 	if l == nil {
-		return LockInfo{}, false
+		return lockinfo.LockInfo{}, false
 	}
 	return f.st.lockInfo(name, l, maxPage), true
 }
 
 // lockInfo describes l with at most detail of its waiters and of its shared
 // grants (the first ones): O(detail).
-func (st *state) lockInfo(name string, l *lock, detail int) LockInfo {
-	li := LockInfo{Name: name, Held: l.held, Delayed: l.delayed, DelayUntil: l.delayUntil,
+func (st *state) lockInfo(name string, l *lock, detail int) lockinfo.LockInfo {
+	li := lockinfo.LockInfo{Name: name, Held: l.held, Delayed: l.delayed, DelayUntil: l.delayUntil,
 		DelayFor: time.Duration(l.delayFor), DelayToken: l.delayToken, Limit: l.limit, Used: l.used,
 		WaiterCount: l.waiters.len(), SharedCount: l.shared.len()}
 	if l.held {
 		li.Holder = st.describe(l.holder)
 	}
 	if n := min(l.shared.len(), detail); n > 0 {
-		li.Shared = make([]Holder, 0, n)
+		li.Shared = make([]lockinfo.Holder, 0, n)
 		for h := range l.shared.all() {
 			if len(li.Shared) == n {
 				break
@@ -109,7 +111,7 @@ func (st *state) lockInfo(name string, l *lock, detail int) LockInfo {
 		}
 	}
 	if n := min(l.waiters.len(), detail); n > 0 {
-		li.Waiters = make([]Waiter, 0, n)
+		li.Waiters = make([]lockinfo.Waiter, 0, n)
 		for w := range l.waiters.all() {
 			if len(li.Waiters) == n {
 				break
@@ -121,27 +123,27 @@ func (st *state) lockInfo(name string, l *lock, detail int) LockInfo {
 }
 
 // describeShared describes h, a shared grant of l.
-func (st *state) describeShared(l *lock, h holder) Holder {
+func (st *state) describeShared(l *lock, h holder) lockinfo.Holder {
 	d := st.describe(h)
 	d.Shared = l.limit == 0
 	return d
 }
 
-func (w waiter) info() Waiter {
-	return Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx,
+func (w waiter) info() lockinfo.Waiter {
+	return lockinfo.Waiter{Session: w.session, Owner: w.owner, EnqueuedAt: w.enqueuedAt, EnqueuedIx: w.enqueuedIx,
 		Shared: w.shared, Permits: w.permits, Value: w.value}
 }
 
 // OwnerState is where one acquisition stands.
 type OwnerState struct {
-	Held     bool  // the owner holds a grant of the lock (exclusive or shared)
-	Token    Token // its fencing token, when Held
-	Position int   // its 1-based place in the queue, when waiting; 0 otherwise
+	Held     bool           // the owner holds a grant of the lock (exclusive or shared)
+	Token    lockinfo.Token // its fencing token, when Held
+	Position int            // its 1-based place in the queue, when waiting; 0 otherwise
 }
 
 // Owner returns where the acquisition (name, owner) stands: holding, waiting,
 // or neither (zero OwnerState).
-func (f *FSM) Owner(name string, owner OwnerID) OwnerState {
+func (f *FSM) Owner(name string, owner lockinfo.OwnerID) OwnerState {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	l := f.st.locks.get(name)
@@ -177,12 +179,12 @@ func (f *FSM) WouldQueue(c Acquire) bool {
 }
 
 // Session returns a live session, and false if it does not exist.
-func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
+func (f *FSM) Session(id lockinfo.SessionID) (lockinfo.SessionInfo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.st.sessions.get(id)
 	if s == nil {
-		return SessionInfo{}, false
+		return lockinfo.SessionInfo{}, false
 	}
 	return s.info(), true
 }
@@ -190,7 +192,7 @@ func (f *FSM) Session(id SessionID) (SessionInfo, bool) {
 // SessionLocks returns, in name order, the locks the session holds or
 // waits for. It holds the state's read lock for O(k) in the session's
 // acquisitions (at most Limits.MaxLocksPerSession) and sorts them after.
-func (f *FSM) SessionLocks(id SessionID) []string {
+func (f *FSM) SessionLocks(id lockinfo.SessionID) []string {
 	f.mu.RLock()
 	s := f.st.sessions.get(id)
 	var names []string
@@ -205,14 +207,14 @@ func (f *FSM) SessionLocks(id SessionID) []string {
 	return slices.Compact(names)
 }
 
-func (s *session) info() SessionInfo {
-	return SessionInfo{
+func (s *session) info() lockinfo.SessionInfo {
+	return lockinfo.SessionInfo{
 		ID: s.id, TTL: time.Duration(s.ttl), LockDelay: time.Duration(s.lockDelay), Description: s.description,
 		CreatedAt: s.createdAt, CreatedIdx: s.createdIdx, Locks: len(s.acqs), Node: s.node, Reserved: s.reserved,
 	}
 }
 
-func cmpID(a, b SessionID) int {
+func cmpID(a, b lockinfo.SessionID) int {
 	switch {
 	case a < b:
 		return -1

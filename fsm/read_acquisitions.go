@@ -3,6 +3,8 @@ package fsm
 import (
 	"cmp"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Acquisition names one acquisition of a session: the lock (or semaphore)
@@ -11,7 +13,7 @@ import (
 // and a Release of (Lock, Owner) by its session ends it.
 type Acquisition struct {
 	Lock  string
-	Owner OwnerID
+	Owner lockinfo.OwnerID
 }
 
 // SessionAcquisitions returns every acquisition of the session — held or
@@ -19,7 +21,7 @@ type Acquisition struct {
 // the session does not exist. O(k log k) in the session's k acquisitions
 // (O(k) of it under the read lock), whatever the length of the queues
 // they are in.
-func (f *FSM) SessionAcquisitions(id SessionID) []Acquisition {
+func (f *FSM) SessionAcquisitions(id lockinfo.SessionID) []Acquisition {
 	f.mu.RLock()
 	s := f.st.sessions.get(id)
 	if s == nil {

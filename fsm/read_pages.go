@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Listings come in pages. A page of locks or sessions is read in chunks of
@@ -57,9 +59,9 @@ func pageLimit(limit int) int {
 // follow: the next page is Locks(prefix, page[len(page)-1].Name, limit).
 // See "Listings come in pages" above for what pages read while the state
 // changes may miss or repeat.
-func (f *FSM) Locks(prefix, after string, limit int) (page []LockInfo, more bool) {
-	return readPage(f, pageLimit(limit), after, func(li LockInfo) string { return li.Name },
-		func(st *state, after string, yield func(LockInfo) bool) {
+func (f *FSM) Locks(prefix, after string, limit int) (page []lockinfo.LockInfo, more bool) {
+	return readPage(f, pageLimit(limit), after, func(li lockinfo.LockInfo) string { return li.Name },
+		func(st *state, after string, yield func(lockinfo.LockInfo) bool) {
 			st.locks.ascend(max(prefix, after), func(name string, l *lock) bool {
 				switch {
 				case !strings.HasPrefix(name, prefix):
@@ -76,10 +78,10 @@ func (f *FSM) Locks(prefix, after string, limit int) (page []LockInfo, more bool
 // id above after (0: from the first): at most limit sessions (1 to 1,000;
 // outside that, 1,000). more reports whether sessions follow: the next
 // page is Sessions(page[len(page)-1].ID, limit).
-func (f *FSM) Sessions(after SessionID, limit int) (page []SessionInfo, more bool) {
-	return readPage(f, pageLimit(limit), after, func(s SessionInfo) SessionID { return s.ID },
-		func(st *state, after SessionID, yield func(SessionInfo) bool) {
-			st.sessions.ascend(after+1, func(_ SessionID, s *session) bool { return yield(s.info()) })
+func (f *FSM) Sessions(after lockinfo.SessionID, limit int) (page []lockinfo.SessionInfo, more bool) {
+	return readPage(f, pageLimit(limit), after, func(s lockinfo.SessionInfo) lockinfo.SessionID { return s.ID },
+		func(st *state, after lockinfo.SessionID, yield func(lockinfo.SessionInfo) bool) {
+			st.sessions.ascend(after+1, func(_ lockinfo.SessionID, s *session) bool { return yield(s.info()) })
 		})
 }
 
@@ -88,10 +90,10 @@ func (f *FSM) Sessions(after SessionID, limit int) (page []SessionInfo, more boo
 // Sessions): what a new leader needs to arm their deadlines, read a page at
 // a time so that the takeover of a hundred thousand sessions never stops
 // the applies.
-func (f *FSM) SessionTTLs(after SessionID, limit int) (page []SessionTTL, more bool) {
-	return readPage(f, pageLimit(limit), after, func(s SessionTTL) SessionID { return s.ID },
-		func(st *state, after SessionID, yield func(SessionTTL) bool) {
-			st.sessions.ascend(after+1, func(id SessionID, s *session) bool {
+func (f *FSM) SessionTTLs(after lockinfo.SessionID, limit int) (page []SessionTTL, more bool) {
+	return readPage(f, pageLimit(limit), after, func(s SessionTTL) lockinfo.SessionID { return s.ID },
+		func(st *state, after lockinfo.SessionID, yield func(SessionTTL) bool) {
+			st.sessions.ascend(after+1, func(id lockinfo.SessionID, s *session) bool {
 				t := SessionTTL{ID: id, TTL: durationOf(s.ttl)}
 				if len(st.markers) > 0 {
 					t.Origin = st.origin(s.renewedAt)
@@ -140,9 +142,9 @@ func readPage[T any, K any](f *FSM, limit int, after K, key func(T) K, scan func
 // previous page and that waiter left the queue before the next page was
 // read. A lock not in use gives an empty page. A cursor that does not
 // parse: ErrInvalidCursor.
-func (f *FSM) Waiters(name, cursor string, limit int) (page []Waiter, next string, err error) {
+func (f *FSM) Waiters(name, cursor string, limit int) (page []lockinfo.Waiter, next string, err error) {
 	err = f.readLock(name, cursor, func(l *lock, at slotCursor) {
-		page, next = pageOf(&l.waiters, at, pageLimit(limit), func(w waiter) Waiter { return w.info() })
+		page, next = pageOf(&l.waiters, at, pageLimit(limit), func(w waiter) lockinfo.Waiter { return w.info() })
 	})
 	return page, next, err
 }
@@ -152,10 +154,10 @@ func (f *FSM) Waiters(name, cursor string, limit int) (page []Waiter, next strin
 // first), at most limit (1 to 1,000; outside that, 1,000), and the cursor
 // of the next page ("" at the end). As Waiters, but a grant that is held
 // throughout is listed exactly once (each has a token of its own).
-func (f *FSM) SharedGrants(name, cursor string, limit int) (page []Holder, next string, err error) {
+func (f *FSM) SharedGrants(name, cursor string, limit int) (page []lockinfo.Holder, next string, err error) {
 	err = f.readLock(name, cursor, func(l *lock, at slotCursor) {
 		if l.shared != nil {
-			page, next = pageOf(l.shared, at, pageLimit(limit), func(h holder) Holder { return f.st.describeShared(l, h) })
+			page, next = pageOf(l.shared, at, pageLimit(limit), func(h holder) lockinfo.Holder { return f.st.describeShared(l, h) })
 		}
 	})
 	return page, next, err
@@ -227,4 +229,4 @@ func parseCursor(s string) (slotCursor, error) {
 // ownerTag is a hash of an owner id (never 0): a cursor names a waiter by
 // it without giving its owner id away (an owner id is what a release
 // names).
-func ownerTag(o OwnerID) uint64 { return max(hashString(string(o[:])), 1) }
+func ownerTag(o lockinfo.OwnerID) uint64 { return max(hashString(string(o[:])), 1) }

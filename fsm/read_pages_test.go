@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // A leader's keepalive asks Halted under the expiry mutex. With Halted
@@ -74,12 +75,12 @@ func TestAPageCostsThePageNotTheState(t *testing.T) {
 	}
 }
 
-func firstLockPage(f *FSM) []LockInfo {
+func firstLockPage(f *FSM) []lockinfo.LockInfo {
 	page, _ := f.Locks("", "", 1)
 	return page
 }
 
-func firstSessionPage(f *FSM) []SessionInfo {
+func firstSessionPage(f *FSM) []lockinfo.SessionInfo {
 	page, _ := f.Sessions(0, 1)
 	return page
 }
@@ -178,7 +179,7 @@ func TestPagesSpanChunks(t *testing.T) {
 		var got []string
 		pages := 0
 		for after, more := "", true; more; pages++ {
-			var page []LockInfo
+			var page []lockinfo.LockInfo
 			page, more = h.f.Locks("l", after, limit)
 			for _, li := range page {
 				got = append(got, li.Name)
@@ -193,9 +194,9 @@ func TestPagesSpanChunks(t *testing.T) {
 		if !slices.Equal(got, names) {
 			t.Fatalf("limit %d: %d locks in %d pages, want %d", limit, len(got), pages, n)
 		}
-		var ids []SessionID
-		for after, more := SessionID(0), true; more; {
-			var page []SessionInfo
+		var ids []lockinfo.SessionID
+		for after, more := lockinfo.SessionID(0), true; more; {
+			var page []lockinfo.SessionInfo
 			page, more = h.f.Sessions(after, limit)
 			for _, s := range page {
 				ids = append(ids, s.ID)
@@ -239,7 +240,7 @@ func TestLockListsBoundedDetail(t *testing.T) {
 			t.Fatalf("waiter %d: %s, want %s", i, w.Owner, ownerN(n+i))
 		}
 	}
-	var shared []Holder
+	var shared []lockinfo.Holder
 	for cursor := ""; ; {
 		p, next, err := h.f.SharedGrants("r", cursor, 700)
 		if err != nil {
@@ -280,7 +281,7 @@ func TestLockListsBoundedDetail(t *testing.T) {
 func TestPagesUnderChange(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		h := atV3(rt)
-		var sess []SessionID
+		var sess []lockinfo.SessionID
 		for i := range 6 {
 			sess = append(sess, h.open(time.Minute, 0, strconv.Itoa(i)))
 		}
@@ -329,15 +330,15 @@ func TestPagesUnderChange(t *testing.T) {
 			}
 			return names, more
 		}, change)
-		checkKeyedPages(rt, "sessions", func() []SessionID {
-			var ids []SessionID
+		checkKeyedPages(rt, "sessions", func() []lockinfo.SessionID {
+			var ids []lockinfo.SessionID
 			for _, s := range allSessions(h.f) {
 				ids = append(ids, s.ID)
 			}
 			return ids
-		}, func(after SessionID) ([]SessionID, bool) {
+		}, func(after lockinfo.SessionID) ([]lockinfo.SessionID, bool) {
 			page, more := h.f.Sessions(after, limit)
-			var ids []SessionID
+			var ids []lockinfo.SessionID
 			for _, s := range page {
 				ids = append(ids, s.ID)
 			}
@@ -346,16 +347,16 @@ func TestPagesUnderChange(t *testing.T) {
 
 		// One lock's waiters and shared grants.
 		name := "k" + strconv.Itoa(rapid.IntRange(0, 12).Draw(rt, "listed lock"))
-		var waiters []Waiter
+		var waiters []lockinfo.Waiter
 		var cursors []uint64 // the enqueue index each page ended at
-		inQueue := map[OwnerID]int{}
+		inQueue := map[lockinfo.OwnerID]int{}
 		pages := 0
 		for cursor, first := "", true; first || cursor != ""; first, pages = false, pages+1 {
 			li, _ := h.f.Lock(name)
 			for _, w := range li.Waiters {
 				inQueue[w.Owner]++
 			}
-			var page []Waiter
+			var page []lockinfo.Waiter
 			var err error
 			if page, cursor, err = h.f.Waiters(name, cursor, limit); err != nil {
 				rt.Fatal(err)
@@ -366,7 +367,7 @@ func TestPagesUnderChange(t *testing.T) {
 			}
 			change(rt)
 		}
-		count := map[OwnerID]int{}
+		count := map[lockinfo.OwnerID]int{}
 		for i, w := range waiters {
 			count[w.Owner]++
 			if count[w.Owner] > 1 && !slices.Contains(cursors, w.EnqueuedIx) {
@@ -381,15 +382,15 @@ func TestPagesUnderChange(t *testing.T) {
 				rt.Fatalf("waiter %s queued throughout, not listed", o)
 			}
 		}
-		var grants []Holder
-		held := map[OwnerID]int{}
+		var grants []lockinfo.Holder
+		held := map[lockinfo.OwnerID]int{}
 		pages = 0
 		for cursor, first := "", true; first || cursor != ""; first, pages = false, pages+1 {
 			li, _ := h.f.Lock(name)
 			for _, g := range li.Shared {
 				held[g.Owner]++
 			}
-			var page []Holder
+			var page []lockinfo.Holder
 			var err error
 			if page, cursor, err = h.f.SharedGrants(name, cursor, limit); err != nil {
 				rt.Fatal(err)
@@ -403,7 +404,7 @@ func TestPagesUnderChange(t *testing.T) {
 			}
 		}
 		for o, n := range held {
-			if n == pages && !slices.ContainsFunc(grants, func(g Holder) bool { return g.Owner == o }) {
+			if n == pages && !slices.ContainsFunc(grants, func(g lockinfo.Holder) bool { return g.Owner == o }) {
 				rt.Fatalf("shared grant of %s held throughout, not listed", o)
 			}
 		}
@@ -447,11 +448,11 @@ func ExampleFSM_Locks() {
 	data, _ := EncodeEntry(Entry{Commands: []Command{OpenSession{TTL: time.Minute}}})
 	f.applyEntry(1, data)
 	for i := range 5 {
-		data, _ = EncodeEntry(Entry{Commands: []Command{Acquire{Session: 1, Lock: fmt.Sprintf("job/%d", i), Owner: OwnerID{byte(i + 1)}}}})
+		data, _ = EncodeEntry(Entry{Commands: []Command{Acquire{Session: 1, Lock: fmt.Sprintf("job/%d", i), Owner: lockinfo.OwnerID{byte(i + 1)}}}})
 		f.applyEntry(uint64(i+2), data)
 	}
 	for after, more := "", true; more; {
-		var page []LockInfo
+		var page []lockinfo.LockInfo
 		page, more = f.Locks("job/", after, 2)
 		var names []string
 		for _, li := range page {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // WouldQueue predicts what the Acquire does if it is the next command
@@ -16,7 +17,7 @@ import (
 func TestWouldQueuePredictsTheQueue(t *testing.T) {
 	h := newHarness(t)
 	wantStatus(t, "version", h.do(SetClusterVersion{Version: 3}), fsmwire.StatusOK) // shared locks, semaphores
-	sessions := []SessionID{
+	sessions := []lockinfo.SessionID{
 		h.open(time.Minute, 0, "a"), h.open(time.Minute, 0, "b"), h.open(time.Minute, 0, "c"),
 	}
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Renewals and takeover markers (cluster version 4): what a new leader needs
@@ -56,7 +57,7 @@ const renewalsPerRecord = 4096
 // marked sessions, cluster version 4. Result: StatusOK with Count =
 // sessions renewed.
 type Renewed struct {
-	Sessions []SessionID
+	Sessions []lockinfo.SessionID
 }
 
 // Takeover is a new leader's takeover barrier from cluster version 4 (Tick
@@ -104,7 +105,7 @@ func decodeRenewed(d *decoder, _ fsmwire.Op) Command { return Renewed{Sessions: 
 func decodeTakeover(*decoder, fsmwire.Op) Command { return Takeover{} }
 
 // renewed applies Renewed.
-func (a *applier) renewed(ids []SessionID) Result {
+func (a *applier) renewed(ids []lockinfo.SessionID) Result {
 	n := 0
 	for _, id := range ids {
 		if s := a.st.mutSession(id); s != nil {
@@ -164,7 +165,7 @@ var renewalsSection = snapshotSection{tag: 2, name: "renewals", prepare: prepare
 
 // prepareRenewals lists the section's records for st.
 func prepareRenewals(st *state) (int, func(i int, rec []byte) []byte) {
-	var ids []SessionID
+	var ids []lockinfo.SessionID
 	for id, s := range st.sessions.all() {
 		if s.renewedAt != s.createdIdx {
 			ids = append(ids, id)
@@ -196,7 +197,7 @@ func prepareRenewals(st *state) (int, func(i int, rec []byte) []byte) {
 
 // beginRenewals returns the decoder of one snapshot's renewals section.
 func beginRenewals(st *state) func(i, n int, d *decoder) {
-	var last SessionID // the last session read: ids ascend across records
+	var last lockinfo.SessionID // the last session read: ids ascend across records
 	return func(i, n int, d *decoder) {
 		if i == 0 {
 			k := d.Count(maxMarkers, 1)

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // origins returns every live session's origin marker (SessionTTLs).
-func origins(f *FSM) map[SessionID]uint64 {
-	out := map[SessionID]uint64{}
+func origins(f *FSM) map[lockinfo.SessionID]uint64 {
+	out := map[lockinfo.SessionID]uint64{}
 	for _, s := range allSessionTTLs(f) {
 		out[s.ID] = s.Origin
 	}
@@ -57,7 +58,7 @@ func TestRenewalsAndMarkersGiveEachSessionItsOrigin(t *testing.T) {
 		t.Fatalf("origins after the first marker: %v, want %d", o, m1)
 	}
 	// a renews; b stays silent; c opens after the marker.
-	r := h.do(Renewed{Sessions: []SessionID{a, 999}})
+	r := h.do(Renewed{Sessions: []lockinfo.SessionID{a, 999}})
 	if r.Status != fsmwire.StatusOK || r.Count != 1 {
 		t.Fatalf("Renewed: %+v (want 1 session renewed, the unknown one skipped)", r)
 	}
@@ -76,7 +77,7 @@ func TestRenewalsAndMarkersGiveEachSessionItsOrigin(t *testing.T) {
 	}
 	// A renewal in the entry of a marker: not marked by it (the marker
 	// does not follow it).
-	h.entry(Takeover{}, Renewed{Sessions: []SessionID{b}})
+	h.entry(Takeover{}, Renewed{Sessions: []lockinfo.SessionID{b}})
 	if o := origins(h.f); o[b] != 0 {
 		t.Fatalf("origin of a session renewed in a marker's entry: %d", o[b])
 	}
@@ -93,7 +94,7 @@ func TestRenewedNeedsVersion4(t *testing.T) {
 	if got := markerEvents(t, h); len(got) != 0 || origins(h.f)[s] != 0 {
 		t.Fatalf("a Tick at version 3 made a marker: %v %v", got, origins(h.f))
 	}
-	for _, c := range []Command{Renewed{Sessions: []SessionID{s}}, Takeover{}} {
+	for _, c := range []Command{Renewed{Sessions: []lockinfo.SessionID{s}}, Takeover{}} {
 		before := h.content()
 		if r := h.do(c); r.Status != fsmwire.StatusInvalid {
 			t.Fatalf("%s at version 3: %+v", c.op(), r)
@@ -105,13 +106,13 @@ func TestRenewedNeedsVersion4(t *testing.T) {
 			t.Fatalf("%s needs version %d, leader only %v", c.op(), NeedsVersion(c), c.op().LeaderOnly())
 		}
 	}
-	if err := (Renewed{Sessions: []SessionID{0}}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+	if err := (Renewed{Sessions: []lockinfo.SessionID{0}}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("Renewed of session 0: %v", err)
 	}
-	if err := (Renewed{Sessions: make([]SessionID, fsmwire.MaxExpireSessions+1)}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
+	if err := (Renewed{Sessions: make([]lockinfo.SessionID, fsmwire.MaxExpireSessions+1)}).validate(); !errors.Is(err, fsmwire.ErrInvalidCommand) {
 		t.Fatalf("oversized Renewed: %v", err)
 	}
-	b, err := EncodeEntry(Entry{Commands: []Command{Renewed{Sessions: []SessionID{s}}}})
+	b, err := EncodeEntry(Entry{Commands: []Command{Renewed{Sessions: []lockinfo.SessionID{s}}}})
 	if err != nil || b[0] != fsmwire.EntryV4 {
 		t.Fatalf("Renewed encoded in entry version %d (%v)", b[0], err)
 	}
@@ -149,7 +150,7 @@ func renewedFixture(t tb) *harness {
 	h.do(Takeover{})
 	renewed := h.open(time.Second, 0, "renewed")
 	h.do(Takeover{})
-	h.do(Renewed{Sessions: []SessionID{renewed, silent + 100}})
+	h.do(Renewed{Sessions: []lockinfo.SessionID{renewed, silent + 100}})
 	h.open(time.Second, 0, "fresh")
 	return h
 }
@@ -185,7 +186,7 @@ func TestRenewalsSnapshotRoundTrip(t *testing.T) {
 	// Many renewed sessions: several records, all but the last full.
 	big := newHarness(t)
 	big.do(SetClusterVersion{Version: 4})
-	var ids []SessionID
+	var ids []lockinfo.SessionID
 	for range renewalsPerRecord + 5 {
 		ids = append(ids, big.open(time.Second, 0, ""))
 	}
@@ -209,7 +210,7 @@ func TestRenewalsSnapshotRoundTrip(t *testing.T) {
 func TestRenewalsSectionRefusesBadRecords(t *testing.T) {
 	h := renewedFixture(t)
 	markers, index := h.f.st.markers, h.index
-	var renewed SessionID
+	var renewed lockinfo.SessionID
 	for id, s := range h.f.st.sessions.all() {
 		if s.renewedAt != s.createdIdx {
 			renewed = id

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Issue 14 #1: a delayed duplicate of an Acquire, delivered after the client
@@ -150,6 +151,6 @@ func TestExactlyOnceCloseAndEndedSessions(t *testing.T) {
 	wantStatus(t, "release by another session", h.do(Release{Session: b, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), fsmwire.StatusNotHolder)
 	wantHolder(t, h.f, "y", owner(2))
 	// Expiry drops the session's table with it.
-	h.do(ExpireSessions{Sessions: []SessionID{a}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{a}})
 	wantStatus(t, "after expiry", h.do(Release{Session: a, Lock: "y", Owner: owner(2), Seq: 1, AckBelow: 1}), fsmwire.StatusNoSession)
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Restoring a backup into a running cluster. A backup is a snapshot
@@ -36,10 +39,10 @@ import (
 // RestoreSummary describes a prepared restore.
 type RestoreSummary struct {
 	Sessions, Locks, Held, Waiters int
-	BackupLastToken                Token     // the backup's grant counter
-	LastToken                      Token     // the restored grant counter
-	SessionOffset                  SessionID // added to every session id of the backup
-	BackupIndex                    uint64    // the applied index the backup was taken at
+	BackupLastToken                lockinfo.Token     // the backup's grant counter
+	LastToken                      lockinfo.Token     // the restored grant counter
+	SessionOffset                  lockinfo.SessionID // added to every session id of the backup
+	BackupIndex                    uint64             // the applied index the backup was taken at
 }
 
 // PrepareRestore reads the backup from r, rewrites it against the current
@@ -88,7 +91,7 @@ func (f *FSM) PrepareRestoreAt(r io.Reader, w io.Writer, at uint64) (RestoreSumm
 // restoreOnto rewrites the decoded backup b against the running state cur
 // (rebase) and sets its applied index to at (0: cur's).
 func (b *state) restoreOnto(cur *state, at uint64) (RestoreSummary, error) {
-	sum := RestoreSummary{BackupLastToken: Token(b.tokenSeq), BackupIndex: b.index}
+	sum := RestoreSummary{BackupLastToken: lockinfo.Token(b.tokenSeq), BackupIndex: b.index}
 	if err := b.rebase(cur, &sum); err != nil {
 		return RestoreSummary{}, err
 	}
@@ -96,7 +99,7 @@ func (b *state) restoreOnto(cur *state, at uint64) (RestoreSummary, error) {
 		b.index = at
 	}
 	b.renewAllAt(b.index)
-	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, Token(b.tokenSeq)
+	sum.Sessions, sum.Locks, sum.Held, sum.Waiters, sum.LastToken = b.sessions.len(), b.locks.len(), b.held, b.waiters, lockinfo.Token(b.tokenSeq)
 	return sum, nil
 }
 
@@ -104,13 +107,13 @@ func (b *state) restoreOnto(cur *state, at uint64) (RestoreSummary, error) {
 func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 	offset := cur.sessionSeq
 	if b.sessionSeq > math.MaxInt64-offset {
-		return fmt.Errorf("%w: session ids of the backup (%d) and the cluster (%d) overflow", ErrInvalidSnapshot, b.sessionSeq, offset)
+		return fmt.Errorf("%w: session ids of the backup (%d) and the cluster (%d) overflow", fsmwire.ErrInvalidSnapshot, b.sessionSeq, offset)
 	}
-	sum.SessionOffset = SessionID(offset)
+	sum.SessionOffset = lockinfo.SessionID(offset)
 	moved := newSessionMap()
 	moved.reserve(b.sessions.len())
 	for id, s := range b.sessions.all() {
-		s.id = id + SessionID(offset)
+		s.id = id + lockinfo.SessionID(offset)
 		s.floor, s.results = 0, nil
 		moved.set(s.id, s)
 	}
@@ -118,18 +121,18 @@ func (b *state) rebase(cur *state, sum *RestoreSummary) error {
 	b.sessionSeq += offset
 	for _, l := range b.locks.all() {
 		if l.held {
-			l.holder.session += SessionID(offset)
+			l.holder.session += lockinfo.SessionID(offset)
 		}
 		if g := l.shared; g != nil { // readers, a semaphore's permits
 			for i := range g.items {
 				if !g.items[i].owner.IsZero() {
-					g.items[i].session += SessionID(offset)
+					g.items[i].session += lockinfo.SessionID(offset)
 				}
 			}
 		}
 		for i := range l.waiters.items {
 			if !l.waiters.items[i].owner.IsZero() {
-				l.waiters.items[i].session += SessionID(offset)
+				l.waiters.items[i].session += lockinfo.SessionID(offset)
 			}
 		}
 		if l.waiters.owners != nil {

@@ -350,7 +350,7 @@ func (a *applier) restoreCommit(c RestoreCommit) Result {
 		if b.version > cur.version {
 			// A replica of an older binary cannot read it (it refuses it
 			// as unsupported): every replica refuses it alike.
-			err = fmt.Errorf("%w: a backup of cluster version %d, the cluster is at %d", ErrInvalidSnapshot, b.version, cur.version)
+			err = fmt.Errorf("%w: a backup of cluster version %d, the cluster is at %d", fsmwire.ErrInvalidSnapshot, b.version, cur.version)
 			return
 		}
 		sum, err = b.restoreOnto(cur, a.index)

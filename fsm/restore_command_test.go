@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // restoreID returns a restore id made of b.
@@ -101,7 +102,7 @@ func TestRestoreCommandInstallsAtItsIndex(t *testing.T) {
 	if _, held := h.f.Holder("late"); held {
 		t.Fatal("a lock of the running cluster survived the restore")
 	}
-	if hd, held := h.f.Holder("invoice:842"); !held || hd.Session <= SessionID(before.Sessions) {
+	if hd, held := h.f.Holder("invoice:842"); !held || hd.Session <= lockinfo.SessionID(before.Sessions) {
 		t.Fatalf("the backup's holder: %+v (held %v)", hd, held)
 	}
 	if got := h.f.Stats(); got.Index != h.index || got.Sessions != sum.Sessions || got.Locks != sum.Locks {

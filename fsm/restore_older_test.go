@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // refusalRecorder also records refused restores.
@@ -34,7 +36,7 @@ func TestRestoreRefusesAnOlderSnapshot(t *testing.T) {
 	before := h.digest()
 
 	err := h.f.Restore(readCloser(older))
-	if !errors.Is(err, ErrOlderSnapshot) || errors.Is(err, ErrInvalidSnapshot) {
+	if !errors.Is(err, ErrOlderSnapshot) || errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 		t.Fatalf("restoring a snapshot of %d at applied %d: %v, want ErrOlderSnapshot", olderIndex, h.index, err)
 	}
 	if h.digest() != before || h.f.AppliedIndex() != h.index {

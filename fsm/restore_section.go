@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // restoresSection carries the restores' replicated state (restores) in a
@@ -145,11 +146,11 @@ func (in *installedRestore) decodeFields(d *decoder) {
 	s := &in.sum
 	in.index = d.Uvarint()
 	s.Sessions, s.Locks, s.Held, s.Waiters = d.Int(), d.Int(), d.Int(), d.Int()
-	s.BackupLastToken, s.LastToken = Token(d.Uvarint()), Token(d.Uvarint())
+	s.BackupLastToken, s.LastToken = lockinfo.Token(d.Uvarint()), lockinfo.Token(d.Uvarint())
 	if off := d.Uvarint(); off > math.MaxInt64 {
 		d.Fail("session offset out of range")
 	} else {
-		s.SessionOffset = SessionID(off)
+		s.SessionOffset = lockinfo.SessionID(off)
 	}
 	s.BackupIndex = d.Uvarint()
 }

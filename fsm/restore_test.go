@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // restoreInto prepares backup against h's state and installs it in a fresh
@@ -84,7 +85,7 @@ func TestPrepareRestoreKeepsTokensAboveBothHistories(t *testing.T) {
 		t.Fatalf("grant after restore: token %d, not above %d", r.Token, curStats.LastToken)
 	}
 	// Expiring the restored holder hands the lock to its restored waiter.
-	h.do(ExpireSessions{Sessions: []SessionID{na}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{na}})
 	wantHolder(t, f, "invoice:1", owner(2))
 	checkInvariants(t, f)
 }
@@ -119,7 +120,7 @@ func TestPrepareRestoreRefusesBadInput(t *testing.T) {
 		"garbage":   []byte("not a snapshot"),
 		"truncated": good[:len(good)-2],
 	} {
-		if _, err := cur.f.PrepareRestore(bytes.NewReader(b), &out); !errors.Is(err, ErrInvalidSnapshot) {
+		if _, err := cur.f.PrepareRestore(bytes.NewReader(b), &out); !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -144,7 +145,7 @@ func FuzzPrepareRestore(f *testing.F) {
 		cur := fuzzFixtureV2(t)
 		var out bytes.Buffer
 		if _, err := cur.f.PrepareRestore(bytes.NewReader(data), &out); err != nil {
-			if !errors.Is(err, ErrInvalidSnapshot) {
+			if !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 				t.Fatalf("error does not wrap ErrInvalidSnapshot: %v", err)
 			}
 			return

@@ -4,20 +4,21 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Result is the outcome of one command. Which fields are set depends on
 // Status; the others are zero.
 type Result struct {
 	Status     fsmwire.Status
-	Session    SessionID     // OpenSession: the new id
-	Token      Token         // Granted: the fencing token
-	Position   int           // Queued: 1-based place in the FIFO queue
-	Holder     Holder        // Locked: the current exclusive holder (zero while in lock-delay without one, or held shared)
-	DelayUntil int64         // Locked: end of the lock-delay, if that is why
-	Count      int           // ExpireSessions: sessions expired; Tick, EndDelay: delays ended; Locked (semaphore): permits free; Conflict: the limit in force
-	Reason     string        // Invalid, Quota: what is wrong
-	Quota      fsmwire.Quota // Quota: which quota refused the command
+	Session    lockinfo.SessionID // OpenSession: the new id
+	Token      lockinfo.Token     // Granted: the fencing token
+	Position   int                // Queued: 1-based place in the FIFO queue
+	Holder     lockinfo.Holder    // Locked: the current exclusive holder (zero while in lock-delay without one, or held shared)
+	DelayUntil int64              // Locked: end of the lock-delay, if that is why
+	Count      int                // ExpireSessions: sessions expired; Tick, EndDelay: delays ended; Locked (semaphore): permits free; Conflict: the limit in force
+	Reason     string             // Invalid, Quota: what is wrong
+	Quota      fsmwire.Quota      // Quota: which quota refused the command
 }
 
 // Err maps the status to a sentinel error: nil for OK, Granted and Queued;

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // AppendResult appends a compact encoding of r to dst, so that results can be
@@ -51,11 +52,11 @@ func DecodeResult(b []byte) (Result, []byte, error) {
 	var r Result
 	r.Status = fsmwire.Status(d.Byte())
 	r.Session = d.session()
-	r.Token = Token(d.Uvarint())
+	r.Token = lockinfo.Token(d.Uvarint())
 	r.Position = d.Int()
 	r.Holder.Session = d.session()
 	r.Holder.Owner = d.owner()
-	r.Holder.Token = Token(d.Uvarint())
+	r.Holder.Token = lockinfo.Token(d.Uvarint())
 	r.Holder.AcquiredAt = d.Varint()
 	r.Holder.AcquiredIdx = d.Uvarint()
 	r.Holder.Description = d.String(fsmwire.MaxDescriptionLen)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Revoke force-releases one grant of a lock on an operator's behalf (an
@@ -37,7 +38,7 @@ import (
 // admin API's authentication).
 type Revoke struct {
 	Lock  string
-	Token Token
+	Token lockinfo.Token
 	By    string // who revoked it, at most MaxDescriptionLen bytes
 	Why   string // why, at most MaxDescriptionLen bytes
 }
@@ -94,7 +95,7 @@ func (c Revoke) appendTo(dst []byte, _ byte) ([]byte, error) {
 
 // decodeRevoke decodes Revoke's body.
 func decodeRevoke(d *decoder, _ fsmwire.Op) Command {
-	return Revoke{Lock: d.String(fsmwire.MaxLockNameLen), Token: Token(d.Uvarint()), By: d.String(fsmwire.MaxDescriptionLen), Why: d.String(fsmwire.MaxDescriptionLen)}
+	return Revoke{Lock: d.String(fsmwire.MaxLockNameLen), Token: lockinfo.Token(d.Uvarint()), By: d.String(fsmwire.MaxDescriptionLen), Why: d.String(fsmwire.MaxDescriptionLen)}
 }
 
 func (a *applier) revoke(c Revoke) Result {
@@ -136,7 +137,7 @@ func (a *applier) revoke(c Revoke) Result {
 // sharedWithToken returns the shared grant (a reader, a semaphore's
 // holder) with token t, if one holds the lock. O(log shared grants): they
 // are in token order.
-func (l *lock) sharedWithToken(t Token) (holder, bool) {
+func (l *lock) sharedWithToken(t lockinfo.Token) (holder, bool) {
 	if l.shared == nil {
 		return holder{}, false
 	}

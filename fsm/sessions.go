@@ -1,6 +1,9 @@
 package fsm
 
-import "github.com/raftlock/raftlock/internal/fsmwire"
+import (
+	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
+)
 
 func (a *applier) openSession(c OpenSession) Result {
 	st := a.st
@@ -9,7 +12,7 @@ func (a *applier) openSession(c OpenSession) Result {
 		return r
 	}
 	st.sessionSeq++
-	id := SessionID(st.sessionSeq)
+	id := lockinfo.SessionID(st.sessionSeq)
 	s := &session{
 		gen:         st.gen,
 		id:          id,
@@ -28,7 +31,7 @@ func (a *applier) openSession(c OpenSession) Result {
 	return Result{Status: fsmwire.StatusOK, Session: id}
 }
 
-func (a *applier) closeSession(id SessionID, reason fsmwire.Reason) Result {
+func (a *applier) closeSession(id lockinfo.SessionID, reason fsmwire.Reason) Result {
 	s := a.st.sessions.get(id)
 	if s == nil {
 		return Result{Status: fsmwire.StatusNoSession}
@@ -37,7 +40,7 @@ func (a *applier) closeSession(id SessionID, reason fsmwire.Reason) Result {
 	return Result{Status: fsmwire.StatusOK}
 }
 
-func (a *applier) expireSessions(ids []SessionID) Result {
+func (a *applier) expireSessions(ids []lockinfo.SessionID) Result {
 	n := 0
 	for _, id := range ids {
 		if s := a.st.sessions.get(id); s != nil {
@@ -58,7 +61,7 @@ func (a *applier) expireSessions(ids []SessionID) Result {
 // queues they are in.
 func (a *applier) endSession(s *session, reason fsmwire.Reason) {
 	st := a.st
-	byLock := make(map[string][]OwnerID, len(s.acqs))
+	byLock := make(map[string][]lockinfo.OwnerID, len(s.acqs))
 	for k := range s.acqs {
 		byLock[k.lock] = append(byLock[k.lock], k.owner)
 	}

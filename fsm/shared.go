@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Shared grants, semaphores and values (the package doc states the
@@ -50,7 +51,7 @@ func (l *lock) conflict(c Acquire) (Result, bool) {
 }
 
 // grantOf returns the grant (exclusive or shared) of owner, if it holds one.
-func (l *lock) grantOf(owner OwnerID) (holder, bool) {
+func (l *lock) grantOf(owner lockinfo.OwnerID) (holder, bool) {
 	if l.held && l.holder.owner == owner {
 		return l.holder, true
 	}
@@ -138,7 +139,7 @@ func cloneGrants(g *grants) *grants {
 }
 
 // sharedOf returns the shared grants of the given owners, in grant order.
-func (l *lock) sharedOf(owners []OwnerID) []holder {
+func (l *lock) sharedOf(owners []lockinfo.OwnerID) []holder {
 	var at []int
 	for _, o := range owners {
 		if i := l.shared.find(o); i >= 0 {
@@ -193,7 +194,7 @@ func (a *applier) setValue(c SetValue) Result {
 func (a *applier) raiseTokens() Result {
 	if floor := a.now / 1000; floor > 0 && uint64(floor) > a.st.tokenSeq {
 		a.st.tokenSeq = uint64(floor)
-		a.emit(Event{Kind: fsmwire.EventTokensRaised, Token: Token(floor)})
+		a.emit(Event{Kind: fsmwire.EventTokensRaised, Token: lockinfo.Token(floor)})
 	}
-	return Result{Status: fsmwire.StatusOK, Token: Token(a.st.tokenSeq)}
+	return Result{Status: fsmwire.StatusOK, Token: lockinfo.Token(a.st.tokenSeq)}
 }

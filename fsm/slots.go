@@ -4,6 +4,8 @@ import (
 	"iter"
 	"slices"
 	"sort"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // indexThreshold is the length from which a slots list keeps an index of
@@ -23,10 +25,10 @@ const indexThreshold = 16
 // from head on stay in key order: a listing finds its place by binary
 // search (slotAfter).
 type slots[T any, P slot[T]] struct {
-	items  []T             // items[head:] in order, tombstones included
-	head   int             // slots before it were popped
-	live   int             // items in the list
-	owners map[OwnerID]int // owner → slot in items; nil below indexThreshold
+	items  []T                      // items[head:] in order, tombstones included
+	head   int                      // slots before it were popped
+	live   int                      // items in the list
+	owners map[lockinfo.OwnerID]int // owner → slot in items; nil below indexThreshold
 	// counts (with owners, in a queue) are the waiters of each session and
 	// of each node (the shares of the queue, fairshare.go).
 	counts *queueCounts
@@ -35,21 +37,21 @@ type slots[T any, P slot[T]] struct {
 // slot is what slots needs of an item.
 type slot[T any] interface {
 	*T
-	slotOwner() OwnerID     // the zero owner: a tombstone
-	slotKey() uint64        // never decreases along a list
-	slotSession() SessionID // the item's session
-	slotNode() string       // its session's node (waiters; "" for grants)
-	vacate()                // make the item a tombstone: zero owner, same key
-	counted() bool          // whether the index counts items by session and node (a queue's shares)
+	slotOwner() lockinfo.OwnerID     // the zero owner: a tombstone
+	slotKey() uint64                 // never decreases along a list
+	slotSession() lockinfo.SessionID // the item's session
+	slotNode() string                // its session's node (waiters; "" for grants)
+	vacate()                         // make the item a tombstone: zero owner, same key
+	counted() bool                   // whether the index counts items by session and node (a queue's shares)
 }
 
 type queueCounts struct {
-	bySession map[SessionID]int
+	bySession map[lockinfo.SessionID]int
 	byNode    map[string]int
 }
 
 // add adds d to the counts of an item of session s and node.
-func (c *queueCounts) add(s SessionID, node string, d int) {
+func (c *queueCounts) add(s lockinfo.SessionID, node string, d int) {
 	if n := c.bySession[s] + d; n > 0 {
 		c.bySession[s] = n
 	} else {
@@ -70,19 +72,19 @@ type queue = slots[waiter, *waiter]
 // every other.
 type grants = slots[holder, *holder]
 
-func (w *waiter) slotOwner() OwnerID     { return w.owner }
-func (w *waiter) slotKey() uint64        { return w.enqueuedIx }
-func (w *waiter) slotSession() SessionID { return w.session }
-func (w *waiter) slotNode() string       { return w.node }
-func (w *waiter) vacate()                { *w = waiter{enqueuedIx: w.enqueuedIx} }
-func (*waiter) counted() bool            { return true }
+func (w *waiter) slotOwner() lockinfo.OwnerID     { return w.owner }
+func (w *waiter) slotKey() uint64                 { return w.enqueuedIx }
+func (w *waiter) slotSession() lockinfo.SessionID { return w.session }
+func (w *waiter) slotNode() string                { return w.node }
+func (w *waiter) vacate()                         { *w = waiter{enqueuedIx: w.enqueuedIx} }
+func (*waiter) counted() bool                     { return true }
 
-func (h *holder) slotOwner() OwnerID     { return h.owner }
-func (h *holder) slotKey() uint64        { return h.token }
-func (h *holder) slotSession() SessionID { return h.session }
-func (h *holder) slotNode() string       { return "" }
-func (h *holder) vacate()                { *h = holder{token: h.token} }
-func (*holder) counted() bool            { return false }
+func (h *holder) slotOwner() lockinfo.OwnerID     { return h.owner }
+func (h *holder) slotKey() uint64                 { return h.token }
+func (h *holder) slotSession() lockinfo.SessionID { return h.session }
+func (h *holder) slotNode() string                { return "" }
+func (h *holder) vacate()                         { *h = holder{token: h.token} }
+func (*holder) counted() bool                     { return false }
 
 // count adds d to the index's counts of the item in slot i (a queue with
 // an index).
@@ -95,7 +97,7 @@ func (q *slots[T, P]) count(i int, d int) {
 
 // countOf returns how many items of session s, and of node, the list
 // holds: O(1) with the index (a queue), a pass over the list without.
-func (q *slots[T, P]) countOf(s SessionID, node string) (bySession, byNode int) {
+func (q *slots[T, P]) countOf(s lockinfo.SessionID, node string) (bySession, byNode int) {
 	if q.counts != nil {
 		return q.counts.bySession[s], q.counts.byNode[node]
 	}
@@ -134,7 +136,7 @@ func (q *slots[T, P]) len() int {
 }
 
 // ownerOf returns the owner in slot i (zero: a tombstone).
-func (q *slots[T, P]) ownerOf(i int) OwnerID { return P(&q.items[i]).slotOwner() }
+func (q *slots[T, P]) ownerOf(i int) lockinfo.OwnerID { return P(&q.items[i]).slotOwner() }
 
 // clone returns a compacted copy.
 func (q *slots[T, P]) clone() slots[T, P] {
@@ -167,7 +169,7 @@ func (q *slots[T, P]) all() iter.Seq[T] {
 }
 
 // find returns the slot of owner, or -1 if it is not in the list.
-func (q *slots[T, P]) find(owner OwnerID) int {
+func (q *slots[T, P]) find(owner lockinfo.OwnerID) int {
 	if q == nil {
 		return -1
 	}
@@ -189,7 +191,7 @@ func (q *slots[T, P]) find(owner OwnerID) int {
 func (q *slots[T, P]) at(i int) T { return q.items[i] }
 
 // lookup returns owner's item, if it is in the list.
-func (q *slots[T, P]) lookup(owner OwnerID) (T, bool) {
+func (q *slots[T, P]) lookup(owner lockinfo.OwnerID) (T, bool) {
 	if i := q.find(owner); i >= 0 {
 		return q.items[i], true
 	}
@@ -199,7 +201,7 @@ func (q *slots[T, P]) lookup(owner OwnerID) (T, bool) {
 
 // position returns the 1-based place of owner, or 0 if it is not in the
 // list. O(place): it counts the live items ahead.
-func (q *slots[T, P]) position(owner OwnerID) int {
+func (q *slots[T, P]) position(owner lockinfo.OwnerID) int {
 	i := q.find(owner)
 	if i < 0 {
 		return 0
@@ -290,10 +292,10 @@ func (q *slots[T, P]) tidy() {
 }
 
 func (q *slots[T, P]) buildIndex() {
-	q.owners = make(map[OwnerID]int, 2*q.live)
+	q.owners = make(map[lockinfo.OwnerID]int, 2*q.live)
 	q.counts = nil
 	if P.counted(nil) {
-		q.counts = &queueCounts{bySession: make(map[SessionID]int), byNode: make(map[string]int)}
+		q.counts = &queueCounts{bySession: make(map[lockinfo.SessionID]int), byNode: make(map[string]int)}
 	}
 	for i := q.head; i < len(q.items); i++ {
 		if o := q.ownerOf(i); !o.IsZero() {
@@ -305,7 +307,7 @@ func (q *slots[T, P]) buildIndex() {
 
 // removeOwners removes the given owners' items (owners in the list) in
 // order, calling fn for each.
-func (q *slots[T, P]) removeOwners(owners []OwnerID, fn func(T)) {
+func (q *slots[T, P]) removeOwners(owners []lockinfo.OwnerID, fn func(T)) {
 	slots := make([]int, 0, len(owners))
 	for _, o := range owners {
 		if i := q.find(o); i >= 0 {

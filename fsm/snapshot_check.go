@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Validation of a decoded lock: what Restore refuses.
@@ -31,11 +32,11 @@ func (st *state) checkLock(name string, flags byte, l *lock, v byte) error {
 	if err := l.checkKind(name); err != nil {
 		return err
 	}
-	var owners map[OwnerID]struct{} // duplicates are only possible with more than one acquisition
+	var owners map[lockinfo.OwnerID]struct{} // duplicates are only possible with more than one acquisition
 	if l.waiters.len()+l.shared.len() > 0 {
-		owners = make(map[OwnerID]struct{}, l.waiters.len()+l.shared.len()+1)
+		owners = make(map[lockinfo.OwnerID]struct{}, l.waiters.len()+l.shared.len()+1)
 	}
-	check := func(s SessionID, o OwnerID) error {
+	check := func(s lockinfo.SessionID, o lockinfo.OwnerID) error {
 		sess := st.sessions.get(s)
 		if sess == nil {
 			return fmt.Errorf("lock %q: unknown session %d", name, s)

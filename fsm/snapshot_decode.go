@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // snapReader reads records and keeps a running CRC of what it consumed.
@@ -62,7 +63,7 @@ func (s *snapReader) record() (decoder, error) {
 }
 
 func snapErr(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidSnapshot}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{fsmwire.ErrInvalidSnapshot}, args...)...)
 }
 
 func decodeSnapshot(r io.Reader) (*state, error) {
@@ -81,13 +82,13 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	case snapshotV2, snapshotV3, snapshotV4:
 		sr.maxRec = maxSnapshotRecord
 	default:
-		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, v, snapshotV4)
+		return nil, fmt.Errorf("%w: %w: snapshot version %d (this binary reads 1..%d)", fsmwire.ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, v, snapshotV4)
 	}
 	st, nSessions, nLocks, nSections, err := decodeMeta(sr, v)
 	if err != nil {
 		return nil, err
 	}
-	var prevID SessionID
+	var prevID lockinfo.SessionID
 	for i := uint64(0); i < nSessions; i++ {
 		s, err := decodeSession(sr, v, prevID, st)
 		if err != nil {
@@ -143,7 +144,7 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks, nSections
 	}
 	switch {
 	case st.version > MaxClusterVersion:
-		return nil, 0, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, st.version, MaxClusterVersion)
+		return nil, 0, 0, 0, fmt.Errorf("%w: %w: cluster version %d (this binary supports up to %d)", fsmwire.ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, st.version, MaxClusterVersion)
 	case st.version < 1:
 		return nil, 0, 0, 0, snapErr("meta: cluster version 0")
 	case (v >= snapshotV3) != (st.version >= versionPrimitives), (v >= snapshotV4) != (st.version >= versionSections):
@@ -159,7 +160,7 @@ func decodeMeta(sr *snapReader, v byte) (st *state, nSessions, nLocks, nSections
 	return st, nSessions, nLocks, nSections, nil
 }
 
-func decodeSession(sr *snapReader, v byte, prev SessionID, st *state) (*session, error) {
+func decodeSession(sr *snapReader, v byte, prev lockinfo.SessionID, st *state) (*session, error) {
 	d, err := sr.record()
 	if err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func (st *state) decodeLock(sr *snapReader, v byte) error {
 	if flags&flagDelayed != 0 {
 		l.delayed, l.delayUntil = true, d.Varint()
 		if v >= snapshotV2 {
-			l.delayFor, l.delayToken = d.Varint(), Token(d.Uvarint())
+			l.delayFor, l.delayToken = d.Varint(), lockinfo.Token(d.Uvarint())
 		}
 	}
 	if v >= snapshotV3 {
@@ -345,7 +346,7 @@ func (d *decoder) list(sr *snapReader, minSize int, item func(*decoder)) error {
 }
 
 func (d *decoder) holder(v byte) holder {
-	h := holder{session: d.session(), owner: d.owner(), token: Token(d.Uvarint()), acquiredAt: d.Varint(), acquiredIdx: d.Uvarint()}
+	h := holder{session: d.session(), owner: d.owner(), token: lockinfo.Token(d.Uvarint()), acquiredAt: d.Varint(), acquiredIdx: d.Uvarint()}
 	if v >= snapshotV3 {
 		h.permits, h.value = d.limit(), d.String(fsmwire.MaxValueLen)
 	}

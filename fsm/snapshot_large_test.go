@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Issue 14 #4: 700,000 waiters on one lock made an 18.9 MB lock record that
@@ -98,7 +99,7 @@ func TestSnapshotRoundTripOfLargeStates(t *testing.T) {
 				h.entry(batch...)
 			}
 			if rapid.Bool().Draw(rt, "expire") {
-				h.do(ExpireSessions{Sessions: []SessionID{s}})
+				h.do(ExpireSessions{Sessions: []lockinfo.SessionID{s}})
 			}
 		}
 		snap := h.snapshot()

@@ -84,7 +84,7 @@ func (s sectionWrite) write(w *snapWriter) {
 // decodeSections reads n sections into st.
 func (st *state) decodeSections(sr *snapReader, n uint64) error {
 	if n > uint64(len(snapshotSections)) {
-		return fmt.Errorf("%w: %w: %d snapshot sections (this binary knows %d)", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, n, len(snapshotSections))
+		return fmt.Errorf("%w: %w: %d snapshot sections (this binary knows %d)", fsmwire.ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, n, len(snapshotSections))
 	}
 	var last uint64
 	for i := uint64(0); i < n; i++ {
@@ -99,7 +99,7 @@ func (st *state) decodeSections(sr *snapReader, n uint64) error {
 		sec := sectionByTag(tag)
 		switch {
 		case sec == nil:
-			return fmt.Errorf("%w: %w: snapshot section %d", ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, tag)
+			return fmt.Errorf("%w: %w: snapshot section %d", fsmwire.ErrInvalidSnapshot, fsmwire.ErrUnsupportedVersion, tag)
 		case i > 0 && tag <= last:
 			return snapErr("section %d after section %d", tag, last)
 		case records == 0 || records > maxQuota:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // fuzzFixtureV4 is fuzzFixtureV3 at cluster version 4, with a takeover
@@ -15,7 +16,7 @@ func fuzzFixtureV4(t tb) *harness {
 	h := fuzzFixtureV3(t)
 	h.do(SetClusterVersion{Version: 4})
 	h.do(Takeover{})
-	h.do(Renewed{Sessions: []SessionID{1}})
+	h.do(Renewed{Sessions: []lockinfo.SessionID{1}})
 	return h
 }
 
@@ -102,7 +103,7 @@ func TestVersion4SnapshotRefusesBadSections(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			withSections(t, c.known...)
 			err := New(nil).Restore(readCloser(c.snap))
-			if !errors.Is(err, ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) != c.unknown {
+			if !errors.Is(err, fsmwire.ErrInvalidSnapshot) || errors.Is(err, fsmwire.ErrUnsupportedVersion) != c.unknown {
 				t.Fatalf("restored: %v", err)
 			}
 			t.Log(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRestoreRejectsBadSnapshotsAndKeepsState(t *testing.T) {
 		h := fuzzFixture(t)
 		before := h.digest()
 		err := h.f.Restore(readCloser(b))
-		if !errors.Is(err, ErrInvalidSnapshot) {
+		if !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 		if h.digest() != before {
@@ -172,7 +173,7 @@ func FuzzRestore(f *testing.F) {
 			err = h.f.Restore(readCloser(data))
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidSnapshot) {
+			if !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 				t.Fatalf("error does not wrap ErrInvalidSnapshot: %v", err)
 			}
 			if h.digest() != before {
@@ -208,7 +209,7 @@ func fuzzFixtureV2(t tb) *harness {
 		Acquire{Session: s, Lock: "invoice:842", Owner: owner(21), Wait: true, Seq: 2, AckBelow: 1},
 		Acquire{Session: s, Lock: "taken", Owner: owner(22), Seq: 4, AckBelow: 1},
 	)
-	h.do(ExpireSessions{Sessions: []SessionID{s}})
+	h.do(ExpireSessions{Sessions: []lockinfo.SessionID{s}})
 	b := h.open(time.Second, 0, "v2b")
 	h.do(Acquire{Session: b, Lock: "q", Owner: owner(23), Seq: 3, AckBelow: 2})
 	return h

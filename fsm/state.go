@@ -3,6 +3,8 @@ package fsm
 import (
 	"maps"
 	"slices"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // state is the replicated state. Objects reachable from its maps are shared
@@ -22,7 +24,7 @@ type state struct {
 	version    uint64 // cluster version (1 until SetClusterVersion)
 	clusterID  string // set once by InitCluster
 	limits     Limits // replicated quotas (zero: none)
-	sessions   *cowMap[SessionID, *session]
+	sessions   *cowMap[lockinfo.SessionID, *session]
 	locks      *cowMap[string, *lock]
 	delayed    *cowMap[string, int64] // locks in lock-delay → delayUntil
 	waiters    int                    // total queue entries, for Stats
@@ -42,7 +44,7 @@ type state struct {
 
 type session struct {
 	gen         uint64
-	id          SessionID
+	id          lockinfo.SessionID
 	ttl         int64
 	lockDelay   int64
 	description string
@@ -66,7 +68,7 @@ type session struct {
 
 type acqKey struct {
 	lock  string
-	owner OwnerID
+	owner lockinfo.OwnerID
 }
 
 type lock struct {
@@ -89,15 +91,15 @@ type lock struct {
 	// timed by the leader over delayFor on its monotonic clock.
 	delayed    bool
 	delayUntil int64
-	delayFor   int64  // nanoseconds; version 2
-	delayToken Token  // token of the grant whose expiry began the delay; version 2
-	delayNode  string // the node of the session whose expiry began the delay (fairshare.go)
+	delayFor   int64          // nanoseconds; version 2
+	delayToken lockinfo.Token // token of the grant whose expiry began the delay; version 2
+	delayNode  string         // the node of the session whose expiry began the delay (fairshare.go)
 }
 
 type holder struct {
-	session     SessionID
-	owner       OwnerID
-	token       Token
+	session     lockinfo.SessionID
+	owner       lockinfo.OwnerID
+	token       lockinfo.Token
 	acquiredAt  int64
 	acquiredIdx uint64
 	permits     int // semaphore grants
@@ -106,8 +108,8 @@ type holder struct {
 
 // waiter is a queued acquisition; it is also what a grant is made from.
 type waiter struct {
-	session    SessionID
-	owner      OwnerID
+	session    lockinfo.SessionID
+	owner      lockinfo.OwnerID
 	enqueuedAt int64
 	enqueuedIx uint64
 	shared     bool // a read grant of a lock
@@ -153,7 +155,7 @@ func (st *state) mutLock(name string) *lock {
 }
 
 // mutSession is mutLock for sessions.
-func (st *state) mutSession(id SessionID) *session {
+func (st *state) mutSession(id lockinfo.SessionID) *session {
 	s := st.sessions.get(id)
 	if s != nil && s.gen != st.gen {
 		c := *s
@@ -168,7 +170,7 @@ func (st *state) mutSession(id SessionID) *session {
 
 // involve records that session id holds or waits for lock name as owner,
 // with value, and charges it to the session's node.
-func (st *state) involve(id SessionID, owner OwnerID, name, value string) {
+func (st *state) involve(id lockinfo.SessionID, owner lockinfo.OwnerID, name, value string) {
 	s := st.mutSession(id)
 	if s == nil {
 		return
@@ -184,7 +186,7 @@ func (st *state) involve(id SessionID, owner OwnerID, name, value string) {
 
 // uninvolve forgets the acquisition (name, owner) of session id, whose
 // value was value.
-func (st *state) uninvolve(id SessionID, owner OwnerID, name, value string) {
+func (st *state) uninvolve(id lockinfo.SessionID, owner lockinfo.OwnerID, name, value string) {
 	s := st.mutSession(id)
 	if s == nil {
 		return

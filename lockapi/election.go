@@ -6,19 +6,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
 // Leader describes who holds an election's lock.
 type Leader struct {
-	Name        string        // the lock
-	Session     fsm.SessionID // zero when nobody leads
-	Description string        // the leading session's owner description
-	Token       fsm.Token     // the leader's fencing token
-	Since       time.Time     // when it was granted (leader clock)
-	Value       string        // the value the leader attached (Campaign, Proclaim)
+	Name        string             // the lock
+	Session     lockinfo.SessionID // zero when nobody leads
+	Description string             // the leading session's owner description
+	Token       lockinfo.Token     // the leader's fencing token
+	Since       time.Time          // when it was granted (leader clock)
+	Value       string             // the value the leader attached (Campaign, Proclaim)
 }
 
 // Valid reports whether somebody leads.
@@ -59,7 +59,7 @@ func (e *Election) Leader() Leader {
 	return leaderOf(e.name, h)
 }
 
-func leaderOf(name string, h fsm.Holder) Leader {
+func leaderOf(name string, h lockinfo.Holder) Leader {
 	if h.Session == 0 {
 		return Leader{Name: name}
 	}

@@ -12,8 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Issue 17 #3, the etcd#18163 class: while candidates on every replica
@@ -203,7 +203,7 @@ func mustElection(t *testing.T, c *clustertest.Cluster, i int) *Election {
 	return e
 }
 
-func tokenOf(t uint64) fsm.Token { return fsm.Token(t) }
+func tokenOf(t uint64) lockinfo.Token { return lockinfo.Token(t) }
 
 // sortLeaders orders by token, keeping each leader's values in order.
 func sortLeaders(ls []Leader) {

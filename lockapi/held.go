@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // What a session holds, by name, and the rule that an acquisition never
@@ -38,7 +39,7 @@ func (s *Session) addLeaseLocked(l *Lease) {
 
 // dropLeaseLocked forgets the lease of owner, if the session has it. s.mu
 // is held.
-func (s *Session) dropLeaseLocked(owner fsm.OwnerID) {
+func (s *Session) dropLeaseLocked(owner lockinfo.OwnerID) {
 	l := s.leases[owner]
 	if l == nil {
 		return

@@ -10,13 +10,14 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
 // pending is an acquisition between its proposal and its grant.
 type pending struct {
 	name    string
-	owner   fsm.OwnerID
+	owner   lockinfo.OwnerID
 	granted chan grant // buffered: the event loop never blocks
 	failed  chan error
 	queued  bool   // guarded by the session's mu
@@ -28,11 +29,11 @@ type pending struct {
 
 // grant is a grant seen by the event loop: the token and its log index.
 type grant struct {
-	token fsm.Token
+	token lockinfo.Token
 	index uint64
 }
 
-func (p *pending) grant(t fsm.Token, index uint64) {
+func (p *pending) grant(t lockinfo.Token, index uint64) {
 	select {
 	case p.granted <- grant{t, index}:
 	default:
@@ -110,8 +111,8 @@ func TryTimeout(n *node.Node) time.Duration {
 
 func (s *Session) tryTimeout() time.Duration { return TryTimeout(s.n) }
 
-func newOwnerID() fsm.OwnerID {
-	var o fsm.OwnerID
+func newOwnerID() lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	for o.IsZero() {
 		rand.Read(o[:])
 	}
@@ -214,7 +215,7 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 // revocation) before the leader's reply to the Acquire arrives, or a resync
 // may have read a state past the grant before the lease existed. Either way
 // no later event would end such a lease.
-func (s *Session) newLease(p *pending, tok fsm.Token, index uint64, start time.Time) (*Lease, error) {
+func (s *Session) newLease(p *pending, tok lockinfo.Token, index uint64, start time.Time) (*Lease, error) {
 	s.mu.Lock()
 	if s.err != nil || !time.Now().Before(s.validUntil) {
 		err := s.err

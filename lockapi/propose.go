@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // propose is the one path by which a session's commands (Acquire, Release,
@@ -26,7 +27,7 @@ func (s *Session) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uin
 
 // withRequest attaches the request number, the acknowledgement and (to a
 // Release) the session to a session-scoped command.
-func withRequest(cmd fsm.Command, id fsm.SessionID, seq, ackBelow uint64) fsm.Command {
+func withRequest(cmd fsm.Command, id lockinfo.SessionID, seq, ackBelow uint64) fsm.Command {
 	switch c := cmd.(type) {
 	case fsm.Acquire:
 		c.Seq, c.AckBelow = seq, ackBelow

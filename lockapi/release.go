@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -26,7 +27,7 @@ import (
 // Release about one time in five).
 type release struct {
 	name  string
-	owner fsm.OwnerID
+	owner lockinfo.OwnerID
 	done  chan struct{} // closed once the Release committed or the session ended
 
 	// Guarded by the session's mu; final once done is closed.
@@ -41,7 +42,7 @@ type release struct {
 // addReleaseLocked registers a release of (name, owner) — or returns the one
 // already registered — unless the session has ended (nil: its end releases
 // everything). The caller holds s.mu.
-func (s *Session) addReleaseLocked(name string, owner fsm.OwnerID) *release {
+func (s *Session) addReleaseLocked(name string, owner lockinfo.OwnerID) *release {
 	if s.err != nil {
 		return nil
 	}
@@ -133,7 +134,7 @@ func (s *Session) tryRelease(ctx context.Context, r *release) error {
 
 // releaseInBackground registers a release of (name, owner) and tries it in
 // the background until it commits or the session ends.
-func (s *Session) releaseInBackground(name string, owner fsm.OwnerID) {
+func (s *Session) releaseInBackground(name string, owner lockinfo.OwnerID) {
 	s.mu.Lock()
 	r := s.addReleaseLocked(name, owner)
 	s.mu.Unlock()
@@ -201,7 +202,7 @@ func (s *Session) waitRelease(ctx context.Context, r *release) error {
 
 // pendingRelease returns the release of owner in progress (or settling), or
 // nil.
-func (s *Session) pendingRelease(owner fsm.OwnerID) *release {
+func (s *Session) pendingRelease(owner lockinfo.OwnerID) *release {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.releases[owner]
@@ -210,7 +211,7 @@ func (s *Session) pendingRelease(owner fsm.OwnerID) *release {
 // knows reports whether the owner is one of the session's acquisitions:
 // waiting for its grant, held as a lease, or being released (or released,
 // until the local replica has applied it).
-func (s *Session) knows(owner fsm.OwnerID) bool {
+func (s *Session) knows(owner lockinfo.OwnerID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pending[owner] != nil || s.leases[owner] != nil || s.releases[owner] != nil
@@ -222,7 +223,7 @@ func (s *Session) knows(owner fsm.OwnerID) bool {
 // all, or a delayed duplicate of an Acquire. Nobody would ever release it
 // otherwise, and the session would hold the lock (or wait for it) until it
 // ends.
-func (s *Session) releaseUnknown(name string, owner fsm.OwnerID) {
+func (s *Session) releaseUnknown(name string, owner lockinfo.OwnerID) {
 	if st := s.n.Owner(name, owner); !st.Held && st.Position == 0 {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -43,7 +44,7 @@ func TestRevokedBeforeTheGrantReplyIsNoLease(t *testing.T) {
 			l, err := s.Lock(context.Background(), name)
 			done <- result{l, err}
 		}()
-		var tok fsm.Token
+		var tok lockinfo.Token
 		for deadline := time.Now().Add(400 * time.Millisecond); ; {
 			if h, ok := c.Nodes[f].Holder(name); ok {
 				tok = h.Token

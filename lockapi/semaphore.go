@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Semaphore names a counting semaphore of Limit permits (1 to
@@ -61,11 +62,11 @@ func permits(sem Semaphore, n int, wait bool, opts []AcquireOption) fsm.Acquire 
 // WaiterCount count them all).
 type SemaphoreInfo struct {
 	Name        string
-	Limit       int          // 0 when the semaphore is not in use
-	Used        int          // permits held
-	Holders     []fsm.Holder // in grant order; Permits, Token, Value of each
+	Limit       int               // 0 when the semaphore is not in use
+	Used        int               // permits held
+	Holders     []lockinfo.Holder // in grant order; Permits, Token, Value of each
 	HolderCount int
-	Waiters     []fsm.Waiter // FIFO
+	Waiters     []lockinfo.Waiter // FIFO
 	WaiterCount int
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func TestSeqAllocAcknowledgesLowestUnfinished(t *testing.T) {
@@ -59,7 +60,7 @@ func TestSeqAllocConcurrent(t *testing.T) {
 }
 
 func TestWithRequestAttachesNumbers(t *testing.T) {
-	o := fsm.OwnerID{1}
+	o := lockinfo.OwnerID{1}
 	for _, tc := range []struct{ in, want fsm.Command }{
 		{fsm.Acquire{Session: 7, Lock: "l", Owner: o}, fsm.Acquire{Session: 7, Lock: "l", Owner: o, Seq: 5, AckBelow: 3}},
 		{fsm.Release{Lock: "l", Owner: o}, fsm.Release{Session: 7, Lock: "l", Owner: o, Seq: 5, AckBelow: 3}},

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -55,7 +56,7 @@ func (s State) String() string {
 // through one lock take a session each.
 type Session struct {
 	n       *node.Node
-	id      fsm.SessionID
+	id      lockinfo.SessionID
 	cfg     sessionConfig
 	margin  time.Duration
 	log     *slog.Logger
@@ -74,15 +75,15 @@ type Session struct {
 
 	mu           sync.Mutex
 	state        State
-	changed      chan struct{}            // closed and replaced on every state change
-	err          error                    // why the session ended
-	validUntil   time.Time                // client-side lease deadline (monotonic)
-	keepaliveErr error                    // of the last keepalive, if it failed
-	pending      map[fsm.OwnerID]*pending // acquisitions waiting for their outcome
-	leases       map[fsm.OwnerID]*Lease   // granted and not unlocked
-	held         map[string][]*Lease      // the leases by name (held.go)
-	releases     map[fsm.OwnerID]*release // releases that must commit, or settle (see release)
-	settling     []*release               // committed releases the local replica has not applied yet
+	changed      chan struct{}                 // closed and replaced on every state change
+	err          error                         // why the session ended
+	validUntil   time.Time                     // client-side lease deadline (monotonic)
+	keepaliveErr error                         // of the last keepalive, if it failed
+	pending      map[lockinfo.OwnerID]*pending // acquisitions waiting for their outcome
+	leases       map[lockinfo.OwnerID]*Lease   // granted and not unlocked
+	held         map[string][]*Lease           // the leases by name (held.go)
+	releases     map[lockinfo.OwnerID]*release // releases that must commit, or settle (see release)
+	settling     []*release                    // committed releases the local replica has not applied yet
 	// syncedAt is the applied index at which the last resync read the
 	// state: the events at or below it are in what resync judged, and the
 	// watch skips them (after a restore they can arrive after the Resync).
@@ -139,10 +140,10 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		lapsed:   make(chan struct{}),
 		state:    StateHealthy,
 		changed:  make(chan struct{}),
-		pending:  make(map[fsm.OwnerID]*pending),
-		leases:   make(map[fsm.OwnerID]*Lease),
+		pending:  make(map[lockinfo.OwnerID]*pending),
+		leases:   make(map[lockinfo.OwnerID]*Lease),
 		held:     make(map[string][]*Lease),
-		releases: make(map[fsm.OwnerID]*release),
+		releases: make(map[lockinfo.OwnerID]*release),
 	}
 	sent := time.Now()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner, Reserved: cfg.reserved})
@@ -170,7 +171,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 }
 
 // ID returns the session's id in the cluster.
-func (s *Session) ID() fsm.SessionID { return s.id }
+func (s *Session) ID() lockinfo.SessionID { return s.id }
 
 // TTL returns the session's TTL.
 func (s *Session) TTL() time.Duration { return s.cfg.ttl }
@@ -296,12 +297,12 @@ func (s *Session) end(state State, cause error) bool {
 	s.err = cause
 	leases := s.leases
 	pend := s.pending
-	s.leases, s.pending = map[fsm.OwnerID]*Lease{}, map[fsm.OwnerID]*pending{}
+	s.leases, s.pending = map[lockinfo.OwnerID]*Lease{}, map[lockinfo.OwnerID]*pending{}
 	s.held = map[string][]*Lease{}
 	for _, r := range s.releases {
 		s.finishReleaseLocked(r, 0, 0, cause)
 	}
-	s.releases, s.settling = map[fsm.OwnerID]*release{}, nil
+	s.releases, s.settling = map[lockinfo.OwnerID]*release{}, nil
 	if state == StateLost {
 		s.wg.Add(1) // lose's CloseSession
 	}

@@ -1,6 +1,6 @@
 package lockapi
 
-import "github.com/raftlock/raftlock/fsm"
+import "github.com/raftlock/raftlock/internal/lockinfo"
 
 // The state machine's types that users of lockapi name, so that they need
 // not import package fsm.
@@ -8,11 +8,11 @@ type (
 	// Token is a fencing token: strictly increasing per lock (and
 	// globally); pass it to the protected resource (package fence takes it
 	// as it is: it is a uint64).
-	Token = fsm.Token
+	Token = lockinfo.Token
 	// Holder describes the holder of a lock (LockedError.Holder).
-	Holder = fsm.Holder
+	Holder = lockinfo.Holder
 	// OwnerID identifies one acquisition (Lease.Owner).
-	OwnerID = fsm.OwnerID
+	OwnerID = lockinfo.OwnerID
 	// SessionID identifies a session in the cluster (Session.ID).
-	SessionID = fsm.SessionID
+	SessionID = lockinfo.SessionID
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -109,7 +110,7 @@ func TestResyncReleasesUnknownGrant(t *testing.T) {
 
 // injectOwned commits an acquisition a of s under an owner id s never
 // made, and returns that owner.
-func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire, want fsmwire.Status) fsm.OwnerID {
+func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire, want fsmwire.Status) lockinfo.OwnerID {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -147,7 +148,7 @@ func TestResyncReleasesUnknownGrantsOfEveryKind(t *testing.T) {
 		s.sub.Close() // the session misses every event from now on
 		type acq struct {
 			name  string
-			owner fsm.OwnerID
+			owner lockinfo.OwnerID
 		}
 		unknown := []acq{
 			{"ex", injectOwned(t, c, s, fsm.Acquire{Lock: "ex"}, fsmwire.StatusGranted)},

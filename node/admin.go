@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Admin operations (for an operator, through an admin API such as package
@@ -36,8 +37,8 @@ var (
 // Revocation says which grant Revoke ended.
 type Revocation struct {
 	Lock   string
-	Holder fsm.Holder // the revoked grant (its token, session and description)
-	Index  uint64     // log index of the Revoke
+	Holder lockinfo.Holder // the revoked grant (its token, session and description)
+	Index  uint64          // log index of the Revoke
 }
 
 // Revoke force-releases lock: the grant with token ends — its lease ends on
@@ -54,7 +55,7 @@ type Revocation struct {
 // ErrNotHeld (no such grant), ErrInvalidArgument (bad arguments, cluster
 // version below 3, a shared grant below version 4, token 0 on a lock of
 // several grants), ErrNoQuorum. Safe for concurrent use.
-func (n *Node) Revoke(ctx context.Context, lock string, token fsm.Token, by, why string) (Revocation, error) {
+func (n *Node) Revoke(ctx context.Context, lock string, token lockinfo.Token, by, why string) (Revocation, error) {
 	if err := checkCtx(ctx); err != nil {
 		return Revocation{}, err
 	}
@@ -91,36 +92,36 @@ const versionRevokeShared = 4
 
 // grantToRevoke finds, in the local state, the grant of lock that Revoke
 // names (see Revoke for token 0).
-func (n *Node) grantToRevoke(lock string, token fsm.Token) (fsm.Holder, error) {
+func (n *Node) grantToRevoke(lock string, token lockinfo.Token) (lockinfo.Holder, error) {
 	li, _ := n.fsm.Lock(lock)
 	if li.Held && (token == 0 || li.Holder.Token == token) {
 		return li.Holder, nil
 	}
-	var h fsm.Holder
+	var h lockinfo.Holder
 	switch {
 	case token == 0 && len(li.Shared) == 1:
 		h = li.Shared[0]
 	case token == 0 && len(li.Shared) > 1:
-		return fsm.Holder{}, fmt.Errorf("%w: lock %q has %d shared grants (tokens %s): name the one to revoke by its token",
+		return lockinfo.Holder{}, fmt.Errorf("%w: lock %q has %d shared grants (tokens %s): name the one to revoke by its token",
 			ErrInvalidArgument, lock, len(li.Shared), tokenList(li.Shared, 8))
 	case token == 0:
-		return fsm.Holder{}, fmt.Errorf("%w: lock %q is not held", ErrNotHeld, lock)
+		return lockinfo.Holder{}, fmt.Errorf("%w: lock %q is not held", ErrNotHeld, lock)
 	default:
-		i := slices.IndexFunc(li.Shared, func(g fsm.Holder) bool { return g.Token == token })
+		i := slices.IndexFunc(li.Shared, func(g lockinfo.Holder) bool { return g.Token == token })
 		if i < 0 {
-			return fsm.Holder{}, fmt.Errorf("%w: lock %q, token %d", ErrNotHeld, lock, token)
+			return lockinfo.Holder{}, fmt.Errorf("%w: lock %q, token %d", ErrNotHeld, lock, token)
 		}
 		h = li.Shared[i]
 	}
 	if v := n.fsm.ClusterVersion(); v < versionRevokeShared {
-		return fsm.Holder{}, fmt.Errorf("%w: revoking a shared grant (token %d of %q) needs cluster version %d (the cluster is at %d)",
+		return lockinfo.Holder{}, fmt.Errorf("%w: revoking a shared grant (token %d of %q) needs cluster version %d (the cluster is at %d)",
 			ErrInvalidArgument, h.Token, lock, versionRevokeShared, v)
 	}
 	return h, nil
 }
 
 // tokenList lists the tokens of up to max grants ("3, 5, 9, … (12 in all)").
-func tokenList(gs []fsm.Holder, max int) string {
+func tokenList(gs []lockinfo.Holder, max int) string {
 	var b strings.Builder
 	for i, g := range gs {
 		if i == max {
@@ -141,7 +142,7 @@ func tokenList(gs []fsm.Holder, max int) string {
 // its waits; its client learns at its next keepalive (its leases
 // end then). by and why are logged (WARN). Errors: ErrNoSuchSession,
 // ErrNoQuorum. Safe for concurrent use.
-func (n *Node) EndSession(ctx context.Context, id fsm.SessionID, by, why string) error {
+func (n *Node) EndSession(ctx context.Context, id lockinfo.SessionID, by, why string) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (n *Node) EndSession(ctx context.Context, id fsm.SessionID, by, why string)
 // BackupInfo describes a backup written by Backup.
 type BackupInfo struct {
 	Index     uint64 // the applied index it covers
-	LastToken fsm.Token
+	LastToken lockinfo.Token
 	Sessions  int
 	Locks     int
 	Bytes     int64

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/membership"
 )
 
@@ -105,14 +105,14 @@ const maxLeaseQuery = 1024
 // the question goes to the leader. Sessions the leader does not time (not
 // there, or being expired) are absent. Errors: ErrInvalidArgument (too
 // many), ErrNoQuorum (no leader answered before ctx ended).
-func (n *Node) LeasesLeft(ctx context.Context, ids []fsm.SessionID) (map[fsm.SessionID]time.Duration, error) {
+func (n *Node) LeasesLeft(ctx context.Context, ids []lockinfo.SessionID) (map[lockinfo.SessionID]time.Duration, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
 	if len(ids) > maxLeaseQuery {
 		return nil, fmt.Errorf("%w: %d sessions (at most %d)", ErrInvalidArgument, len(ids), maxLeaseQuery)
 	}
-	var out map[fsm.SessionID]time.Duration
+	var out map[lockinfo.SessionID]time.Duration
 	err := n.retry(ctx, false, func(ctx context.Context) error {
 		if n.raft.State() == raft.Leader {
 			var err error
@@ -124,13 +124,13 @@ func (n *Node) LeasesLeft(ctx context.Context, ids []fsm.SessionID) (map[fsm.Ses
 		if err != nil {
 			return err
 		}
-		out = make(map[fsm.SessionID]time.Duration, len(r.Left))
+		out = make(map[lockinfo.SessionID]time.Duration, len(r.Left))
 		for k, ms := range r.Left {
 			id, err := strconv.ParseUint(k, 10, 63)
 			if err != nil {
 				return fmt.Errorf("%w: %w: session id %q", errForward, errWire, k)
 			}
-			out[fsm.SessionID(id)] = time.Duration(ms) * time.Millisecond
+			out[lockinfo.SessionID(id)] = time.Duration(ms) * time.Millisecond
 		}
 		return nil
 	})
@@ -138,18 +138,18 @@ func (n *Node) LeasesLeft(ctx context.Context, ids []fsm.SessionID) (map[fsm.Ses
 }
 
 type leasesMsg struct {
-	Sessions []fsm.SessionID `json:"sessions"`
+	Sessions []lockinfo.SessionID `json:"sessions"`
 }
 
 // leasesLeft reads the leader's deadlines.
-func (m *expiryManager) leasesLeft(ids []fsm.SessionID) (map[fsm.SessionID]time.Duration, error) {
+func (m *expiryManager) leasesLeft(ids []lockinfo.SessionID) (map[lockinfo.SessionID]time.Duration, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leading {
 		return nil, errNotLeader
 	}
-	out := make(map[fsm.SessionID]time.Duration, len(ids))
+	out := make(map[lockinfo.SessionID]time.Duration, len(ids))
 	for _, id := range ids {
 		if l := m.sessions[id]; l != nil && !l.expiring {
 			out[id] = max(l.deadline.Sub(now), 0)

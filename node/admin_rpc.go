@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
 )
 
 // Admin operations forwarded to the leader:
@@ -49,7 +50,7 @@ var adminKinds = []struct {
 	err  error
 }{
 	{"not_leader", errNotLeader}, {"no_quorum", ErrNoQuorum}, {"invalid", ErrInvalidArgument},
-	{"refused", ErrRefused}, {"snapshot", fsm.ErrInvalidSnapshot}, {"closed", ErrClosed},
+	{"refused", ErrRefused}, {"snapshot", fsmwire.ErrInvalidSnapshot}, {"closed", ErrClosed},
 	{"restore_replicated", errRestoreReplicated},
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -124,7 +125,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		}
 		before := c.Nodes[li].Stats().LastToken
 
-		if _, err := f2.Restore(ctx, bytes.NewReader([]byte("not a backup"))); !errors.Is(err, fsm.ErrInvalidSnapshot) {
+		if _, err := f2.Restore(ctx, bytes.NewReader([]byte("not a backup"))); !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 			t.Fatalf("restoring garbage: %v", err)
 		}
 		sum, err := f2.Restore(ctx, bytes.NewReader(backup.Bytes()))
@@ -249,7 +250,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 		}
 		type grant struct {
 			index uint64
-			token fsm.Token
+			token lockinfo.Token
 		}
 		stop := make(chan struct{})
 		results := make(chan []grant, 3)
@@ -298,7 +299,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 		if len(before) == 0 || len(after) == 0 {
 			t.Fatalf("grants before %d, after %d: the load did not span the restore", len(before), len(after))
 		}
-		var maxBefore fsm.Token
+		var maxBefore lockinfo.Token
 		for _, g := range before {
 			maxBefore = max(maxBefore, g.token)
 		}
@@ -316,7 +317,7 @@ func TestAdminPeersAndLeasesLeft(t *testing.T) {
 		ctx := context.Background()
 		f := c.Follower(li)
 		s := openSession(t, ctx, c.Nodes[f], 10*time.Second)
-		left, err := c.Nodes[f].LeasesLeft(ctx, []fsm.SessionID{s, s + 1000})
+		left, err := c.Nodes[f].LeasesLeft(ctx, []lockinfo.SessionID{s, s + 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +327,7 @@ func TestAdminPeersAndLeasesLeft(t *testing.T) {
 		if _, ok := left[s+1000]; ok || len(left) != 1 {
 			t.Fatalf("an unknown session has a lease: %v", left)
 		}
-		if _, err := c.Nodes[f].LeasesLeft(ctx, make([]fsm.SessionID, 2000)); !errors.Is(err, node.ErrInvalidArgument) {
+		if _, err := c.Nodes[f].LeasesLeft(ctx, make([]lockinfo.SessionID, 2000)); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("too many sessions: %v", err)
 		}
 		c.Crash(3 - f - li)

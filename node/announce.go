@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Grant announcements. When a release, an expiry or the end of a lock-delay
@@ -31,12 +32,12 @@ type announcer struct {
 	h announcerHost
 
 	mu      sync.Mutex
-	grants  []fsm.Event              // applied on this leader, not yet queued
-	queues  map[string][]fsm.Event   // peer address → grants to send after the one in flight
-	busy    map[string]bool          // peer address → an announcement is in flight
-	peers   []announcePeer           // the other replicas (cached)
-	peersAt time.Time                // when peers was read
-	homes   map[fsm.SessionID]string // session → the Raft id of its replica, "" for this one (announce_route.go)
+	grants  []fsm.Event                   // applied on this leader, not yet queued
+	queues  map[string][]fsm.Event        // peer address → grants to send after the one in flight
+	busy    map[string]bool               // peer address → an announcement is in flight
+	peers   []announcePeer                // the other replicas (cached)
+	peersAt time.Time                     // when peers was read
+	homes   map[lockinfo.SessionID]string // session → the Raft id of its replica, "" for this one (announce_route.go)
 }
 
 // maxPendingGrants bounds the grants kept for a peer (and in one notice).
@@ -59,7 +60,7 @@ type announcerHost struct {
 }
 
 func newAnnouncer(h announcerHost) *announcer {
-	return &announcer{h: h, queues: map[string][]fsm.Event{}, busy: map[string]bool{}, homes: map[fsm.SessionID]string{}}
+	return &announcer{h: h, queues: map[string][]fsm.Event{}, busy: map[string]bool{}, homes: map[lockinfo.SessionID]string{}}
 }
 
 // announcerHost returns the node's side of the seam.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Issue 20 (also noted): a peer whose announcement queue is nearly full gets
@@ -71,7 +72,7 @@ func TestAnnouncerBackPressure(t *testing.T) {
 			sent: func(error) {},
 		})
 		grant := func(tok int) {
-			a.collect([]fsm.Event{{Kind: fsmwire.EventGranted, FromQueue: true, Index: uint64(tok), Session: 1, Lock: "l", Owner: fsm.OwnerID{1}, Token: fsm.Token(tok)}})
+			a.collect([]fsm.Event{{Kind: fsmwire.EventGranted, FromQueue: true, Index: uint64(tok), Session: 1, Lock: "l", Owner: lockinfo.OwnerID{1}, Token: lockinfo.Token(tok)}})
 			a.announce()
 			synctest.Wait()
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/membership"
 )
 
@@ -95,7 +96,7 @@ func (a *announcer) forgetHomes(events []fsm.Event) {
 
 // planAnnouncements says which grants go to which peer address (the rules
 // above). It is pure: homes and peers are read, not changed.
-func planAnnouncements(grants []fsm.Event, homes map[fsm.SessionID]string, peers []announcePeer) map[string][]fsm.Event {
+func planAnnouncements(grants []fsm.Event, homes map[lockinfo.SessionID]string, peers []announcePeer) map[string][]fsm.Event {
 	plan := make(map[string][]fsm.Event, len(peers))
 	for _, g := range grants {
 		if home, ok := homes[g.Session]; ok {

@@ -8,39 +8,40 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func TestPlanAnnouncements(t *testing.T) {
 	peers := []announcePeer{{"b~2", "addr-b"}, {"c", "addr-c"}} // c: a Raft id from before incarnations
-	grant := func(s fsm.SessionID) fsm.Event {
-		return fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Session: s, Token: fsm.Token(s)}
+	grant := func(s lockinfo.SessionID) fsm.Event {
+		return fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Session: s, Token: lockinfo.Token(s)}
 	}
 	for _, tc := range []struct {
 		name   string
 		peers  []announcePeer
 		grants []fsm.Event
-		homes  map[fsm.SessionID]string
-		want   map[string][]fsm.SessionID // address → sessions of the grants sent there
+		homes  map[lockinfo.SessionID]string
+		want   map[string][]lockinfo.SessionID // address → sessions of the grants sent there
 	}{
 		{"unknown home: every peer", peers, []fsm.Event{grant(1)}, nil,
-			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
-		{"home on this leader: nobody", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: ""},
-			map[string][]fsm.SessionID{}},
-		{"home on a peer: that peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~2"},
-			map[string][]fsm.SessionID{"addr-b": {1}}},
-		{"pre-incarnation server matched by node id", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "c~9"},
-			map[string][]fsm.SessionID{"addr-c": {1}}},
-		{"another incarnation of a peer is not that peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "b~1"},
-			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
-		{"home left the configuration: every peer", peers, []fsm.Event{grant(1)}, map[fsm.SessionID]string{1: "gone~1"},
-			map[string][]fsm.SessionID{"addr-b": {1}, "addr-c": {1}}},
+			map[string][]lockinfo.SessionID{"addr-b": {1}, "addr-c": {1}}},
+		{"home on this leader: nobody", peers, []fsm.Event{grant(1)}, map[lockinfo.SessionID]string{1: ""},
+			map[string][]lockinfo.SessionID{}},
+		{"home on a peer: that peer", peers, []fsm.Event{grant(1)}, map[lockinfo.SessionID]string{1: "b~2"},
+			map[string][]lockinfo.SessionID{"addr-b": {1}}},
+		{"pre-incarnation server matched by node id", peers, []fsm.Event{grant(1)}, map[lockinfo.SessionID]string{1: "c~9"},
+			map[string][]lockinfo.SessionID{"addr-c": {1}}},
+		{"another incarnation of a peer is not that peer", peers, []fsm.Event{grant(1)}, map[lockinfo.SessionID]string{1: "b~1"},
+			map[string][]lockinfo.SessionID{"addr-b": {1}, "addr-c": {1}}},
+		{"home left the configuration: every peer", peers, []fsm.Event{grant(1)}, map[lockinfo.SessionID]string{1: "gone~1"},
+			map[string][]lockinfo.SessionID{"addr-b": {1}, "addr-c": {1}}},
 		{"mixed, in grant order per peer", peers, []fsm.Event{grant(1), grant(2), grant(3), grant(4)},
-			map[fsm.SessionID]string{1: "b~2", 2: "", 3: "c"},
-			map[string][]fsm.SessionID{"addr-b": {1, 4}, "addr-c": {3, 4}}},
-		{"no peers", nil, []fsm.Event{grant(1)}, nil, map[string][]fsm.SessionID{}},
+			map[lockinfo.SessionID]string{1: "b~2", 2: "", 3: "c"},
+			map[string][]lockinfo.SessionID{"addr-b": {1, 4}, "addr-c": {3, 4}}},
+		{"no peers", nil, []fsm.Event{grant(1)}, nil, map[string][]lockinfo.SessionID{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := map[string][]fsm.SessionID{}
+			got := map[string][]lockinfo.SessionID{}
 			for addr, gs := range planAnnouncements(tc.grants, tc.homes, tc.peers) {
 				for _, g := range gs {
 					got[addr] = append(got[addr], g.Session)
@@ -69,7 +70,7 @@ func TestAnnouncerHomes(t *testing.T) {
 		prop(fsm.Release{Session: 3, Lock: "l"}, "b~2"),
 		prop(fsm.Acquire{Session: 4, Lock: "l", Wait: true}, ""),
 	})
-	if want := map[fsm.SessionID]string{1: "b~2", 4: ""}; !maps.Equal(a.homes, want) {
+	if want := map[lockinfo.SessionID]string{1: "b~2", 4: ""}; !maps.Equal(a.homes, want) {
 		t.Fatalf("homes %v, want %v", a.homes, want)
 	}
 	a.noteHomes([]*proposal{prop(fsm.Acquire{Session: 1, Lock: "m", Wait: true}, originUnknown)})
@@ -82,7 +83,7 @@ func TestAnnouncerHomes(t *testing.T) {
 	}
 
 	for i := range maxHomes {
-		a.homes[fsm.SessionID(i+100)] = "b~2"
+		a.homes[lockinfo.SessionID(i+100)] = "b~2"
 	}
 	a.noteHomes([]*proposal{
 		prop(fsm.Acquire{Session: 1, Lock: "l", Wait: true}, "b~2"),   // new: over the bound

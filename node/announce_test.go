@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -42,7 +43,7 @@ func TestGrantAnnouncedToFollower(t *testing.T) {
 // leaderAndFollowerSessions starts an in-memory cluster and opens a
 // session on its leader (sl) and on a follower (sf); ctx bounds the test
 // (10 s of the bubble's time).
-func leaderAndFollowerSessions(t *testing.T) (ctx context.Context, l, f *node.Node, sl, sf fsm.SessionID) {
+func leaderAndFollowerSessions(t *testing.T) (ctx context.Context, l, f *node.Node, sl, sf lockinfo.SessionID) {
 	t.Helper()
 	c, leader := startMemCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -54,7 +55,7 @@ func leaderAndFollowerSessions(t *testing.T) (ctx context.Context, l, f *node.No
 // announcedEarly hands lock name over from a holder on l to a waiter on f,
 // checks the announcement and the applied event on f, and reports whether
 // the announcement came before f applied the grant.
-func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf fsm.SessionID, name string) bool {
+func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf lockinfo.SessionID, name string) bool {
 	t.Helper()
 	holder, waiter := newOwner(), newOwner()
 	first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: name, Owner: holder})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -100,7 +101,7 @@ func benchPropose(b *testing.B, n *node.Node, callers int) {
 // Propose — and reports proposals/s and the latency percentiles.
 func benchCallers(b *testing.B, nodes []*node.Node, callers int, apply bool) {
 	ctx := context.Background()
-	sessions := make([]fsm.SessionID, len(nodes))
+	sessions := make([]lockinfo.SessionID, len(nodes))
 	for i, n := range nodes {
 		r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
 		if err != nil {

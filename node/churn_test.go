@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -132,7 +133,7 @@ func churnRuns(t *testing.T, test func(t *testing.T, ch *churn, changes int)) {
 
 // queueWaiter queues session s for lock through via and returns when the
 // waiter is granted, as at applies it (watchGrant: stop must be called).
-func queueWaiter(t *testing.T, at, via *node.Node, s fsm.SessionID, lock string) (granted <-chan time.Time, stop func()) {
+func queueWaiter(t *testing.T, at, via *node.Node, s lockinfo.SessionID, lock string) (granted <-chan time.Time, stop func()) {
 	t.Helper()
 	o := newOwner()
 	sub, err := at.Subscribe(node.EventFilter{Owner: o}, 8)

@@ -11,12 +11,13 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 
-func newOwner() fsm.OwnerID {
-	var o fsm.OwnerID
+func newOwner() lockinfo.OwnerID {
+	var o lockinfo.OwnerID
 	rand.Read(o[:])
 	return o
 }
@@ -32,7 +33,7 @@ func startMemCluster(t *testing.T) (*clustertest.Cluster, int) {
 	return c, leader
 }
 
-func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) fsm.SessionID {
+func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) lockinfo.SessionID {
 	t.Helper()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})
 	if err != nil || r.Status != fsmwire.StatusOK {
@@ -51,7 +52,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 
-				var last fsm.Token
+				var last lockinfo.Token
 				for i, n := range c.Nodes {
 					s := openSession(t, ctx, n, time.Minute)
 					o := newOwner()
@@ -81,7 +82,7 @@ func TestApplyRefusesBadCommands(t *testing.T) {
 		c := clustertest.Start(t, clustertest.Options{Nodes: 1, Net: memnet.New()})
 		c.WaitLeader(5 * time.Second)
 		ctx := context.Background()
-		for _, cmd := range []fsm.Command{nil, fsm.Tick{}, fsm.ExpireSessions{Sessions: []fsm.SessionID{1}},
+		for _, cmd := range []fsm.Command{nil, fsm.Tick{}, fsm.ExpireSessions{Sessions: []lockinfo.SessionID{1}},
 			fsm.Acquire{Session: 1, Lock: "", Owner: newOwner()}, fsm.OpenSession{TTL: -1}} {
 			if _, err := c.Nodes[0].Apply(ctx, cmd); !errors.Is(err, node.ErrInvalidArgument) {
 				t.Fatalf("%#v: err = %v", cmd, err)

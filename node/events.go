@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // EventFilter chooses the events a Subscription receives: those of one
@@ -32,8 +33,8 @@ import (
 // through C and the subscriber's goroutine. The applied EventGranted still
 // arrives on C.
 type EventFilter struct {
-	Owner        fsm.OwnerID
-	Session      fsm.SessionID
+	Owner        lockinfo.OwnerID
+	Session      lockinfo.SessionID
 	Lock         string
 	All          bool
 	EarlyGrants  bool
@@ -82,8 +83,8 @@ func (s *Subscription) signalResync() {
 // eventHub fans events out to subscriptions, indexed by filter key.
 type eventHub struct {
 	mu        sync.RWMutex
-	byOwner   map[fsm.OwnerID][]*Subscription
-	bySession map[fsm.SessionID][]*Subscription
+	byOwner   map[lockinfo.OwnerID][]*Subscription
+	bySession map[lockinfo.SessionID][]*Subscription
 	byLock    map[string][]*Subscription
 	all       []*Subscription
 	dropped   func() // metric hook
@@ -98,8 +99,8 @@ type eventHub struct {
 
 func newEventHub(dropped func()) *eventHub {
 	return &eventHub{
-		byOwner:   map[fsm.OwnerID][]*Subscription{},
-		bySession: map[fsm.SessionID][]*Subscription{},
+		byOwner:   map[lockinfo.OwnerID][]*Subscription{},
+		bySession: map[lockinfo.SessionID][]*Subscription{},
 		byLock:    map[string][]*Subscription{},
 		dropped:   dropped,
 	}

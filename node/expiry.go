@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // expiryManager runs on the leader. It keeps every session's deadline in
@@ -42,7 +43,7 @@ type expiryManager struct {
 	mu       sync.Mutex
 	leading  bool          // deadlines are initialised for this leadership term
 	takeover []takeoverEvt // while a new leader reads the state: what changed meanwhile
-	sessions map[fsm.SessionID]*deadline
+	sessions map[lockinfo.SessionID]*deadline
 	due      timeHeap[*deadline]
 	wakeAt   time.Time // when the loop runs next on its own
 	delays   delayTimers
@@ -69,7 +70,7 @@ type expiryHost struct {
 }
 
 type deadline struct {
-	id       fsm.SessionID
+	id       lockinfo.SessionID
 	ttl      time.Duration
 	deadline time.Time
 	// marked: a takeover marker follows the session's last renewal in the
@@ -88,7 +89,7 @@ func (l *deadline) setSlot(i int)    { l.slot = i }
 // takeoverEvt is an event applied while a new leader read the sessions.
 type takeoverEvt struct {
 	kind fsmwire.EventKind
-	id   fsm.SessionID
+	id   lockinfo.SessionID
 	ttl  time.Duration
 	ttls []fsm.SessionTTL // EventRestored: the sessions the restore left
 }
@@ -208,7 +209,7 @@ func (m *expiryManager) takeOver() int {
 	m.mu.Unlock()
 	ttls := allSessionTTLs(m.h.fsm)
 	now := time.Now()
-	sessions := make(map[fsm.SessionID]*deadline, len(ttls))
+	sessions := make(map[lockinfo.SessionID]*deadline, len(ttls))
 	items := make([]*deadline, 0, len(ttls))
 	origins := map[uint64]time.Time{} // at most the markers kept
 	for _, s := range ttls {
@@ -280,7 +281,7 @@ func (m *expiryManager) expire(ctx context.Context) time.Time {
 	now := time.Now()
 	retry := m.h.retry
 	next := now.Add(time.Minute)
-	var due []fsm.SessionID
+	var due []lockinfo.SessionID
 	m.mu.Lock()
 	for {
 		l, ok := m.due.first()
@@ -392,7 +393,7 @@ func (m *expiryManager) restored() {
 // that the deadlines lack a deadline of now + TTL + the takeover grace,
 // and drops the deadlines of sessions it no longer has.
 func (m *expiryManager) resyncLocked(now time.Time, ttls []fsm.SessionTTL) {
-	present := make(map[fsm.SessionID]bool, len(ttls))
+	present := make(map[lockinfo.SessionID]bool, len(ttls))
 	for _, s := range ttls {
 		present[s.ID] = true
 		if m.sessions[s.ID] == nil {
@@ -423,7 +424,7 @@ func (m *expiryManager) isLeading() bool {
 // allSessionTTLs reads the id and TTL of every session, a page at a time.
 func allSessionTTLs(f *fsm.FSM) []fsm.SessionTTL {
 	var out []fsm.SessionTTL
-	for after, more := fsm.SessionID(0), true; more; {
+	for after, more := lockinfo.SessionID(0), true; more; {
 		var page []fsm.SessionTTL
 		page, more = f.SessionTTLs(after, 0)
 		out = append(out, page...)

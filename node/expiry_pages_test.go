@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // A new leader reads the sessions a page at a time: it arms the deadline
@@ -13,7 +14,7 @@ import (
 func TestTakeoverArmsEveryPageOfSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newExpiryRig(t)
-		var ids []fsm.SessionID
+		var ids []lockinfo.SessionID
 		for range 2_500 { // three pages
 			ids = append(ids, r.mustApply(fsm.OpenSession{TTL: time.Second}).Session)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -22,7 +23,7 @@ type keeper struct {
 	errs []error
 }
 
-func keepAlive(n *node.Node, s fsm.SessionID, ttl time.Duration) *keeper {
+func keepAlive(n *node.Node, s lockinfo.SessionID, ttl time.Duration) *keeper {
 	k := &keeper{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(k.done)
@@ -154,7 +155,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 			t.Fatalf("lock handed over after %v, before the TTL %v", waited, ttl)
 		}
 		time.Sleep(3 * ttl)
-		for _, id := range []fsm.SessionID{live, waiter} {
+		for _, id := range []lockinfo.SessionID{live, waiter} {
 			if _, ok := a.Session(id); !ok {
 				t.Fatalf("live session %d expired across the leader change", id)
 			}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // A bare state machine and a proposer that applies commands to it at once
@@ -103,7 +105,7 @@ func (r *expiryRig) lead() {
 	}
 }
 
-func (r *expiryRig) alive(id fsm.SessionID) bool {
+func (r *expiryRig) alive(id lockinfo.SessionID) bool {
 	_, ok := r.f.Session(id)
 	return ok
 }
@@ -171,8 +173,8 @@ func TestExpiryLockDelayOnMonotonicClock(t *testing.T) {
 				r.lead()
 				holder := r.mustApply(fsm.OpenSession{TTL: time.Second, LockDelay: 3 * time.Second}).Session
 				waiter := r.mustApply(fsm.OpenSession{TTL: time.Hour}).Session
-				r.mustApply(fsm.Acquire{Session: holder, Lock: "x", Owner: fsm.OwnerID{1}, Seq: 1})
-				r.mustApply(fsm.Acquire{Session: waiter, Lock: "x", Owner: fsm.OwnerID{2}, Wait: true, Seq: 1})
+				r.mustApply(fsm.Acquire{Session: holder, Lock: "x", Owner: lockinfo.OwnerID{1}, Seq: 1})
+				r.mustApply(fsm.Acquire{Session: waiter, Lock: "x", Owner: lockinfo.OwnerID{2}, Wait: true, Seq: 1})
 				r.wall.Store(int64(jump))
 				for !func() bool { _, ok := r.f.Session(holder); return !ok }() {
 					time.Sleep(10 * time.Millisecond)

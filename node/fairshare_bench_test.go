@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		}
 		greedy, other := c.Nodes[(leader+1)%3], c.Nodes[(leader+2)%3]
 
-		open := func(n *node.Node, desc string) fsm.SessionID {
+		open := func(n *node.Node, desc string) lockinfo.SessionID {
 			r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: desc})
 			if err != nil || r.Status != fsmwire.StatusOK {
 				b.Fatalf("open a session on %s: %v %v", n.ID(), err, r.Err())
@@ -67,7 +68,7 @@ func BenchmarkFloodShares(b *testing.B) {
 			}
 			queued++
 		}
-		queues := func(s fsm.SessionID) float64 {
+		queues := func(s lockinfo.SessionID) float64 {
 			w, err := other.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
 			b.Logf("another session's wait: %v %v", err, w.Err())
 			if err == nil && w.Status == fsmwire.StatusQueued {

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -130,7 +131,7 @@ func TestSessionAndNodeShareOfAQueue(t *testing.T) {
 		ctx := context.Background()
 		holder := openSession(t, ctx, leader, time.Hour)
 		mustApply(t, leader, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}, fsmwire.StatusGranted)
-		wait := func(s fsm.SessionID) func() fsm.Command {
+		wait := func(s lockinfo.SessionID) func() fsm.Command {
 			return func() fsm.Command { return fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true} }
 		}
 

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/raftlock/raftlock/fsm"
+
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Keepalives: a session is renewed on the leader (expiryManager); a follower
@@ -24,7 +25,7 @@ import (
 // within a millisecond (keepalive_batch.go); without a leader it is retried until ctx ends
 // (then the error wraps ErrNoQuorum). A nil ctx → ErrInvalidArgument; a
 // halted node → ErrHalted.
-func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
+func (n *Node) KeepAlive(ctx context.Context, id lockinfo.SessionID) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -42,8 +43,8 @@ func (n *Node) KeepAlive(ctx context.Context, id fsm.SessionID) error {
 }
 
 // keepAlive renews a session on the leader (keepAliveMany of one).
-func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
-	return m.keepAliveMany(ctx, []fsm.SessionID{id})[0]
+func (m *expiryManager) keepAlive(ctx context.Context, id lockinfo.SessionID) error {
+	return m.keepAliveMany(ctx, []lockinfo.SessionID{id})[0]
 }
 
 // keepAliveMany renews sessions on the leader and returns each one's
@@ -62,7 +63,7 @@ func (m *expiryManager) keepAlive(ctx context.Context, id fsm.SessionID) error {
 // idle cluster's Raft traffic. The wait costs the client only the time to
 // the acknowledgement, not lease: the deadline counts from when the
 // keepalive was received.
-func (m *expiryManager) keepAliveMany(ctx context.Context, ids []fsm.SessionID) []error {
+func (m *expiryManager) keepAliveMany(ctx context.Context, ids []lockinfo.SessionID) []error {
 	received := time.Now()
 	verdicts := make([]error, len(ids))
 	wait, unmarked, marked := m.checkMany(ids, received, verdicts)
@@ -89,7 +90,7 @@ func (m *expiryManager) keepAliveMany(ctx context.Context, ids []fsm.SessionID) 
 
 // confirmed runs a leadership round for the keepalives ids[pending] and
 // renews those sessions.
-func (m *expiryManager) confirmed(ctx context.Context, ids []fsm.SessionID, pending []int, wait time.Duration, received time.Time, verdicts []error) {
+func (m *expiryManager) confirmed(ctx context.Context, ids []lockinfo.SessionID, pending []int, wait time.Duration, received time.Time, verdicts []error) {
 	if err := m.h.confirm(ctx, wait); err != nil {
 		err = leadershipErr(err)
 		for _, i := range pending {
@@ -108,7 +109,7 @@ func (m *expiryManager) confirmed(ctx context.Context, ids []fsm.SessionID, pend
 // later already) and returns nil, or the keepalive's refusal: this node
 // stopped leading, or the session is gone or expiring. renewed: a Renewed
 // entry for it committed (it is no longer marked).
-func (m *expiryManager) extendLocked(id fsm.SessionID, received time.Time, renewed bool) error {
+func (m *expiryManager) extendLocked(id lockinfo.SessionID, received time.Time, renewed bool) error {
 	if !m.leading {
 		return errNotLeader
 	}
@@ -141,7 +142,7 @@ func keepaliveWait(heartbeat, ttl, left time.Duration) time.Duration {
 // not leading) in verdicts, and returns the positions of the others,
 // unmarked and marked, and the round's wait for the unmarked (the least
 // keepaliveWait).
-func (m *expiryManager) checkMany(ids []fsm.SessionID, received time.Time, verdicts []error) (wait time.Duration, unmarked, marked []int) {
+func (m *expiryManager) checkMany(ids []lockinfo.SessionID, received time.Time, verdicts []error) (wait time.Duration, unmarked, marked []int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leading || m.h.fsm.Halted() != nil {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -84,7 +84,7 @@ func (n *Node) keepaliveForwarderHost() keepaliveForwarderHost {
 // keepaliveBatch is one request: its sessions, and once done is closed
 // either err (the request failed as a whole) or each session's verdict.
 type keepaliveBatch struct {
-	ids      []fsm.SessionID
+	ids      []lockinfo.SessionID
 	deadline time.Time // the latest of its callers' deadlines
 	timer    *time.Timer
 	gone     bool // sent, or failed by close (under the forwarder's mu)
@@ -98,7 +98,7 @@ type keepaliveBatch struct {
 // id; a failed request (no leader, transport, malformed reply) or ctx's end
 // is an errForward (retried by the caller, as one keepalive's would be);
 // ErrClosed once the node closes.
-func (f *keepaliveForwarder) forward(ctx context.Context, id fsm.SessionID) error {
+func (f *keepaliveForwarder) forward(ctx context.Context, id lockinfo.SessionID) error {
 	if f.legacy() {
 		return f.one(ctx, id)
 	}
@@ -121,7 +121,7 @@ func (f *keepaliveForwarder) forward(ctx context.Context, id fsm.SessionID) erro
 }
 
 // one sends a single keepalive (kindKeepAlive), for a legacy leader.
-func (f *keepaliveForwarder) one(ctx context.Context, id fsm.SessionID) error {
+func (f *keepaliveForwarder) one(ctx context.Context, id lockinfo.SessionID) error {
 	reply, err := f.h.call(ctx, encodeKeepAliveRequest(id))
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (f *keepaliveForwarder) legacy() bool {
 
 // join adds id to the gathering batch (starting one, with its linger, if
 // none is) and returns it with id's position. A full batch leaves at once.
-func (f *keepaliveForwarder) join(ctx context.Context, id fsm.SessionID) (*keepaliveBatch, int, error) {
+func (f *keepaliveForwarder) join(ctx context.Context, id lockinfo.SessionID) (*keepaliveBatch, int, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(f.h.attempt)
@@ -237,7 +237,7 @@ func (f *keepaliveForwarder) close() {
 	}
 }
 
-func encodeKeepAliveBatchRequest(ids []fsm.SessionID) []byte {
+func encodeKeepAliveBatchRequest(ids []lockinfo.SessionID) []byte {
 	b := binary.AppendUvarint([]byte{wireVersion, kindKeepAliveBatch}, uint64(len(ids)))
 	for _, id := range ids {
 		b = binary.AppendUvarint(b, uint64(id))
@@ -247,16 +247,16 @@ func encodeKeepAliveBatchRequest(ids []fsm.SessionID) []byte {
 
 // decodeKeepAliveBatchRequest refuses an empty batch, one larger than
 // maxKeepaliveBatch, and a zero session id.
-func decodeKeepAliveBatchRequest(b []byte) ([]fsm.SessionID, error) {
+func decodeKeepAliveBatchRequest(b []byte) ([]lockinfo.SessionID, error) {
 	r := reader{b: b}
 	r.header(kindKeepAliveBatch)
 	n := r.uvarint()
 	if r.err == nil && (n == 0 || n > maxKeepaliveBatch) {
 		return nil, fmt.Errorf("%w: keepalive batch of %d sessions (1 to %d)", errWire, n, maxKeepaliveBatch)
 	}
-	ids := make([]fsm.SessionID, 0, n)
+	ids := make([]lockinfo.SessionID, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		id := fsm.SessionID(r.uvarint())
+		id := lockinfo.SessionID(r.uvarint())
 		if r.err == nil && id == 0 {
 			return nil, fmt.Errorf("%w: zero session id in a keepalive batch", errWire)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -21,9 +21,9 @@ type fakeLeader struct {
 	legacy  bool
 	fail    error // every request fails so
 	block   chan struct{}
-	expired map[fsm.SessionID]bool
-	batches [][]fsm.SessionID
-	singles []fsm.SessionID
+	expired map[lockinfo.SessionID]bool
+	batches [][]lockinfo.SessionID
+	singles []lockinfo.SessionID
 	refused int // requests of a kind it does not know
 }
 
@@ -40,7 +40,7 @@ func (l *fakeLeader) call(ctx context.Context, req []byte) ([]byte, error) {
 	if l.fail != nil {
 		return nil, l.fail
 	}
-	verdict := func(id fsm.SessionID) error {
+	verdict := func(id lockinfo.SessionID) error {
 		if l.expired[id] {
 			return ErrSessionExpired
 		}
@@ -83,7 +83,7 @@ func burst(ctx context.Context, f *keepaliveForwarder, n int) []error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { errs[i] = f.forward(ctx, fsm.SessionID(i+1)) })
+		wg.Go(func() { errs[i] = f.forward(ctx, lockinfo.SessionID(i+1)) })
 	}
 	wg.Wait()
 	return errs
@@ -97,7 +97,7 @@ func TestKeepaliveForwarder(t *testing.T) {
 	}
 	t.Run("a burst is one request, with each session's verdict", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := &fakeLeader{expired: map[fsm.SessionID]bool{3: true}}
+			l := &fakeLeader{expired: map[lockinfo.SessionID]bool{3: true}}
 			f, wg, cancel := setup(l)
 			defer cancel()
 			errs := burst(t.Context(), f, 10)
@@ -151,7 +151,7 @@ func TestKeepaliveForwarder(t *testing.T) {
 	})
 	t.Run("a leader of the previous release gets single keepalives", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := &fakeLeader{legacy: true, expired: map[fsm.SessionID]bool{2: true}}
+			l := &fakeLeader{legacy: true, expired: map[lockinfo.SessionID]bool{2: true}}
 			f, wg, cancel := setup(l)
 			defer cancel()
 			errs := burst(t.Context(), f, 4)
@@ -219,7 +219,7 @@ func TestKeepaliveForwarder(t *testing.T) {
 }
 
 func TestKeepaliveBatchWire(t *testing.T) {
-	ids := []fsm.SessionID{1, 300, 1 << 40}
+	ids := []lockinfo.SessionID{1, 300, 1 << 40}
 	back, err := decodeKeepAliveBatchRequest(encodeKeepAliveBatchRequest(ids))
 	if err != nil || fmt.Sprint(back) != fmt.Sprint(ids) {
 		t.Fatalf("request round trip: %v %v", back, err)
@@ -228,14 +228,14 @@ func TestKeepaliveBatchWire(t *testing.T) {
 	if err != nil || vs[0] != nil || !errors.Is(vs[1], ErrSessionExpired) || !errors.Is(vs[2], ErrNoQuorum) {
 		t.Fatalf("reply round trip: %v %v", vs, err)
 	}
-	tooMany := make([]fsm.SessionID, maxKeepaliveBatch+1)
+	tooMany := make([]lockinfo.SessionID, maxKeepaliveBatch+1)
 	for i := range tooMany {
 		tooMany[i] = 1
 	}
 	for name, b := range map[string][]byte{
 		"empty":          encodeKeepAliveBatchRequest(nil),
 		"too many":       encodeKeepAliveBatchRequest(tooMany),
-		"zero session":   encodeKeepAliveBatchRequest([]fsm.SessionID{4, 0}),
+		"zero session":   encodeKeepAliveBatchRequest([]lockinfo.SessionID{4, 0}),
 		"truncated":      encodeKeepAliveBatchRequest(ids)[:5],
 		"trailing bytes": append(encodeKeepAliveBatchRequest(ids), 1),
 		"count too high": {wireVersion, kindKeepAliveBatch, 1 << 6},

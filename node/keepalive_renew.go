@@ -7,6 +7,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Renewals in the log (cluster version 4). A new leader cannot know when
@@ -51,8 +52,8 @@ const versionRenewed uint64 = 4
 // renewMarked proposes Renewed for the marked sessions ids[marked] and,
 // once it committed, renews them (verdicts[i] nil) — or sets their
 // verdicts to why not.
-func (m *expiryManager) renewMarked(ctx context.Context, ids []fsm.SessionID, marked []int, received time.Time, verdicts []error) {
-	sessions := make([]fsm.SessionID, len(marked))
+func (m *expiryManager) renewMarked(ctx context.Context, ids []lockinfo.SessionID, marked []int, received time.Time, verdicts []error) {
+	sessions := make([]lockinfo.SessionID, len(marked))
 	for j, i := range marked {
 		sessions[j] = ids[i]
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -25,7 +26,7 @@ func TestKeepalivesShareLeadershipRounds(t *testing.T) {
 		defer cancel()
 		const sessions = 24
 		const ttl = 10 * time.Second
-		ids := make([]fsm.SessionID, sessions)
+		ids := make([]lockinfo.SessionID, sessions)
 		for i := range ids {
 			ids[i] = openSession(t, ctx, c.Nodes[i%3], ttl)
 		}
@@ -65,7 +66,7 @@ func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
 		defer cancel()
 		f := c.Nodes[(leader+1)%3]
 		const sessions = 20
-		ids := make([]fsm.SessionID, sessions)
+		ids := make([]lockinfo.SessionID, sessions)
 		for i := range ids {
 			ids[i] = openSession(t, ctx, f, 10*time.Second)
 		}

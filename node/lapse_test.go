@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -45,7 +46,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 		// holds opens a session with a 10 s lock-delay that holds lock, and
 		// queues another session for it; it returns the first session and
 		// the waiter's owner.
-		holds := func(lock string) (fsm.SessionID, fsm.OwnerID) {
+		holds := func(lock string) (lockinfo.SessionID, lockinfo.OwnerID) {
 			t.Helper()
 			a := apply(leader, fsm.OpenSession{TTL: time.Minute, LockDelay: 10 * time.Second}).Session
 			b := openSession(t, ctx, leader, time.Minute)
@@ -70,7 +71,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 			if h, ok := n.Holder(lock); !ok || h.Owner != w {
 				t.Fatalf("%s: at version 3 a lapsed close is a close: %s held by %+v (%v), want the waiter at once", n.ID(), lock, h, ok)
 			}
-			for _, tok := range []fsm.Token{read.Token, 0} {
+			for _, tok := range []lockinfo.Token{read.Token, 0} {
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				_, err := n.Revoke(rctx, "rw", tok, "test", "")
 				cancel()

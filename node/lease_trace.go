@@ -7,8 +7,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The lease trace (internal/leasetrace): what this node's side of the lease
@@ -52,7 +52,7 @@ func traceVerdict(err error) string {
 
 // traceSessions reports an event naming sessions (Install with their
 // deadlines, ProposeExpire, ProposeRenewed).
-func traceSessions(s leasetrace.Sink, kind leasetrace.Kind, ids []fsm.SessionID, deadlines []time.Time) {
+func traceSessions(s leasetrace.Sink, kind leasetrace.Kind, ids []lockinfo.SessionID, deadlines []time.Time) {
 	if s == nil {
 		return
 	}
@@ -73,7 +73,7 @@ func (m *expiryManager) traceInstalledLocked() {
 	if s == nil {
 		return
 	}
-	ids := make([]fsm.SessionID, 0, len(m.sessions))
+	ids := make([]lockinfo.SessionID, 0, len(m.sessions))
 	for id := range m.sessions {
 		ids = append(ids, id)
 	}
@@ -88,7 +88,7 @@ func (m *expiryManager) traceInstalledLocked() {
 // traceReceived reports the keepalives of a batch received at received:
 // refused or not-leader (verdicts), or accepted for a Renewed entry (the
 // positions marked) or a leadership round (the others).
-func traceReceived(s leasetrace.Sink, ids []fsm.SessionID, received time.Time, verdicts []error, marked []int) {
+func traceReceived(s leasetrace.Sink, ids []lockinfo.SessionID, received time.Time, verdicts []error, marked []int) {
 	for i, id := range ids {
 		v := traceVerdict(verdicts[i])
 		if verdicts[i] == nil {
@@ -103,7 +103,7 @@ func traceReceived(s leasetrace.Sink, ids []fsm.SessionID, received time.Time, v
 
 // traceAnswered reports the verdicts of a batch's keepalives once decided,
 // with the deadline of each renewed session.
-func traceAnswered(s leasetrace.Sink, m *expiryManager, ids []fsm.SessionID, received time.Time, verdicts []error) {
+func traceAnswered(s leasetrace.Sink, m *expiryManager, ids []lockinfo.SessionID, received time.Time, verdicts []error) {
 	now := time.Now().UnixNano()
 	for i, id := range ids {
 		e := leasetrace.Event{At: now, Kind: leasetrace.KeepAliveAnswered, Session: uint64(id), Sent: received.UnixNano(), Verdict: traceVerdict(verdicts[i])}

@@ -15,6 +15,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -137,7 +138,7 @@ func memberState(n *node.Node, id string) node.MemberState {
 }
 
 // lockVia opens a session and takes a lock through n.
-func lockVia(t *testing.T, ctx context.Context, n *node.Node, name string) fsm.Token {
+func lockVia(t *testing.T, ctx context.Context, n *node.Node, name string) lockinfo.Token {
 	t.Helper()
 	s := openSession(t, ctx, n, time.Minute)
 	r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()})

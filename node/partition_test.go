@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -101,7 +102,7 @@ func TestRestartWholeClusterFromDisk(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s := openSession(t, ctx, c.Nodes[0], time.Hour)
-		var last fsm.Token
+		var last lockinfo.Token
 		holder := newOwner()
 		for i := range 30 {
 			o := newOwner()

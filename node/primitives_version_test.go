@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -104,7 +105,7 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 // operator action.
 func TestTokensKeepIncreasingAcrossARebuiltCluster(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		grantOnce := func(lock string) fsm.Token {
+		grantOnce := func(lock string) lockinfo.Token {
 			c, li := readyCluster(t, clustertest.Options{})
 			defer c.Close()
 			ctx := context.Background()
@@ -113,7 +114,7 @@ func TestTokensKeepIncreasingAcrossARebuiltCluster(t *testing.T) {
 				return leader.Stats().LastToken > 1_000_000, "token counter not raised"
 			})
 			s := openSession(t, ctx, leader, time.Minute)
-			var last fsm.Token
+			var last lockinfo.Token
 			for range 100 {
 				o := newOwner()
 				r := mustApply(t, leader, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsmwire.StatusGranted)

@@ -9,12 +9,13 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
 // stallOn makes n's apply goroutine stop, once it has delivered the events
 // of the entry granting owner o, until release is called.
-func stallOn(n *node.Node, o fsm.OwnerID) (stalled <-chan uint64, release func()) {
+func stallOn(n *node.Node, o lockinfo.OwnerID) (stalled <-chan uint64, release func()) {
 	at := make(chan uint64, 1)
 	gate := make(chan struct{})
 	node.AfterDispatch(n, func(events []fsm.Event) {

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The read accessors below read this node's FSM: they are fast, never block
@@ -17,24 +18,24 @@ import (
 // keepalives for longer than its page.
 
 // Holder returns the current holder of a lock, and false if it is free.
-func (n *Node) Holder(name string) (fsm.Holder, bool) { return n.fsm.Holder(name) }
+func (n *Node) Holder(name string) (lockinfo.Holder, bool) { return n.fsm.Holder(name) }
 
 // Lock returns a lock's holder, its first FIFO waiters and shared grants
 // (at most 1,000 of each; LockInfo.WaiterCount and SharedCount count them
 // all) and its lock-delay, and false if it has none.
-func (n *Node) Lock(name string) (fsm.LockInfo, bool) { return n.fsm.Lock(name) }
+func (n *Node) Lock(name string) (lockinfo.LockInfo, bool) { return n.fsm.Lock(name) }
 
 // LockAt returns a lock (or semaphore) as the local FSM has it, with the
 // index of the last entry applied, read at once (fsm.FSM.LockAt): a
 // subscriber to the lock's events that reads it after subscribing skips
 // the events of entries at or below that index.
-func (n *Node) LockAt(name string) (fsm.LockInfo, uint64, bool) { return n.fsm.LockAt(name) }
+func (n *Node) LockAt(name string) (lockinfo.LockInfo, uint64, bool) { return n.fsm.LockAt(name) }
 
 // Locks returns a page of the locks whose names start with prefix, in name
 // order after the name after ("": from the first), at most limit (1 to
 // 1,000), each with its first 8 waiters and shared grants; more reports
 // whether locks follow (the next page starts after the page's last name).
-func (n *Node) Locks(prefix, after string, limit int) (page []fsm.LockInfo, more bool) {
+func (n *Node) Locks(prefix, after string, limit int) (page []lockinfo.LockInfo, more bool) {
 	return n.fsm.Locks(prefix, after, limit)
 }
 
@@ -42,7 +43,7 @@ func (n *Node) Locks(prefix, after string, limit int) (page []fsm.LockInfo, more
 // front), at most limit (1 to 1,000), and the cursor of the next page (""
 // at the end); see fsm.FSM.Waiters. A cursor that no page returned:
 // ErrInvalidArgument (and fsm.ErrInvalidCursor).
-func (n *Node) Waiters(name, cursor string, limit int) (page []fsm.Waiter, next string, err error) {
+func (n *Node) Waiters(name, cursor string, limit int) (page []lockinfo.Waiter, next string, err error) {
 	page, next, err = n.fsm.Waiters(name, cursor, limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
@@ -52,7 +53,7 @@ func (n *Node) Waiters(name, cursor string, limit int) (page []fsm.Waiter, next 
 
 // SharedGrants returns a page of a lock's shared grants (its readers, or a
 // semaphore's holders) in grant order, as Waiters pages its queue.
-func (n *Node) SharedGrants(name, cursor string, limit int) (page []fsm.Holder, next string, err error) {
+func (n *Node) SharedGrants(name, cursor string, limit int) (page []lockinfo.Holder, next string, err error) {
 	page, next, err = n.fsm.SharedGrants(name, cursor, limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
@@ -61,21 +62,23 @@ func (n *Node) SharedGrants(name, cursor string, limit int) (page []fsm.Holder, 
 }
 
 // Owner returns where the acquisition (name, owner) stands.
-func (n *Node) Owner(name string, owner fsm.OwnerID) fsm.OwnerState { return n.fsm.Owner(name, owner) }
+func (n *Node) Owner(name string, owner lockinfo.OwnerID) fsm.OwnerState {
+	return n.fsm.Owner(name, owner)
+}
 
 // Session returns a live session, and false if it does not exist.
-func (n *Node) Session(id fsm.SessionID) (fsm.SessionInfo, bool) { return n.fsm.Session(id) }
+func (n *Node) Session(id lockinfo.SessionID) (lockinfo.SessionInfo, bool) { return n.fsm.Session(id) }
 
 // Sessions returns a page of the live sessions in id order after the id
 // after (0: from the first), at most limit (1 to 1,000); more reports
 // whether sessions follow.
-func (n *Node) Sessions(after fsm.SessionID, limit int) (page []fsm.SessionInfo, more bool) {
+func (n *Node) Sessions(after lockinfo.SessionID, limit int) (page []lockinfo.SessionInfo, more bool) {
 	return n.fsm.Sessions(after, limit)
 }
 
 // SessionAcquisitions returns every acquisition (lock, owner) of a session,
 // held or waiting, of every kind, in lock-name order.
-func (n *Node) SessionAcquisitions(id fsm.SessionID) []fsm.Acquisition {
+func (n *Node) SessionAcquisitions(id lockinfo.SessionID) []fsm.Acquisition {
 	return n.fsm.SessionAcquisitions(id)
 }
 

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -165,7 +167,7 @@ func TestForwardedRestoreWhoseReplyIsLostInstallsOnce(t *testing.T) {
 			sum, err := f.Restore(rctx, bytes.NewReader(backup))
 			done <- restored{sum, err}
 		}()
-		var first fsm.Holder
+		var first lockinfo.Holder
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			if h, held := l.Holder("from-backup"); held {
 				first = h
@@ -382,7 +384,7 @@ func bigBackup(t testing.TB, locks, pad int) []byte {
 		return r
 	}
 	apply(fsm.SetClusterVersion{Version: fsm.MaxClusterVersion})
-	var sessions []fsm.SessionID
+	var sessions []lockinfo.SessionID
 	for range 100 {
 		sessions = append(sessions, apply(fsm.OpenSession{TTL: time.Minute, Description: "backup"}).Results[0].Session)
 	}
@@ -390,7 +392,7 @@ func bigBackup(t testing.TB, locks, pad int) []byte {
 	for i := range locks {
 		name := fmt.Sprintf("tenant-%04d/resource-%08d", i%1000, i)
 		name += strings.Repeat("-", max(0, pad-len(name)))
-		cmds = append(cmds, fsm.Acquire{Session: sessions[i%len(sessions)], Lock: name, Owner: fsm.OwnerID{byte(i), byte(i >> 8), byte(i >> 16), 1}})
+		cmds = append(cmds, fsm.Acquire{Session: sessions[i%len(sessions)], Lock: name, Owner: lockinfo.OwnerID{byte(i), byte(i >> 8), byte(i >> 16), 1}})
 		if len(cmds) == 10000 || i == locks-1 {
 			apply(cmds...)
 			cmds = cmds[:0]

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -24,14 +25,14 @@ import (
 
 // tryGrant tries to take lock name through n within d, on a fresh session;
 // it reports the token, or 0 if nothing was granted in time.
-func tryGrant(n *node.Node, name string, d time.Duration) fsm.Token {
+func tryGrant(n *node.Node, name string, d time.Duration) lockinfo.Token {
 	tok, _ := grant(n, name, d)
 	return tok
 }
 
 // grant opens a session through n and acquires name in it within d: the
 // token, or why there is none.
-func grant(n *node.Node, name string, d time.Duration) (fsm.Token, error) {
+func grant(n *node.Node, name string, d time.Duration) (lockinfo.Token, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
@@ -123,7 +124,7 @@ func formationRace(t *testing.T, cut time.Duration) {
 		if grantedA == 0 {
 			grantedA = tryGrant(c.Nodes[2], "x", 3*time.Second)
 		}
-		var grantedB fsm.Token
+		var grantedB lockinfo.Token
 		for _, i := range []int{1, 3, 4} {
 			if grantedB == 0 {
 				grantedB = tryGrant(c.Nodes[i], "x", 3*time.Second)

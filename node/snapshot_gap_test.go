@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -24,7 +25,7 @@ type gapCluster struct {
 	diskFull         *[3]atomic.Bool
 	l, f             int // leader, follower (the one that installed the snapshot)
 	leader, follower *node.Node
-	session          fsm.SessionID
+	session          lockinfo.SessionID
 	ctx              context.Context
 }
 

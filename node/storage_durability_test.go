@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -37,8 +38,8 @@ func TestCrashRestartLosesNothingAcknowledged(t *testing.T) {
 
 type acked struct {
 	name  string
-	owner fsm.OwnerID
-	token fsm.Token
+	owner lockinfo.OwnerID
+	token lockinfo.Token
 }
 
 func crashRestartRound(t *testing.T, store node.LogStore, rng *rand.Rand) {
@@ -46,7 +47,7 @@ func crashRestartRound(t *testing.T, store node.LogStore, rng *rand.Rand) {
 	c.WaitLeader(10 * time.Second)
 	c.WaitReady(10 * time.Second)
 	ctx := context.Background()
-	sessions := make([]fsm.SessionID, 3)
+	sessions := make([]lockinfo.SessionID, 3)
 	for i, n := range c.Nodes {
 		sessions[i] = openSession(t, ctx, n, 24*time.Hour)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // A follower forwards in the entry version the cluster version allows: at
@@ -11,8 +12,8 @@ import (
 // request numbers.
 func TestForwardRequestFollowsTheClusterVersion(t *testing.T) {
 	cmds := []fsm.Command{
-		fsm.Acquire{Session: 1, Lock: "l", Owner: fsm.OwnerID{1}, Seq: 4, AckBelow: 3},
-		fsm.Release{Session: 1, Lock: "l", Owner: fsm.OwnerID{1}, Seq: 5, AckBelow: 3},
+		fsm.Acquire{Session: 1, Lock: "l", Owner: lockinfo.OwnerID{1}, Seq: 4, AckBelow: 3},
+		fsm.Release{Session: 1, Lock: "l", Owner: lockinfo.OwnerID{1}, Seq: 5, AckBelow: 3},
 		fsm.CloseSession{Session: 1, Seq: 6, AckBelow: 3},
 	}
 	for _, tc := range []struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/grantwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Forwarding messages between replicas. Every message starts with a version
@@ -282,14 +283,14 @@ func decodeApplyReply(b []byte, want int) ([]outcome, error) {
 	return outs, nil
 }
 
-func encodeKeepAliveRequest(s fsm.SessionID) []byte {
+func encodeKeepAliveRequest(s lockinfo.SessionID) []byte {
 	return binary.AppendUvarint([]byte{wireVersion, kindKeepAlive}, uint64(s))
 }
 
-func decodeKeepAliveRequest(b []byte) (fsm.SessionID, error) {
+func decodeKeepAliveRequest(b []byte) (lockinfo.SessionID, error) {
 	r := reader{b: b}
 	r.header(kindKeepAlive)
-	s := fsm.SessionID(r.uvarint())
+	s := lockinfo.SessionID(r.uvarint())
 	return s, r.end()
 }
 

@@ -8,13 +8,14 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 func TestWireRoundTrip(t *testing.T) {
 	cmds := []fsm.Command{
 		fsm.OpenSession{TTL: 5e9, Description: "x"},
-		fsm.Acquire{Session: 3, Lock: "a", Owner: fsm.OwnerID{1}, Wait: true},
-		fsm.Release{Lock: "a", Owner: fsm.OwnerID{1}},
+		fsm.Acquire{Session: 3, Lock: "a", Owner: lockinfo.OwnerID{1}, Wait: true},
+		fsm.Release{Lock: "a", Owner: lockinfo.OwnerID{1}},
 	}
 	req, err := encodeApplyRequest(cmds)
 	if err != nil {
@@ -77,18 +78,18 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("not proposed across the wire: %v %+v", err, v)
 	}
 	grants := []fsm.Event{
-		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: fsm.OwnerID{7}, Token: 41},
-		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: fsm.OwnerID{8, 1}, Token: 42},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 9, At: -5, Session: 3, Lock: "a/b", Owner: lockinfo.OwnerID{7}, Token: 41},
+		{Kind: fsmwire.EventGranted, FromQueue: true, Index: 10, At: 1e18, Session: 4, Lock: "c", Owner: lockinfo.OwnerID{8, 1}, Token: 42},
 	}
 	if back, err := decodeGrantNotice(encodeGrantNotice(grants)); err != nil || !reflect.DeepEqual(back, grants) {
 		t.Fatalf("grant notice: %v %+v", err, back)
 	}
 	for _, bad := range []fsm.Event{
-		{Index: 0, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 1},
-		{Index: 1, Session: 0, Lock: "a", Owner: fsm.OwnerID{7}, Token: 1},
-		{Index: 1, Session: 3, Lock: "", Owner: fsm.OwnerID{7}, Token: 1},
+		{Index: 0, Session: 3, Lock: "a", Owner: lockinfo.OwnerID{7}, Token: 1},
+		{Index: 1, Session: 0, Lock: "a", Owner: lockinfo.OwnerID{7}, Token: 1},
+		{Index: 1, Session: 3, Lock: "", Owner: lockinfo.OwnerID{7}, Token: 1},
 		{Index: 1, Session: 3, Lock: "a", Token: 1},
-		{Index: 1, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 0},
+		{Index: 1, Session: 3, Lock: "a", Owner: lockinfo.OwnerID{7}, Token: 0},
 	} {
 		if _, err := decodeGrantNotice(encodeGrantNotice([]fsm.Event{bad})); err == nil {
 			t.Fatalf("implausible grant accepted: %+v", bad)
@@ -102,22 +103,22 @@ func TestWireRoundTrip(t *testing.T) {
 // FuzzWire: no decoder panics or accepts trailing garbage; what decodes
 // re-encodes to the same thing.
 func FuzzWire(f *testing.F) {
-	req, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}}})
+	req, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: lockinfo.OwnerID{1}}})
 	f.Add(req)
 	f.Add(encodeApplyReply([]outcome{{res: &fsm.Result{Status: fsmwire.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
 	f.Add(encodeKeepAliveRequest(5))
 	f.Add(encodeKeepAliveReply(ErrSessionExpired))
 	f.Add(encodeReadIndexReply(3, nil))
 	f.Add([]byte{wireVersion, 99})
-	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: fsm.OwnerID{7}, Token: 41}}))
+	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: lockinfo.OwnerID{7}, Token: 41}}))
 	f.Add(encodePeerInfoReply(peerInfo{NodeID: "n1", RaftID: "n1", MaxVersion: 2, ClusterVersion: 1, State: "leader", Term: 3, LastContact: 5}))
 	f.Add(encodePeerInfoRequest())
 	f.Add(encodeSnapshotAsk(36))
-	f.Add(encodeKeepAliveBatchRequest([]fsm.SessionID{1, 300}))
+	f.Add(encodeKeepAliveBatchRequest([]lockinfo.SessionID{1, 300}))
 	f.Add(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired}))
 	f.Add(encodeConfirmTermRequest(3))
 	f.Add(encodeConfirmTermReply(4, true))
-	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: fsm.OwnerID{1}, Seq: 3, AckBelow: 2}})
+	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: lockinfo.OwnerID{1}, Seq: 3, AckBelow: 2}})
 	f.Add(v2)
 	for _, c := range []fsm.Command{
 		fsm.RestoreChunk{ID: [16]byte{9}, Offset: 3, Total: 10, Data: []byte("RLKS\x04")},

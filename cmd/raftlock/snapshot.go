@@ -6,14 +6,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/backuppreview"
 )
 
 var restoreCommand = command{
@@ -56,35 +55,6 @@ func (e *env) saveSnapshot(ctx context.Context, file string) error {
 	return e.emit(out, func(t *tabwriter.Writer) { row(t, "saved", fmt.Sprintf("%s (%d bytes)", file, len(data))) })
 }
 
-// backupPreview is what a backup holds, as this binary reads it.
-type backupPreview struct {
-	sessions, held, waiters int           // held: grants of locks (holders, readers, permit holders)
-	maxTTL                  time.Duration // the longest TTL of a session that holds or waits
-	lastToken               uint64
-}
-
-// previewBackup reads a backup into a state machine of its own (nothing
-// leaves this process).
-func previewBackup(data []byte) (backupPreview, error) {
-	f := fsm.New(nil)
-	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-		return backupPreview{}, err
-	}
-	st := f.Stats()
-	p := backupPreview{sessions: st.Sessions, held: st.Held + st.Readers + st.SemaphoreHolders, waiters: st.Waiters, lastToken: uint64(st.LastToken)}
-	for after, more := fsm.SessionID(0), true; more; {
-		var page []fsm.SessionInfo
-		page, more = f.Sessions(after, 1000)
-		for _, s := range page {
-			if s.Locks > 0 && s.TTL > p.maxTTL {
-				p.maxTTL = s.TTL
-			}
-			after = s.ID
-		}
-	}
-	return p, nil
-}
-
 // restoreSnapshot warns what a restore does, asks for confirmation (unless
 // force), and restores.
 func (e *env) restoreSnapshot(ctx context.Context, file string, force bool) (int, error) {
@@ -94,14 +64,14 @@ func (e *env) restoreSnapshot(ctx context.Context, file string, force bool) (int
 	}
 	fmt.Fprintf(e.stderr, "raftlock snapshot restore: restoring %s replaces the lock table of the whole cluster of %s:\n", shown(file), shown(e.c.base))
 	fmt.Fprintln(e.stderr, "  - every session now in the cluster ends: its clients lose their locks at their next keepalive;")
-	if p, err := previewBackup(data); err != nil {
+	if p, err := backuppreview.Read(data); err != nil {
 		fmt.Fprintf(e.stderr, "  - this raftlock cannot read the backup (%s): the replica decides whether it is one;\n", shown(err))
 		fmt.Fprintln(e.stderr, "  - the backup's sessions come back holding its locks until their TTL runs out;")
 	} else {
 		fmt.Fprintf(e.stderr, "  - the backup's %s come back, holding %s (%s waiting), kept by nobody: they hold them\n",
-			count(p.sessions, "session"), count(p.held, "lock"), count(p.waiters, "acquisition"))
-		fmt.Fprintf(e.stderr, "    until their TTL (up to %s) plus the leader's takeover grace runs out, then their waiters get them;\n", short(p.maxTTL))
-		fmt.Fprintf(e.stderr, "  - fencing tokens never go back: the next grant's token is above the backup's %d and the cluster's.\n", p.lastToken)
+			count(p.Sessions, "session"), count(p.Held, "lock"), count(p.Waiters, "acquisition"))
+		fmt.Fprintf(e.stderr, "    until their TTL (up to %s) plus the leader's takeover grace runs out, then their waiters get them;\n", short(p.MaxTTL))
+		fmt.Fprintf(e.stderr, "  - fencing tokens never go back: the next grant's token is above the backup's %d and the cluster's.\n", p.LastToken)
 	}
 	if !force {
 		fmt.Fprint(e.stderr, "Restore? [y/N] ")

@@ -21,7 +21,6 @@ import (
 
 	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/fence"
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -224,7 +223,7 @@ func openRecords(path, replica string) (*records, error) {
 	return &records{f: f, replica: replica}, nil
 }
 
-func (r *records) grant(lock string, tok fsm.Token, role string) {
+func (r *records) grant(lock string, tok lockapi.Token, role string) {
 	b, _ := json.Marshal(grantRecord{Lock: lock, Token: uint64(tok), Replica: r.replica, Role: role, AtNS: time.Now().UnixNano()})
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -235,7 +234,7 @@ func (r *records) close() { r.f.Close() }
 
 // publish writes a document through the fence: the fence check and the write
 // commit together, or not at all. A refused write is recorded.
-func (c *child) publish(ctx context.Context, doc string, tok fsm.Token, content string) error {
+func (c *child) publish(ctx context.Context, doc string, tok lockapi.Token, content string) error {
 	err := c.fence.Exec(ctx, doc, uint64(tok), func(tx *sql.Tx) error {
 		now := time.Now().UnixNano()
 		if _, err := tx.Exec(c.spec.DB.q(`INSERT INTO documents (id, content, token, replica, version) VALUES (?, ?, ?, ?, 1)

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fence"
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -349,7 +348,7 @@ func (e *example) election(not string) (*lockapi.Election, error) {
 // job's lock is held with a token greater than token: a grant newer than
 // that one. (A replica's view may lag — one restarted from its data replays
 // the past — but tokens only grow, so "greater" cannot be a stale view.)
-func (e *example) waitLeaderAfter(ctx context.Context, el *lockapi.Election, token fsm.Token) (lockapi.Leader, error) {
+func (e *example) waitLeaderAfter(ctx context.Context, el *lockapi.Election, token lockapi.Token) (lockapi.Leader, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := el.Observe(ctx)

@@ -11,18 +11,19 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
-func own(n byte) fsm.OwnerID { return fsm.OwnerID{n, 0xC4} }
+func own(n byte) lockinfo.OwnerID { return lockinfo.OwnerID{n, 0xC4} }
 
-func grant(index uint64, lock string, o byte, tok fsm.Token, shared bool, permits int) fsm.Event {
+func grant(index uint64, lock string, o byte, tok lockinfo.Token, shared bool, permits int) fsm.Event {
 	return fsm.Event{Kind: fsmwire.EventGranted, Index: index, Lock: lock, Owner: own(o), Token: tok, Shared: shared, Permits: permits}
 }
 
-func release(index uint64, lock string, o byte, tok fsm.Token) fsm.Event {
+func release(index uint64, lock string, o byte, tok lockinfo.Token) fsm.Event {
 	return fsm.Event{Kind: fsmwire.EventReleased, Index: index, Lock: lock, Owner: own(o), Token: tok}
 }
 

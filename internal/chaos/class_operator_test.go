@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
@@ -288,8 +288,8 @@ func (s *sim) pickGrant() (revocable, bool) {
 }
 
 // pickSession picks a worker's live session to end.
-func (s *sim) pickSession() (fsm.SessionID, bool) {
-	var live []fsm.SessionID
+func (s *sim) pickSession() (lockinfo.SessionID, bool) {
+	var live []lockinfo.SessionID
 	for w := range s.current {
 		if sess := s.current[w].Load(); sess != nil && sess.Err() == nil {
 			live = append(live, sess.ID())

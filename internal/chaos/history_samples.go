@@ -1,6 +1,6 @@
 package chaos
 
-import "github.com/raftlock/raftlock/fsm"
+import "github.com/raftlock/raftlock/internal/lockinfo"
 
 // What the harness samples from the replicas during a run, and what a
 // class expects of a correct cluster.
@@ -116,7 +116,7 @@ type EndHold struct {
 
 // tableHolds lists the holders, shared grants and waiters (in queue
 // order) of a lock table.
-func tableHolds(locks []fsm.LockInfo) []EndHold {
+func tableHolds(locks []lockinfo.LockInfo) []EndHold {
 	var out []EndHold
 	for _, l := range locks {
 		if l.Held {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -33,7 +35,7 @@ func actResult(err error) string {
 	case errors.Is(err, node.ErrNotProposed):
 		return ActNotProposed
 	case errors.Is(err, node.ErrNotHeld), errors.Is(err, node.ErrNoSuchSession), errors.Is(err, node.ErrRefused),
-		errors.Is(err, node.ErrInvalidArgument), errors.Is(err, fsm.ErrInvalidSnapshot):
+		errors.Is(err, node.ErrInvalidArgument), errors.Is(err, fsmwire.ErrInvalidSnapshot):
 		return ActRefused
 	}
 	return ActUnknown
@@ -125,7 +127,7 @@ func (s *sim) restoreOn(i int, via string, k int) error {
 // revocable is a grant the operator may revoke.
 type revocable struct {
 	lock    string
-	token   fsm.Token
+	token   lockinfo.Token
 	shared  bool
 	permits int
 }
@@ -160,7 +162,7 @@ func (s *sim) revokeOn(i int, via string, g revocable) error {
 }
 
 // endSessionOn ends session id through node i.
-func (s *sim) endSessionOn(i int, via string, id fsm.SessionID) error {
+func (s *sim) endSessionOn(i int, via string, id lockinfo.SessionID) error {
 	return s.act(i, OperatorOp{Kind: ActEndSession, Via: via, Session: uint64(id), Backup: -1}, func(ctx context.Context, n *node.Node) error {
 		return n.EndSession(ctx, id, "chaos", via)
 	})

@@ -10,12 +10,14 @@ var (
 	ErrInvalidEntry = errors.New("fsm: invalid entry")
 	// ErrUnsupportedVersion: an entry, command or snapshot of a version this
 	// binary does not know (wrapped together with ErrInvalidEntry or
-	// fsm.ErrInvalidSnapshot). Applying one halts the state machine
+	// ErrInvalidSnapshot). Applying one halts the state machine
 	// (fsm.ErrHalted).
 	ErrUnsupportedVersion = errors.New("fsm: unsupported version")
 	// ErrInvalidCommand: a well-formed command with invalid arguments (empty
 	// lock name, TTL out of range, zero owner id, ...). Nothing changed.
 	ErrInvalidCommand = errors.New("fsm: invalid command")
+	// ErrInvalidSnapshot: a snapshot could not be restored. State unchanged.
+	ErrInvalidSnapshot = errors.New("fsm: invalid snapshot")
 	// ErrLocked: the lock is held by someone else (or in lock-delay) and the
 	// caller did not ask to wait.
 	ErrLocked = errors.New("fsm: lock is held")

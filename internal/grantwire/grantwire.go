@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Encoding of a list of grants (hand-off grants that a leader announces to
@@ -45,8 +46,8 @@ func DecodeGrants(b []byte) ([]fsm.Event, error) {
 	n := d.Count(fsmwire.MaxGrants, 19)
 	grants := make([]fsm.Event, 0, n)
 	for i := 0; i < n && d.Err == nil; i++ {
-		g := fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Index: d.Uvarint(), At: d.Varint(), Session: fsm.SessionID(d.Session()),
-			Lock: d.String(fsmwire.MaxLockNameLen), Owner: fsm.OwnerID(d.ID()), Token: d.Uvarint()}
+		g := fsm.Event{Kind: fsmwire.EventGranted, FromQueue: true, Index: d.Uvarint(), At: d.Varint(), Session: lockinfo.SessionID(d.Session()),
+			Lock: d.String(fsmwire.MaxLockNameLen), Owner: lockinfo.OwnerID(d.ID()), Token: d.Uvarint()}
 		if d.Err != nil {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Conformance: a run of the implementation checked against the model
@@ -121,7 +122,7 @@ func (m Mismatch) String() string {
 }
 
 // debugHook, if set (tests), is told every step of every replay.
-var debugHook func(s fsm.SessionID, lock string, line string)
+var debugHook func(s lockinfo.SessionID, lock string, line string)
 
 // ticksPerTTL is the model's TTL in ticks (margin TTL/20: one tick).
 const ticksPerTTL = 20
@@ -141,7 +142,7 @@ func Conform(trace []leasetrace.Event, cfg ConformConfig) (*ConformReport, error
 	if err != nil {
 		return nil, err
 	}
-	c := &conformer{cfg: cfg, tick: tick, log: log, clientOpen: map[fsm.SessionID]*leasetrace.Event{}, debug: debugHook}
+	c := &conformer{cfg: cfg, tick: tick, log: log, clientOpen: map[lockinfo.SessionID]*leasetrace.Event{}, debug: debugHook}
 	c.items = c.merge(trace)
 	if len(c.items) > 0 {
 		c.start = c.items[0].at
@@ -195,10 +196,10 @@ type conformer struct {
 	start      int64 // the first step's time (ns): tick 0 of a Mismatch
 	log        *runLog
 	items      []item
-	clientOpen map[fsm.SessionID]*leasetrace.Event // the client's Opened
-	shared     map[string]bool                     // locks with shared grants (locksOf)
+	clientOpen map[lockinfo.SessionID]*leasetrace.Event // the client's Opened
+	shared     map[string]bool                          // locks with shared grants (locksOf)
 	// debug, if set (tests), is told every step a replay takes.
-	debug func(s fsm.SessionID, lock string, line string)
+	debug func(s lockinfo.SessionID, lock string, line string)
 }
 
 // item is one step of the run: a trace event, or a command of the log at
@@ -225,7 +226,7 @@ func (c *conformer) merge(trace []leasetrace.Event) []item {
 			}
 			continue
 		case leasetrace.Opened:
-			c.clientOpen[fsm.SessionID(e.Session)] = e
+			c.clientOpen[lockinfo.SessionID(e.Session)] = e
 			out = append(out, item{at: e.Sent, seq: -1, ev: e}) // sent before anything recorded at that instant
 			continue
 		}
@@ -250,7 +251,7 @@ func (c *conformer) merge(trace []leasetrace.Event) []item {
 // locksOf lists the locks session s acquires in the log, but for those
 // that any session takes shared grants of (a read lock or a semaphore:
 // the projection follows one exclusive lock), which it counts.
-func (c *conformer) locksOf(s fsm.SessionID) (out []string, shared int) {
+func (c *conformer) locksOf(s lockinfo.SessionID) (out []string, shared int) {
 	if c.shared == nil {
 		c.shared = map[string]bool{}
 		for k := range c.log.cmds {

@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // The run's log, as the trace reports it: every command entry's first
@@ -40,9 +41,9 @@ type runLog struct {
 	gapAt uint64
 	first uint64 // the first index reported
 	// opened: session → the position in cmds of its OpenSession.
-	opened map[fsm.SessionID]int
+	opened map[lockinfo.SessionID]int
 	// ttl and delay of each session (its OpenSession).
-	ttl, delay map[fsm.SessionID]int64
+	ttl, delay map[lockinfo.SessionID]int64
 }
 
 // shadow collects a shadow state machine's events.
@@ -74,7 +75,7 @@ func readLog(trace []leasetrace.Event) (*runLog, error) {
 		entries[e.Index] = entry{term: e.Term, at: e.At, data: e.Data}
 	}
 	slices.Sort(idx)
-	l := &runLog{opened: map[fsm.SessionID]int{}, ttl: map[fsm.SessionID]int64{}, delay: map[fsm.SessionID]int64{}}
+	l := &runLog{opened: map[lockinfo.SessionID]int{}, ttl: map[lockinfo.SessionID]int64{}, delay: map[lockinfo.SessionID]int64{}}
 	if len(idx) == 0 {
 		return l, nil
 	}
@@ -128,7 +129,7 @@ func readLog(trace []leasetrace.Event) (*runLog, error) {
 }
 
 // request returns a session-scoped command's session and request number.
-func request(c fsm.Command) (fsm.SessionID, uint64, bool) {
+func request(c fsm.Command) (lockinfo.SessionID, uint64, bool) {
 	switch c := c.(type) {
 	case fsm.Acquire:
 		return c.Session, c.Seq, true
@@ -145,12 +146,12 @@ func request(c fsm.Command) (fsm.SessionID, uint64, bool) {
 // lockState is a lock as the run's state machine has it after a command:
 // its holder, its waiters in order, and its delay.
 type lockState struct {
-	holder  fsm.SessionID // 0: none
-	token   fsm.Token
-	waiters []fsm.SessionID
+	holder  lockinfo.SessionID // 0: none
+	token   lockinfo.Token
+	waiters []lockinfo.SessionID
 	delayed bool
-	delayBy fsm.SessionID // the session whose grant's end began the delay
-	delayTk fsm.Token     // the delay's token (EndDelay names it)
+	delayBy lockinfo.SessionID // the session whose grant's end began the delay
+	delayTk lockinfo.Token     // the delay's token (EndDelay names it)
 }
 
 func (s lockState) clone() lockState {
@@ -158,11 +159,11 @@ func (s lockState) clone() lockState {
 	return s
 }
 
-func (s lockState) waits(id fsm.SessionID) bool { return slices.Contains(s.waiters, id) }
+func (s lockState) waits(id lockinfo.SessionID) bool { return slices.Contains(s.waiters, id) }
 
 // others reports whether a session other than id waits.
-func (s lockState) others(id fsm.SessionID) bool {
-	return slices.ContainsFunc(s.waiters, func(w fsm.SessionID) bool { return w != id })
+func (s lockState) others(id lockinfo.SessionID) bool {
+	return slices.ContainsFunc(s.waiters, func(w lockinfo.SessionID) bool { return w != id })
 }
 
 func (s lockState) String() string {
@@ -196,7 +197,7 @@ func (l *runLog) lockTrack(name string) []*lockState {
 			switch e.Kind {
 			case fsmwire.EventGranted:
 				st.holder, st.token = e.Session, e.Token
-				st.waiters = slices.DeleteFunc(st.waiters, func(w fsm.SessionID) bool { return w == e.Session })
+				st.waiters = slices.DeleteFunc(st.waiters, func(w lockinfo.SessionID) bool { return w == e.Session })
 				st.delayed = false
 			case fsmwire.EventQueued:
 				st.waiters = append(st.waiters, e.Session)
@@ -231,11 +232,11 @@ func (l *runLog) lockTrack(name string) []*lockState {
 }
 
 // sessionsOf lists the sessions the log opened, in order.
-func (l *runLog) sessions() []fsm.SessionID {
-	ids := make([]fsm.SessionID, 0, len(l.opened))
+func (l *runLog) sessions() []lockinfo.SessionID {
+	ids := make([]lockinfo.SessionID, 0, len(l.opened))
 	for id := range l.opened {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b fsm.SessionID) int { return cmp.Compare(l.opened[a], l.opened[b]) })
+	slices.SortFunc(ids, func(a, b lockinfo.SessionID) int { return cmp.Compare(l.opened[a], l.opened[b]) })
 	return ids
 }

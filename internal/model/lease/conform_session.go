@@ -6,6 +6,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // One replay: a session S of the run (client 0) and, if lock is set, S on
@@ -19,7 +20,7 @@ const (
 // sessionReplay follows one session (and one lock) through the run.
 type sessionReplay struct {
 	c    *conformer
-	sess fsm.SessionID
+	sess lockinfo.SessionID
 	lock string
 	r    replay
 
@@ -34,11 +35,11 @@ type sessionReplay struct {
 	// (the entries that survived a deposition), in order.
 	pend []int
 
-	owners  map[fsm.OwnerID]uint8 // S's acquisitions of the lock → model request numbers
-	decided map[uint64]entry      // S's request (its seq) → the entry S's decision made
-	opened  *entry                // S's OpenSession, decided
-	delayTk fsm.Token             // the run's token of S's lock-delay on the lock (0: none)
-	copies  int                   // copies of keepalives the network lost in the model, whose answers the run will show
+	owners  map[lockinfo.OwnerID]uint8 // S's acquisitions of the lock → model request numbers
+	decided map[uint64]entry           // S's request (its seq) → the entry S's decision made
+	opened  *entry                     // S's OpenSession, decided
+	delayTk lockinfo.Token             // the run's token of S's lock-delay on the lock (0: none)
+	copies  int                        // copies of keepalives the network lost in the model, whose answers the run will show
 
 	cmdDone int  // the position of the last command taken
 	alive   bool // the run's session is alive (after the last command taken)
@@ -50,7 +51,7 @@ type sessionReplay struct {
 	done     bool
 }
 
-func (c *conformer) newReplay(s fsm.SessionID, lock string) (*sessionReplay, error) {
+func (c *conformer) newReplay(s lockinfo.SessionID, lock string) (*sessionReplay, error) {
 	delay := int(c.log.delay[s] / c.tick)
 	p := Params{TTL: ticksPerTTL, Margin: ticksPerTTL / 20, Election: int(int64(c.cfg.ElectionTimeout) / c.tick), LockDelay: delay,
 		MaxAge: 40, Commit: 1, Outage: 3, MinLead: 2}
@@ -60,7 +61,7 @@ func (c *conformer) newReplay(s fsm.SessionID, lock string) (*sessionReplay, err
 	if err != nil {
 		return nil, err
 	}
-	in := &sessionReplay{c: c, sess: s, lock: lock, changes: map[uint64]uint8{}, owners: map[fsm.OwnerID]uint8{}, decided: map[uint64]entry{}, cmdDone: -1}
+	in := &sessionReplay{c: c, sess: s, lock: lock, changes: map[uint64]uint8{}, owners: map[lockinfo.OwnerID]uint8{}, decided: map[uint64]entry{}, cmdDone: -1}
 	in.r = replay{m: m, cands: []State{m.traceInitial()}}
 	if lock != "" {
 		in.track = c.log.lockTrack(lock)
@@ -140,7 +141,7 @@ func (in *sessionReplay) event(e *leasetrace.Event, at int64) {
 		return
 	}
 	// The rest concern one session.
-	mine := fsm.SessionID(e.Session) == in.sess || slices.Contains(e.Sessions, uint64(in.sess))
+	mine := lockinfo.SessionID(e.Session) == in.sess || slices.Contains(e.Sessions, uint64(in.sess))
 	if !mine && !(e.Kind == leasetrace.ProposeEndDelay && e.Lock == in.lock && in.lock != "") {
 		return
 	}
@@ -163,7 +164,7 @@ func (in *sessionReplay) event(e *leasetrace.Event, at int64) {
 			}
 		}
 	case leasetrace.ProposeEndDelay:
-		if e.Node == in.leaderNode && in.delayTk != 0 && fsm.Token(e.Token) == in.delayTk {
+		if e.Node == in.leaderNode && in.delayTk != 0 && lockinfo.Token(e.Token) == in.delayTk {
 			if !in.step(in.r.with(func(st *step) bool { return st.endDue() })) {
 				in.fail(at, "the leader proposes the end of the session's lock-delay", "its time is not up")
 			}

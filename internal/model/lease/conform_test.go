@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // traceBuilder writes a run's trace by hand: one leader n1 (term 1), its
@@ -42,7 +43,7 @@ func (b *traceBuilder) apply(ms int64, c fsm.Command) {
 }
 
 // command reports the client's command c (sent at ms) and applies it.
-func (b *traceBuilder) command(ms int64, s fsm.SessionID, c fsm.Command) {
+func (b *traceBuilder) command(ms int64, s lockinfo.SessionID, c fsm.Command) {
 	b.t.Helper()
 	data, err := fsm.EncodeEntry(fsm.Entry{At: at(ms), Commands: []fsm.Command{c}})
 	if err != nil {
@@ -54,7 +55,7 @@ func (b *traceBuilder) command(ms int64, s fsm.SessionID, c fsm.Command) {
 
 // keepAlive reports a keepalive of s sent at ms, confirmed by the leader
 // and answered 2 ms later.
-func (b *traceBuilder) keepAlive(ms int64, s fsm.SessionID) {
+func (b *traceBuilder) keepAlive(ms int64, s lockinfo.SessionID) {
 	margin := int64(conformTTL / ticksPerTTL)
 	b.add(leasetrace.Event{At: at(ms), Node: "n1", Kind: leasetrace.KeepAliveSent, Session: uint64(s)})
 	b.add(leasetrace.Event{At: at(ms + 1), Node: "n1", Kind: leasetrace.KeepAliveReceived, Session: uint64(s), Verdict: leasetrace.VerdictConfirm})
@@ -71,7 +72,7 @@ func (b *traceBuilder) keepAlive(ms int64, s fsm.SessionID) {
 // releases it in the plain form.
 func grantAtWindowEdge(t *testing.T, sentMs, openMs int64) []leasetrace.Event {
 	b := &traceBuilder{t: t}
-	const s = fsm.SessionID(1) // the state machine's first session
+	const s = lockinfo.SessionID(1) // the state machine's first session
 	margin := int64(conformTTL / ticksPerTTL)
 	b.add(leasetrace.Event{At: at(0), Node: "n1", Kind: leasetrace.Lead, Term: 1})
 	b.apply(1, fsm.Tick{})
@@ -79,7 +80,7 @@ func grantAtWindowEdge(t *testing.T, sentMs, openMs int64) []leasetrace.Event {
 	b.add(leasetrace.Event{At: at(openMs), Node: "n1", Kind: leasetrace.Opened, Session: uint64(s), Sent: at(sentMs), Deadline: at(sentMs) + int64(conformTTL) - margin})
 	b.apply(openMs, fsm.OpenSession{TTL: conformTTL, LockDelay: 150 * time.Millisecond})
 	b.add(leasetrace.Event{At: at(openMs), Node: "n1", Kind: leasetrace.DeadlineSet, Session: uint64(s), Deadline: at(openMs) + int64(conformTTL)})
-	owner := fsm.OwnerID{1}
+	owner := lockinfo.OwnerID{1}
 	b.command(openMs+1, s, fsm.Acquire{Session: s, Lock: "L", Owner: owner, Wait: true, Seq: 1, AckBelow: 1})
 	b.keepAlive(openMs+3, s)
 	b.command(openMs+200, s, fsm.Release{Session: s, Lock: "L", Owner: owner, Seq: 2, AckBelow: 2})
