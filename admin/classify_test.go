@@ -8,13 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
 
 func TestClassify(t *testing.T) {
-	locked := &lockapi.LockedError{Lock: "x", Holder: lockinfo.Holder{Session: 3, Token: 9, Description: "http@r1"}}
+	locked := &lockapi.LockedError{Lock: "x", Holder: lockapi.Holder{Session: 3, Token: 9, Description: "http@r1"}}
 	for _, tc := range []struct {
 		err  error
 		code int

@@ -135,7 +135,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		if li, _ := n.Lock("csrf"); li.Held {
 			t.Errorf("a refused acquire took the lock: %+v", li)
 		}
-		if li, _ := n.Lock("held"); !li.Held || li.Holder.Session != holder.ID() {
+		if li, _ := n.Lock("held"); !li.Held || lockapi.SessionID(li.Holder.Session) != holder.ID() {
 			t.Errorf("a refused revoke released the lock: %+v", li)
 		}
 		if li, _ := n.Lock("after-backup"); !li.Held {

@@ -114,7 +114,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RevokeResponse{Lock: rv.Lock, Kind: grantKind(rv.Holder), Holder: *holderJSON(rv.Holder), Index: rv.Index, By: by})
+	writeJSON(w, http.StatusOK, RevokeResponse{Lock: rv.Lock, Kind: grantKind(rv.Holder), Holder: *holderJSON(apiHolder(rv.Holder)), Index: rv.Index, By: by})
 }
 
 // truncate keeps a free text within the state machine's description limit.

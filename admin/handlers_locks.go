@@ -276,7 +276,7 @@ func (s *Server) acquireInReplicaSession(ctx context.Context, sess *lockapi.Sess
 		}
 		if !req.Wait {
 			li, _ := s.n.Lock(req.Lock)
-			return nil, &lockapi.LockedError{Lock: req.Lock, Holder: li.Holder, DelayUntil: li.DelayUntil, Free: max(li.Limit-li.Used, 0)}
+			return nil, &lockapi.LockedError{Lock: req.Lock, Holder: apiHolder(li.Holder), DelayUntil: li.DelayUntil, Free: max(li.Limit-li.Used, 0)}
 		}
 		if err := s.handles.waitLeaseEnds(ctx, sess, req.Lock, added); err != nil {
 			return nil, fmt.Errorf("admin: lock %q: held in the replica's session for another client: %w", req.Lock, err)

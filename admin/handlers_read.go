@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/lockapi"
 )
 
 // HolderJSON describes a lock's holder. LeaseLeftMS: how long the leader
@@ -83,7 +84,14 @@ type SessionJSON struct {
 	LeaseLeftMS     *int64 `json:"lease_left_ms,omitempty"`
 }
 
-func holderJSON(h lockinfo.Holder) *HolderJSON {
+// apiHolder is a holder of the replica's state as lockapi shows it (the
+// errors admin shares with lockapi carry lockapi.Holder).
+func apiHolder(h lockinfo.Holder) lockapi.Holder {
+	return lockapi.Holder{Session: lockapi.SessionID(h.Session), Owner: lockapi.OwnerID(h.Owner), Token: h.Token, AcquiredAt: h.AcquiredAt,
+		AcquiredIdx: h.AcquiredIdx, Description: h.Description, Shared: h.Shared, Permits: h.Permits, Value: h.Value}
+}
+
+func holderJSON(h lockapi.Holder) *HolderJSON {
 	if h.Session == 0 {
 		return nil
 	}
@@ -95,7 +103,7 @@ func holderJSON(h lockinfo.Holder) *HolderJSON {
 func holdersJSON(hs []lockinfo.Holder) []HolderJSON {
 	var out []HolderJSON
 	for _, h := range hs {
-		out = append(out, *holderJSON(h))
+		out = append(out, *holderJSON(apiHolder(h)))
 	}
 	return out
 }
@@ -120,7 +128,7 @@ func (s *Server) lockJSON(li lockinfo.LockInfo, maxWaiters int, d descriptions) 
 	out := LockJSON{Name: li.Name, Held: li.Held, Waiters: []WaiterJSON{}, WaiterCount: li.WaiterCount, DelayUntilUnixMS: nsToMS(li.DelayUntil),
 		SharedCount: li.SharedCount}
 	if li.Held {
-		out.Holder = holderJSON(li.Holder)
+		out.Holder = holderJSON(apiHolder(li.Holder))
 		if out.Holder != nil {
 			out.Holder.TTLMS = s.describe(d, li.Holder.Session).TTL.Milliseconds()
 		}

@@ -13,12 +13,12 @@ import (
 
 // Leader describes who holds an election's lock.
 type Leader struct {
-	Name        string             // the lock
-	Session     lockinfo.SessionID // zero when nobody leads
-	Description string             // the leading session's owner description
-	Token       lockinfo.Token     // the leader's fencing token
-	Since       time.Time          // when it was granted (leader clock)
-	Value       string             // the value the leader attached (Campaign, Proclaim)
+	Name        string    // the lock
+	Session     SessionID // zero when nobody leads
+	Description string    // the leading session's owner description
+	Token       Token     // the leader's fencing token
+	Since       time.Time // when it was granted (leader clock)
+	Value       string    // the value the leader attached (Campaign, Proclaim)
 }
 
 // Valid reports whether somebody leads.
@@ -63,7 +63,7 @@ func leaderOf(name string, h lockinfo.Holder) Leader {
 	if h.Session == 0 {
 		return Leader{Name: name}
 	}
-	return Leader{Name: name, Session: h.Session, Description: h.Description, Token: h.Token, Since: time.Unix(0, h.AcquiredAt), Value: h.Value}
+	return Leader{Name: name, Session: SessionID(h.Session), Description: h.Description, Token: h.Token, Since: time.Unix(0, h.AcquiredAt), Value: h.Value}
 }
 
 // LeaderSync is Leader after a linearizable read barrier: it reflects every

@@ -97,7 +97,7 @@ func (o *observer) apply(ev fsm.Event) {
 	}
 	switch ev.Kind {
 	case fsmwire.EventGranted:
-		l := Leader{Name: o.e.name, Session: ev.Session, Token: ev.Token, Since: time.Unix(0, ev.At), Value: ev.Value}
+		l := Leader{Name: o.e.name, Session: SessionID(ev.Session), Token: ev.Token, Since: time.Unix(0, ev.At), Value: ev.Value}
 		if si, ok := o.e.n.Session(ev.Session); ok {
 			l.Description = si.Description
 		}

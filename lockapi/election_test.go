@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Issue 17 #3, the etcd#18163 class: while candidates on every replica
@@ -203,7 +202,7 @@ func mustElection(t *testing.T, c *clustertest.Cluster, i int) *Election {
 	return e
 }
 
-func tokenOf(t uint64) lockinfo.Token { return lockinfo.Token(t) }
+func tokenOf(t uint64) Token { return Token(t) }
 
 // sortLeaders orders by token, keeping each leader's values in order.
 func sortLeaders(ls []Leader) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -65,9 +64,9 @@ var (
 // ErrLocked.
 type LockedError struct {
 	Lock       string
-	Holder     lockinfo.Holder // zero while the lock is in lock-delay without a holder, or held by readers
-	DelayUntil int64           // end of the lock-delay (Unix nanoseconds, leader time), if any
-	Free       int             // a semaphore: the permits free (too few, or others wait first)
+	Holder     Holder // zero while the lock is in lock-delay without a holder, or held by readers
+	DelayUntil int64  // end of the lock-delay (Unix nanoseconds, leader time), if any
+	Free       int    // a semaphore: the permits free (too few, or others wait first)
 }
 
 func (e *LockedError) Error() string {

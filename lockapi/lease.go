@@ -22,7 +22,7 @@ type Lease struct {
 	s        *Session
 	name     string
 	owner    lockinfo.OwnerID
-	token    lockinfo.Token
+	token    Token
 	index    uint64 // log index of the grant
 	acquired time.Time
 	ctx      context.Context
@@ -39,7 +39,7 @@ type Lease struct {
 	value string // the grant's value (WithValue, SetValue); guarded by mu
 }
 
-func newLease(s *Session, name string, owner lockinfo.OwnerID, tok lockinfo.Token, index uint64) *Lease {
+func newLease(s *Session, name string, owner lockinfo.OwnerID, tok Token, index uint64) *Lease {
 	l := &Lease{s: s, name: name, owner: owner, token: tok, index: index, acquired: time.Now()}
 	// Not derived from the session's context: the session ends every lease
 	// itself (Session.end), so that the lease's cause is ErrLeaseLost.
@@ -52,10 +52,10 @@ func (l *Lease) Name() string { return l.name }
 
 // Token returns the fencing token of this grant: strictly greater than the
 // token of every earlier grant of the same lock.
-func (l *Lease) Token() lockinfo.Token { return l.token }
+func (l *Lease) Token() Token { return l.token }
 
 // Owner returns the acquisition's owner id.
-func (l *Lease) Owner() lockinfo.OwnerID { return l.owner }
+func (l *Lease) Owner() OwnerID { return OwnerID(l.owner) }
 
 // Session returns the session the lease belongs to.
 func (l *Lease) Session() *Session { return l.s }

@@ -29,11 +29,11 @@ type pending struct {
 
 // grant is a grant seen by the event loop: the token and its log index.
 type grant struct {
-	token lockinfo.Token
+	token Token
 	index uint64
 }
 
-func (p *pending) grant(t lockinfo.Token, index uint64) {
+func (p *pending) grant(t Token, index uint64) {
 	select {
 	case p.granted <- grant{t, index}:
 	default:
@@ -172,7 +172,7 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 		return s.newLease(p, r.Token, index, start)
 	case fsmwire.StatusLocked:
 		s.forget(p)
-		return nil, &LockedError{Lock: name, Holder: r.Holder, DelayUntil: r.DelayUntil, Free: r.Count}
+		return nil, &LockedError{Lock: name, Holder: holderOf(r.Holder), DelayUntil: r.DelayUntil, Free: r.Count}
 	case fsmwire.StatusConflict:
 		s.forget(p)
 		return nil, &ConflictError{Name: name, Limit: r.Count, Reason: r.Reason}
@@ -215,7 +215,7 @@ func (s *Session) acquireKind(ctx context.Context, want fsm.Acquire) (*Lease, er
 // revocation) before the leader's reply to the Acquire arrives, or a resync
 // may have read a state past the grant before the lease existed. Either way
 // no later event would end such a lease.
-func (s *Session) newLease(p *pending, tok lockinfo.Token, index uint64, start time.Time) (*Lease, error) {
+func (s *Session) newLease(p *pending, tok Token, index uint64, start time.Time) (*Lease, error) {
 	s.mu.Lock()
 	if s.err != nil || !time.Now().Before(s.validUntil) {
 		err := s.err

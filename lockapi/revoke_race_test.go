@@ -11,7 +11,6 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/internal/lockinfo"
 	"github.com/raftlock/raftlock/internal/memnet"
 )
 
@@ -44,7 +43,7 @@ func TestRevokedBeforeTheGrantReplyIsNoLease(t *testing.T) {
 			l, err := s.Lock(context.Background(), name)
 			done <- result{l, err}
 		}()
-		var tok lockinfo.Token
+		var tok Token
 		for deadline := time.Now().Add(400 * time.Millisecond); ; {
 			if h, ok := c.Nodes[f].Holder(name); ok {
 				tok = h.Token
@@ -167,7 +166,7 @@ func TestRevokeTakesSharedGrants(t *testing.T) {
 			if err != nil {
 				t.Fatalf("revoke %s token %d: %v", l.Name(), l.Token(), err)
 			}
-			if rv.Holder.Token != l.Token() || rv.Holder.Session != holder.ID() {
+			if rv.Holder.Token != l.Token() || SessionID(rv.Holder.Session) != holder.ID() {
 				t.Fatalf("revoked %+v, want token %d of session %d", rv.Holder, l.Token(), holder.ID())
 			}
 			select {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
 // Semaphore names a counting semaphore of Limit permits (1 to
@@ -62,11 +61,11 @@ func permits(sem Semaphore, n int, wait bool, opts []AcquireOption) fsm.Acquire 
 // WaiterCount count them all).
 type SemaphoreInfo struct {
 	Name        string
-	Limit       int               // 0 when the semaphore is not in use
-	Used        int               // permits held
-	Holders     []lockinfo.Holder // in grant order; Permits, Token, Value of each
+	Limit       int      // 0 when the semaphore is not in use
+	Used        int      // permits held
+	Holders     []Holder // in grant order; Permits, Token, Value of each
 	HolderCount int
-	Waiters     []lockinfo.Waiter // FIFO
+	Waiters     []Waiter // FIFO
 	WaiterCount int
 }
 
@@ -82,6 +81,6 @@ func (s *Session) DescribeSemaphore(name string) (SemaphoreInfo, error) {
 	if li.Limit == 0 {
 		return SemaphoreInfo{}, &ConflictError{Name: name, Reason: "\"" + name + "\" is a lock, not a semaphore"}
 	}
-	return SemaphoreInfo{Name: name, Limit: li.Limit, Used: li.Used, Holders: li.Shared, HolderCount: li.SharedCount,
-		Waiters: li.Waiters, WaiterCount: li.WaiterCount}, nil
+	return SemaphoreInfo{Name: name, Limit: li.Limit, Used: li.Used, Holders: holdersOf(li.Shared), HolderCount: li.SharedCount,
+		Waiters: waitersOf(li.Waiters), WaiterCount: li.WaiterCount}, nil
 }

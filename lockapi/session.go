@@ -171,7 +171,7 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 }
 
 // ID returns the session's id in the cluster.
-func (s *Session) ID() lockinfo.SessionID { return s.id }
+func (s *Session) ID() SessionID { return SessionID(s.id) }
 
 // TTL returns the session's TTL.
 func (s *Session) TTL() time.Duration { return s.cfg.ttl }

@@ -21,7 +21,7 @@ func injectAcquire(t *testing.T, c *clustertest.Cluster, s *Session, name string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: s.ID(), Lock: name, Owner: newOwnerID(), Wait: wait})
+	r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: lockinfo.SessionID(s.ID()), Lock: name, Owner: newOwnerID(), Wait: wait})
 	if err != nil {
 		t.Fatalf("inject acquire %q: %v", name, err)
 	}
@@ -102,7 +102,7 @@ func TestResyncReleasesUnknownGrant(t *testing.T) {
 		if h, ok := c.Nodes[1].Holder("ghost"); ok {
 			t.Fatalf("unknown grant still held after resync: %+v", h)
 		}
-		if h, ok := c.Nodes[1].Holder("mine"); !ok || h.Owner != held.Owner() || held.Err() != nil {
+		if h, ok := c.Nodes[1].Holder("mine"); !ok || OwnerID(h.Owner) != held.Owner() || held.Err() != nil {
 			t.Fatalf("resync touched the session's own lease: %+v %v", h, held.Err())
 		}
 	})
@@ -114,7 +114,7 @@ func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	a.Session, a.Owner = s.ID(), newOwnerID()
+	a.Session, a.Owner = lockinfo.SessionID(s.ID()), newOwnerID()
 	r, err := c.Nodes[0].Apply(ctx, a)
 	if err != nil || r.Status != want {
 		t.Fatalf("inject %+v: %v %+v, want %v", a, err, r, want)
@@ -169,7 +169,7 @@ func TestResyncReleasesUnknownGrantsOfEveryKind(t *testing.T) {
 				t.Errorf("%s: an acquisition the session does not know is still there after the resync: %+v", a.name, st)
 			}
 		}
-		if st := c.Nodes[1].Owner("mine", mine.Owner()); !st.Held || mine.Err() != nil {
+		if st := c.Nodes[1].Owner("mine", lockinfo.OwnerID(mine.Owner())); !st.Held || mine.Err() != nil {
 			t.Fatalf("resync touched the session's own read lease: %+v %v", st, mine.Err())
 		}
 		if l, err := other.TryLock(ctx, "rw"); err != nil {
@@ -214,7 +214,7 @@ func TestUnknownReadGrantIsReleasedAfterASnapshotInstall(t *testing.T) {
 		if _, err := s.TryRLock(ctx, "rw"); err == nil {
 			t.Fatal("TryRLock succeeded without its answer")
 		}
-		if li, _ := c.Nodes[l].Lock("rw"); len(li.Shared) != 1 || li.Shared[0].Session != s.ID() {
+		if li, _ := c.Nodes[l].Lock("rw"); len(li.Shared) != 1 || SessionID(li.Shared[0].Session) != s.ID() {
 			t.Fatalf("the read grant did not commit: %+v", li)
 		}
 		c.Isolate(f)

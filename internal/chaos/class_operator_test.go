@@ -292,7 +292,7 @@ func (s *sim) pickSession() (lockinfo.SessionID, bool) {
 	var live []lockinfo.SessionID
 	for w := range s.current {
 		if sess := s.current[w].Load(); sess != nil && sess.Err() == nil {
-			live = append(live, sess.ID())
+			live = append(live, lockinfo.SessionID(sess.ID()))
 		}
 	}
 	if len(live) == 0 {
