@@ -342,7 +342,7 @@ func (c Config) withDefaults() Config {
 		c.Limits = fsm.DefaultLimits()
 	}
 	if c.Inbound == (transport.InboundLimits{}) {
-		c.Inbound = transport.DefaultInboundLimits()
+		c.Inbound = transport.DefaultConfig().Inbound
 	}
 	return c
 }
@@ -426,12 +426,9 @@ func (c *Config) validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return bad("Limits: %v", err)
 	}
-	if err := c.Inbound.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	// The transport's own rules (a plaintext bind that other machines can
-	// reach, the TLS config, the advertised address), here so that Start
-	// refuses them before it opens the data dir.
+	// reach, the TLS config, the advertised address, the Inbound limits),
+	// here so that Start refuses them before it opens the data dir.
 	if err := c.transportConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

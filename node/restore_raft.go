@@ -129,7 +129,7 @@ func (n *Node) installRestore(data []byte) (fsm.RestoreSummary, uint64, error) {
 
 // forwardRestore sends a backup to the leader (one attempt).
 func (n *Node) forwardRestore(ctx context.Context, data []byte) (fsm.RestoreSummary, error) {
-	if limit := transport.DefaultMaxMessageSize - 64; len(data) > limit {
+	if limit := transport.DefaultConfig().MaxMessageSize - 64; len(data) > limit {
 		addr, id := n.raft.LeaderWithID()
 		return fsm.RestoreSummary{}, fmt.Errorf("%w: a backup of %d bytes is larger than a forwarded request can carry (%d): restore it on the leader (%s at %s)",
 			ErrRefused, len(data), limit, membership.NodeOf(id), addr)

@@ -47,7 +47,7 @@ func benchRPC(b *testing.B, tlsFor func(string) *tls.Config, callers int, gap ti
 	ctx := context.Background()
 	req := make([]byte, 64)
 	// Warm up: dial the pooled connections.
-	for range 2 * DefaultRPCConnsPerPeer {
+	for range 2 * defaultRPCConnsPerPeer {
 		if _, err := cli.Call(ctx, srv.Addr(), req); err != nil {
 			b.Fatal(err)
 		}

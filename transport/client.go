@@ -23,9 +23,9 @@ import (
 // at the same time (give or take the network delay).
 //
 // Errors wrap: ctx.Err(); ErrRemote (the handler failed; the text is its
-// message) possibly with ErrNoHandler or ErrTooLarge; ErrConnectionLost
+// message) possibly with errNoHandler or errTooLarge; errConnectionLost
 // (the connection broke after the request may have been sent: the handler
-// may or may not have run); ErrHandshake; ErrTooLarge (req exceeds
+// may or may not have run); errHandshake; errTooLarge (req exceeds
 // MaxMessageSize); ErrClosed; or a dial error. Call does not keep req
 // after it returns; the caller owns the response.
 func (t *Transport) Call(ctx context.Context, addr string, req []byte) ([]byte, error) {
@@ -44,7 +44,7 @@ const maxUnsentRetries = 3
 
 func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, string, error) {
 	if len(req) > t.cfg.MaxMessageSize {
-		return nil, outcomeTooLarge, fmt.Errorf("%w: request of %d bytes exceeds %d", ErrTooLarge, len(req), t.cfg.MaxMessageSize)
+		return nil, outcomeTooLarge, fmt.Errorf("%w: request of %d bytes exceeds %d", errTooLarge, len(req), t.cfg.MaxMessageSize)
 	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -88,7 +88,7 @@ func (t *Transport) call(ctx context.Context, addr string, req []byte) ([]byte, 
 // retryable reports whether an unsent call may move to a fresh connection:
 // not when the peer refused us (it would refuse again).
 func retryable(err error) bool {
-	return !errors.Is(err, ErrHandshake) && !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrRefused)
+	return !errors.Is(err, errHandshake) && !errors.Is(err, errProtocol) && !errors.Is(err, errRefused)
 }
 
 // ctxDone is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed
@@ -286,7 +286,7 @@ func (c *clientConn) readLoop() {
 			c.deliver(h.id, callResult{err: remoteError(h.code, payload)})
 		case kindPong:
 		default:
-			c.fail(fmt.Errorf("%w: unexpected frame kind %d from %s", ErrProtocol, h.kind, c.addr))
+			c.fail(fmt.Errorf("%w: unexpected frame kind %d from %s", errProtocol, h.kind, c.addr))
 			return
 		}
 	}
@@ -294,7 +294,7 @@ func (c *clientConn) readLoop() {
 
 // readError turns a read failure into the error pending calls get.
 func (c *clientConn) readError(err error) error {
-	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, errProtocol) || errors.Is(err, errTooLarge) {
 		c.t.metrics.protocol.Inc()
 		c.t.log.Debug("transport: closed RPC connection: protocol violation", "remote", c.addr, "err", err)
 		return fmt.Errorf("%w from %s", err, c.addr)
@@ -302,16 +302,16 @@ func (c *clientConn) readError(err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("%w: %s: %v", ErrConnectionLost, c.addr, err)
+	return fmt.Errorf("%w: %s: %v", errConnectionLost, c.addr, err)
 }
 
 // remoteError builds the caller's error for an error frame.
 func remoteError(code byte, msg []byte) error {
 	switch code {
 	case codeNoHandler:
-		return fmt.Errorf("%w: %w", ErrRemote, ErrNoHandler)
+		return fmt.Errorf("%w: %w", ErrRemote, errNoHandler)
 	case codeTooLarge:
-		return fmt.Errorf("%w: response: %w: %s", ErrRemote, ErrTooLarge, printable(msg))
+		return fmt.Errorf("%w: response: %w: %s", ErrRemote, errTooLarge, printable(msg))
 	default:
 		return fmt.Errorf("%w: %s", ErrRemote, printable(msg))
 	}

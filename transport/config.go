@@ -14,15 +14,15 @@ import (
 )
 
 // Defaults applied by DefaultConfig and, for fields left zero, by New.
-// (The inbound limits' defaults are in DefaultInboundLimits.)
+// (The inbound limits' defaults are in defaultInboundLimits.)
 const (
-	DefaultRaftMaxPool       = 3
-	DefaultRaftTimeout       = 10 * time.Second
-	DefaultRPCConnsPerPeer   = 2
-	DefaultMaxMessageSize    = 16 << 20
-	DefaultKeepaliveInterval = 5 * time.Second
-	DefaultRaftIdleTimeout   = time.Minute
-	DefaultRPCIdleTimeout    = 2 * time.Minute
+	defaultRaftMaxPool       = 3
+	defaultRaftTimeout       = 10 * time.Second
+	defaultRPCConnsPerPeer   = 2
+	defaultMaxMessageSize    = 16 << 20
+	defaultKeepaliveInterval = 5 * time.Second
+	defaultRaftIdleTimeout   = time.Minute
+	defaultRPCIdleTimeout    = 2 * time.Minute
 )
 
 // Config configures a Transport. The zero value of every optional field
@@ -137,7 +137,7 @@ type Config struct {
 	// KeepaliveInterval is how often an RPC client connection pings its
 	// peer. A connection on which nothing arrives for three intervals is
 	// closed as dead (on both sides), failing its in-flight calls with
-	// ErrConnectionLost; writes that block for three intervals do the same.
+	// errConnectionLost; writes that block for three intervals do the same.
 	// Use the same value on every node: a server drops client connections
 	// that stay silent for three of its own intervals. Default 5s.
 	KeepaliveInterval time.Duration
@@ -178,27 +178,29 @@ type Config struct {
 // (or Listener) must still be set.
 func DefaultConfig() Config {
 	return Config{
-		Inbound:           DefaultInboundLimits(),
-		RaftMaxPool:       DefaultRaftMaxPool,
-		RaftTimeout:       DefaultRaftTimeout,
-		RPCConnsPerPeer:   DefaultRPCConnsPerPeer,
-		MaxMessageSize:    DefaultMaxMessageSize,
-		KeepaliveInterval: DefaultKeepaliveInterval,
-		RaftIdleTimeout:   DefaultRaftIdleTimeout,
-		RPCIdleTimeout:    DefaultRPCIdleTimeout,
+		Inbound:           defaultInboundLimits(),
+		RaftMaxPool:       defaultRaftMaxPool,
+		RaftTimeout:       defaultRaftTimeout,
+		RPCConnsPerPeer:   defaultRPCConnsPerPeer,
+		MaxMessageSize:    defaultMaxMessageSize,
+		KeepaliveInterval: defaultKeepaliveInterval,
+		RaftIdleTimeout:   defaultRaftIdleTimeout,
+		RPCIdleTimeout:    defaultRPCIdleTimeout,
 	}
 }
 
 // Validate reports the first problem with c, or nil; the error wraps
-// ErrInvalidConfig. Zero values are valid (they mean "default").
+// errInvalidConfig. Zero values are valid (they mean "default"). New
+// and node.Config.Validate check it.
 func (c Config) Validate() error {
-	if err := c.validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	if err := c.problem(); err != nil {
+		return fmt.Errorf("%w: %w", errInvalidConfig, err)
 	}
 	return nil
 }
 
-func (c Config) validate() error {
+// problem is check's finding, without the errInvalidConfig prefix.
+func (c Config) problem() error {
 	if c.Listener == nil && c.BindAddr == "" {
 		return errors.New("BindAddr is empty and no Listener is set")
 	}
@@ -232,7 +234,7 @@ func (c Config) validate() error {
 	}
 	maxMsg := c.MaxMessageSize
 	if maxMsg == 0 {
-		maxMsg = DefaultMaxMessageSize
+		maxMsg = defaultMaxMessageSize
 	}
 	if err := c.Inbound.validate(maxMsg); err != nil {
 		return err

@@ -64,8 +64,8 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want nil", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
-			case err != nil && (!strings.HasPrefix(err.Error(), "transport: invalid config: ") || !errors.Is(err, ErrInvalidConfig)):
-				t.Fatalf("error does not wrap ErrInvalidConfig: %v", err)
+			case err != nil && (!strings.HasPrefix(err.Error(), "transport: invalid config: ") || !errors.Is(err, errInvalidConfig)):
+				t.Fatalf("error does not wrap errInvalidConfig: %v", err)
 			}
 		})
 	}
@@ -86,8 +86,8 @@ func TestNewErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Addr() != "127.0.0.1:7400" || tr.StreamLayer().Addr().String() != "127.0.0.1:7400" {
-		t.Fatalf("Addr = %s / %s", tr.Addr(), tr.StreamLayer().Addr())
+	if tr.Addr() != "127.0.0.1:7400" || tr.streamLayer().Addr().String() != "127.0.0.1:7400" {
+		t.Fatalf("Addr = %s / %s", tr.Addr(), tr.streamLayer().Addr())
 	}
 	tr.Close()
 

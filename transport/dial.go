@@ -112,12 +112,12 @@ func (t *Transport) setUp(ctx context.Context, raw net.Conn, addr string, proto,
 	if t.cfg.TLS != nil {
 		tc := tls.Client(raw, clientTLS(t.cfg.TLS, addr))
 		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, fmt.Errorf("%w: TLS with %s: %v", ErrHandshake, addr, err)
+			return nil, fmt.Errorf("%w: TLS with %s: %v", errHandshake, addr, err)
 		}
 		s.conn = tc
 	}
 	if _, err := s.conn.Write(preface(proto, version)); err != nil {
-		return nil, fmt.Errorf("%w: preface to %s: %v", ErrHandshake, addr, err)
+		return nil, fmt.Errorf("%w: preface to %s: %v", errHandshake, addr, err)
 	}
 	if err := readAck(s.conn, proto, version); err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, addr)
@@ -140,7 +140,7 @@ func (t *Transport) setUp(ctx context.Context, raw net.Conn, addr string, proto,
 }
 
 // peerRefusedError is this node refusing the peer it dialed (CheckPeer
-// failed); it wraps ErrHandshake and CheckPeer's error.
+// failed); it wraps errHandshake and CheckPeer's error.
 type peerRefusedError struct {
 	addr string
 	peer Identity
@@ -148,10 +148,10 @@ type peerRefusedError struct {
 }
 
 func (e *peerRefusedError) Error() string {
-	return fmt.Sprintf("%v: refused peer %s (node %q, cluster %q): %v", ErrHandshake, e.addr, e.peer.NodeID, e.peer.ClusterID, e.err)
+	return fmt.Sprintf("%v: refused peer %s (node %q, cluster %q): %v", errHandshake, e.addr, e.peer.NodeID, e.peer.ClusterID, e.err)
 }
 
-func (e *peerRefusedError) Unwrap() []error { return []error{ErrHandshake, e.err} }
+func (e *peerRefusedError) Unwrap() []error { return []error{errHandshake, e.err} }
 
 // clientHello runs the dialer's side of the hello (hello.go).
 func (t *Transport) clientHello(conn net.Conn, addr string, proto byte) (hello, error) {
@@ -160,23 +160,23 @@ func (t *Transport) clientHello(conn net.Conn, addr string, proto byte) (hello, 
 		return hello{}, err
 	}
 	if _, err := conn.Write(encodeHello(own)); err != nil {
-		return hello{}, fmt.Errorf("%w: hello to %s: %v", ErrHandshake, addr, err)
+		return hello{}, fmt.Errorf("%w: hello to %s: %v", errHandshake, addr, err)
 	}
 	typ, body, err := readMsg(conn)
 	if err != nil {
-		if errors.Is(err, ErrProtocol) {
+		if errors.Is(err, errProtocol) {
 			return hello{}, fmt.Errorf("%w (%s)", err, addr)
 		}
-		return hello{}, fmt.Errorf("%w: reading the hello of %s: %v", ErrHandshake, addr, err)
+		return hello{}, fmt.Errorf("%w: reading the hello of %s: %v", errHandshake, addr, err)
 	}
 	switch typ {
 	case msgRefuse:
 		reason := printable(body)
 		t.refuse(addr, false, true, Identity{}, reason)
-		return hello{}, fmt.Errorf("%w: %s: %s", ErrRefused, addr, reason)
+		return hello{}, fmt.Errorf("%w: %s: %s", errRefused, addr, reason)
 	case msgHello:
 	default:
-		return hello{}, fmt.Errorf("%w: %w: expected a hello from %s, got message type %d", ErrProtocol, errHelloFormat, addr, typ)
+		return hello{}, fmt.Errorf("%w: %w: expected a hello from %s, got message type %d", errProtocol, errHelloFormat, addr, typ)
 	}
 	peer, err := decodeHello(body)
 	if err != nil {
@@ -189,7 +189,7 @@ func (t *Transport) clientHello(conn net.Conn, addr string, proto byte) (hello, 
 		return hello{}, &peerRefusedError{addr: addr, peer: peer.id, err: err}
 	}
 	if _, err := conn.Write(encodeMsg(msgAccept, nil)); err != nil {
-		return hello{}, fmt.Errorf("%w: hello to %s: %v", ErrHandshake, addr, err)
+		return hello{}, fmt.Errorf("%w: hello to %s: %v", errHandshake, addr, err)
 	}
 	return peer, nil
 }
@@ -199,10 +199,10 @@ func (t *Transport) clientHello(conn net.Conn, addr string, proto byte) (hello, 
 type versionRefusedError struct{ msg string }
 
 func (e *versionRefusedError) Error() string {
-	return fmt.Sprintf("%v: peer refused the connection: %s", ErrProtocol, e.msg)
+	return fmt.Sprintf("%v: peer refused the connection: %s", errProtocol, e.msg)
 }
 
-func (e *versionRefusedError) Unwrap() error { return ErrProtocol }
+func (e *versionRefusedError) Unwrap() error { return errProtocol }
 
 // readAck reads the listener's answer to the preface (see handshake.go).
 func readAck(conn net.Conn, proto, version byte) error {
@@ -210,36 +210,36 @@ func readAck(conn net.Conn, proto, version byte) error {
 	if _, err := io.ReadFull(conn, b[:1]); err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "remote error" {
-			return fmt.Errorf("%w: peer refused the TLS session: %v", ErrHandshake, err)
+			return fmt.Errorf("%w: peer refused the TLS session: %v", errHandshake, err)
 		}
-		return fmt.Errorf("%w: peer closed the connection instead of accepting the preface: %v", ErrHandshake, err)
+		return fmt.Errorf("%w: peer closed the connection instead of accepting the preface: %v", errHandshake, err)
 	}
 	switch b[0] {
 	case proto:
 		if _, err := io.ReadFull(conn, b[1:2]); err != nil {
-			return fmt.Errorf("%w: reading preface answer: %v", ErrHandshake, err)
+			return fmt.Errorf("%w: reading preface answer: %v", errHandshake, err)
 		}
 		if b[1] != version {
-			return fmt.Errorf("%w: peer answered version %d to version %d", ErrProtocol, b[1], version)
+			return fmt.Errorf("%w: peer answered version %d to version %d", errProtocol, b[1], version)
 		}
 		return nil
 	case kindError:
 		if _, err := io.ReadFull(conn, b[1:]); err != nil {
-			return fmt.Errorf("%w: reading refusal: %v", ErrHandshake, err)
+			return fmt.Errorf("%w: reading refusal: %v", errHandshake, err)
 		}
 		h, err := parseHeader(b[:], 0)
 		if err != nil {
-			return fmt.Errorf("%w: malformed refusal: %v", ErrProtocol, err)
+			return fmt.Errorf("%w: malformed refusal: %v", errProtocol, err)
 		}
 		msg := make([]byte, h.length)
 		if _, err := io.ReadFull(conn, msg); err != nil {
-			return fmt.Errorf("%w: reading refusal: %v", ErrHandshake, err)
+			return fmt.Errorf("%w: reading refusal: %v", errHandshake, err)
 		}
 		if h.code == codeVersion {
 			return &versionRefusedError{msg: printable(msg)}
 		}
-		return fmt.Errorf("%w: peer refused the connection: %s", ErrProtocol, printable(msg))
+		return fmt.Errorf("%w: peer refused the connection: %s", errProtocol, printable(msg))
 	default:
-		return fmt.Errorf("%w: unexpected answer 0x%02x to the preface", ErrProtocol, b[0])
+		return fmt.Errorf("%w: unexpected answer 0x%02x to the preface", errProtocol, b[0])
 	}
 }

@@ -59,7 +59,7 @@ func (m *muxConn) writeDirect(f []byte, cancel context.Context) (tried, ok bool)
 	}
 	m.wmu.Unlock()
 	if err != nil {
-		m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
+		m.fail(fmt.Errorf("%w: write: %v", errConnectionLost, err))
 		return true, false
 	}
 	return true, true

@@ -60,8 +60,8 @@ func TestSynctestDirectRequestCutByContext(t *testing.T) {
 		wg.Wait()
 		close(held)
 		for err := range held {
-			if !errors.Is(err, ErrConnectionLost) {
-				t.Errorf("a call held on the cut connection got %v, want ErrConnectionLost", err)
+			if !errors.Is(err, errConnectionLost) {
+				t.Errorf("a call held on the cut connection got %v, want errConnectionLost", err)
 			}
 		}
 		close(unblock)

@@ -15,8 +15,8 @@
 // certificate the node does not trust, or nothing at all before the
 // deadline is disconnected, counted
 // (raftlock_transport_handshakes_rejected_total{reason}) and logged at
-// debug level. The answers let the dialer fail fast with ErrHandshake,
-// ErrProtocol or ErrRefused instead of a later, ambiguous read error.
+// debug level. The answers let the dialer fail fast with errHandshake,
+// errProtocol or errRefused instead of a later, ambiguous read error.
 //
 // # Versions and the identity hello
 //
@@ -27,8 +27,8 @@
 // or a refusal, and the dialer vets that and answers accept or refusal.
 // A refusal carries its reason (CheckPeer's error text, at most 512 bytes)
 // to the refused side before the connection closes, so both sides know why:
-// the dialer's call or Raft dial fails with an error wrapping ErrRefused
-// (or, when the dialer refused, ErrHandshake and CheckPeer's error), and
+// the dialer's call or Raft dial fails with an error wrapping errRefused
+// (or, when the dialer refused, errHandshake and CheckPeer's error), and
 // both sides record it in Transport.Refusals, count it and log it at Warn
 // once per peer and reason. The checks apply to Raft connections too: the
 // hello runs inside StreamLayer.Dial and before Accept hands a connection
@@ -49,7 +49,7 @@
 //
 // # Raft
 //
-// StreamLayer is a raft.StreamLayer; RaftTransport builds the
+// streamLayer is a raft.StreamLayer; RaftTransport builds the
 // raft.NetworkTransport over it with Config.RaftMaxPool and RaftTimeout.
 // Closing the Transport (or the StreamLayer) closes every Raft connection,
 // so raft never stays blocked on a read during shutdown. See RaftTransport
@@ -84,7 +84,7 @@
 //
 // # RPC
 //
-// Call sends an opaque request to a peer's Handler and waits for the
+// Call sends an opaque request to a peer's HandlerFunc and waits for the
 // response. Calls to one peer are multiplexed over a small pool of
 // connections (Config.RPCConnsPerPeer): each request is a frame with a call
 // id, the peer answers in any order, a writer goroutine per connection

@@ -12,25 +12,25 @@ var (
 	// the request. The error text carries the peer's message.
 	ErrRemote = errors.New("transport: remote error")
 
-	// ErrNoHandler: the peer has no Handler (wrapped together with ErrRemote).
-	ErrNoHandler = errors.New("transport: no handler")
+	// errNoHandler: the peer has no HandlerFunc (wrapped together with ErrRemote).
+	errNoHandler = errors.New("transport: no handler")
 
-	// ErrHandshake: a connection could not be set up: TLS failure (wrong or
+	// errHandshake: a connection could not be set up: TLS failure (wrong or
 	// missing certificate, plaintext against TLS, …) or a refused preface.
-	ErrHandshake = errors.New("transport: handshake failed")
+	errHandshake = errors.New("transport: handshake failed")
 
-	// ErrConnectionLost: the connection broke (peer closed, restarted,
+	// errConnectionLost: the connection broke (peer closed, restarted,
 	// reset, or stopped answering keepalives) while a call was in flight.
 	// The request may or may not have been handled by the peer.
-	ErrConnectionLost = errors.New("transport: connection lost")
+	errConnectionLost = errors.New("transport: connection lost")
 
-	// ErrProtocol: the peer violated the wire protocol or speaks a version
+	// errProtocol: the peer violated the wire protocol or speaks a version
 	// this node does not support.
-	ErrProtocol = errors.New("transport: protocol error")
+	errProtocol = errors.New("transport: protocol error")
 
-	// ErrTooLarge: a request or response exceeds Config.MaxMessageSize.
-	ErrTooLarge = errors.New("transport: message too large")
+	// errTooLarge: a request or response exceeds Config.MaxMessageSize.
+	errTooLarge = errors.New("transport: message too large")
 
-	// ErrInvalidConfig: Config.Validate found a problem.
-	ErrInvalidConfig = errors.New("transport: invalid config")
+	// errInvalidConfig: Config.Validate found a problem.
+	errInvalidConfig = errors.New("transport: invalid config")
 )

@@ -129,7 +129,7 @@ func BenchmarkExhaustHeaderOnly(b *testing.B) {
 				cfg := testConfig(nil)
 				srv := startTransport(b, cfg, echo)
 				hdr := newFrame(kindRequest, 0, 1, 0, nil)
-				binary.BigEndian.PutUint32(hdr[4:8], DefaultMaxMessageSize)
+				binary.BigEndian.PutUint32(hdr[4:8], defaultMaxMessageSize)
 				exhaust(b, srv, 64, sources, func(c net.Conn) error {
 					_, err := c.Write(append([]byte{protoRPC, versionLegacy}, hdr...))
 					return err

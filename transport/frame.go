@@ -90,35 +90,35 @@ func parseHeader(b []byte, max int) (header, error) {
 		aux:    binary.BigEndian.Uint64(b[16:24]),
 	}
 	if b[2] != 0 || b[3] != 0 {
-		return h, fmt.Errorf("%w: reserved header bytes set", ErrProtocol)
+		return h, fmt.Errorf("%w: reserved header bytes set", errProtocol)
 	}
 	if h.kind < kindRequest || h.kind > kindPong {
-		return h, fmt.Errorf("%w: unknown frame kind %d", ErrProtocol, h.kind)
+		return h, fmt.Errorf("%w: unknown frame kind %d", errProtocol, h.kind)
 	}
 	if h.code != 0 && h.kind != kindError {
-		return h, fmt.Errorf("%w: code %d on frame kind %d", ErrProtocol, h.code, h.kind)
+		return h, fmt.Errorf("%w: code %d on frame kind %d", errProtocol, h.code, h.kind)
 	}
 	if h.kind == kindError && h.code == 0 {
-		return h, fmt.Errorf("%w: error frame without code", ErrProtocol)
+		return h, fmt.Errorf("%w: error frame without code", errProtocol)
 	}
 	if h.aux != 0 && h.kind != kindRequest {
-		return h, fmt.Errorf("%w: aux field on frame kind %d", ErrProtocol, h.kind)
+		return h, fmt.Errorf("%w: aux field on frame kind %d", errProtocol, h.kind)
 	}
 	if h.kind == kindRequest && h.aux > maxDeadlineNanos {
-		return h, fmt.Errorf("%w: request deadline %d ns out of range", ErrProtocol, h.aux)
+		return h, fmt.Errorf("%w: request deadline %d ns out of range", errProtocol, h.aux)
 	}
 	switch h.kind {
 	case kindCancel, kindPing, kindPong:
 		if h.length != 0 {
-			return h, fmt.Errorf("%w: payload on frame kind %d", ErrProtocol, h.kind)
+			return h, fmt.Errorf("%w: payload on frame kind %d", errProtocol, h.kind)
 		}
 	case kindError:
 		if h.length > maxErrorLen {
-			return h, fmt.Errorf("%w: error message of %d bytes", ErrProtocol, h.length)
+			return h, fmt.Errorf("%w: error message of %d bytes", errProtocol, h.length)
 		}
 	default:
 		if int64(h.length) > int64(max) {
-			return h, fmt.Errorf("%w: frame payload of %d bytes exceeds %d", ErrTooLarge, h.length, max)
+			return h, fmt.Errorf("%w: frame payload of %d bytes exceeds %d", errTooLarge, h.length, max)
 		}
 	}
 	return h, nil
@@ -162,7 +162,7 @@ type byteBudget interface {
 }
 
 // errBudget: a payload's reader gave up waiting for its byte budget.
-var errBudget = fmt.Errorf("%w: gave up waiting for frame byte budget", ErrConnectionLost)
+var errBudget = fmt.Errorf("%w: gave up waiting for frame byte budget", errConnectionLost)
 
 // initialPayloadBuf is the first allocation for a payload of unknown
 // arrival; the buffer then doubles as bytes arrive.

@@ -45,16 +45,16 @@ func TestFrameRejects(t *testing.T) {
 		f    []byte
 		want error
 	}{
-		{"kind 0", newFrame(0, 0, 1, 0, nil), ErrProtocol},
-		{"kind 7", newFrame(7, 0, 1, 0, nil), ErrProtocol},
-		{"code on request", newFrame(kindRequest, 1, 1, 0, nil), ErrProtocol},
-		{"error without code", newFrame(kindError, 0, 1, 0, nil), ErrProtocol},
-		{"aux on response", newFrame(kindResponse, 0, 1, 5, nil), ErrProtocol},
-		{"deadline out of range", newFrame(kindRequest, 0, 1, 1<<63, nil), ErrProtocol},
-		{"payload on ping", newFrame(kindPing, 0, 0, 0, []byte("x")), ErrProtocol},
-		{"too large", newFrame(kindRequest, 0, 1, 0, make([]byte, 11)), ErrTooLarge},
-		{"huge error", newFrame(kindError, codeHandler, 1, 0, make([]byte, maxErrorLen+1)), ErrProtocol},
-		{"reserved", func() []byte { f := newFrame(kindPing, 0, 0, 0, nil); f[3] = 1; return f }(), ErrProtocol},
+		{"kind 0", newFrame(0, 0, 1, 0, nil), errProtocol},
+		{"kind 7", newFrame(7, 0, 1, 0, nil), errProtocol},
+		{"code on request", newFrame(kindRequest, 1, 1, 0, nil), errProtocol},
+		{"error without code", newFrame(kindError, 0, 1, 0, nil), errProtocol},
+		{"aux on response", newFrame(kindResponse, 0, 1, 5, nil), errProtocol},
+		{"deadline out of range", newFrame(kindRequest, 0, 1, 1<<63, nil), errProtocol},
+		{"payload on ping", newFrame(kindPing, 0, 0, 0, []byte("x")), errProtocol},
+		{"too large", newFrame(kindRequest, 0, 1, 0, make([]byte, 11)), errTooLarge},
+		{"huge error", newFrame(kindError, codeHandler, 1, 0, make([]byte, maxErrorLen+1)), errProtocol},
+		{"reserved", func() []byte { f := newFrame(kindPing, 0, 0, 0, nil); f[3] = 1; return f }(), errProtocol},
 	} {
 		var hdr [headerLen]byte
 		_, _, err := readFrame(bytes.NewReader(tc.f), &hdr, 10)
@@ -213,7 +213,7 @@ func FuzzHello(f *testing.F) {
 		case msgHello:
 			h, err := decodeHello(body)
 			if err != nil {
-				if !errors.Is(err, ErrProtocol) {
+				if !errors.Is(err, errProtocol) {
 					t.Fatalf("unclassified hello error %v", err)
 				}
 				return

@@ -2,9 +2,9 @@ package transport
 
 import "context"
 
-// Handler serves requests that peers send with Call.
+// HandlerFunc serves requests that peers send with Call.
 //
-// HandleRPC runs on its own goroutine, concurrently with other calls. ctx
+// It runs on its own goroutine, concurrently with other calls. ctx
 // carries the caller's remaining deadline (measured on this node's clock
 // from arrival) and is cancelled when the caller gives up, the connection
 // breaks, or the Transport closes; the handler must return promptly then,
@@ -14,17 +14,7 @@ import "context"
 // as an error wrapping ErrRemote with err.Error() as text; a panic is
 // recovered and reported to the caller the same way. PeerFromContext(ctx)
 // says who dialed the connection the request came on.
-type Handler interface {
-	HandleRPC(ctx context.Context, from string, req []byte) ([]byte, error)
-}
-
-// HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, from string, req []byte) ([]byte, error)
-
-// HandleRPC calls f(ctx, from, req).
-func (f HandlerFunc) HandleRPC(ctx context.Context, from string, req []byte) ([]byte, error) {
-	return f(ctx, from, req)
-}
 
 // peerKey is the context key of the caller's Peer.
 type peerKey struct{}
@@ -33,11 +23,11 @@ func withPeer(ctx context.Context, p Peer) context.Context {
 	return context.WithValue(ctx, peerKey{}, p)
 }
 
-// PeerFromContext returns, inside a Handler, the peer that dialed the
+// PeerFromContext returns, inside a HandlerFunc, the peer that dialed the
 // connection the request came on: its Identity as its hello stated it
 // (accepted by Config.CheckPeer; zero for a legacy version-1 peer) and, with
 // TLS, its verified certificate chain, leaf first. Only the certificate is
-// proof: an Identity is what the peer claims. ok is false outside a Handler.
+// proof: an Identity is what the peer claims. ok is false outside a HandlerFunc.
 func PeerFromContext(ctx context.Context) (p Peer, ok bool) {
 	p, ok = ctx.Value(peerKey{}).(Peer)
 	return p, ok

@@ -29,7 +29,7 @@ import "fmt"
 //
 // The dialer waits for the answer, so a refused certificate (which TLS 1.3
 // reports only after the client's handshake), a refused version or a
-// non-raftlock listener fails the dial with ErrHandshake or ErrProtocol
+// non-raftlock listener fails the dial with errHandshake or errProtocol
 // instead of a later, ambiguous read error. A new wire format gets a new
 // version number.
 const (

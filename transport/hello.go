@@ -111,7 +111,7 @@ func encodeMsg(typ byte, body []byte) []byte {
 	return append(b, body...)
 }
 
-// errHelloFormat marks a malformed hello message (wrapped in ErrProtocol).
+// errHelloFormat marks a malformed hello message (wrapped in errProtocol).
 var errHelloFormat = errors.New("malformed hello")
 
 // readMsg reads one hello-phase message. The body is at most maxHelloBody
@@ -124,13 +124,13 @@ func readMsg(r io.Reader) (byte, []byte, error) {
 	typ, n := h[0], int(binary.BigEndian.Uint16(h[1:]))
 	switch {
 	case typ < msgHello || typ > msgRefuse:
-		return 0, nil, fmt.Errorf("%w: %w: message type %d", ErrProtocol, errHelloFormat, typ)
+		return 0, nil, fmt.Errorf("%w: %w: message type %d", errProtocol, errHelloFormat, typ)
 	case n > maxHelloBody:
-		return 0, nil, fmt.Errorf("%w: %w: body of %d bytes", ErrProtocol, errHelloFormat, n)
+		return 0, nil, fmt.Errorf("%w: %w: body of %d bytes", errProtocol, errHelloFormat, n)
 	case typ == msgAccept && n != 0:
-		return 0, nil, fmt.Errorf("%w: %w: accept with a body", ErrProtocol, errHelloFormat)
+		return 0, nil, fmt.Errorf("%w: %w: accept with a body", errProtocol, errHelloFormat)
 	case typ == msgRefuse && n > maxReasonLen:
-		return 0, nil, fmt.Errorf("%w: %w: reason of %d bytes", ErrProtocol, errHelloFormat, n)
+		return 0, nil, fmt.Errorf("%w: %w: reason of %d bytes", errProtocol, errHelloFormat, n)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
@@ -145,7 +145,7 @@ func readMsg(r io.Reader) (byte, []byte, error) {
 // decodeHello decodes a msgHello body.
 func decodeHello(body []byte) (hello, error) {
 	bad := func(what string) (hello, error) {
-		return hello{}, fmt.Errorf("%w: %w: %s", ErrProtocol, errHelloFormat, what)
+		return hello{}, fmt.Errorf("%w: %w: %s", errProtocol, errHelloFormat, what)
 	}
 	if len(body) < 5 {
 		return bad("short body")

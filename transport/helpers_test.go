@@ -33,7 +33,7 @@ func testConfig(tlsCfg *tls.Config) Config {
 }
 
 // startTransport starts a transport and closes it when the test ends.
-func startTransport(t testing.TB, cfg Config, h Handler) *Transport {
+func startTransport(t testing.TB, cfg Config, h HandlerFunc) *Transport {
 	t.Helper()
 	tr, err := New(cfg, h)
 	if err != nil {

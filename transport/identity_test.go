@@ -44,7 +44,7 @@ func acceptRaft(t *testing.T, b *Transport) <-chan net.Conn {
 	ch := make(chan net.Conn, 16)
 	go func() {
 		for {
-			c, err := b.StreamLayer().Accept()
+			c, err := b.streamLayer().Accept()
 			if err != nil {
 				return
 			}
@@ -59,7 +59,7 @@ func acceptRaft(t *testing.T, b *Transport) <-chan net.Conn {
 // arrive on acc) and returns both ends, or the dial error.
 func raftPair(t *testing.T, a, b *Transport, acc <-chan net.Conn) (out, in net.Conn, err error) {
 	t.Helper()
-	out, err = a.StreamLayer().Dial(raftAddr(b), 10*time.Second)
+	out, err = a.streamLayer().Dial(raftAddr(b), 10*time.Second)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,11 +116,11 @@ func TestIdentityOtherClusterRefused(t *testing.T) {
 	}{{"a to b", a, b, "a"}, {"b to a", b, a, "b"}} {
 		t.Run(d.name, func(t *testing.T) {
 			_, err := d.from.Call(ctxTimeout(t), d.to.Addr(), []byte("x"))
-			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is in cluster") {
-				t.Fatalf("RPC to another cluster: %v, want ErrRefused with the reason", err)
+			if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "is in cluster") {
+				t.Fatalf("RPC to another cluster: %v, want errRefused with the reason", err)
 			}
-			if _, _, err := raftPair(t, d.from, d.to, nil); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is in cluster") {
-				t.Fatalf("Raft dial to another cluster: %v, want ErrRefused with the reason", err)
+			if _, _, err := raftPair(t, d.from, d.to, nil); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "is in cluster") {
+				t.Fatalf("Raft dial to another cluster: %v, want errRefused with the reason", err)
 			}
 			got := lastRefusal(t, d.to)
 			if !got.Inbound || got.ByPeer || got.Peer.NodeID != d.fromID || !strings.Contains(got.Reason, "is in cluster") || got.At.IsZero() {
@@ -148,8 +148,8 @@ func TestIdentityDialerRefusesListener(t *testing.T) {
 	b := identityTransport(t, Identity{NodeID: "b", ClusterID: "c2"}, nil, func(c *Config) { rej = watchRejects(c) })
 	acceptRaft(t, b)
 	_, err := a.Call(ctxTimeout(t), b.Addr(), nil)
-	if !errors.Is(err, ErrHandshake) || !errors.Is(err, errOtherCluster) {
-		t.Fatalf("call to a node this node refuses: %v, want ErrHandshake and CheckPeer's error", err)
+	if !errors.Is(err, errHandshake) || !errors.Is(err, errOtherCluster) {
+		t.Fatalf("call to a node this node refuses: %v, want errHandshake and CheckPeer's error", err)
 	}
 	expectReject(t, b, rej, rejectRefusedByPeer)
 	if _, _, err := raftPair(t, a, b, nil); !errors.Is(err, errOtherCluster) {
@@ -201,19 +201,19 @@ func TestLegacyInterop(t *testing.T) {
 	acc1, acc2 := acceptRaft(t, v1), acceptRaft(t, v2)
 
 	allow.Store(false)
-	if _, err := v1.Call(ctxTimeout(t), v2.Addr(), nil); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "version 1 of protocol 0xa2 refused") {
+	if _, err := v1.Call(ctxTimeout(t), v2.Addr(), nil); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), "version 1 of protocol 0xa2 refused") {
 		t.Fatalf("legacy dialer, legacy refused: %v", err)
 	}
 	if got := lastRefusal(t, v2); !got.Inbound || got.ByPeer || !strings.Contains(got.Reason, "refused") {
 		t.Fatalf("refusal of a legacy dialer not recorded: %+v", got)
 	}
-	if _, _, err := raftPair(t, v1, v2, nil); !errors.Is(err, ErrProtocol) {
+	if _, _, err := raftPair(t, v1, v2, nil); !errors.Is(err, errProtocol) {
 		t.Fatalf("legacy raft dialer, legacy refused: %v", err)
 	}
-	if _, err := v2.Call(ctxTimeout(t), v1.Addr(), nil); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "unsupported version 2") {
+	if _, err := v2.Call(ctxTimeout(t), v1.Addr(), nil); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), "unsupported version 2") {
 		t.Fatalf("dial of a legacy listener, legacy refused: %v", err)
 	}
-	if _, _, err := raftPair(t, v2, v1, nil); !errors.Is(err, ErrProtocol) {
+	if _, _, err := raftPair(t, v2, v1, nil); !errors.Is(err, errProtocol) {
 		t.Fatalf("raft dial of a legacy listener, legacy refused: %v", err)
 	}
 
@@ -278,8 +278,8 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("probe refused by CheckPeer: %+v, %v; want the identity and CheckPeer's error", p, err)
 	}
 	legacy := startTransport(t, func() Config { c := testConfig(nil); c.legacyV1 = true; return c }(), echo)
-	if _, err := plainCli.Probe(ctxTimeout(t), legacy.Addr()); !errors.Is(err, ErrProtocol) {
-		t.Fatalf("probe of a legacy node: %v, want ErrProtocol", err)
+	if _, err := plainCli.Probe(ctxTimeout(t), legacy.Addr()); !errors.Is(err, errProtocol) {
+		t.Fatalf("probe of a legacy node: %v, want errProtocol", err)
 	}
 }
 

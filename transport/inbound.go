@@ -20,7 +20,7 @@ import (
 // spends that address's failure budget, so it can delay that member's new
 // connections, never those of members on other addresses.
 //
-// The zero value of every field means its default (DefaultInboundLimits);
+// The zero value of every field means its default (defaultInboundLimits);
 // negative values are invalid. Strangers' IPv6 addresses count per /64
 // prefix (one attacker usually holds a whole /64), members' per address.
 type InboundLimits struct {
@@ -101,9 +101,9 @@ const (
 	failureBurstSeconds = 10
 )
 
-// DefaultInboundLimits returns the default limits. The two frame-byte
+// defaultInboundLimits returns the default limits. The two frame-byte
 // bounds stay zero: they follow MaxMessageSize.
-func DefaultInboundLimits() InboundLimits {
+func defaultInboundLimits() InboundLimits {
 	return InboundLimits{
 		MaxConns:                defaultMaxConns,
 		MaxConnsPerHost:         defaultMaxConnsPerHost,
@@ -115,16 +115,6 @@ func DefaultInboundLimits() InboundLimits {
 		FailedHandshakesPerHost: defaultFailedPerHost,
 		FailedHandshakes:        defaultFailed,
 	}
-}
-
-// Validate reports the first problem with l (its zero fields taken as
-// their defaults, for a transport of DefaultMaxMessageSize — a node's),
-// naming the field as "Inbound.<field>"; the error wraps ErrInvalidConfig.
-func (l InboundLimits) Validate() error {
-	if err := l.validate(DefaultMaxMessageSize); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return nil
 }
 
 // validate checks l for a transport whose MaxMessageSize is maxMsg.
@@ -169,7 +159,7 @@ func (l InboundLimits) validate(maxMsg int) error {
 // withDefaults returns l with zero fields replaced by defaults, for a
 // transport whose MaxMessageSize is maxMsg.
 func (l InboundLimits) withDefaults(maxMsg int) InboundLimits {
-	d := DefaultInboundLimits()
+	d := defaultInboundLimits()
 	orDefault(&l.MaxConns, d.MaxConns)
 	orDefault(&l.MaxConnsPerHost, d.MaxConnsPerHost)
 	orDefault(&l.MaxHandshakes, d.MaxHandshakes)

@@ -15,7 +15,7 @@ func TestInboundLimitsValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"zero (defaults)", InboundLimits{}, ""},
-		{"defaults", DefaultInboundLimits(), ""},
+		{"defaults", defaultInboundLimits(), ""},
 		{"negative reserve", InboundLimits{MemberReserve: -1}, "Inbound.MemberReserve must not be negative (got -1)"},
 		{"negative first byte", InboundLimits{FirstByteTimeout: -time.Second}, "Inbound.FirstByteTimeout must not be negative (got -1s)"},
 		{"per host above total", InboundLimits{MaxConnsPerHost: 600}, "Inbound.MaxConnsPerHost 600 exceeds Inbound.MaxConns 512"},
@@ -28,12 +28,12 @@ func TestInboundLimitsValidate(t *testing.T) {
 		{"first byte above handshake acts as handshake", InboundLimits{FirstByteTimeout: time.Minute}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.lim.Validate()
+			err := Config{BindAddr: "127.0.0.1:0", Inbound: tc.lim}.Validate()
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Validate() = %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalidConfig)):
-				t.Fatalf("Validate() = %v, want an ErrInvalidConfig containing %q", err, tc.want)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, errInvalidConfig)):
+				t.Fatalf("Validate() = %v, want an errInvalidConfig containing %q", err, tc.want)
 			}
 		})
 	}
@@ -46,14 +46,14 @@ func TestInboundLimitsValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "is below MaxMessageSize 2097152") {
 		t.Fatalf("1 MiB per connection with 2 MiB messages: %v", err)
 	}
-	if d := (InboundLimits{FirstByteTimeout: time.Minute}).withDefaults(DefaultMaxMessageSize); d.FirstByteTimeout != d.HandshakeTimeout {
+	if d := (InboundLimits{FirstByteTimeout: time.Minute}).withDefaults(defaultMaxMessageSize); d.FirstByteTimeout != d.HandshakeTimeout {
 		t.Fatalf("FirstByteTimeout %v above HandshakeTimeout %v is not capped", d.FirstByteTimeout, d.HandshakeTimeout)
 	}
 }
 
 // planner returns a connLimits with the default limits.
 func planner() *connLimits {
-	l := newConnLimits(InboundLimits{}.withDefaults(DefaultMaxMessageSize))
+	l := newConnLimits(InboundLimits{}.withDefaults(defaultMaxMessageSize))
 	return &l
 }
 

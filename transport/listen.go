@@ -160,13 +160,13 @@ func (t *Transport) acceptLegacy() bool {
 func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (Identity, string, []byte, error) {
 	typ, body, err := readMsg(conn)
 	if err != nil {
-		if errors.Is(err, ErrProtocol) {
+		if errors.Is(err, errProtocol) {
 			return Identity{}, rejectHello, nil, err
 		}
 		return Identity{}, readFailure(err), nil, err
 	}
 	if typ != msgHello {
-		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected a hello, got message type %d", errProtocol, errHelloFormat, typ)
 	}
 	peer, err := decodeHello(body)
 	if err != nil {
@@ -188,16 +188,16 @@ func (t *Transport) serverHello(conn net.Conn, remote string, proto byte) (Ident
 	}
 	typ, body, err = readMsg(conn)
 	switch {
-	case err != nil && errors.Is(err, ErrProtocol):
+	case err != nil && errors.Is(err, errProtocol):
 		return Identity{}, rejectHello, nil, err
 	case err != nil:
 		return Identity{}, readFailure(err), nil, err
 	case typ == msgRefuse:
 		reason := printable(body)
 		t.refuse(remote, true, true, peer.id, reason)
-		return Identity{}, rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", ErrRefused, reason)
+		return Identity{}, rejectRefusedByPeer, nil, fmt.Errorf("%w: %s", errRefused, reason)
 	case typ != msgAccept:
-		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", ErrProtocol, errHelloFormat, typ)
+		return Identity{}, rejectHello, nil, fmt.Errorf("%w: %w: expected accept or refuse, got message type %d", errProtocol, errHelloFormat, typ)
 	}
 	return peer.id, "", nil, nil
 }

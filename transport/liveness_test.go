@@ -48,7 +48,7 @@ func TestSynctestLivenessIgnoresForwardClockStep(t *testing.T) {
 		}()
 		<-started
 		step.Store(int64(time.Hour))
-		time.Sleep(5 * DefaultKeepaliveInterval)
+		time.Sleep(5 * defaultKeepaliveInterval)
 		select {
 		case err := <-done:
 			t.Fatalf("call failed after a forward wall-clock step: %v", err)
@@ -70,12 +70,12 @@ func TestSynctestLivenessIgnoresBackwardClockStep(t *testing.T) {
 		n := memnet.New()
 		defer n.Close()
 		b := newBlocker()
-		srv := memTransport(t, n, "srv", b, nil)
+		srv := memTransport(t, n, "srv", b.HandleRPC, nil)
 		defer srv.Close()
 		cli := memTransport(t, n, "cli", nil, nil)
 		defer cli.Close()
 
-		ctx, cancel := context.WithTimeout(context.Background(), 20*DefaultKeepaliveInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*defaultKeepaliveInterval)
 		defer cancel()
 		done := make(chan error, 1)
 		go func() {
@@ -88,10 +88,10 @@ func TestSynctestLivenessIgnoresBackwardClockStep(t *testing.T) {
 		n.Partition([]string{"cli"}, []string{"srv"})
 		start := time.Now()
 		err := <-done
-		if !errors.Is(err, ErrConnectionLost) {
-			t.Fatalf("call on a silent connection after a backward wall-clock step: %v, want ErrConnectionLost", err)
+		if !errors.Is(err, errConnectionLost) {
+			t.Fatalf("call on a silent connection after a backward wall-clock step: %v, want errConnectionLost", err)
 		}
-		if got, max := time.Since(start), (deadAfter+1)*DefaultKeepaliveInterval; got > max {
+		if got, max := time.Since(start), (deadAfter+1)*defaultKeepaliveInterval; got > max {
 			t.Fatalf("dead connection detected after %v, want at most %v", got, max)
 		}
 		<-b.ended

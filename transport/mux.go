@@ -147,27 +147,27 @@ func (m *muxConn) writeLoop() {
 			return
 		case f := <-m.sendq:
 			if err := m.writeBatch(f, true); err != nil {
-				m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
+				m.fail(fmt.Errorf("%w: write: %v", errConnectionLost, err))
 				return
 			}
 		case <-ticker.C:
 			if m.heard.Swap(false) {
 				silentTicks = 0
 			} else if silentTicks++; silentTicks >= deadAfter {
-				m.fail(fmt.Errorf("%w: nothing received from %s for %d keepalive intervals of %v", ErrConnectionLost, m.raw.RemoteAddr(), silentTicks, m.interval))
+				m.fail(fmt.Errorf("%w: nothing received from %s for %d keepalive intervals of %v", errConnectionLost, m.raw.RemoteAddr(), silentTicks, m.interval))
 				return
 			}
 			if m.busy != nil {
 				if m.busy() {
 					unusedTicks = 0
 				} else if unusedTicks++; unusedTicks >= m.idleTicks {
-					m.fail(fmt.Errorf("%w: closed after %d keepalive intervals without a call", ErrConnectionLost, unusedTicks))
+					m.fail(fmt.Errorf("%w: closed after %d keepalive intervals without a call", errConnectionLost, unusedTicks))
 					return
 				}
 			}
 			if m.client {
 				if err := m.writeBatch(ping[:], false); err != nil {
-					m.fail(fmt.Errorf("%w: write: %v", ErrConnectionLost, err))
+					m.fail(fmt.Errorf("%w: write: %v", errConnectionLost, err))
 					return
 				}
 			}

@@ -18,11 +18,11 @@ type Peer struct {
 // member's identity before adding it to the Raft configuration.
 //
 // Probe always speaks version 2 (a legacy peer fails it with an error
-// wrapping ErrProtocol) and runs CheckPeer like any dial: when CheckPeer
+// wrapping errProtocol) and runs CheckPeer like any dial: when CheckPeer
 // refuses the peer, Probe returns the peer's Identity together with an
-// error wrapping ErrHandshake and CheckPeer's error. Other errors are those
-// of a dial: ctx.Err(), ErrRefused (the peer refused this node), ErrHandshake,
-// ErrProtocol, ErrClosed. Safe for concurrent use.
+// error wrapping errHandshake and CheckPeer's error. Other errors are those
+// of a dial: ctx.Err(), errRefused (the peer refused this node), errHandshake,
+// errProtocol, ErrClosed. Safe for concurrent use.
 func (t *Transport) Probe(ctx context.Context, addr string) (Peer, error) {
 	s, err := t.dialConn(ctx, addr, protoRPC, dialProbe)
 	if err != nil {

@@ -90,13 +90,13 @@ const (
 var errVoteRefused = errors.New("transport: vote request refused: this node may not vote now")
 
 // feed inspects the next bytes of the stream, in order. It returns an error
-// wrapping ErrProtocol at the first violation (and must not be fed again).
+// wrapping errProtocol at the first violation (and must not be fed again).
 func (g *raftGuard) feed(b []byte) error {
 	for len(b) > 0 {
 		switch g.st {
 		case guardRPC:
 			if b[0] >= raftRPCTypes {
-				return fmt.Errorf("%w: unknown Raft RPC type %d", ErrProtocol, b[0])
+				return fmt.Errorf("%w: unknown Raft RPC type %d", errProtocol, b[0])
 			}
 			if (b[0] == raftRequestVote || b[0] == raftRequestPreVote) && g.vote != nil && !g.vote() {
 				return errVoteRefused
@@ -146,7 +146,7 @@ func (g *raftGuard) headerDone() error {
 		return nil
 	}
 	if g.vals++; g.vals > maxRaftValues {
-		return fmt.Errorf("%w: Raft request of more than %d values", ErrProtocol, maxRaftValues)
+		return fmt.Errorf("%w: Raft request of more than %d values", errProtocol, maxRaftValues)
 	}
 	atKey := g.depth == 1 && g.stack[0]%2 == 0 // the top-level map's keys
 	g.key = -1
@@ -176,9 +176,9 @@ func (g *raftGuard) headerDone() error {
 		}
 		switch {
 		case n > max:
-			return fmt.Errorf("%w: Raft request declares a container of %d elements (at most %d)", ErrProtocol, n, max)
+			return fmt.Errorf("%w: Raft request declares a container of %d elements (at most %d)", errProtocol, n, max)
 		case g.depth == maxRaftDepth:
-			return fmt.Errorf("%w: Raft request nested deeper than %d", ErrProtocol, maxRaftDepth)
+			return fmt.Errorf("%w: Raft request nested deeper than %d", errProtocol, maxRaftDepth)
 		case items == 0:
 			g.valueDone()
 			return nil
@@ -187,7 +187,7 @@ func (g *raftGuard) headerDone() error {
 		g.depth++
 		g.st = guardValue
 	default:
-		return fmt.Errorf("%w: invalid msgpack type byte 0x%02x in a Raft request", ErrProtocol, t)
+		return fmt.Errorf("%w: invalid msgpack type byte 0x%02x in a Raft request", errProtocol, t)
 	}
 	return nil
 }

@@ -159,7 +159,7 @@ func TestRaftGuardRefuses(t *testing.T) {
 	} {
 		var g raftGuard
 		err := g.feed(tc.in)
-		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}

@@ -124,7 +124,7 @@ func (c *raftConn) Read(b []byte) (int, error) {
 		}
 		n := binary.BigEndian.Uint32(h[:])
 		if n > maxChunk {
-			err := fmt.Errorf("%w: Raft chunk of %d bytes (at most %d)", ErrProtocol, n, maxChunk)
+			err := fmt.Errorf("%w: Raft chunk of %d bytes (at most %d)", errProtocol, n, maxChunk)
 			c.violation(err)
 			return 0, err
 		}

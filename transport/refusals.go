@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// ErrRefused: the peer refused this node's identity; the error's message
+// errRefused: the peer refused this node's identity; the error's message
 // carries the peer's reason.
-var ErrRefused = errors.New("transport: refused by peer")
+var errRefused = errors.New("transport: refused by peer")
 
 // Refusal is one connection refused during the hello, by this node or by
 // its peer.

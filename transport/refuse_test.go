@@ -114,10 +114,10 @@ func TestRefuseUnsupportedVersionWithReason(t *testing.T) {
 		expectClosedByPeer(t, c)
 		expectReject(t, srv, rej, rejectBadVersion)
 	}
-	// The dialing side turns the refusal into ErrProtocol with the reason.
+	// The dialing side turns the refusal into errProtocol with the reason.
 	c := dialRaw(t, srv.Addr())
 	c.Write([]byte{protoRPC, 7})
-	if err := readAck(c, protoRPC, 7); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "unsupported version 7") {
+	if err := readAck(c, protoRPC, 7); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), "unsupported version 7") {
 		t.Fatalf("readAck = %v", err)
 	}
 }
@@ -152,8 +152,8 @@ func TestRefuseTLSPeers(t *testing.T) {
 	t.Run("plaintext transport", func(t *testing.T) {
 		cli := startTransport(t, testConfig(nil), nil)
 		_, err := cli.Call(ctxTimeout(t), srv.Addr(), []byte("x"))
-		if !errors.Is(err, ErrHandshake) {
-			t.Fatalf("plaintext call to a TLS node: %v, want ErrHandshake", err)
+		if !errors.Is(err, errHandshake) {
+			t.Fatalf("plaintext call to a TLS node: %v, want errHandshake", err)
 		}
 		expectReject(t, srv, rej, rejectTLS)
 		stillServes(t, srv, ca.tlsConfig(t, "good"))
@@ -178,16 +178,16 @@ func TestRefuseTLSPeers(t *testing.T) {
 		bad := NewMutualTLSConfig(other.leaf(t, "intruder"), ca.Pool, "")
 		cli := startTransport(t, testConfig(bad), nil)
 		_, err := cli.Call(ctxTimeout(t), srv.Addr(), []byte("x"))
-		if !errors.Is(err, ErrHandshake) {
-			t.Fatalf("call with a foreign client certificate: %v, want ErrHandshake", err)
+		if !errors.Is(err, errHandshake) {
+			t.Fatalf("call with a foreign client certificate: %v, want errHandshake", err)
 		}
 		expectReject(t, srv, rej, rejectTLS)
 		// The Raft path refuses it too.
-		if _, err := cli.StreamLayer().Dial("127.0.0.1:1", time.Second); err == nil {
+		if _, err := cli.streamLayer().Dial("127.0.0.1:1", time.Second); err == nil {
 			t.Fatal("raft dial to a closed port succeeded")
 		}
-		if _, err := cli.StreamLayer().Dial(raftAddr(srv), 20*time.Second); !errors.Is(err, ErrHandshake) {
-			t.Fatalf("raft dial with a foreign certificate: %v, want ErrHandshake", err)
+		if _, err := cli.streamLayer().Dial(raftAddr(srv), 20*time.Second); !errors.Is(err, errHandshake) {
+			t.Fatalf("raft dial with a foreign certificate: %v, want errHandshake", err)
 		}
 		expectReject(t, srv, rej, rejectTLS)
 		stillServes(t, srv, ca.tlsConfig(t, "good"))
@@ -198,8 +198,8 @@ func TestRefuseTLSPeers(t *testing.T) {
 		foreign := startTransport(t, testConfig(other.tlsConfig(t, "foreign")), echo)
 		cli := startTransport(t, testConfig(ca.tlsConfig(t, "cli")), nil)
 		_, err := cli.Call(ctxTimeout(t), foreign.Addr(), []byte("x"))
-		if !errors.Is(err, ErrHandshake) {
-			t.Fatalf("err = %v, want ErrHandshake", err)
+		if !errors.Is(err, errHandshake) {
+			t.Fatalf("err = %v, want errHandshake", err)
 		}
 	})
 

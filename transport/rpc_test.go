@@ -109,7 +109,7 @@ func (b *blocker) HandleRPC(ctx context.Context, from string, req []byte) ([]byt
 
 func TestCallDeadlineExceeded(t *testing.T) {
 	b := newBlocker()
-	srv := startTransport(t, testConfig(nil), b)
+	srv := startTransport(t, testConfig(nil), b.HandleRPC)
 	cli := startTransport(t, testConfig(nil), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -130,7 +130,7 @@ func TestCallDeadlineExceeded(t *testing.T) {
 
 func TestCallCancelPropagates(t *testing.T) {
 	b := newBlocker()
-	srv := startTransport(t, testConfig(nil), b)
+	srv := startTransport(t, testConfig(nil), b.HandleRPC)
 	cli := startTransport(t, testConfig(nil), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -217,7 +217,7 @@ func TestRemoteErrors(t *testing.T) {
 		t.Fatalf("handler panic: %v", err)
 	}
 	_, err = cli.Call(ctx, srv.Addr(), []byte("big"))
-	if !errors.Is(err, ErrRemote) || !errors.Is(err, ErrTooLarge) {
+	if !errors.Is(err, ErrRemote) || !errors.Is(err, errTooLarge) {
 		t.Fatalf("oversized response: %v", err)
 	}
 	// The server survived all of it on the same connection.
@@ -236,7 +236,7 @@ func TestNoHandler(t *testing.T) {
 	srv := startTransport(t, testConfig(nil), nil)
 	cli := startTransport(t, testConfig(nil), nil)
 	_, err := cli.Call(ctxTimeout(t), srv.Addr(), []byte("x"))
-	if !errors.Is(err, ErrRemote) || !errors.Is(err, ErrNoHandler) {
+	if !errors.Is(err, ErrRemote) || !errors.Is(err, errNoHandler) {
 		t.Fatalf("Call = %v", err)
 	}
 }
@@ -245,7 +245,7 @@ func TestRequestTooLarge(t *testing.T) {
 	cfg := testConfig(nil)
 	cfg.MaxMessageSize = 10
 	cli := startTransport(t, cfg, nil)
-	if _, err := cli.Call(ctxTimeout(t), "127.0.0.1:1", make([]byte, 11)); !errors.Is(err, ErrTooLarge) {
+	if _, err := cli.Call(ctxTimeout(t), "127.0.0.1:1", make([]byte, 11)); !errors.Is(err, errTooLarge) {
 		t.Fatalf("Call = %v", err)
 	}
 }
@@ -271,7 +271,7 @@ func TestPeerRestartReconnect(t *testing.T) {
 		return []byte("new"), nil
 	}))
 	// The stale pooled connection is replaced. At most one call may see the
-	// old connection break (ErrConnectionLost) if it raced the peer's FIN.
+	// old connection break (errConnectionLost) if it raced the peer's FIN.
 	for attempt := 0; ; attempt++ {
 		resp, err := cli.Call(ctx, addr, []byte("3"))
 		if err == nil {
@@ -280,7 +280,7 @@ func TestPeerRestartReconnect(t *testing.T) {
 			}
 			break
 		}
-		if !errors.Is(err, ErrConnectionLost) || attempt > 0 {
+		if !errors.Is(err, errConnectionLost) || attempt > 0 {
 			t.Fatalf("call after restart (attempt %d): %v", attempt, err)
 		}
 	}
@@ -288,7 +288,7 @@ func TestPeerRestartReconnect(t *testing.T) {
 
 func TestServerCloseFailsInflightCalls(t *testing.T) {
 	b := newBlocker()
-	srv := startTransport(t, testConfig(nil), b)
+	srv := startTransport(t, testConfig(nil), b.HandleRPC)
 	cli := startTransport(t, testConfig(nil), nil)
 	done := make(chan error, 1)
 	go func() {
@@ -300,14 +300,14 @@ func TestServerCloseFailsInflightCalls(t *testing.T) {
 	if err := <-b.ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("handler ctx = %v", err)
 	}
-	if err := <-done; !errors.Is(err, ErrConnectionLost) {
-		t.Fatalf("in-flight call = %v, want ErrConnectionLost", err)
+	if err := <-done; !errors.Is(err, errConnectionLost) {
+		t.Fatalf("in-flight call = %v, want errConnectionLost", err)
 	}
 }
 
 func TestClientCloseFailsInflightCalls(t *testing.T) {
 	b := newBlocker()
-	srv := startTransport(t, testConfig(nil), b)
+	srv := startTransport(t, testConfig(nil), b.HandleRPC)
 	cli := startTransport(t, testConfig(nil), nil)
 	done := make(chan error, 1)
 	go func() {

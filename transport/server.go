@@ -55,7 +55,7 @@ func (t *Transport) serveConn(raw, conn net.Conn, peer Peer) {
 	}
 	err := s.readLoop(ctx)
 	switch {
-	case errors.Is(err, ErrProtocol), errors.Is(err, ErrTooLarge):
+	case errors.Is(err, errProtocol), errors.Is(err, errTooLarge):
 		t.metrics.protocol.Inc()
 		t.log.Debug("transport: closing RPC connection: protocol violation", "remote", s.from, "err", err)
 	case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !t.isClosed():
@@ -106,7 +106,7 @@ func (s *serverConn) readLoop(ctx context.Context) error {
 		case kindPing:
 			s.trySend(newFrame(kindPong, 0, h.id, 0, nil))
 		default:
-			return fmt.Errorf("%w: unexpected frame kind %d from client", ErrProtocol, h.kind)
+			return fmt.Errorf("%w: unexpected frame kind %d from client", errProtocol, h.kind)
 		}
 	}
 }
@@ -172,7 +172,7 @@ func (s *serverConn) start(ctx context.Context, h header, req []byte) error {
 	s.mu.Unlock()
 	if dup {
 		cancel()
-		return fmt.Errorf("%w: duplicate call id %d", ErrProtocol, h.id)
+		return fmt.Errorf("%w: duplicate call id %d", errProtocol, h.id)
 	}
 	if !s.t.goTracked(func() { s.handle(ctx, cancel, h.id, req) }) {
 		s.mu.Lock()
@@ -224,7 +224,7 @@ func (t *Transport) invoke(ctx context.Context, from string, req []byte) (resp [
 			resp, code, msg = nil, codePanic, fmt.Sprintf("handler panicked: %v", r)
 		}
 	}()
-	resp, err := t.handler.HandleRPC(ctx, from, req)
+	resp, err := t.handler(ctx, from, req)
 	if err != nil {
 		t.metrics.served.WithLabelValues(outcomeHandlerEr).Inc()
 		return nil, codeHandler, err.Error()

@@ -21,7 +21,7 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 // is the advertise address. Close stops accepting Raft connections and
 // closes every Raft connection, accepted or dialed, so no Raft read stays
 // blocked; RPCs keep working until Transport.Close.
-func (t *Transport) StreamLayer() raft.StreamLayer { return t.stream }
+func (t *Transport) streamLayer() raft.StreamLayer { return t.stream }
 
 // streamLayer implements raft.StreamLayer over the Transport.
 type streamLayer struct {

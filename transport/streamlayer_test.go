@@ -12,7 +12,7 @@ import (
 func TestStreamLayerAcceptDialClose(t *testing.T) {
 	a := startTransport(t, testConfig(nil), nil)
 	b := startTransport(t, testConfig(nil), nil)
-	sl := b.StreamLayer()
+	sl := b.streamLayer()
 
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -23,7 +23,7 @@ func TestStreamLayerAcceptDialClose(t *testing.T) {
 		}
 		accepted <- c
 	}()
-	out, err := a.StreamLayer().Dial(raftAddr(b), 10*time.Second)
+	out, err := a.streamLayer().Dial(raftAddr(b), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestStreamLayerUnacceptedConnDropped(t *testing.T) {
 	rej := watchRejects(&cfg)
 	b := startTransport(t, cfg, nil)
 	a := startTransport(t, testConfig(nil), nil)
-	c, err := a.StreamLayer().Dial(raftAddr(b), 10*time.Second)
+	c, err := a.streamLayer().Dial(raftAddr(b), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

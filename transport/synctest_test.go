@@ -22,7 +22,7 @@ import (
 
 // memTransport starts a transport for host name on n, listening on
 // "name:7000".
-func memTransport(t testing.TB, n *memnet.Network, name string, h Handler, edit func(*Config)) *Transport {
+func memTransport(t testing.TB, n *memnet.Network, name string, h HandlerFunc, edit func(*Config)) *Transport {
 	t.Helper()
 	ln, err := n.Host(name).Listen(name + ":7000")
 	if err != nil {
@@ -126,10 +126,10 @@ func TestSynctestCallTimesOutInPartition(t *testing.T) {
 		// the connection is declared dead after 3 intervals.
 		start = time.Now()
 		_, err = cli.Call(ctx, srv.Addr(), []byte("y"))
-		if !errors.Is(err, ErrConnectionLost) {
+		if !errors.Is(err, errConnectionLost) {
 			t.Fatalf("call without deadline across partition: %v", err)
 		}
-		if got, max := time.Since(start), deadAfter*DefaultKeepaliveInterval+DefaultKeepaliveInterval; got > max {
+		if got, max := time.Since(start), deadAfter*defaultKeepaliveInterval+defaultKeepaliveInterval; got > max {
 			t.Fatalf("dead connection detected after %v, want at most %v", got, max)
 		}
 
@@ -226,7 +226,7 @@ func TestSynctestDroppedConnAndPeerRestart(t *testing.T) {
 		n := memnet.New()
 		defer n.Close()
 		b := newBlocker()
-		srv := memTransport(t, n, "srv", b, nil)
+		srv := memTransport(t, n, "srv", b.HandleRPC, nil)
 		cli := memTransport(t, n, "cli", nil, nil)
 		defer cli.Close()
 		ctx := context.Background()
@@ -243,7 +243,7 @@ func TestSynctestDroppedConnAndPeerRestart(t *testing.T) {
 		if got := n.DropConns("cli", "srv"); got != 1 {
 			t.Fatalf("dropped %d connections, want 1", got)
 		}
-		if err := <-done; !errors.Is(err, ErrConnectionLost) {
+		if err := <-done; !errors.Is(err, errConnectionLost) {
 			t.Fatalf("call on a reset connection: %v", err)
 		}
 		if err := <-b.ended; !errors.Is(err, context.Canceled) {

@@ -29,7 +29,7 @@ const (
 
 // Transport is one node's endpoint: a single listener whose connections
 // carry either Raft traffic (see StreamLayer, RaftTransport) or forwarding
-// RPCs (see Call, Handler), optionally all under mutual TLS.
+// RPCs (see Call, HandlerFunc), optionally all under mutual TLS.
 //
 // All methods are safe for concurrent use. Close releases everything.
 type Transport struct {
@@ -39,7 +39,7 @@ type Transport struct {
 	ln        net.Listener
 	advertise string
 	serverTLS *tls.Config // nil = plaintext
-	handler   Handler
+	handler   HandlerFunc
 	stream    *streamLayer
 
 	ctx    context.Context // cancelled by Close
@@ -75,8 +75,8 @@ type connInfo struct {
 // New validates cfg, starts listening (or takes over cfg.Listener) and
 // accepting connections, and returns the Transport. handler serves
 // incoming Calls; it may be nil, in which case callers get an error
-// wrapping ErrNoHandler.
-func New(cfg Config, handler Handler) (*Transport, error) {
+// wrapping errNoHandler.
+func New(cfg Config, handler HandlerFunc) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (t *Transport) Addr() string { return t.advertise }
 // Close stops the Transport: it closes the listener, the StreamLayer (and
 // the raft.NetworkTransport built by RaftTransport, if any), every accepted
 // and pooled connection — so no Raft or RPC read stays blocked — fails
-// in-flight calls with ErrClosed or ErrConnectionLost, cancels running
+// in-flight calls with ErrClosed or errConnectionLost, cancels running
 // handlers' contexts, and waits for every goroutine the Transport started
 // (including running handlers); see WaitRaftConns for raft's own connection
 // goroutines. Idempotent; always returns nil.

@@ -30,7 +30,7 @@ func TestRaftGuardVoteGate(t *testing.T) {
 	at := -1
 	for i := range stream {
 		if err := g.feed(stream[i : i+1]); err != nil {
-			if !errors.Is(err, errVoteRefused) || errors.Is(err, ErrProtocol) {
+			if !errors.Is(err, errVoteRefused) || errors.Is(err, errProtocol) {
 				t.Fatalf("refusal at byte %d: %v, want errVoteRefused (not a protocol error)", i, err)
 			}
 			at = i
