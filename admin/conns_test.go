@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // serveLoopback serves api on a loopback port until the test ends.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // dialFrom opens a TCP connection to addr from a loopback source address

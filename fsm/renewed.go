@@ -11,7 +11,7 @@ import (
 // Renewals and takeover markers (cluster version 4): what a new leader needs
 // to time a session from when it was last renewed in the log, so that a
 // session that stopped renewing ends within a bound whatever the number of
-// leader changes (the lease model's "item 9", internal/model/lease).
+// leader changes (the lease model's "item 9", internal/testing/model/lease).
 //
 // Keepalives are not logged: a leader keeps each session's deadline in
 // memory. A new leader cannot know when the old one last acknowledged a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 

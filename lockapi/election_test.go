@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // Issue 17 #3, the etcd#18163 class: while candidates on every replica

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/leasetrace"
-	"github.com/raftlock/raftlock/internal/model/lease"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/model/lease"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // A grant revoked before the reply that announces it reaches the caller is

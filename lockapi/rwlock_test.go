@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fence"
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // Readers on three replicas and two writers: never a reader during a

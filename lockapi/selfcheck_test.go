@@ -12,7 +12,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/raftlock/raftlock/fence"
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // The reference's self-check, end to end: worker A gets token T, its

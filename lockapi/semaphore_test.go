@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 )
 
 // Workers on three replicas share a semaphore of 4 permits: never more

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
 // Leader churn: leaders that change faster than a session's TTL (or a
 // lock-delay) must not keep a silent session alive, or a delayed lock
 // ungranted, for as long as the churn lasts (etcd#9888, #9395; the lease
-// model's today/churn and today/delay-churn, internal/model/lease).
+// model's today/churn and today/delay-churn, internal/testing/model/lease).
 
 // churn changes leaders by operator transfers and measures what the bounds
 // need: E, the longest time from a transfer's start until a new leader has

@@ -21,7 +21,7 @@ import (
 // before the keepalive arrived, and before it voted for a new leader. With
 // replies delayed, and the leader lease kept by such replies, a deposed
 // leader confirms keepalives that arrive after the next election (the
-// lease model's stale-evidence check, internal/model/lease: up to about
+// lease model's stale-evidence check, internal/testing/model/lease: up to about
 // 4·LeaderLeaseTimeout − H of staleness, where H is 0 after a leadership
 // transfer) — and the client then counts a lease that the new leader's
 // takeover grace does not cover.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -111,7 +111,7 @@
 // every new leader gave every session a fresh grace and timed every
 // pending lock-delay again in full, so that leaders changing faster than
 // that kept a silent session, or a delayed lock, from its waiters for as
-// long as the changes went on. The lease model (internal/model/lease, its
+// long as the changes went on. The lease model (internal/testing/model/lease, its
 // package doc) checks both bounds.
 //
 // The session bound costs one exception to "keepalives are never logged"

@@ -25,7 +25,7 @@ import (
 // ends by LockDelay + E + 2·δ + λ after it began (E: the longest time
 // without a leader that has taken over; δ: the longest commit latency; λ:
 // a replica's apply lag), whatever the number of changes (the lease
-// model's DelayCredit, internal/model/lease). The elapsed part and the
+// model's DelayCredit, internal/testing/model/lease). The elapsed part and the
 // whole are counted on one replica's clock, so a clock that runs fast
 // shortens a delay no more than when that replica times it from its start.
 //

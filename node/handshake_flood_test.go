@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/devcerts"
-	"github.com/raftlock/raftlock/internal/flood"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/flood"
 	"github.com/raftlock/raftlock/node"
 )
 

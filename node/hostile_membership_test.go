@@ -12,9 +12,9 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/devcerts"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -39,7 +39,7 @@ import (
 // whatever the number of leader changes (E: the longest time without a
 // leader that has taken over; δ: the longest commit latency; λ: the lag of
 // a marker's apply on a replica that later leads). The lease model
-// (internal/model/lease, "Item 9") checks the rule and the bound.
+// (internal/testing/model/lease, "Item 9") checks the rule and the bound.
 //
 // Cost: after each leader change every live session writes one Renewed at
 // its next keepalive (a batch of keepalives, one command; the proposer

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 

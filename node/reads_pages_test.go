@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 

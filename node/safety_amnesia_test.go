@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // Issue 13 #3. A grant is committed on {L, B} while C lags (cut off); B's

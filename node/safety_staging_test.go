@@ -6,9 +6,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/clustertest"
 	"github.com/raftlock/raftlock/internal/devcerts"
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/clustertest"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
 )
 

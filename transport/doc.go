@@ -172,7 +172,7 @@
 // # Tests
 //
 // Config.Listener and Config.Dialer let a Transport run on
-// internal/memnet, an in-memory network whose blocking is durable for
+// internal/testing/memnet, an in-memory network whose blocking is durable for
 // testing/synctest: whole raft clusters run over this transport on fake
 // time, with partitions and delays.
 package transport

@@ -15,7 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // These are the regression tests of issue 20 #4. They use only defaults

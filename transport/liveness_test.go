@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // stepWallClock makes wallClock read the real (here: fake) clock shifted

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // These tests run whole transports (and raft) on the in-memory network

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/raftlock/raftlock/internal/replicaproc"
+	"github.com/raftlock/raftlock/internal/testing/replicaproc"
 )
 
 // chromium returns the browser to drive, or skips the test.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/replicaproc"
+	"github.com/raftlock/raftlock/internal/testing/replicaproc"
 )
 
 // self is the test binary: run as a command under a lock, it is child.

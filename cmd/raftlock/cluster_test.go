@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/replicaproc"
+	"github.com/raftlock/raftlock/internal/testing/replicaproc"
 )
 
 // The tests run the raftlock command in-process (run) against a cluster of
-// three examples/replica processes (internal/replicaproc).
+// three examples/replica processes (internal/testing/replicaproc).
 
 type replica = replicaproc.Replica
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/testing/ports"
 	"github.com/raftlock/raftlock/node"
 )
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/procstop"
+	"github.com/raftlock/raftlock/internal/testing/procstop"
 )
 
 // proc is one replica process (re-executions of this program).

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/testing/ports"
 	"github.com/raftlock/raftlock/node"
 )
 

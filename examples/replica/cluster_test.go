@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/ports"
-	"github.com/raftlock/raftlock/internal/procstop"
+	"github.com/raftlock/raftlock/internal/testing/ports"
+	"github.com/raftlock/raftlock/internal/testing/procstop"
 	"github.com/raftlock/raftlock/node"
 )
 

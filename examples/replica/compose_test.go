@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/testing/ports"
 )
 
 // composeService is what the test reads of a service of

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/replicaproc"
+	"github.com/raftlock/raftlock/internal/testing/replicaproc"
 )
 
 // Replicas configured with DNS names (-bind, -gossip, -join as

@@ -26,7 +26,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/raftlock/raftlock/admin"
-	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/testing/ports"
 )
 
 // What the test reads of examples/deploy/kubernetes/raftlock.yaml. The

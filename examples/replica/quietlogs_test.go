@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftlock/raftlock/internal/replicaproc"
+	"github.com/raftlock/raftlock/internal/testing/replicaproc"
 )
 
 // Normal operation logs nothing an operator must act on (issue 16): no

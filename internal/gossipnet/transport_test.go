@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/raftlock/raftlock/internal/memnet"
+	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
 // pair returns two Stream transports on one in-memory network, advertised

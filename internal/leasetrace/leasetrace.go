@@ -2,7 +2,7 @@
 // — the leader's keepalive verdicts, confirmations, takeovers, expiry and
 // lock-delay proposals, every replica's applied entries, the client's
 // keepalives, commands and lapses — as a trace of events, so that a test
-// can check the run against the lease model (internal/model/lease,
+// can check the run against the lease model (internal/testing/model/lease,
 // Conform): the trace-validation method etcd-io/raft uses with its TLA+
 // specification.
 //

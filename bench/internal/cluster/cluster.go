@@ -16,7 +16,7 @@ import (
 	"github.com/raftlock/raftlock/bench/internal/agent"
 	"github.com/raftlock/raftlock/bench/internal/lockservice"
 	"github.com/raftlock/raftlock/bench/internal/procstat"
-	"github.com/raftlock/raftlock/internal/ports"
+	"github.com/raftlock/raftlock/internal/testing/ports"
 )
 
 // Cluster is a running cluster of replica processes.
