@@ -267,6 +267,42 @@ func TestCheckUnknownAcquisitionIsReleased(t *testing.T) {
 	requireClean(t, checked(t, late))
 }
 
+// A queued wait whose library is gone (its replica crashed while the
+// Lock waited; the replica had installed a snapshot covering the wait
+// while the call still knew it) ends only with its session's expiry; a
+// stall of the followers' disks stops every commit, that expiry's too, so
+// the bound runs from the stall's end (the disk class, seed 8009: the
+// expiry committed as the stall ended). The same late expiry with nothing
+// stalled is still a violation.
+func TestCheckUnknownWaitOutlivesADiskStall(t *testing.T) {
+	build := func() *hb {
+		b := newHB().
+			op(Op{Client: 3, Kind: OpAcquire, Lock: "x", Node: "n1", Session: 4, Invoke: 80, Return: 160, Result: Fail, Err: "session expired: the node is closed"}).
+			ev(LogEvent{Index: 1, Kind: EvGranted, Lock: "x", Session: 9, Owner: "other", Token: 1, At: 50, Observed: 51}).
+			ev(LogEvent{Index: 2, Kind: EvQueued, Lock: "x", Session: 4, Owner: "lost", At: 81, Observed: 82}).
+			ev(LogEvent{Index: 4, Kind: EvReleased, Lock: "x", Session: 9, Owner: "other", Token: 1, Reason: "owner", At: 190, Observed: 191}).
+			ev(LogEvent{Index: 4, Kind: EvGranted, Lock: "x", Session: 4, Owner: "lost", Token: 2, At: 190, Observed: 191}).
+			ev(LogEvent{Index: 6, Kind: EvReleased, Lock: "x", Session: 4, Owner: "lost", Token: 2, Reason: "session-expired", At: 650, Observed: 651}).
+			ev(LogEvent{Index: 6, Kind: EvExpired, Session: 4, At: 650, Observed: 651})
+		b.h.TTL = 100 * ms
+		b.h.End = 1500 * ms
+		b.h.Expect.ExactlyOnce = true
+		b.h.Resyncs = []Resync{{Node: "n1", At: 140 * ms, Index: 3}}
+		b.h.Nemesis = []FaultEvent{
+			{Kind: "disk-full", Target: "n1", Start: 20 * ms, End: 150 * ms},
+			{Kind: "stall-follower-disks", Target: "[n1 n2]", Start: 200 * ms, End: 650 * ms},
+		}
+		return b
+	}
+	requireClean(t, checked(t, build()))
+	leader := build()
+	leader.h.Nemesis[1] = FaultEvent{Kind: "stall-leader-disk", Target: "[n3]", Start: 200 * ms, End: 650 * ms}
+	requireClean(t, checked(t, leader))
+	unstalled := build()
+	unstalled.h.Nemesis = unstalled.h.Nemesis[:1]
+	requireViolation(t, checked(t, unstalled), CheckUnknownHeld)
+}
+
 // Shared grants in the log across a restore, and the clients' windows
 // with the operator exception: a reader revoked while a writer is granted
 // may overlap it until its client learns, within a TTL.

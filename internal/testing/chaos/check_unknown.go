@@ -15,7 +15,7 @@ import "slices"
 //     grants and semaphore permits too; a session whose library is gone,
 //     its replica restarted, has expired by then, a takeover's grace
 //     included), counted from the first moment after that from which
-//     nothing cuts that replica off for as long;
+//     nothing cuts that replica off or stops all commits for as long;
 //   - or within 3 TTLs of the first moment after it from which no fault
 //     is active for that long (the replica applied it, and the library
 //     releases a grant it does not wait for; a session whose replica
@@ -42,10 +42,12 @@ func (c *checker) freeFrom(t, d int64, blocks func(f FaultEvent) bool) int64 {
 }
 
 // cutsOff reports whether fault f keeps replica node from committing: it
-// is cut off, paused or down, or no quorum exists.
+// is cut off, paused or down, no quorum exists, or the leader's or the
+// followers' log appends stall (the disk class: nothing commits, not the
+// expiry of a session whose library is gone either).
 func cutsOff(f FaultEvent, node string) bool {
 	switch {
-	case f.Kind == "quorum-loss", slices.Contains(f.Cut, node):
+	case f.Kind == "quorum-loss", f.Kind == "stall-leader-disk", f.Kind == "stall-follower-disks", slices.Contains(f.Cut, node):
 		return true
 	case f.Target == node:
 		return f.Kind == "crash-restart" || f.Kind == "pause" || f.Kind == "sigstop"
