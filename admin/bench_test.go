@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -22,7 +23,7 @@ import (
 func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 	ctx := context.Background()
 	open := func() lockinfo.SessionID {
-		r, err := n.Apply(ctx, fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "bench waiter"})
+		r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: fsmwire.MaxTTL, Description: "bench waiter"})
 		if err != nil || r.Status != fsmwire.StatusOK {
 			b.Fatalf("open session: %v %v", r.Status, err)
 		}
@@ -31,7 +32,7 @@ func queueWaiters(b *testing.B, n *node.Node, name string, w int) {
 	acquire := func(s lockinfo.SessionID) {
 		var o lockinfo.OwnerID
 		rand.Read(o[:])
-		r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true})
+		r, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: o, Wait: true})
 		if err != nil || (r.Status != fsmwire.StatusGranted && r.Status != fsmwire.StatusQueued) {
 			b.Errorf("acquire: %v %v", r.Status, err)
 		}

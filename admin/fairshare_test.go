@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -29,7 +30,7 @@ func TestFairShareAnswers429AndTheSharedSessionStillOpens(t *testing.T) {
 		n := c.Nodes[0]
 		c.WaitLimits(lim, 10*time.Second)
 		for range 6 { // the application's sessions take what this node may
-			if r, err := n.Apply(context.Background(), fsm.OpenSession{TTL: time.Hour}); err != nil || r.Status != fsmwire.StatusOK {
+			if r, err := replica.Of(n).Apply(context.Background(), fsm.OpenSession{TTL: time.Hour}); err != nil || r.Status != fsmwire.StatusOK {
 				t.Fatalf("%v %+v", err, r)
 			}
 		}

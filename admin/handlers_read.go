@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/lockapi"
 )
 
@@ -164,7 +165,7 @@ func (s *Server) leasesLeft(ctx context.Context, ids []lockinfo.SessionID) map[l
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	left, err := s.n.LeasesLeft(ctx, ids[:min(len(ids), 1024)])
+	left, err := replica.ServerOf(s.n).LeasesLeft(ctx, ids[:min(len(ids), 1024)])
 	if err != nil {
 		return nil
 	}

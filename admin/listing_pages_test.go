@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // Every listing pages with a cursor: /v1/locks and /v1/sessions with
@@ -24,7 +25,7 @@ func TestListingsPage(t *testing.T) {
 		n := c.Nodes[0]
 		ctx := context.Background()
 		apply := func(cmd fsm.Command) fsm.Result {
-			r, err := n.Apply(ctx, cmd)
+			r, err := replica.Of(n).Apply(ctx, cmd)
 			if err != nil {
 				t.Fatal(err)
 			}

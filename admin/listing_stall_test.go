@@ -19,6 +19,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -146,7 +147,7 @@ func measureWindow(t *testing.T, c *clustertest.Cluster, window time.Duration, c
 		wg.Go(func() {
 			for k := i; ; k++ {
 				kctx, kcancel := context.WithTimeout(ctx, ttl/3)
-				err := c.Nodes[k%len(c.Nodes)].KeepAlive(kctx, s.Session)
+				err := replica.Of(c.Nodes[k%len(c.Nodes)]).KeepAlive(kctx, s.Session)
 				kcancel()
 				if errors.Is(err, node.ErrSessionExpired) {
 					expired.Add(1)
@@ -170,7 +171,7 @@ func measureWindow(t *testing.T, c *clustertest.Cluster, window time.Duration, c
 				o := randomOwner()
 				for _, cmd := range []fsm.Command{fsm.Acquire{Session: w.Session, Lock: name, Owner: o}, fsm.Release{Session: w.Session, Lock: name, Owner: o}} {
 					begin := time.Now()
-					if _, err := n.Apply(ctx, cmd); err != nil {
+					if _, err := replica.Of(n).Apply(ctx, cmd); err != nil {
 						return // the window ended
 					}
 					mu.Lock()
@@ -211,11 +212,11 @@ func measureWindow(t *testing.T, c *clustertest.Cluster, window time.Duration, c
 		if _, ok := leader.Session(s.Session); !ok {
 			lost++
 		} else {
-			leader.Apply(sctx, fsm.CloseSession{Session: s.Session})
+			replica.Of(leader).Apply(sctx, fsm.CloseSession{Session: s.Session})
 		}
 	}
 	for _, w := range workers {
-		leader.Apply(sctx, fsm.CloseSession{Session: w.Session})
+		replica.Of(leader).Apply(sctx, fsm.CloseSession{Session: w.Session})
 	}
 	return windowResult{lat: lat, listings: listings.Load(), refused: refused.Load(), lost: max(lost, int(expired.Load()))}
 }
@@ -229,7 +230,7 @@ func proposeAll(t *testing.T, n *node.Node, count int, cmd func(i int) fsm.Comma
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < count; i = int(next.Add(1)) - 1 {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				r, err := n.Apply(ctx, cmd(i))
+				r, err := replica.Of(n).Apply(ctx, cmd(i))
 				cancel()
 				if err != nil || (r.Status != fsmwire.StatusOK && r.Status != fsmwire.StatusGranted) {
 					t.Errorf("propose %T: %v %v %s", cmd(i), r.Status, err, r.Reason)

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/internal/testing/replicaproc"
@@ -51,12 +52,12 @@ func TestControlCharactersInNames(t *testing.T) {
 		// through node.Apply (a lockapi session would release a grant it
 		// does not know).
 		ctx := context.Background()
-		opened, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Minute, Description: "\x1b[31mbilling\x1b[0m"})
+		opened, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Minute, Description: "\x1b[31mbilling\x1b[0m"})
 		if err != nil || opened.Session == 0 {
 			t.Fatalf("open a session through node.Apply: %+v %v", opened, err)
 		}
 		const legacy = "\x1b]52;c;cm0gLXJmIH4=\x07job"
-		res, err := n.Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: lockinfo.OwnerID{1}})
+		res, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: opened.Session, Lock: legacy, Owner: lockinfo.OwnerID{1}})
 		if err != nil || res.Status != fsmwire.StatusGranted {
 			t.Fatalf("a legacy name straight through node.Apply: %+v %v", res, err)
 		}

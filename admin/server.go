@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -127,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Owner = "http@" + cfg.Node.ID()
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = cfg.Node.Logger()
+		cfg.Logger = replica.Of(cfg.Node).Logger()
 	}
 	// The shared session opens in the node's reserve when HTTP clients (or
 	// the application) used up the node's share of the sessions.

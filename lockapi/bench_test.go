@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -153,7 +154,7 @@ func BenchmarkHandoff(b *testing.B) {
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start, cpu0 := time.Now(), cpuTime()
-	first := c.Nodes[0].AppliedIndex()
+	first := replica.Of(c.Nodes[0]).AppliedIndex()
 	for _, s := range sessions {
 		wg.Add(1)
 		go func() {
@@ -191,7 +192,7 @@ func BenchmarkHandoff(b *testing.B) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	report(b, gaps, grants, elapsed, cpu, "handoffs/s")
-	b.ReportMetric(float64(c.Nodes[0].AppliedIndex()-first)/float64(grants), "entries/handoff")
+	b.ReportMetric(float64(replica.Of(c.Nodes[0]).AppliedIndex()-first)/float64(grants), "entries/handoff")
 	reportStrays(b, grants, sessions...)
 }
 

@@ -29,7 +29,7 @@ func (s *Session) explain(ctx, try context.Context, err error, start time.Time) 
 		sessErr = s.Err()
 	}
 	ownDeadline := try != nil && try.Err() != nil && ctx.Err() == nil
-	return explainFailure(err, sessErr, ctx.Err() != nil, ownDeadline, time.Since(start), s.n.Timing().ElectionTimeout)
+	return explainFailure(err, sessErr, ctx.Err() != nil, ownDeadline, time.Since(start), s.electionTimeout())
 }
 
 // explainFailure decides what a caller sees when its command did not

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -30,6 +31,7 @@ func (l Leader) Valid() bool { return l.Session != 0 }
 // etcd's concurrency.Election). It is safe for concurrent use.
 type Election struct {
 	n    *node.Node
+	r    replica.Replica // n's (replica.Of)
 	name string
 
 	mu    sync.Mutex
@@ -45,14 +47,14 @@ func NewElection(n *node.Node, name string) (*Election, error) {
 	if err := fsmwire.ValidateLockName(name); err != nil {
 		return nil, invalid("election name: %v", err)
 	}
-	return &Election{n: n, name: name}, nil
+	return &Election{n: n, r: replica.Of(n), name: name}, nil
 }
 
 // Leader returns the current leader as this replica knows it (fast; may lag
 // the cluster by the replication delay). The zero Leader (Valid false) means
 // nobody leads.
 func (e *Election) Leader() Leader {
-	h, ok := e.n.Holder(e.name)
+	h, ok := e.r.Holder(e.name)
 	if !ok {
 		return Leader{Name: e.name}
 	}
@@ -73,7 +75,7 @@ func (e *Election) LeaderSync(ctx context.Context) (Leader, error) {
 	if ctx == nil {
 		return Leader{}, invalid("nil context")
 	}
-	if err := e.n.Sync(ctx); err != nil {
+	if err := e.r.Sync(ctx); err != nil {
 		return Leader{}, fmt.Errorf("lockapi: election %q: %w", e.name, err)
 	}
 	return e.Leader(), nil

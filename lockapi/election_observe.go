@@ -6,7 +6,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/node"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // maxObserveBacklog bounds the changes an Observe channel keeps for a
@@ -31,7 +31,7 @@ func (e *Election) Observe(ctx context.Context) (<-chan Leader, error) {
 	if ctx == nil {
 		return nil, invalid("nil context")
 	}
-	sub, err := e.n.Subscribe(node.EventFilter{Lock: e.name}, 256)
+	sub, err := e.r.Subscribe(replica.EventFilter{Lock: e.name}, 256)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ type observer struct {
 
 // reread takes the leader from the state, with the index it was read at.
 func (o *observer) reread() {
-	li, index, _ := o.e.n.LockAt(o.e.name)
+	li, index, _ := o.e.r.LockAt(o.e.name)
 	o.index = index
 	l := Leader{Name: o.e.name}
 	if li.Held {
@@ -98,7 +98,7 @@ func (o *observer) apply(ev fsm.Event) {
 	switch ev.Kind {
 	case fsmwire.EventGranted:
 		l := Leader{Name: o.e.name, Session: SessionID(ev.Session), Token: ev.Token, Since: time.Unix(0, ev.At), Value: ev.Value}
-		if si, ok := o.e.n.Session(ev.Session); ok {
+		if si, ok := o.e.r.Session(ev.Session); ok {
 			l.Description = si.Description
 		}
 		o.change(l, !sameLeader(l, o.cur))

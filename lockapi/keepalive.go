@@ -36,7 +36,7 @@ func (s *Session) keepAlive() {
 		s.traceKeepAliveSent(sent)
 		// One attempt may take up to TTL/6, and never past the lease deadline.
 		ctx, cancel := context.WithDeadline(s.ctx, minTime(s.ValidUntil(), sent.Add(ttl/6)))
-		err := s.n.KeepAlive(ctx, s.id)
+		err := s.r.KeepAlive(ctx, s.id)
 		cancel()
 		switch {
 		case err == nil:

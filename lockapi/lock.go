@@ -106,10 +106,14 @@ func (s *Session) TryLock(ctx context.Context, name string, opts ...AcquireOptio
 // opening the session for a TryLock.
 func TryTimeout(n *node.Node) time.Duration {
 	t := timingOf(n)
-	return 4 * (t.HeartbeatTimeout + t.ElectionTimeout)
+	return tryTimeout(t.HeartbeatTimeout, t.ElectionTimeout)
 }
 
-func (s *Session) tryTimeout() time.Duration { return TryTimeout(s.n) }
+func tryTimeout(heartbeat, election time.Duration) time.Duration {
+	return 4 * (heartbeat + election)
+}
+
+func (s *Session) tryTimeout() time.Duration { return tryTimeout(s.r.Timeouts()) }
 
 func newOwnerID() lockinfo.OwnerID {
 	var o lockinfo.OwnerID
@@ -231,7 +235,7 @@ func (s *Session) newLease(p *pending, tok Token, index uint64, start time.Time)
 	case ended = <-p.failed: // its release or dequeue was applied here first
 	default:
 		if index <= s.syncedAt {
-			if st := s.n.Owner(p.name, p.owner); !st.Held || st.Token != tok {
+			if st := s.r.Owner(p.name, p.owner); !st.Held || st.Token != tok {
 				ended = errors.New("no longer held when the session resynchronized")
 			}
 		}

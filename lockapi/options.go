@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -18,9 +19,22 @@ func MinTTL(n *node.Node) time.Duration { return MinTTLFor(timingOf(n)) }
 
 // MinTTLFor is MinTTL for a node with timing t (a program checks its
 // configuration before it starts the node).
-func MinTTLFor(t node.Timing) time.Duration {
-	return 3 * (2*t.HeartbeatTimeout + t.ElectionTimeout)
+func MinTTLFor(t node.Timing) time.Duration { return minTTLOf(t.HeartbeatTimeout, t.ElectionTimeout) }
+
+func minTTLOf(heartbeat, election time.Duration) time.Duration {
+	return 3 * (2*heartbeat + election)
 }
+
+// electionTimeout returns r's Raft election timeout.
+func electionTimeout(r replica.Replica) time.Duration {
+	_, election := r.Timeouts()
+	return election
+}
+
+// electionTimeout returns the election timeout of the session's replica:
+// how long a call waits before a context error is reported as no quorum
+// (explainFailure).
+func (s *Session) electionTimeout() time.Duration { return electionTimeout(s.r) }
 
 // timingOf returns n's Raft timing, or the default timing for a nil n.
 func timingOf(n *node.Node) node.Timing {

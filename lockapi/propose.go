@@ -22,7 +22,7 @@ func (s *Session) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uin
 	defer s.seq.done(seq)
 	cmd = withRequest(cmd, s.id, seq, s.seq.ackBelow())
 	s.traceCommand(cmd)
-	return s.n.Propose(ctx, cmd)
+	return s.r.Propose(ctx, cmd)
 }
 
 // withRequest attaches the request number, the acknowledgement and (to a
@@ -52,7 +52,7 @@ func (s *Session) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 	if err != nil {
 		return r, err
 	}
-	if err := s.n.WaitApplied(ctx, index); err != nil {
+	if err := s.r.WaitApplied(ctx, index); err != nil {
 		return r, fmt.Errorf("lockapi: committed at index %d but not yet applied here: %w", index, err)
 	}
 	return r, nil

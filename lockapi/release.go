@@ -87,7 +87,7 @@ func (s *Session) forgetReleaseLocked(r *release) {
 // applied (in commit order, roughly: one applied out of order waits for those
 // before it). The caller holds s.mu.
 func (s *Session) pruneSettledLocked() {
-	applied := s.n.AppliedIndex()
+	applied := s.r.AppliedIndex()
 	for len(s.settling) > 0 && s.settling[0].index <= applied {
 		s.forgetReleaseLocked(s.settling[0])
 		s.settling[0] = nil
@@ -180,7 +180,7 @@ func (s *Session) retryLoop(r *release) {
 		if attempt == 0 {
 			s.log.Warn("release did not commit; retrying until it does or the session ends", "lock", r.name, "owner", r.owner, "err", err)
 		}
-		t := time.NewTimer(jitter(s.n.Timing().ElectionTimeout))
+		t := time.NewTimer(jitter(s.electionTimeout()))
 		select {
 		case <-t.C:
 		case <-s.stop:
@@ -224,7 +224,7 @@ func (s *Session) knows(owner lockinfo.OwnerID) bool {
 // otherwise, and the session would hold the lock (or wait for it) until it
 // ends.
 func (s *Session) releaseUnknown(name string, owner lockinfo.OwnerID) {
-	if st := s.n.Owner(name, owner); !st.Held && st.Position == 0 {
+	if st := s.r.Owner(name, owner); !st.Held && st.Position == 0 {
 		return
 	}
 	s.log.Info("releasing an acquisition the session does not know", "lock", name, "owner", owner)
@@ -237,7 +237,7 @@ func (s *Session) releaseUnknown(name string, owner lockinfo.OwnerID) {
 // missed events or a snapshot install): grants of every kind — exclusive,
 // read, a semaphore's permits — and waits alike.
 func (s *Session) releaseUnknownLocks() {
-	for _, a := range s.n.SessionAcquisitions(s.id) {
+	for _, a := range s.r.SessionAcquisitions(s.id) {
 		if !s.knows(a.Owner) {
 			s.releaseUnknown(a.Lock, a.Owner)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
@@ -56,7 +57,7 @@ func TestRevokedBeforeTheGrantReplyIsNoLease(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := c.Nodes[leader].Apply(ctx, fsm.Revoke{Lock: name, Token: tok, By: "test", Why: "revoked while the reply is delayed"}); err != nil {
+		if _, err := replica.Of(c.Nodes[leader]).Apply(ctx, fsm.Revoke{Lock: name, Token: tok, By: "test", Why: "revoked while the reply is delayed"}); err != nil {
 			t.Fatalf("revoke: %v", err)
 		}
 		for {
@@ -95,7 +96,7 @@ func TestEventsBelowTheResyncAreSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startCluster(t, clustertest.Options{})
 		s := newSession(t, c, 0)
-		applied := c.Nodes[0].AppliedIndex()
+		applied := replica.Of(c.Nodes[0]).AppliedIndex()
 		p := &pending{name: "stale", owner: newOwnerID(), granted: make(chan grant, 1), failed: make(chan error, 1), s: s}
 		s.mu.Lock()
 		s.pending[p.owner] = p

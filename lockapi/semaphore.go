@@ -74,7 +74,7 @@ type SemaphoreInfo struct {
 // gives a SemaphoreInfo with Limit 0; a lock gives an error wrapping
 // ErrConflict.
 func (s *Session) DescribeSemaphore(name string) (SemaphoreInfo, error) {
-	li, ok := s.n.Lock(name)
+	li, ok := s.r.Lock(name)
 	if !ok {
 		return SemaphoreInfo{Name: name}, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -56,12 +57,13 @@ func (s State) String() string {
 // through one lock take a session each.
 type Session struct {
 	n       *node.Node
+	r       replica.Replica // n's (replica.Of): every call to the replica goes through it
 	id      lockinfo.SessionID
 	cfg     sessionConfig
 	margin  time.Duration
 	log     *slog.Logger
 	metrics *Metrics
-	sub     *node.Subscription
+	sub     *replica.Subscription
 	seq     seqAlloc // request numbers for exactly-once commands (seq.go)
 
 	ctx    context.Context // ends when the session is lost or closed
@@ -121,7 +123,8 @@ func NewSession(ctx context.Context, n *node.Node, opts ...SessionOption) (*Sess
 // openSession opens a session with an already-built configuration (also
 // used to replace a lost session with an identical one).
 func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session, error) {
-	if minTTL := MinTTL(n); cfg.ttl < minTTL || cfg.ttl > fsmwire.MaxTTL {
+	r := replica.Of(n)
+	if minTTL := minTTLOf(r.Timeouts()); cfg.ttl < minTTL || cfg.ttl > fsmwire.MaxTTL {
 		return nil, invalid("TTL %v outside [%v, %v] (the minimum follows the node's Raft timeouts)", cfg.ttl, minTTL, fsmwire.MaxTTL)
 	}
 	if cfg.lockDelay < 0 || cfg.lockDelay > fsmwire.MaxLockDelay {
@@ -131,10 +134,10 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		return nil, invalid("owner description: %v", err)
 	}
 	if cfg.logger == nil {
-		cfg.logger = n.Logger()
+		cfg.logger = r.Logger()
 	}
 	s := &Session{
-		n: n, cfg: cfg, log: cfg.logger, metrics: cfg.metrics,
+		n: n, r: r, cfg: cfg, log: cfg.logger, metrics: cfg.metrics,
 		margin:   cfg.ttl / 20, // clock-rate drift and scheduling slack
 		stop:     make(chan struct{}),
 		lapsed:   make(chan struct{}),
@@ -146,18 +149,18 @@ func openSession(ctx context.Context, n *node.Node, cfg sessionConfig) (*Session
 		releases: make(map[lockinfo.OwnerID]*release),
 	}
 	sent := time.Now()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner, Reserved: cfg.reserved})
+	res, err := r.Apply(ctx, fsm.OpenSession{TTL: cfg.ttl, LockDelay: cfg.lockDelay, Description: cfg.owner, Reserved: cfg.reserved})
 	if err != nil {
-		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), n.Timing().ElectionTimeout)
+		err = explainFailure(err, nil, ctx.Err() != nil, false, time.Since(sent), electionTimeout(r))
 		return nil, fmt.Errorf("lockapi: open session: %w", err)
 	}
-	if r.Status != fsmwire.StatusOK {
-		return nil, fmt.Errorf("lockapi: open session: %w", r.Err())
+	if res.Status != fsmwire.StatusOK {
+		return nil, fmt.Errorf("lockapi: open session: %w", res.Err())
 	}
-	s.id = r.Session
+	s.id = res.Session
 	s.validUntil = sent.Add(cfg.ttl - s.margin) // the open counts as the first keepalive
 	s.traceOpened(sent)
-	if s.sub, err = n.Subscribe(node.EventFilter{Session: s.id, EarlyGrants: true, OnEarlyGrant: s.earlyGrant}, 256); err != nil {
+	if s.sub, err = r.Subscribe(replica.EventFilter{Session: s.id, EarlyGrants: true, OnEarlyGrant: s.earlyGrant}, 256); err != nil {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -381,7 +384,7 @@ func (s *Session) Abandon(ctx context.Context) error {
 	select {
 	case <-s.lapsed:
 	case <-ctx.Done():
-		return fmt.Errorf("lockapi: abandon session: %w", explainFailure(ctx.Err(), nil, true, false, time.Since(start), s.n.Timing().ElectionTimeout))
+		return fmt.Errorf("lockapi: abandon session: %w", explainFailure(ctx.Err(), nil, true, false, time.Since(start), s.electionTimeout()))
 	}
 	s.mu.Lock()
 	err := s.lapseErr

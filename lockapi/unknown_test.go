@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -21,7 +22,7 @@ func injectAcquire(t *testing.T, c *clustertest.Cluster, s *Session, name string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: lockinfo.SessionID(s.ID()), Lock: name, Owner: newOwnerID(), Wait: wait})
+	r, err := replica.Of(c.Nodes[0]).Apply(ctx, fsm.Acquire{Session: lockinfo.SessionID(s.ID()), Lock: name, Owner: newOwnerID(), Wait: wait})
 	if err != nil {
 		t.Fatalf("inject acquire %q: %v", name, err)
 	}
@@ -115,7 +116,7 @@ func injectOwned(t *testing.T, c *clustertest.Cluster, s *Session, a fsm.Acquire
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.Session, a.Owner = lockinfo.SessionID(s.ID()), newOwnerID()
-	r, err := c.Nodes[0].Apply(ctx, a)
+	r, err := replica.Of(c.Nodes[0]).Apply(ctx, a)
 	if err != nil || r.Status != want {
 		t.Fatalf("inject %+v: %v %+v, want %v", a, err, r, want)
 	}
@@ -165,11 +166,11 @@ func TestResyncReleasesUnknownGrantsOfEveryKind(t *testing.T) {
 		s.flushBackground(t)
 		settle(t, c, 1)
 		for _, a := range unknown {
-			if st := c.Nodes[1].Owner(a.name, a.owner); st.Held || st.Position != 0 {
+			if st := replica.Of(c.Nodes[1]).Owner(a.name, a.owner); st.Held || st.Position != 0 {
 				t.Errorf("%s: an acquisition the session does not know is still there after the resync: %+v", a.name, st)
 			}
 		}
-		if st := c.Nodes[1].Owner("mine", lockinfo.OwnerID(mine.Owner())); !st.Held || mine.Err() != nil {
+		if st := replica.Of(c.Nodes[1]).Owner("mine", lockinfo.OwnerID(mine.Owner())); !st.Held || mine.Err() != nil {
 			t.Fatalf("resync touched the session's own read lease: %+v %v", st, mine.Err())
 		}
 		if l, err := other.TryLock(ctx, "rw"); err != nil {
@@ -204,7 +205,7 @@ func TestUnknownReadGrantIsReleasedAfterASnapshotInstall(t *testing.T) {
 		f := c.Follower(l)
 		s := newSession(t, c, f, WithTTL(time.Minute)) // outlives the cut
 		writer := newSession(t, c, l, WithTTL(time.Minute))
-		restored, err := c.Nodes[f].Subscribe(node.EventFilter{Lock: "no such lock"}, 1)
+		restored, err := replica.Of(c.Nodes[f]).Subscribe(replica.EventFilter{Lock: "no such lock"}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

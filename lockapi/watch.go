@@ -122,11 +122,11 @@ func (s *Session) resync() {
 	// The applied index first: every state read below reflects at least
 	// it, so the events up to it, which may still be queued behind the
 	// Resync, are skipped by handle.
-	applied := s.n.AppliedIndex()
+	applied := s.r.AppliedIndex()
 	s.mu.Lock()
 	s.syncedAt = max(s.syncedAt, applied)
 	s.mu.Unlock()
-	if _, ok := s.n.Session(s.id); !ok {
+	if _, ok := s.r.Session(s.id); !ok {
 		s.lose(leasetrace.LostEnded, fmt.Errorf("%w: the session no longer exists", ErrSessionExpired))
 		return
 	}
@@ -143,7 +143,7 @@ func (s *Session) resync() {
 	// The local replica may not have applied an acquisition yet (Propose
 	// does not wait for it): judge only those it has.
 	for _, p := range pend {
-		st := s.n.Owner(p.name, p.owner)
+		st := s.r.Owner(p.name, p.owner)
 		switch {
 		case st.Held:
 			p.grant(st.Token, applied)
@@ -155,7 +155,7 @@ func (s *Session) resync() {
 		if applied < l.index {
 			continue
 		}
-		if st := s.n.Owner(l.name, l.owner); (!st.Held || st.Token != l.token) && !l.isUnlocking() {
+		if st := s.r.Owner(l.name, l.owner); (!st.Held || st.Token != l.token) && !l.isUnlocking() {
 			s.mu.Lock()
 			s.dropLeaseLocked(l.owner)
 			s.mu.Unlock()

@@ -70,7 +70,7 @@ func (n *Node) Revoke(ctx context.Context, lock string, token lockinfo.Token, by
 		return Revocation{}, err
 	}
 	token = h.Token
-	res, index, err := n.Propose(ctx, fsm.Revoke{Lock: lock, Token: token, By: by, Why: why})
+	res, index, err := n.propose(ctx, fsm.Revoke{Lock: lock, Token: token, By: by, Why: why})
 	if err != nil {
 		return Revocation{}, err
 	}
@@ -150,7 +150,7 @@ func (n *Node) EndSession(ctx context.Context, id lockinfo.SessionID, by, why st
 		return fmt.Errorf("%w: session id 0", ErrInvalidArgument)
 	}
 	info, _ := n.fsm.Session(id)
-	res, index, err := n.Propose(ctx, fsm.CloseSession{Session: id})
+	res, index, err := n.propose(ctx, fsm.CloseSession{Session: id})
 	if err != nil {
 		return err
 	}

@@ -99,13 +99,13 @@ func (ps *PeerStatus) fill(p peerInfo) {
 // maxLeaseQuery bounds the sessions of one LeasesLeft call.
 const maxLeaseQuery = 1024
 
-// LeasesLeft returns, for each of the sessions given (at most 1024) that
+// leasesLeft returns, for each of the sessions given (at most 1024) that
 // the leader times, how long it still lets the session live without a
 // keepalive: the leader expires it no earlier than that. From a follower
 // the question goes to the leader. Sessions the leader does not time (not
 // there, or being expired) are absent. Errors: ErrInvalidArgument (too
 // many), ErrNoQuorum (no leader answered before ctx ended).
-func (n *Node) LeasesLeft(ctx context.Context, ids []lockinfo.SessionID) (map[lockinfo.SessionID]time.Duration, error) {
+func (n *Node) leasesLeft(ctx context.Context, ids []lockinfo.SessionID) (map[lockinfo.SessionID]time.Duration, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}

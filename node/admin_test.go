@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -24,7 +25,7 @@ func TestAdminRevoke(t *testing.T) {
 		a := openSession(t, ctx, holderNode, time.Minute)
 		b := openSession(t, ctx, waiterNode, time.Minute)
 		oa, ob := newOwner(), newOwner()
-		sub, err := holderNode.Subscribe(node.EventFilter{Owner: oa}, 16)
+		sub, err := replica.Of(holderNode).Subscribe(replica.EventFilter{Owner: oa}, 16)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestAdminEndSession(t *testing.T) {
 		if _, ok := f.Holder("x"); ok {
 			t.Fatal("the ended session's lock is still held")
 		}
-		if err := f.KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
 			t.Fatalf("keepalive of the ended session: %v", err)
 		}
 		if err := f.EndSession(ctx, s, "ops", "again"); !errors.Is(err, node.ErrNoSuchSession) {
@@ -142,9 +143,9 @@ func TestAdminBackupRestore(t *testing.T) {
 			}
 		}
 		c.Eventually(5*time.Second, func() (bool, string) {
-			_, d0 := c.Nodes[0].Digest()
+			_, d0 := replica.ServerOf(c.Nodes[0]).Digest()
 			for _, n := range c.Nodes[1:] {
-				if _, d := n.Digest(); d != d0 {
+				if _, d := replica.ServerOf(n).Digest(); d != d0 {
 					return false, n.ID() + " differs"
 				}
 			}
@@ -155,7 +156,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		if !ok || h.Session != restored || h.Token != g.Token {
 			t.Fatalf("restored holder %+v (held %v), want session %d token %d", h, ok, restored, g.Token)
 		}
-		if err := f2.KeepAlive(ctx, live); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f2).KeepAlive(ctx, live); !errors.Is(err, node.ErrSessionExpired) {
 			t.Fatalf("a session of the running cluster survived the restore: %v", err)
 		}
 		// New grants fence out both histories.
@@ -267,14 +268,14 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 					case <-time.After(5 * time.Millisecond):
 					}
 					o := newOwner()
-					r, idx, err := n.Propose(ctx, fsm.Acquire{Session: s, Lock: "t" + n.ID(), Owner: o})
+					r, idx, err := replica.Of(n).Propose(ctx, fsm.Acquire{Session: s, Lock: "t" + n.ID(), Owner: o})
 					if err != nil || r.Status != fsmwire.StatusGranted {
 						// The restore ended this session: open another.
 						s = openSession(t, ctx, n, time.Minute)
 						continue
 					}
 					out = append(out, grant{idx, r.Token})
-					n.Propose(ctx, fsm.Release{Lock: "t" + n.ID(), Owner: o})
+					replica.Of(n).Propose(ctx, fsm.Release{Lock: "t" + n.ID(), Owner: o})
 				}
 				results <- out
 			}()
@@ -283,7 +284,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 		if _, err := c.Nodes[li].Restore(ctx, bytes.NewReader(backup.Bytes())); err != nil {
 			t.Fatal(err)
 		}
-		restoredAt := f.AppliedIndex()
+		restoredAt := replica.Of(f).AppliedIndex()
 		time.Sleep(200 * time.Millisecond)
 		close(stop)
 		var before, after []grant
@@ -317,7 +318,7 @@ func TestAdminPeersAndLeasesLeft(t *testing.T) {
 		ctx := context.Background()
 		f := c.Follower(li)
 		s := openSession(t, ctx, c.Nodes[f], 10*time.Second)
-		left, err := c.Nodes[f].LeasesLeft(ctx, []lockinfo.SessionID{s, s + 1000})
+		left, err := replica.ServerOf(c.Nodes[f]).LeasesLeft(ctx, []lockinfo.SessionID{s, s + 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestAdminPeersAndLeasesLeft(t *testing.T) {
 		if _, ok := left[s+1000]; ok || len(left) != 1 {
 			t.Fatalf("an unknown session has a lease: %v", left)
 		}
-		if _, err := c.Nodes[f].LeasesLeft(ctx, make([]lockinfo.SessionID, 2000)); !errors.Is(err, node.ErrInvalidArgument) {
+		if _, err := replica.ServerOf(c.Nodes[f]).LeasesLeft(ctx, make([]lockinfo.SessionID, 2000)); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("too many sessions: %v", err)
 		}
 		c.Crash(3 - f - li)

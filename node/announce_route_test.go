@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -33,15 +34,15 @@ func TestGrantAnnouncedOnlyToTheWaitersReplica(t *testing.T) {
 		} {
 			ws := openSession(t, ctx, tc.waiter, time.Minute)
 			holder, waiter := newOwner(), newOwner()
-			if r, err := l.Apply(ctx, fsm.Acquire{Session: holderSession, Lock: tc.name, Owner: holder}); err != nil || r.Status != fsmwire.StatusGranted {
+			if r, err := replica.Of(l).Apply(ctx, fsm.Acquire{Session: holderSession, Lock: tc.name, Owner: holder}); err != nil || r.Status != fsmwire.StatusGranted {
 				t.Fatalf("%s: holder: %v %+v", tc.name, err, r)
 			}
-			if r, err := tc.waiter.Apply(ctx, fsm.Acquire{Session: ws, Lock: tc.name, Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
+			if r, err := replica.Of(tc.waiter).Apply(ctx, fsm.Acquire{Session: ws, Lock: tc.name, Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 				t.Fatalf("%s: waiter: %v %+v", tc.name, err, r)
 			}
 			synctest.Wait()
 			before := node.GrantAnnouncements(l, "ok")
-			if r, err := l.Apply(ctx, fsm.Release{Lock: tc.name, Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
+			if r, err := replica.Of(l).Apply(ctx, fsm.Release{Lock: tc.name, Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
 				t.Fatalf("%s: release: %v %+v", tc.name, err, r)
 			}
 			if err := tc.waiter.Sync(ctx); err != nil {

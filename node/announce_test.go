@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestGrantAnnouncedToFollower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, l, f, sl, sf := leaderAndFollowerSessions(t)
-		if _, err := f.Subscribe(node.EventFilter{Lock: "l", EarlyGrants: true}, 1); !errors.Is(err, node.ErrInvalidArgument) {
+		if _, err := replica.Of(f).Subscribe(replica.EventFilter{Lock: "l", EarlyGrants: true}, 1); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("EarlyGrants with a Lock filter: %v", err)
 		}
 		early := 0
@@ -58,19 +59,19 @@ func leaderAndFollowerSessions(t *testing.T) (ctx context.Context, l, f *node.No
 func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf lockinfo.SessionID, name string) bool {
 	t.Helper()
 	holder, waiter := newOwner(), newOwner()
-	first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: name, Owner: holder})
+	first, err := replica.Of(l).Apply(ctx, fsm.Acquire{Session: sl, Lock: name, Owner: holder})
 	if err != nil || first.Status != fsmwire.StatusGranted {
 		t.Fatalf("holder: %v %+v", err, first)
 	}
-	if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: name, Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
+	if r, err := replica.Of(f).Apply(ctx, fsm.Acquire{Session: sf, Lock: name, Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 		t.Fatalf("waiter: %v %+v", err, r)
 	}
-	early, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true}, 8)
+	early, err := replica.Of(f).Subscribe(replica.EventFilter{Owner: waiter, EarlyGrants: true}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer early.Close()
-	applied, err := f.Subscribe(node.EventFilter{Session: sf}, 8)
+	applied, err := replica.Of(f).Subscribe(replica.EventFilter{Session: sf}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf l
 		t.Fatal(err)
 	}
 
-	if r, err := l.Apply(ctx, fsm.Release{Lock: name, Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
+	if r, err := replica.Of(l).Apply(ctx, fsm.Release{Lock: name, Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("release: %v %+v", err, r)
 	}
 	var e fsm.Event
@@ -91,10 +92,10 @@ func announcedEarly(t *testing.T, ctx context.Context, l, f *node.Node, sl, sf l
 	if e.Kind != fsmwire.EventGranted || e.Owner != waiter || e.Session != sf || e.Lock != name || e.Token <= first.Token {
 		t.Fatalf("announced %+v, want the waiter's grant with a token above %d", e, first.Token)
 	}
-	wasEarly := f.AppliedIndex() < e.Index
+	wasEarly := replica.Of(f).AppliedIndex() < e.Index
 	// The applied event follows, on both subscriptions (on the early one
 	// too when the announcement came first), with the same grant.
-	subs := []*node.Subscription{applied}
+	subs := []*replica.Subscription{applied}
 	if wasEarly {
 		subs = append(subs, early)
 	}
@@ -125,20 +126,20 @@ func TestEarlyGrantHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, l, f, sl, sf := leaderAndFollowerSessions(t)
 		hook := func(fsm.Event) {}
-		if _, err := f.Subscribe(node.EventFilter{Session: sf, OnEarlyGrant: hook}, 1); !errors.Is(err, node.ErrInvalidArgument) {
+		if _, err := replica.Of(f).Subscribe(replica.EventFilter{Session: sf, OnEarlyGrant: hook}, 1); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("OnEarlyGrant without EarlyGrants: %v", err)
 		}
 
 		holder, waiter := newOwner(), newOwner()
-		first, err := l.Apply(ctx, fsm.Acquire{Session: sl, Lock: "h", Owner: holder})
+		first, err := replica.Of(l).Apply(ctx, fsm.Acquire{Session: sl, Lock: "h", Owner: holder})
 		if err != nil || first.Status != fsmwire.StatusGranted {
 			t.Fatalf("holder: %v %+v", err, first)
 		}
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: sf, Lock: "h", Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
+		if r, err := replica.Of(f).Apply(ctx, fsm.Acquire{Session: sf, Lock: "h", Owner: waiter, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 			t.Fatalf("waiter: %v %+v", err, r)
 		}
 		hooked := make(chan fsm.Event, 8)
-		sub, err := f.Subscribe(node.EventFilter{Owner: waiter, EarlyGrants: true, OnEarlyGrant: func(e fsm.Event) { hooked <- e }}, 8)
+		sub, err := replica.Of(f).Subscribe(replica.EventFilter{Owner: waiter, EarlyGrants: true, OnEarlyGrant: func(e fsm.Event) { hooked <- e }}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestEarlyGrantHook(t *testing.T) {
 		if err := f.Sync(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := l.Apply(ctx, fsm.Release{Lock: "h", Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
+		if r, err := replica.Of(l).Apply(ctx, fsm.Release{Lock: "h", Owner: holder}); err != nil || r.Status != fsmwire.StatusOK {
 			t.Fatalf("release: %v %+v", err, r)
 		}
 		if err := f.Sync(ctx); err != nil { // the follower has applied the grant

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -103,7 +104,7 @@ func benchCallers(b *testing.B, nodes []*node.Node, callers int, apply bool) {
 	ctx := context.Background()
 	sessions := make([]lockinfo.SessionID, len(nodes))
 	for i, n := range nodes {
-		r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
+		r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,9 +130,9 @@ func benchCallers(b *testing.B, nodes []*node.Node, callers int, apply bool) {
 				t0 := time.Now()
 				var err error
 				if apply {
-					_, err = n.Apply(ctx, cmd)
+					_, err = replica.Of(n).Apply(ctx, cmd)
 				} else {
-					_, _, err = n.Propose(ctx, cmd)
+					_, _, err = replica.Of(n).Propose(ctx, cmd)
 				}
 				if err != nil {
 					b.Error(err)
@@ -150,7 +151,7 @@ func benchCallers(b *testing.B, nodes []*node.Node, callers int, apply bool) {
 	b.ReportMetric(float64(pct(all, 0.50).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(pct(all, 0.99).Microseconds())/1000, "p99-ms")
 	for i, n := range nodes {
-		n.Apply(ctx, fsm.CloseSession{Session: sessions[i]})
+		replica.Of(n).Apply(ctx, fsm.CloseSession{Session: sessions[i]})
 	}
 }
 

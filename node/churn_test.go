@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -74,7 +75,7 @@ func (ch *churn) probe(i int) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, _, err := ch.c.Nodes[i].Propose(ctx, fsm.OpenSession{TTL: time.Hour, Description: "probe"}); err != nil {
+	if _, _, err := replica.Of(ch.c.Nodes[i]).Propose(ctx, fsm.OpenSession{TTL: time.Hour, Description: "probe"}); err != nil {
 		ch.t.Fatalf("probe: %v", err)
 	}
 	ch.maxD = max(ch.maxD, time.Since(start))
@@ -93,7 +94,7 @@ func (ch *churn) lambda() time.Duration {
 // it (read by a goroutine of its own, so that it is timed while the test
 // changes leaders), or the zero time if not within limit or once stop is
 // called (which the test must do before it ends).
-func watchGrant(sub *node.Subscription, limit time.Duration) (granted <-chan time.Time, stop func()) {
+func watchGrant(sub *replica.Subscription, limit time.Duration) (granted <-chan time.Time, stop func()) {
 	out := make(chan time.Time, 1)
 	done := make(chan struct{})
 	go func() {
@@ -136,7 +137,7 @@ func churnRuns(t *testing.T, test func(t *testing.T, ch *churn, changes int)) {
 func queueWaiter(t *testing.T, at, via *node.Node, s lockinfo.SessionID, lock string) (granted <-chan time.Time, stop func()) {
 	t.Helper()
 	o := newOwner()
-	sub, err := at.Subscribe(node.EventFilter{Owner: o}, 8)
+	sub, err := replica.Of(at).Subscribe(replica.EventFilter{Owner: o}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 		// last keepalive was accepted (after it arrived).
 		for range 3 {
 			time.Sleep(ttl / 4)
-			if err := n.KeepAlive(ctx, holder); err != nil {
+			if err := replica.Of(n).KeepAlive(ctx, holder); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -214,7 +215,7 @@ func TestLockDelayEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 		n := c.Nodes[leader]
 		// The delay begins when the leader applies the release (a
 		// follower may apply it later than the grant that ends it).
-		lockSub, err := n.Subscribe(node.EventFilter{Lock: "x"}, 64)
+		lockSub, err := replica.Of(n).Subscribe(replica.EventFilter{Lock: "x"}, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -35,7 +36,7 @@ func startMemCluster(t *testing.T) (*clustertest.Cluster, int) {
 
 func openSession(t *testing.T, ctx context.Context, n *node.Node, ttl time.Duration) lockinfo.SessionID {
 	t.Helper()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})
+	r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: ttl, Description: n.ID()})
 	if err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("open session on %s: %v %+v", n.ID(), err, r)
 	}
@@ -56,7 +57,7 @@ func TestElectApplyFromLeaderAndFollowers(t *testing.T) {
 				for i, n := range c.Nodes {
 					s := openSession(t, ctx, n, time.Minute)
 					o := newOwner()
-					r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + clustertest.ID(i), Owner: o})
+					r, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: s, Lock: "l" + clustertest.ID(i), Owner: o})
 					if err != nil || r.Status != fsmwire.StatusGranted {
 						t.Fatalf("acquire via %s (leader %s): %v %+v", n.ID(), clustertest.ID(leader), err, r)
 					}
@@ -84,7 +85,7 @@ func TestApplyRefusesBadCommands(t *testing.T) {
 		ctx := context.Background()
 		for _, cmd := range []fsm.Command{nil, fsm.Tick{}, fsm.ExpireSessions{Sessions: []lockinfo.SessionID{1}},
 			fsm.Acquire{Session: 1, Lock: "", Owner: newOwner()}, fsm.OpenSession{TTL: -1}} {
-			if _, err := c.Nodes[0].Apply(ctx, cmd); !errors.Is(err, node.ErrInvalidArgument) {
+			if _, err := replica.Of(c.Nodes[0]).Apply(ctx, cmd); !errors.Is(err, node.ErrInvalidArgument) {
 				t.Fatalf("%#v: err = %v", cmd, err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -30,28 +31,28 @@ func skewedCluster(t *testing.T) (*clustertest.Cluster, []*atomic.Int64) {
 // delayedLock makes lock "x" enter a lock-delay on n: a session with the
 // given lock-delay takes it and goes silent; a live session waits for it.
 // It returns subscriptions to the waiter's events and to the lock's.
-func delayedLock(t *testing.T, n *node.Node, delay time.Duration) (waiter, lock *node.Subscription) {
+func delayedLock(t *testing.T, n *node.Node, delay time.Duration) (waiter, lock *replica.Subscription) {
 	t.Helper()
 	ctx := context.Background()
-	lockSub, err := n.Subscribe(node.EventFilter{Lock: "x"}, 64)
+	lockSub, err := replica.Of(n).Subscribe(replica.EventFilter{Lock: "x"}, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(lockSub.Close)
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: 300 * time.Millisecond, LockDelay: delay})
+	r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: 300 * time.Millisecond, LockDelay: delay})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Apply(ctx, fsm.Acquire{Session: r.Session, Lock: "x", Owner: newOwner()}); err != nil {
+	if _, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: r.Session, Lock: "x", Owner: newOwner()}); err != nil {
 		t.Fatal(err)
 	}
 	alive := openSession(t, ctx, n, time.Hour)
 	o := newOwner()
-	sub, err := n.Subscribe(node.EventFilter{Owner: o}, 8)
+	sub, err := replica.Of(n).Subscribe(replica.EventFilter{Owner: o}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := n.Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
+	if r, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil || r.Status != fsmwire.StatusQueued {
 		t.Fatalf("wait: %v %+v", err, r)
 	}
 	return sub, lockSub
@@ -59,7 +60,7 @@ func delayedLock(t *testing.T, n *node.Node, delay time.Duration) (waiter, lock 
 
 // waitDelayStart returns when n applied the expiry that put lock "x" into
 // its lock-delay (sub: a subscription to lock "x").
-func waitDelayStart(t *testing.T, sub *node.Subscription) time.Time {
+func waitDelayStart(t *testing.T, sub *replica.Subscription) time.Time {
 	t.Helper()
 	for {
 		select {
@@ -74,7 +75,7 @@ func waitDelayStart(t *testing.T, sub *node.Subscription) time.Time {
 }
 
 // waitGrant returns when the waiter got the lock, failing after limit.
-func waitGrant(t *testing.T, sub *node.Subscription, limit time.Duration) time.Time {
+func waitGrant(t *testing.T, sub *replica.Subscription, limit time.Duration) time.Time {
 	t.Helper()
 	deadline := time.After(limit)
 	for {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -31,7 +32,7 @@ func TestBootstrapWithoutPeersIsAOneNodeCluster(t *testing.T) {
 	if len(st.Servers) != 1 || st.Servers[0].ID != "dev" || st.Servers[0].Addr != n.Addr() || st.LeaderID != "dev" {
 		t.Fatalf("servers %+v leader %q, want dev alone at %s", st.Servers, st.LeaderID, n.Addr())
 	}
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Second})
+	r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Second})
 	if err != nil || r.Status != fsmwire.StatusOK {
 		t.Fatalf("open session: %v %+v", err, r)
 	}

@@ -16,9 +16,9 @@
 //
 // # For lockapi
 //
-// Propose and Apply (propose.go) commit a command — group-committed on the
+// propose and Apply (propose.go) commit a command — group-committed on the
 // leader, forwarded (batched) from a follower — and return its result;
-// KeepAlive (keepalive.go) renews a session on the leader — not through
+// keepAlive (keepalive.go) renews a session on the leader — not through
 // the log while the leader stays; after a leader change each live session's
 // first keepalive is recorded once (see "Sessions across leader changes")
 // — (a follower sends the keepalives that come together in one request:

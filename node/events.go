@@ -6,64 +6,26 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
-// EventFilter chooses the events a Subscription receives: those of one
-// owner id, one session or one lock, or all of them. Exactly one of Owner,
-// Session, Lock or All must be set.
-//
-// EarlyGrants (with Owner or Session only) also delivers the hand-off grants
-// that the leader announces as soon as it has applied them — before this
-// replica applies them, which on a follower can take a replication round
-// longer. An announced grant is committed, but it arrives out of apply
-// order and arrives again when this replica applies it: a subscriber that
-// sets EarlyGrants must treat an EventGranted idempotently and must not
-// expect the local reads to show it yet. The leader announces a grant to the
-// replica that sent it the waiter's queued Acquire — the one the waiter's
-// session lives on — or, when it does not know that replica (it became leader
-// after the Acquire), to every replica; a subscription on another replica
-// gets the grant when it applies it. Announcements are best effort; the
-// applied event always follows.
-//
-// OnEarlyGrant (with EarlyGrants only), when set, takes the announced grants
-// instead of C: it is called with each one on the goroutine that received
-// the announcement, after the node has released its own locks, and must not
-// block. A subscriber whose waiters wait on channels of their own hands an
-// announced grant to its waiter there, one goroutine hand-off sooner than
-// through C and the subscriber's goroutine. The applied EventGranted still
-// arrives on C.
-type EventFilter struct {
-	Owner        lockinfo.OwnerID
-	Session      lockinfo.SessionID
-	Lock         string
-	All          bool
-	EarlyGrants  bool
-	OnEarlyGrant func(fsm.Event)
-}
-
-// Subscription receives the events the local FSM applies that match its
-// filter, in apply order. Delivery never blocks the FSM: if C is full when an
-// event arrives, the event is dropped, counted, and Resync is signalled — as
-// it is after a snapshot restore replaced the state. A subscriber that sees
-// Resync must re-read the state it cares about from the node.
-//
-// Receive from C and Resync from one goroutine; Close from any.
-type Subscription struct {
-	C      <-chan fsm.Event
-	Resync <-chan struct{}
-
+// subscription is one subscription of the hub: view is the
+// replica.Subscription its subscriber holds (Node.subscribe returns it), c
+// and resync the channels behind view's C and Resync.
+type subscription struct {
+	view   replica.Subscription
 	c      chan fsm.Event
 	resync chan struct{}
 	hub    *eventHub
-	filter EventFilter
+	filter replica.EventFilter
 	once   sync.Once
 }
 
-// Close stops delivery. C is not closed (a concurrent send could race); after
-// Close nothing more is sent on it. Safe to call more than once.
-func (s *Subscription) Close() { s.once.Do(func() { s.hub.remove(s) }) }
+// close stops delivery (replica.Subscription.Close). Safe to call more than
+// once.
+func (s *subscription) close() { s.once.Do(func() { s.hub.remove(s) }) }
 
-func (s *Subscription) deliver(e fsm.Event) bool {
+func (s *subscription) deliver(e fsm.Event) bool {
 	select {
 	case s.c <- e:
 		return true
@@ -73,7 +35,7 @@ func (s *Subscription) deliver(e fsm.Event) bool {
 	}
 }
 
-func (s *Subscription) signalResync() {
+func (s *subscription) signalResync() {
 	select {
 	case s.resync <- struct{}{}:
 	default:
@@ -83,10 +45,10 @@ func (s *Subscription) signalResync() {
 // eventHub fans events out to subscriptions, indexed by filter key.
 type eventHub struct {
 	mu        sync.RWMutex
-	byOwner   map[lockinfo.OwnerID][]*Subscription
-	bySession map[lockinfo.SessionID][]*Subscription
-	byLock    map[string][]*Subscription
-	all       []*Subscription
+	byOwner   map[lockinfo.OwnerID][]*subscription
+	bySession map[lockinfo.SessionID][]*subscription
+	byLock    map[string][]*subscription
+	all       []*subscription
 	dropped   func() // metric hook
 	// afterDispatch, when set (tests), is called on the apply goroutine once
 	// an entry's events have been delivered, before the entry is counted
@@ -99,16 +61,16 @@ type eventHub struct {
 
 func newEventHub(dropped func()) *eventHub {
 	return &eventHub{
-		byOwner:   map[lockinfo.OwnerID][]*Subscription{},
-		bySession: map[lockinfo.SessionID][]*Subscription{},
-		byLock:    map[string][]*Subscription{},
+		byOwner:   map[lockinfo.OwnerID][]*subscription{},
+		bySession: map[lockinfo.SessionID][]*subscription{},
+		byLock:    map[string][]*subscription{},
 		dropped:   dropped,
 	}
 }
 
-func (h *eventHub) add(f EventFilter, buf int) *Subscription {
-	s := &Subscription{c: make(chan fsm.Event, buf), resync: make(chan struct{}, 1), hub: h, filter: f}
-	s.C, s.Resync = s.c, s.resync
+func (h *eventHub) add(f replica.EventFilter, buf int) *subscription {
+	s := &subscription{c: make(chan fsm.Event, buf), resync: make(chan struct{}, 1), hub: h, filter: f}
+	s.view = replica.NewSubscription(s.c, s.resync, s.close)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
@@ -124,7 +86,7 @@ func (h *eventHub) add(f EventFilter, buf int) *Subscription {
 	return s
 }
 
-func without(list []*Subscription, s *Subscription) []*Subscription {
+func without(list []*subscription, s *subscription) []*subscription {
 	for i, x := range list {
 		if x == s {
 			list[i] = list[len(list)-1]
@@ -135,7 +97,7 @@ func without(list []*Subscription, s *Subscription) []*Subscription {
 	return list
 }
 
-func (h *eventHub) remove(s *Subscription) {
+func (h *eventHub) remove(s *subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := s.filter
@@ -194,7 +156,7 @@ func (h *eventHub) dispatchEarly(grants []fsm.Event) {
 	calls := buf[:0]
 	h.mu.RLock()
 	for _, e := range grants {
-		for _, list := range [2][]*Subscription{h.byOwner[e.Owner], h.bySession[e.Session]} {
+		for _, list := range [2][]*subscription{h.byOwner[e.Owner], h.bySession[e.Session]} {
 			for _, s := range list {
 				switch {
 				case !s.filter.EarlyGrants:
@@ -233,14 +195,14 @@ func (h *eventHub) resyncAll() {
 	}
 }
 
-func resync(list []*Subscription) {
+func resync(list []*subscription) {
 	for _, s := range list {
 		s.signalResync()
 	}
 }
 
 // send delivers e to the subscriptions of list, counting drops.
-func (h *eventHub) send(list []*Subscription, e fsm.Event) {
+func (h *eventHub) send(list []*subscription, e fsm.Event) {
 	for _, s := range list {
 		if !s.deliver(e) && h.dropped != nil {
 			h.dropped()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -40,7 +41,7 @@ func mustApply(t *testing.T, n *node.Node, cmd fsm.Command, want fsmwire.Status)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := n.Apply(ctx, cmd)
+	r, err := replica.Of(n).Apply(ctx, cmd)
 	if err != nil || r.Status != want {
 		t.Fatalf("%T%+v: %v %+v, want %v", cmd, cmd, err, r, want)
 	}

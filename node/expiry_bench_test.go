@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -36,7 +37,7 @@ func applyMany(b *testing.B, n *node.Node, count int, cmd func(i int) fsm.Comman
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				r, _, err := n.Propose(ctx, cmd(i))
+				r, _, err := replica.Of(n).Propose(ctx, cmd(i))
 				cancel()
 				if err != nil {
 					select {
@@ -119,7 +120,7 @@ func failoverOnce(b *testing.B, waiters int) {
 				case <-t.C:
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				n.KeepAlive(ctx, r.Session)
+				replica.Of(n).KeepAlive(ctx, r.Session)
 				cancel()
 			}
 		})
@@ -173,12 +174,12 @@ func BenchmarkOpenCloseWithSessions(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				ctx := context.Background()
 				for pb.Next() {
-					r, _, err := leader.Propose(ctx, fsm.OpenSession{TTL: time.Minute})
+					r, _, err := replica.Of(leader).Propose(ctx, fsm.OpenSession{TTL: time.Minute})
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					if _, _, err := leader.Propose(ctx, fsm.CloseSession{Session: r.Session}); err != nil {
+					if _, _, err := replica.Of(leader).Propose(ctx, fsm.CloseSession{Session: r.Session}); err != nil {
 						b.Error(err)
 						return
 					}

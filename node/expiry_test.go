@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -34,7 +35,7 @@ func keepAlive(n *node.Node, s lockinfo.SessionID, ttl time.Duration) *keeper {
 			case <-time.After(ttl / 3):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-			err := n.KeepAlive(ctx, s)
+			err := replica.Of(n).KeepAlive(ctx, s)
 			cancel()
 			if err != nil {
 				k.mu.Lock()
@@ -67,7 +68,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 		// Renewed through the follower for several TTLs: the session lives.
 		for range 9 {
 			time.Sleep(ttl / 3)
-			if err := f.KeepAlive(ctx, s); err != nil {
+			if err := replica.Of(f).KeepAlive(ctx, s); err != nil {
 				t.Fatalf("keepalive: %v", err)
 			}
 		}
@@ -77,7 +78,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 		// Silence past the TTL: the leader expires it, and a late keepalive
 		// is refused.
 		time.Sleep(ttl + 200*time.Millisecond)
-		if err := f.KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
 			t.Fatalf("late keepalive: %v", err)
 		}
 		if err := f.Sync(ctx); err != nil {
@@ -86,7 +87,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 		if _, ok := f.Session(s); ok {
 			t.Fatal("session still present after its TTL")
 		}
-		if err := c.Nodes[leader].KeepAlive(ctx, 12345); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(c.Nodes[leader]).KeepAlive(ctx, 12345); !errors.Is(err, node.ErrSessionExpired) {
 			t.Fatalf("keepalive of an unknown session: %v", err)
 		}
 	})
@@ -114,17 +115,17 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 		kWaiter := keepAlive(a, waiter, ttl)
 
 		held := newOwner()
-		r, err := b.Apply(ctx, fsm.Acquire{Session: silent, Lock: "job", Owner: held})
+		r, err := replica.Of(b).Apply(ctx, fsm.Acquire{Session: silent, Lock: "job", Owner: held})
 		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
 		next := newOwner()
-		sub, err := a.Subscribe(node.EventFilter{Owner: next}, 8)
+		sub, err := replica.Of(a).Subscribe(replica.EventFilter{Owner: next}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer sub.Close()
-		if r2, err := a.Apply(ctx, fsm.Acquire{Session: waiter, Lock: "job", Owner: next, Wait: true}); err != nil || r2.Status != fsmwire.StatusQueued {
+		if r2, err := replica.Of(a).Apply(ctx, fsm.Acquire{Session: waiter, Lock: "job", Owner: next, Wait: true}); err != nil || r2.Status != fsmwire.StatusQueued {
 			t.Fatalf("queue: %v %+v", err, r2)
 		}
 
@@ -174,19 +175,19 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 		n := c.Nodes[0]
 		const ttl, delay = 300 * time.Millisecond, 2 * time.Second
 		start := time.Now() // the dead session's lease starts after this
-		r, err := n.Apply(ctx, fsm.OpenSession{TTL: ttl, LockDelay: delay})
+		r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: ttl, LockDelay: delay})
 		if err != nil {
 			t.Fatal(err)
 		}
 		dead := r.Session
-		if _, err := n.Apply(ctx, fsm.Acquire{Session: dead, Lock: "x", Owner: newOwner()}); err != nil {
+		if _, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: dead, Lock: "x", Owner: newOwner()}); err != nil {
 			t.Fatal(err)
 		}
 		alive := openSession(t, ctx, n, time.Minute)
 		o := newOwner()
-		sub, _ := n.Subscribe(node.EventFilter{Owner: o}, 8)
+		sub, _ := replica.Of(n).Subscribe(replica.EventFilter{Owner: o}, 8)
 		defer sub.Close()
-		if _, err := n.Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil {
+		if _, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: alive, Lock: "x", Owner: o, Wait: true}); err != nil {
 			t.Fatal(err)
 		}
 		for {

@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -45,7 +46,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		greedy, other := c.Nodes[(leader+1)%3], c.Nodes[(leader+2)%3]
 
 		open := func(n *node.Node, desc string) lockinfo.SessionID {
-			r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: desc})
+			r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: desc})
 			if err != nil || r.Status != fsmwire.StatusOK {
 				b.Fatalf("open a session on %s: %v %v", n.ID(), err, r.Err())
 			}
@@ -56,12 +57,12 @@ func BenchmarkFloodShares(b *testing.B) {
 		// client's one session queues on it until refused, then another
 		// session of the other node asks to wait.
 		holder, g, second := open(other, "holder"), open(greedy, "greedy waiter"), open(other, "second")
-		if r, err := other.Apply(ctx, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
+		if r, err := replica.Of(other).Apply(ctx, fsm.Acquire{Session: holder, Lock: "contended", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 			b.Fatalf("hold: %v %+v", err, r)
 		}
 		queued := 0
 		for {
-			r, err := greedy.Apply(ctx, fsm.Acquire{Session: g, Lock: "contended", Owner: newOwner(), Wait: true})
+			r, err := replica.Of(greedy).Apply(ctx, fsm.Acquire{Session: g, Lock: "contended", Owner: newOwner(), Wait: true})
 			if err != nil || r.Status != fsmwire.StatusQueued {
 				b.Logf("the greedy session's wait %d: %v %v", queued+1, err, r.Err())
 				break
@@ -69,7 +70,7 @@ func BenchmarkFloodShares(b *testing.B) {
 			queued++
 		}
 		queues := func(s lockinfo.SessionID) float64 {
-			w, err := other.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
+			w, err := replica.Of(other).Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
 			b.Logf("another session's wait: %v %v", err, w.Err())
 			if err == nil && w.Status == fsmwire.StatusQueued {
 				return 1
@@ -84,7 +85,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		for refused := false; !refused; {
 			s := open(greedy, "greedy waiter")
 			for {
-				r, err := greedy.Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
+				r, err := replica.Of(greedy).Apply(ctx, fsm.Acquire{Session: s, Lock: "contended", Owner: newOwner(), Wait: true})
 				if err != nil || r.Status != fsmwire.StatusQueued {
 					refused = r.Quota != fsmwire.QuotaSessionWaiters
 					b.Logf("the greedy node's wait %d: %v %v", byNode+1, err, r.Err())
@@ -105,7 +106,7 @@ func BenchmarkFloodShares(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for {
-					r, err := greedy.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "greedy"})
+					r, err := replica.Of(greedy).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "greedy"})
 					if err != nil || r.Status != fsmwire.StatusOK {
 						return
 					}
@@ -115,7 +116,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		}
 		wg.Wait()
 		took := time.Since(start)
-		r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
+		r, err := replica.Of(other).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
 		otherOpens := 0.0
 		if err == nil && r.Status == fsmwire.StatusOK {
 			otherOpens = 1
@@ -124,7 +125,7 @@ func BenchmarkFloodShares(b *testing.B) {
 		b.ReportMetric(otherOpens, "other_node_opens")
 		more := 0
 		for ; otherOpens == 1; more++ {
-			if r, err := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"}); err != nil || r.Status != fsmwire.StatusOK {
+			if r, err := replica.Of(other).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"}); err != nil || r.Status != fsmwire.StatusOK {
 				b.Logf("then the other follower opened %d more: %v %v", more, err, r.Err())
 				break
 			}

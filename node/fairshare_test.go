@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -38,7 +39,7 @@ func applyUntilRefused(t *testing.T, n *node.Node, cmd func() fsm.Command) (int,
 	for range 16 {
 		wg.Go(func() {
 			for {
-				r, err := n.Apply(context.Background(), cmd())
+				r, err := replica.Of(n).Apply(context.Background(), cmd())
 				if err != nil {
 					t.Errorf("%s: %v", n.ID(), err)
 					return
@@ -94,7 +95,7 @@ func TestNodeShareOfSessions(t *testing.T) {
 		}
 		for _, n := range []*node.Node{other, leader} {
 			for i := range 8 {
-				r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
+				r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "other"})
 				if err != nil || r.Status != fsmwire.StatusOK {
 					t.Fatalf("%s's session %d after the flood: %v %v", n.ID(), i+1, err, r.Err())
 				}
@@ -103,12 +104,12 @@ func TestNodeShareOfSessions(t *testing.T) {
 				}
 			}
 		}
-		r, _ := other.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
+		r, _ := replica.Of(other).Apply(ctx, fsm.OpenSession{TTL: time.Hour})
 		if r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaSessions || errors.Is(r.Err(), fsmwire.ErrFairShare) {
 			t.Fatalf("the 65th session: %+v", r)
 		}
 		// The reserve: the greedy node's own housekeeping session still opens.
-		r, err := greedy.Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "admin", Reserved: true})
+		r, err := replica.Of(greedy).Apply(ctx, fsm.OpenSession{TTL: time.Hour, Description: "admin", Reserved: true})
 		if si, _ := leader.Session(r.Session); err != nil || r.Status != fsmwire.StatusOK || !si.Reserved {
 			t.Fatalf("a reserved session on the greedy node: %v %+v %+v", err, r, si)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -26,7 +27,7 @@ func TestInlineForwardEndsWithTheCallersContext(t *testing.T) {
 		f := c.Follower(l)
 		ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel0()
-		s, err := c.Nodes[f].Apply(ctx0, fsm.OpenSession{TTL: time.Minute})
+		s, err := replica.Of(c.Nodes[f]).Apply(ctx0, fsm.OpenSession{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestInlineForwardEndsWithTheCallersContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, _, err = c.Nodes[f].Propose(ctx, fsm.Acquire{Session: s.Session, Lock: "x", Owner: newOwner()})
+		_, _, err = replica.Of(c.Nodes[f]).Propose(ctx, fsm.Acquire{Session: s.Session, Lock: "x", Owner: newOwner()})
 		took := time.Since(start)
 		switch {
 		case err == nil:

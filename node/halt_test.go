@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -29,7 +30,7 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 		// Let the commit nudges of those Syncs settle (their Noops commit
 		// after the Syncs return) and every replica learn the last commit.
 		time.Sleep(20 * c.Nodes[li].Timing().CommitTimeout)
-		before := c.Nodes[li].AppliedIndex()
+		before := replica.Of(c.Nodes[li]).AppliedIndex()
 		if err := node.ApplyRaw(c.Nodes[li], []byte{5, 0, 1, 7}); err != nil { // entry version 5, one Noop
 			t.Fatal(err)
 		}
@@ -49,11 +50,11 @@ func TestUnknownEntryVersionHaltsTheReplicas(t *testing.T) {
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			for name, err := range map[string]error{
 				"propose": func() error {
-					_, _, err := n.Propose(tctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()})
+					_, _, err := replica.Of(n).Propose(tctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()})
 					return err
 				}(),
 				"sync":      n.Sync(tctx),
-				"keepalive": n.KeepAlive(tctx, s),
+				"keepalive": replica.Of(n).KeepAlive(tctx, s),
 				"ready":     n.WaitReady(tctx),
 			} {
 				if !errors.Is(err, node.ErrHalted) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -38,7 +39,7 @@ func TestQueueingAcquireWaitsForTheRelease(t *testing.T) {
 		oa, ob := newOwner(), newOwner()
 
 		free := time.Now()
-		r, idx, err := l.Propose(ctx, fsm.Acquire{Session: a, Lock: "x", Owner: oa, Wait: true})
+		r, idx, err := replica.Of(l).Propose(ctx, fsm.Acquire{Session: a, Lock: "x", Owner: oa, Wait: true})
 		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire x: %v %+v", err, r)
 		}
@@ -53,10 +54,10 @@ func TestQueueingAcquireWaitsForTheRelease(t *testing.T) {
 		var qidx uint64
 		var qerr error
 		wg.Go(func() {
-			qr, qidx, qerr = l.Propose(ctx, fsm.Acquire{Session: b, Lock: "x", Owner: ob, Wait: true})
+			qr, qidx, qerr = replica.Of(l).Propose(ctx, fsm.Acquire{Session: b, Lock: "x", Owner: ob, Wait: true})
 		})
 		time.Sleep(300 * time.Microsecond) // the holder's Release, a moment later
-		rr, ridx, err := l.Propose(ctx, fsm.Release{Session: a, Lock: "x", Owner: oa})
+		rr, ridx, err := replica.Of(l).Propose(ctx, fsm.Release{Session: a, Lock: "x", Owner: oa})
 		wg.Wait()
 		if err != nil || rr.Status != fsmwire.StatusOK || qerr != nil || qr.Status != fsmwire.StatusQueued {
 			t.Fatalf("release %v %+v; queued acquire %v %+v", err, rr, qerr, qr)

@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/flood"
 	"github.com/raftlock/raftlock/node"
@@ -98,7 +99,7 @@ func TestHandshakeFloodElection(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), bound)
 				within(fmt.Sprintf("round %d: command forwarded through %s", round, follower.ID()), bound, func() bool {
-					r, err := follower.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+					r, err := replica.Of(follower).Apply(ctx, fsm.OpenSession{TTL: time.Minute})
 					if err != nil || r.Status != fsmwire.StatusOK {
 						t.Fatalf("round %d: forwarded command on %s under the flood: %v %+v", round, follower.ID(), err, r)
 					}

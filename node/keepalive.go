@@ -15,7 +15,7 @@ import (
 // the log; after a leader change each live session's first keepalive is
 // recorded once, by a Renewed entry (keepalive_renew.go).
 
-// KeepAlive renews a session's lease. The leader refuses it with
+// keepAlive renews a session's lease. The leader refuses it with
 // ErrSessionExpired if the session's deadline passed before the keepalive
 // arrived; otherwise, once it has fresh evidence that it still leads (a
 // leadership round, or the commit of a Renewed entry for a session that
@@ -25,7 +25,7 @@ import (
 // within a millisecond (keepalive_batch.go); without a leader it is retried until ctx ends
 // (then the error wraps ErrNoQuorum). A nil ctx → ErrInvalidArgument; a
 // halted node → ErrHalted.
-func (n *Node) KeepAlive(ctx context.Context, id lockinfo.SessionID) error {
+func (n *Node) keepAlive(ctx context.Context, id lockinfo.SessionID) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -38,7 +39,7 @@ func TestKeepalivesShareLeadershipRounds(t *testing.T) {
 		for i, id := range ids {
 			time.Sleep(2 * time.Millisecond) // spread, as sessions' timers are
 			wg.Go(func() {
-				if err := c.Nodes[i%3].KeepAlive(ctx, id); err != nil {
+				if err := replica.Of(c.Nodes[i%3]).KeepAlive(ctx, id); err != nil {
 					errs <- err
 				}
 			})
@@ -71,7 +72,7 @@ func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
 			ids[i] = openSession(t, ctx, f, 10*time.Second)
 		}
 		closed := ids[7]
-		if r, err := f.Apply(ctx, fsm.CloseSession{Session: closed}); err != nil || r.Status != fsmwire.StatusOK {
+		if r, err := replica.Of(f).Apply(ctx, fsm.CloseSession{Session: closed}); err != nil || r.Status != fsmwire.StatusOK {
 			t.Fatalf("close session: %v %+v", err, r)
 		}
 		time.Sleep(time.Second) // quiet
@@ -79,7 +80,7 @@ func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
 		errs := make([]error, sessions)
 		var wg sync.WaitGroup
 		for i, id := range ids {
-			wg.Go(func() { errs[i] = f.KeepAlive(ctx, id) })
+			wg.Go(func() { errs[i] = replica.Of(f).KeepAlive(ctx, id) })
 		}
 		wg.Wait()
 		for i, err := range errs {

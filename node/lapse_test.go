@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -37,7 +38,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 			t.Helper()
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			r, err := n.Apply(cctx, cmd)
+			r, err := replica.Of(n).Apply(cctx, cmd)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", n.ID(), fsm.OpOf(cmd), err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -141,7 +142,7 @@ func memberState(n *node.Node, id string) node.MemberState {
 func lockVia(t *testing.T, ctx context.Context, n *node.Node, name string) lockinfo.Token {
 	t.Helper()
 	s := openSession(t, ctx, n, time.Minute)
-	r, err := n.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()})
+	r, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()})
 	if err != nil || r.Status != fsmwire.StatusGranted {
 		t.Fatalf("lock %s via %s: %v %+v", name, n.ID(), err, r)
 	}
@@ -555,7 +556,7 @@ func TestGossipRestartRejoins(t *testing.T) {
 		defer cancel()
 		s := openSession(t, ctx, c.Nodes[0], time.Hour)
 		owner := newOwner()
-		r, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: owner})
+		r, err := replica.Of(c.Nodes[0]).Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: owner})
 		if err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
@@ -620,7 +621,7 @@ func TestGossipRestartRejoins(t *testing.T) {
 		for i := range c.Nodes {
 			rejoined(i)
 		}
-		r2, err := c.Nodes[2].Apply(ctx, fsm.Acquire{Session: s, Lock: "new", Owner: newOwner()})
+		r2, err := replica.Of(c.Nodes[2]).Apply(ctx, fsm.Acquire{Session: s, Lock: "new", Owner: newOwner()})
 		if err != nil || r2.Token <= r.Token {
 			t.Fatalf("after the restarts: token %d after %d (%v)", r2.Token, r.Token, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -30,7 +31,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 		defer cancel()
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := n.Propose(actx, fsm.Acquire{Session: s, Lock: "a", Owner: newOwner()})
+			_, _, err := replica.Of(n).Propose(actx, fsm.Acquire{Session: s, Lock: "a", Owner: newOwner()})
 			done <- err
 		}()
 		time.Sleep(time.Millisecond)
@@ -40,7 +41,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 		bctx, cancelB := context.WithTimeout(bg, short)
 		defer cancelB()
 		start := time.Now()
-		_, _, err := n.Propose(bctx, fsm.Acquire{Session: s, Lock: "b", Owner: newOwner()})
+		_, _, err := replica.Of(n).Propose(bctx, fsm.Acquire{Session: s, Lock: "b", Owner: newOwner()})
 		if took := time.Since(start); took > short {
 			t.Errorf("returned %v after a %v deadline", took, short)
 		}
@@ -51,7 +52,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 		// C: a context that had already ended: never proposed.
 		cctx, cancelC := context.WithCancel(bg)
 		cancelC()
-		if _, _, err := n.Propose(cctx, fsm.Acquire{Session: s, Lock: "c", Owner: newOwner()}); !errors.Is(err, node.ErrNotProposed) || !errors.Is(err, context.Canceled) {
+		if _, _, err := replica.Of(n).Propose(cctx, fsm.Acquire{Session: s, Lock: "c", Owner: newOwner()}); !errors.Is(err, node.ErrNotProposed) || !errors.Is(err, context.Canceled) {
 			t.Errorf("proposal with an ended context: %v", err)
 		}
 		// A, whose batch may have reached the log: no quorum, but not "not proposed".
@@ -61,7 +62,7 @@ func TestProposalsThatCannotCommitSayNoQuorum(t *testing.T) {
 		// A short keepalive and Sync say no quorum too.
 		kctx, cancelK := context.WithTimeout(bg, short)
 		defer cancelK()
-		if err := n.KeepAlive(kctx, s); !errors.Is(err, node.ErrNoQuorum) {
+		if err := replica.Of(n).KeepAlive(kctx, s); !errors.Is(err, node.ErrNoQuorum) {
 			t.Errorf("keepalive: %v", err)
 		}
 		sctx, cancelS := context.WithTimeout(bg, short)
@@ -82,15 +83,15 @@ func TestNilContextIsRefused(t *testing.T) {
 		var nilCtx context.Context
 		calls := map[string]func() error{
 			"Apply": func() error {
-				_, err := n.Apply(nilCtx, fsm.OpenSession{TTL: time.Second})
+				_, err := replica.Of(n).Apply(nilCtx, fsm.OpenSession{TTL: time.Second})
 				return err
 			},
 			"Propose": func() error {
-				_, _, err := n.Propose(nilCtx, fsm.OpenSession{TTL: time.Second})
+				_, _, err := replica.Of(n).Propose(nilCtx, fsm.OpenSession{TTL: time.Second})
 				return err
 			},
-			"WaitApplied": func() error { return n.WaitApplied(nilCtx, 1) },
-			"KeepAlive":   func() error { return n.KeepAlive(nilCtx, 1) },
+			"WaitApplied": func() error { return replica.Of(n).WaitApplied(nilCtx, 1) },
+			"KeepAlive":   func() error { return replica.Of(n).KeepAlive(nilCtx, 1) },
 			"Sync":        func() error { return n.Sync(nilCtx) },
 			"WaitReady":   func() error { return n.WaitReady(nilCtx) },
 			"Close":       func() error { return n.Close(nilCtx) },

@@ -87,8 +87,8 @@ func (n *Node) Addr() string { return n.trans.Addr() }
 // Timing returns the node's Raft timeouts (lockapi sizes session TTLs from them).
 func (n *Node) Timing() Timing { return n.cfg.Timing }
 
-// Logger returns the node's logger.
-func (n *Node) Logger() *slog.Logger { return n.log }
+// logger returns the node's logger.
+func (n *Node) logger() *slog.Logger { return n.log }
 
 // Ready returns a channel closed once the node knows a leader and its FSM
 // has caught up with the leader's commit index at that time.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
@@ -27,7 +28,7 @@ func TestFollowerLearnsCommitBeforeTick(t *testing.T) {
 
 		for round := range 3 {
 			start := time.Now()
-			r, err := f.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+			r, err := replica.Of(f).Apply(ctx, fsm.OpenSession{TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +40,7 @@ func TestFollowerLearnsCommitBeforeTick(t *testing.T) {
 			}
 			// A write through the leader, then a linearizable read on the follower.
 			l := c.Nodes[leader]
-			w, err := l.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+			w, err := replica.Of(l).Apply(ctx, fsm.OpenSession{TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,11 +72,11 @@ func TestSyncsDoNotChaseTheirNudges(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l := c.Nodes[leader]
-		w, err := l.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+		w, err := replica.Of(l).Apply(ctx, fsm.OpenSession{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := l.AppliedIndex()
+		before := replica.Of(l).AppliedIndex()
 		for round := range 10 {
 			for i, n := range c.Nodes {
 				if err := n.Sync(ctx); err != nil {
@@ -88,7 +89,7 @@ func TestSyncsDoNotChaseTheirNudges(t *testing.T) {
 		}
 		// The first round's nudges (and the quiet-log flush) may write a few
 		// Noops while they race; later rounds none.
-		if grew := l.AppliedIndex() - before; grew > 4 {
+		if grew := replica.Of(l).AppliedIndex() - before; grew > 4 {
 			t.Fatalf("40 Syncs on followers of an idle cluster wrote %d entries (at most 4 expected: the nudges chase each other)", grew)
 		}
 	})
@@ -107,7 +108,7 @@ func TestFollowerAppliesPromptlyWhenQuiet(t *testing.T) {
 		tick := f.Timing().CommitTimeout
 		time.Sleep(3 * tick)
 		for round := range 3 {
-			r, err := l.Apply(ctx, fsm.OpenSession{TTL: time.Minute})
+			r, err := replica.Of(l).Apply(ctx, fsm.OpenSession{TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,9 +122,9 @@ func TestFollowerAppliesPromptlyWhenQuiet(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			before := l.AppliedIndex()
+			before := replica.Of(l).AppliedIndex()
 			time.Sleep(3 * tick) // quiet: at most the one Noop, no chain of them
-			if grew := l.AppliedIndex() - before; grew > 1 {
+			if grew := replica.Of(l).AppliedIndex() - before; grew > 1 {
 				t.Fatalf("round %d: %d entries written while the cluster was quiet", round, grew)
 			}
 		}

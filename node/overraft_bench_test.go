@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -34,7 +35,7 @@ func benchOverRaft(b *testing.B, store node.LogStore) {
 	c.WaitReady(30 * time.Second)
 	n := c.Nodes[leader]
 	ctx := context.Background()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
+	r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func benchOverRaft(b *testing.B, store node.LogStore) {
 			}
 			return node.ApplyRaw(n, data)
 		},
-		"propose": func(cmd fsm.Command) error { _, _, err := n.Propose(ctx, cmd); return err },
-		"apply":   func(cmd fsm.Command) error { _, err := n.Apply(ctx, cmd); return err },
+		"propose": func(cmd fsm.Command) error { _, _, err := replica.Of(n).Propose(ctx, cmd); return err },
+		"apply":   func(cmd fsm.Command) error { _, err := replica.Of(n).Apply(ctx, cmd); return err },
 	}
 	for round := range 3 {
 		for _, mode := range []string{"raw", "propose", "apply"} {

@@ -10,6 +10,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -38,7 +39,7 @@ func TestMinorityPartition(t *testing.T) {
 				c.Isolate(minority)
 				start := time.Now()
 				actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				r, err := m.Apply(actx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()})
+				r, err := replica.Of(m).Apply(actx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()})
 				cancel()
 				if !errors.Is(err, node.ErrNoQuorum) || !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("apply on the minority: %v %+v", err, r)
@@ -47,7 +48,7 @@ func TestMinorityPartition(t *testing.T) {
 					t.Fatalf("apply returned %v after its context ended", took-2*time.Second)
 				}
 				kctx, cancel := context.WithTimeout(ctx, time.Second)
-				err = m.KeepAlive(kctx, s)
+				err = replica.Of(m).KeepAlive(kctx, s)
 				cancel()
 				if !errors.Is(err, node.ErrNoQuorum) {
 					t.Fatalf("keepalive on the minority: %v", err)
@@ -66,7 +67,7 @@ func TestMinorityPartition(t *testing.T) {
 				mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
 				s2 := openSession(t, mctx, c.Nodes[maj[0]], time.Minute)
-				if r, err := c.Nodes[maj[1]].Apply(mctx, fsm.Acquire{Session: s2, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
+				if r, err := replica.Of(c.Nodes[maj[1]]).Apply(mctx, fsm.Acquire{Session: s2, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 					t.Fatalf("majority acquire: %v %+v", err, r)
 				}
 				// Only entries committed before the cut may
@@ -109,13 +110,13 @@ func TestRestartWholeClusterFromDisk(t *testing.T) {
 			if i == 29 {
 				o = holder
 			}
-			r, err := c.Nodes[i%3].Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: o})
+			r, err := replica.Of(c.Nodes[i%3]).Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: o})
 			if err != nil || r.Status != fsmwire.StatusGranted {
 				t.Fatalf("acquire %d: %v %+v", i, err, r)
 			}
 			last = r.Token
 			if i < 29 {
-				if _, err := c.Nodes[i%3].Apply(ctx, fsm.Release{Lock: "l", Owner: o}); err != nil {
+				if _, err := replica.Of(c.Nodes[i%3]).Apply(ctx, fsm.Release{Lock: "l", Owner: o}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -138,10 +139,10 @@ func TestRestartWholeClusterFromDisk(t *testing.T) {
 				t.Fatalf("%s lost the session", n.ID())
 			}
 		}
-		if _, err := c.Nodes[0].Apply(ctx, fsm.Release{Lock: "l", Owner: holder}); err != nil {
+		if _, err := replica.Of(c.Nodes[0]).Apply(ctx, fsm.Release{Lock: "l", Owner: holder}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.Nodes[1].Apply(ctx, fsm.Acquire{Session: s, Lock: "other", Owner: newOwner()})
+		r, err := replica.Of(c.Nodes[1]).Apply(ctx, fsm.Acquire{Session: s, Lock: "other", Owner: newOwner()})
 		if err != nil || r.Token <= last {
 			t.Fatalf("token after restart %d, last before %d (%v)", r.Token, last, err)
 		}
@@ -158,10 +159,10 @@ func requireConverged(t *testing.T, ctx context.Context, nodes ...*node.Node) {
 				t.Fatal(err)
 			}
 		}
-		i0, d0 := nodes[0].Digest()
+		i0, d0 := replica.ServerOf(nodes[0]).Digest()
 		same := true
 		for _, n := range nodes[1:] {
-			i, d := n.Digest()
+			i, d := replica.ServerOf(n).Digest()
 			if i != i0 {
 				same = false
 				break

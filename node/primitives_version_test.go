@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -66,7 +67,7 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 				fsm.SetValue{Session: s, Lock: "v", Owner: newOwner(), Value: "x"},
 			} {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := n.Apply(cctx, cmd)
+				_, err := replica.Of(n).Apply(cctx, cmd)
 				cancel()
 				if !errors.Is(err, node.ErrInvalidArgument) {
 					t.Fatalf("%s: %T at cluster version 2: %v", n.ID(), cmd, err)
@@ -86,15 +87,15 @@ func TestPrimitivesWaitForClusterVersion3(t *testing.T) {
 			return uint64(leader.Stats().LastToken) >= uint64(time.Now().Add(-time.Minute).UnixMicro()), "token counter not raised"
 		})
 		floor := leader.Stats().LastToken
-		r, err := leader.Apply(ctx, fsm.Acquire{Session: s, Lock: "rw", Owner: newOwner(), Shared: true, Value: "reader"})
+		r, err := replica.Of(leader).Apply(ctx, fsm.Acquire{Session: s, Lock: "rw", Owner: newOwner(), Shared: true, Value: "reader"})
 		if err != nil || r.Status != fsmwire.StatusGranted || r.Token <= floor {
 			t.Fatalf("read grant at version 3: %v %+v (floor %d)", err, r, floor)
 		}
 		f := c.Nodes[c.Follower(li)]
-		if r, err := f.Apply(ctx, fsm.Acquire{Session: s, Lock: "pool", Owner: newOwner(), Limit: 4, Permits: 3}); err != nil || r.Status != fsmwire.StatusGranted {
+		if r, err := replica.Of(f).Apply(ctx, fsm.Acquire{Session: s, Lock: "pool", Owner: newOwner(), Limit: 4, Permits: 3}); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("semaphore through a follower: %v %+v", err, r)
 		}
-		if li, _, ok := f.LockAt("pool"); !ok || li.Used != 3 || li.Limit != 4 {
+		if li, _, ok := replica.Of(f).LockAt("pool"); !ok || li.Used != 3 || li.Limit != 4 {
 			t.Fatalf("semaphore on the follower: %+v", li)
 		}
 	})

@@ -11,7 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 )
 
-// Apply proposes a command and returns its result once the command is
+// apply proposes a command and returns its result once the command is
 // committed and applied on this node (read-your-writes: the local FSM, and
 // therefore Subscriptions on this node, already reflect it). It is Propose
 // followed by WaitApplied.
@@ -34,28 +34,28 @@ import (
 // refused with ErrInvalidArgument, as are commands that fail Validate and a
 // nil ctx. A halted node (its state machine met an unknown version) fails
 // with ErrHalted.
-func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+func (n *Node) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if err := checkCtx(ctx); err != nil {
 		return fsm.Result{}, err
 	}
-	res, index, err := n.Propose(ctx, cmd)
+	res, index, err := n.propose(ctx, cmd)
 	if err != nil {
 		return res, err
 	}
-	if err := n.WaitApplied(ctx, index); err != nil {
+	if err := n.waitApplied(ctx, index); err != nil {
 		return res, fmt.Errorf("node: committed at index %d but not yet applied here: %w", index, err)
 	}
 	return res, nil
 }
 
-// Propose is Apply without the wait for the local FSM: it returns the result
+// propose is Apply without the wait for the local FSM: it returns the result
 // and the log index of the command as soon as the leader has committed and
 // applied it. A follower learns of the commit a moment later (with the
 // leader's next message); until then its local reads and events do not yet
 // show the command. Use it on hot paths that need only the result (lockapi
 // does, for acquire and release), and WaitApplied where the local view must
 // include the command.
-func (n *Node) Propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
+func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	if err := checkCtx(ctx); err != nil {
 		return fsm.Result{}, 0, err
 	}
@@ -95,9 +95,9 @@ func checkClientCommand(cmd fsm.Command) error {
 	return nil
 }
 
-// WaitApplied waits until the local FSM has applied the log index (as
+// waitApplied waits until the local FSM has applied the log index (as
 // returned by Propose), or ctx ends.
-func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+func (n *Node) waitApplied(ctx context.Context, index uint64) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func checkCtx(ctx context.Context) error {
 	return nil
 }
 
-// AppliedIndex returns the index of the last entry the local FSM applied.
-func (n *Node) AppliedIndex() uint64 { return n.applied.get() }
+// appliedIndex returns the index of the last entry the local FSM applied.
+func (n *Node) appliedIndex() uint64 { return n.applied.get() }
 
 // route makes one attempt through the proposer (leader) or the forwarder.
 // On a follower with no forward waiting, the caller sends its own forward

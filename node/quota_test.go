@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -25,9 +26,9 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 		f := c.Nodes[c.Follower(li)]
 		a := openSession(t, ctx, f, time.Minute)
 		b := openSession(t, ctx, f, time.Minute)
-		f.Apply(ctx, fsm.Acquire{Session: a, Lock: "l", Owner: newOwner()})
-		f.Apply(ctx, fsm.Acquire{Session: b, Lock: "l", Owner: newOwner(), Wait: true})
-		f.Apply(ctx, fsm.Acquire{Session: a, Lock: "m", Owner: newOwner()})
+		replica.Of(f).Apply(ctx, fsm.Acquire{Session: a, Lock: "l", Owner: newOwner()})
+		replica.Of(f).Apply(ctx, fsm.Acquire{Session: b, Lock: "l", Owner: newOwner(), Wait: true})
+		replica.Of(f).Apply(ctx, fsm.Acquire{Session: a, Lock: "m", Owner: newOwner()})
 		before := f.Stats()
 		for _, tc := range []struct {
 			c fsm.Command
@@ -38,13 +39,13 @@ func TestConfiguredQuotasAreEnforced(t *testing.T) {
 			{fsm.Acquire{Session: a, Lock: "n", Owner: newOwner()}, fsmwire.QuotaSessionLocks},
 			{fsm.Acquire{Session: b, Lock: "n", Owner: newOwner(), Seq: 9, AckBelow: 1}, fsmwire.QuotaRequests},
 		} {
-			r, err := f.Apply(ctx, tc.c)
+			r, err := replica.Of(f).Apply(ctx, tc.c)
 			if err != nil || r.Status != fsmwire.StatusQuota || r.Quota != tc.q || !errors.Is(r.Err(), fsmwire.ErrQuota) {
 				t.Fatalf("%+v: %v %+v", tc.c, err, r)
 			}
 		}
 		openSession(t, ctx, f, time.Minute) // the third
-		if r, err := f.Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil || r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaSessions {
+		if r, err := replica.Of(f).Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil || r.Status != fsmwire.StatusQuota || r.Quota != fsmwire.QuotaSessions {
 			t.Fatalf("fourth session: %v %+v", err, r)
 		}
 		after := f.Stats()

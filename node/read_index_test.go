@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -44,7 +45,7 @@ func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := newOwner()
-		sub, err := leader.Subscribe(node.EventFilter{Owner: o}, 8)
+		sub, err := replica.Of(leader).Subscribe(replica.EventFilter{Owner: o}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 		leaderAt, releaseLeader := stallOn(leader, o)
 		applied := make(chan error, 1)
 		go func() {
-			_, err := leader.Apply(ctx, fsm.Acquire{Session: s, Lock: "x", Owner: o})
+			_, err := replica.Of(leader).Apply(ctx, fsm.Acquire{Session: s, Lock: "x", Owner: o})
 			applied <- err
 		}()
 		var e fsm.Event
@@ -68,7 +69,7 @@ func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 		go func() { synced <- third.Sync(ctx) }()
 		select {
 		case err := <-synced:
-			if got := third.AppliedIndex(); err == nil && got < e.Index {
+			if got := replica.Of(third).AppliedIndex(); err == nil && got < e.Index {
 				t.Errorf("Sync on a third replica returned at applied index %d, before the grant at %d the leader already showed", got, e.Index)
 			}
 		case <-time.After(time.Second):
@@ -79,8 +80,8 @@ func TestSyncCoversAnEntryTheLeaderAlreadyShowed(t *testing.T) {
 		if err := <-applied; err != nil {
 			t.Fatal(err)
 		}
-		if err := third.Sync(ctx); err != nil || third.AppliedIndex() < e.Index {
-			t.Fatalf("after release: %v, applied %d < %d", err, third.AppliedIndex(), e.Index)
+		if err := third.Sync(ctx); err != nil || replica.Of(third).AppliedIndex() < e.Index {
+			t.Fatalf("after release: %v, applied %d < %d", err, replica.Of(third).AppliedIndex(), e.Index)
 		}
 	})
 }

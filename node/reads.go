@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // The read accessors below read this node's FSM: they are fast, never block
@@ -25,11 +26,11 @@ func (n *Node) Holder(name string) (lockinfo.Holder, bool) { return n.fsm.Holder
 // all) and its lock-delay, and false if it has none.
 func (n *Node) Lock(name string) (lockinfo.LockInfo, bool) { return n.fsm.Lock(name) }
 
-// LockAt returns a lock (or semaphore) as the local FSM has it, with the
+// lockAt returns a lock (or semaphore) as the local FSM has it, with the
 // index of the last entry applied, read at once (fsm.FSM.LockAt): a
 // subscriber to the lock's events that reads it after subscribing skips
 // the events of entries at or below that index.
-func (n *Node) LockAt(name string) (lockinfo.LockInfo, uint64, bool) { return n.fsm.LockAt(name) }
+func (n *Node) lockAt(name string) (lockinfo.LockInfo, uint64, bool) { return n.fsm.LockAt(name) }
 
 // Locks returns a page of the locks whose names start with prefix, in name
 // order after the name after ("": from the first), at most limit (1 to
@@ -61,8 +62,8 @@ func (n *Node) SharedGrants(name, cursor string, limit int) (page []lockinfo.Hol
 	return page, next, nil
 }
 
-// Owner returns where the acquisition (name, owner) stands.
-func (n *Node) Owner(name string, owner lockinfo.OwnerID) fsm.OwnerState {
+// owner returns where the acquisition (name, owner) stands.
+func (n *Node) owner(name string, owner lockinfo.OwnerID) fsm.OwnerState {
 	return n.fsm.Owner(name, owner)
 }
 
@@ -76,26 +77,26 @@ func (n *Node) Sessions(after lockinfo.SessionID, limit int) (page []lockinfo.Se
 	return n.fsm.Sessions(after, limit)
 }
 
-// SessionAcquisitions returns every acquisition (lock, owner) of a session,
+// sessionAcquisitions returns every acquisition (lock, owner) of a session,
 // held or waiting, of every kind, in lock-name order.
-func (n *Node) SessionAcquisitions(id lockinfo.SessionID) []fsm.Acquisition {
+func (n *Node) sessionAcquisitions(id lockinfo.SessionID) []fsm.Acquisition {
 	return n.fsm.SessionAcquisitions(id)
 }
 
 // Stats returns counters of the local FSM.
 func (n *Node) Stats() fsm.Stats { return n.fsm.Stats() }
 
-// Digest returns the applied index and a hash of the FSM state: replicas at
+// digest returns the applied index and a hash of the FSM state: replicas at
 // the same applied index have the same digest.
-func (n *Node) Digest() (uint64, [32]byte) { return n.fsm.Digest() }
+func (n *Node) digest() (uint64, [32]byte) { return n.fsm.Digest() }
 
-// Subscribe returns a subscription to the events the local FSM applies that
+// subscribe returns a subscription to the events the local FSM applies that
 // match f, with a buffer of buf events (at least 1). Close it when done.
 // Only events applied after Subscribe returns are delivered: to see every
 // entry of a node's log (the formation entries included), subscribe right
 // after Start returns — before Start, nothing is applied; after the node is
 // ready, the first entries are already applied.
-func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
+func (n *Node) subscribe(f replica.EventFilter, buf int) (*replica.Subscription, error) {
 	set := 0
 	for _, b := range []bool{f.All, !f.Owner.IsZero(), f.Session != 0, f.Lock != ""} {
 		if b {
@@ -111,7 +112,7 @@ func (n *Node) Subscribe(f EventFilter, buf int) (*Subscription, error) {
 	if f.OnEarlyGrant != nil && !f.EarlyGrants {
 		return nil, fmt.Errorf("%w: OnEarlyGrant needs EarlyGrants", ErrInvalidArgument)
 	}
-	return n.events.add(f, max(buf, 1)), nil
+	return &n.events.add(f, max(buf, 1)).view, nil
 }
 
 // GossipAddr returns the node's advertised gossip address ("" without gossip).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -28,7 +29,7 @@ func TestRecoverFromMajorityLoss(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		s := openSession(t, ctx, c.Nodes[0], time.Hour)
-		g, err := c.Nodes[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: newOwner()})
+		g, err := replica.Of(c.Nodes[0]).Apply(ctx, fsm.Acquire{Session: s, Lock: "kept", Owner: newOwner()})
 		if err != nil || g.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, g)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -70,7 +71,7 @@ func renewalsOnce(b *testing.B, sessions int) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), every)
 				t0 := time.Now()
-				err := n.KeepAlive(ctx, r.Session)
+				err := replica.Of(n).KeepAlive(ctx, r.Session)
 				cancel()
 				mu.Lock()
 				samples = append(samples, sample{t0, time.Since(t0), err})
@@ -80,9 +81,9 @@ func renewalsOnce(b *testing.B, sessions int) {
 	}
 	time.Sleep(2 * every) // steady state
 	l := c.Nodes[li]
-	before0 := l.AppliedIndex()
+	before0 := replica.Of(l).AppliedIndex()
 	time.Sleep(every)
-	steadyEntries := l.AppliedIndex() - before0
+	steadyEntries := replica.Of(l).AppliedIndex() - before0
 
 	b.StartTimer()
 	changed := time.Now()
@@ -103,9 +104,9 @@ func renewalsOnce(b *testing.B, sessions int) {
 	}
 	b.StopTimer()
 	takeover := time.Now()
-	after0 := nl.AppliedIndex()
+	after0 := replica.Of(nl).AppliedIndex()
 	time.Sleep(every + time.Second)
-	changeEntries := nl.AppliedIndex() - after0
+	changeEntries := replica.Of(nl).AppliedIndex() - after0
 	close(stop)
 	wg.Wait()
 

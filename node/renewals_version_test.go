@@ -9,7 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
-	"github.com/raftlock/raftlock/node"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // Renewals in the log are cluster version 4: below it (a server of the
@@ -25,7 +25,7 @@ func TestRenewalsWaitForClusterVersion4(t *testing.T) {
 		ch := &churn{t: t, c: c}
 		var markers atomic.Int64
 		for _, n := range c.Nodes {
-			sub, err := n.Subscribe(node.EventFilter{All: true}, 1024)
+			sub, err := replica.Of(n).Subscribe(replica.EventFilter{All: true}, 1024)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,12 +54,12 @@ func TestRenewalsWaitForClusterVersion4(t *testing.T) {
 			l := c.Nodes[ch.leading()]
 			time.Sleep(time.Second) // what the new leader writes on its own is written
 			for i := range 2 {
-				before := l.AppliedIndex()
-				if err := l.KeepAlive(ctx, s); err != nil {
+				before := replica.Of(l).AppliedIndex()
+				if err := replica.Of(l).KeepAlive(ctx, s); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(100 * time.Millisecond)
-				if n := l.AppliedIndex() - before; i == 0 {
+				if n := replica.Of(l).AppliedIndex() - before; i == 0 {
 					first = n
 				} else {
 					second = n

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -75,7 +76,7 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 	}
 	defer stopPolls() // before the cluster closes
 	for _, n := range others {
-		res, err := n.Apply(ctx, fsm.OpenSession{TTL: 10 * time.Second, Description: "live"})
+		res, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: 10 * time.Second, Description: "live"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 		go every(&wg, stop, 100*time.Millisecond, func() bool {
 			start := time.Now()
 			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.KeepAlive(kctx, s)
+			err := replica.Of(n).KeepAlive(kctx, s)
 			cancel()
 			took := time.Since(start)
 			mu.Lock()

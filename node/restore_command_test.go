@@ -16,6 +16,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -47,10 +48,10 @@ func takeBackup(t *testing.T, n *node.Node, lock string) []byte {
 func sameState(t *testing.T, c *clustertest.Cluster, bound time.Duration) {
 	t.Helper()
 	li := c.WaitLeader(bound)
-	target := c.Nodes[li].AppliedIndex()
+	target := replica.Of(c.Nodes[li]).AppliedIndex()
 	c.Eventually(bound, func() (bool, string) {
 		for _, n := range c.Nodes {
-			if got := n.AppliedIndex(); got < target {
+			if got := replica.Of(n).AppliedIndex(); got < target {
 				return false, fmt.Sprintf("%s applied %d, the leader %d", n.ID(), got, target)
 			}
 		}
@@ -61,7 +62,7 @@ func sameState(t *testing.T, c *clustertest.Cluster, bound time.Duration) {
 			if err := n.Sync(ctx); err != nil {
 				return false, n.ID() + ": " + err.Error()
 			}
-			idx, d := n.Digest()
+			idx, d := replica.ServerOf(n).Digest()
 			if i == 0 {
 				d0 = d
 			} else if d != d0 {
@@ -87,7 +88,7 @@ func TestRestoreOnACutOffLeaderChangesNothing(t *testing.T) {
 		s := openSession(t, ctx, l, time.Minute)
 		live := mustApply(t, l, fsm.Acquire{Session: s, Lock: "live", Owner: newOwner()}, fsmwire.StatusGranted)
 		sameState(t, c, 5*time.Second)
-		_, before := l.Digest()
+		_, before := replica.ServerOf(l).Digest()
 
 		c.Isolate(li)
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -102,7 +103,7 @@ func TestRestoreOnACutOffLeaderChangesNothing(t *testing.T) {
 		if h, held := l.Holder("live"); !held || h.Token != live.Token {
 			t.Errorf("the cut-off leader lost the committed lock table: holder %+v (held %v)", h, held)
 		}
-		if _, d := l.Digest(); d != before {
+		if _, d := replica.ServerOf(l).Digest(); d != before {
 			t.Error("the failed restore changed the cut-off leader's state")
 		}
 
@@ -430,7 +431,7 @@ func TestRestoreOfAManyChunkBackupThroughAFollower(t *testing.T) {
 					return
 				case <-time.After(time.Second):
 				}
-				if err := other.KeepAlive(ctx, live); err != nil && !errors.Is(err, node.ErrSessionExpired) {
+				if err := replica.Of(other).KeepAlive(ctx, live); err != nil && !errors.Is(err, node.ErrSessionExpired) {
 					kept <- err
 					return
 				}

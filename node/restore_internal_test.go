@@ -5,6 +5,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // Issue 20 (also noted): after a snapshot restore, a subscription told to
@@ -18,10 +19,10 @@ func TestRestoreAdvancesTheAppliedIndexBeforeResync(t *testing.T) {
 	var seen uint64
 	f := func() { seen = n.applied.get() }
 	n.events.beforeResync.Store(&f)
-	sub := n.events.add(EventFilter{All: true}, 1)
+	sub := n.events.add(replica.EventFilter{All: true}, 1)
 	(*observer)(n).Restored(42)
 	select {
-	case <-sub.Resync:
+	case <-sub.view.Resync:
 	default:
 		t.Fatal("no resync signalled")
 	}
@@ -42,10 +43,10 @@ func TestRestoreCommandResyncsAtItsIndex(t *testing.T) {
 	var seen uint64
 	f := func() { seen = n.applied.get() }
 	n.events.beforeResync.Store(&f)
-	sub := n.events.add(EventFilter{All: true}, 1)
+	sub := n.events.add(replica.EventFilter{All: true}, 1)
 	(*observer)(n).Applied(42, []fsm.Event{{Kind: fsmwire.EventRestored, Index: 42}})
 	select {
-	case <-sub.Resync:
+	case <-sub.view.Resync:
 	default:
 		t.Fatal("no resync signalled")
 	}

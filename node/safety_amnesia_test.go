@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
@@ -34,7 +35,7 @@ func TestSafetyWipedVoterDoesNotVote(t *testing.T) {
 		c.Isolate(lag)
 		s := openSession(t, ctx, c.Nodes[l], time.Hour)
 		owner := newOwner()
-		g, err := c.Nodes[l].Apply(ctx, fsm.Acquire{Session: s, Lock: "x", Owner: owner})
+		g, err := replica.Of(c.Nodes[l]).Apply(ctx, fsm.Acquire{Session: s, Lock: "x", Owner: owner})
 		if err != nil || g.Status != fsmwire.StatusGranted {
 			t.Fatalf("grant on {L, B}: %v %+v", err, g)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -35,14 +36,14 @@ func tryGrant(n *node.Node, name string, d time.Duration) lockinfo.Token {
 func grant(n *node.Node, name string, d time.Duration) (lockinfo.Token, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	r, err := n.Apply(ctx, fsm.OpenSession{TTL: time.Hour})
+	r, err := replica.Of(n).Apply(ctx, fsm.OpenSession{TTL: time.Hour})
 	if err != nil {
 		return 0, err
 	}
 	if r.Status != fsmwire.StatusOK {
 		return 0, fmt.Errorf("open session: %v", r.Status)
 	}
-	g, err := n.Apply(ctx, fsm.Acquire{Session: r.Session, Lock: name, Owner: newOwner()})
+	g, err := replica.Of(n).Apply(ctx, fsm.Acquire{Session: r.Session, Lock: name, Owner: newOwner()})
 	if err != nil {
 		return 0, err
 	}

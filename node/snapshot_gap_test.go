@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -65,7 +66,7 @@ func startGapCluster(t *testing.T) *gapCluster {
 	t.Cleanup(cancel)
 	g.ctx = ctx
 	g.session = openSession(t, ctx, g.leader, time.Hour)
-	restored, err := g.follower.Subscribe(node.EventFilter{Lock: "no such lock"}, 1)
+	restored, err := replica.Of(g.follower).Subscribe(replica.EventFilter{Lock: "no such lock"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func startGapCluster(t *testing.T) *gapCluster {
 	}
 	// It applies entries after the snapshot.
 	g.write(t, 2, "after")
-	if err := g.follower.WaitApplied(ctx, g.leader.AppliedIndex()); err != nil {
+	if err := replica.Of(g.follower).WaitApplied(ctx, replica.Of(g.leader).AppliedIndex()); err != nil {
 		t.Fatalf("before the disk fault: %v: %s", err, c.Describe())
 	}
 	return g
@@ -99,7 +100,7 @@ func (g *gapCluster) write(t *testing.T, n int, what string) {
 	t.Helper()
 	for i := range n {
 		lock := fmt.Sprintf("%s-%d", what, i)
-		if r, err := g.leader.Apply(g.ctx, fsm.Acquire{Session: g.session, Lock: lock, Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
+		if r, err := replica.Of(g.leader).Apply(g.ctx, fsm.Acquire{Session: g.session, Lock: lock, Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire %s: %v %+v", lock, err, r)
 		}
 	}
@@ -124,10 +125,10 @@ func TestFollowerCatchesUpAfterSnapshotThenDiskFull(t *testing.T) {
 		g.diskFull[g.f].Store(false)
 		// Healed: it must catch up (well within 30 s; it never did).
 		g.write(t, 1, "healed")
-		want := g.leader.AppliedIndex()
+		want := replica.Of(g.leader).AppliedIndex()
 		wctx, wcancel := context.WithTimeout(g.ctx, 30*time.Second)
 		defer wcancel()
-		if err := g.follower.WaitApplied(wctx, want); err != nil {
+		if err := replica.Of(g.follower).WaitApplied(wctx, want); err != nil {
 			t.Fatalf("the follower did not catch up to index %d after its disk healed: %v: %s", want, err, g.c.Describe())
 		}
 	})
@@ -156,7 +157,7 @@ func TestFollowerNeverShowsAnOlderState(t *testing.T) {
 			for _, lock := range shown {
 				if _, held := g.follower.Holder(lock); !held {
 					t.Fatalf("%s: after Sync the follower (applied %d) shows %s free: the state before it applied it: %s",
-						when, g.follower.AppliedIndex(), lock, g.c.Describe())
+						when, replica.Of(g.follower).AppliedIndex(), lock, g.c.Describe())
 				}
 			}
 		}
@@ -169,7 +170,7 @@ func TestFollowerNeverShowsAnOlderState(t *testing.T) {
 		// appends fail), and the leader walks back below its log.
 		for i := range 4 {
 			actx, acancel := context.WithTimeout(g.ctx, 100*time.Millisecond)
-			_, _ = g.leader.Apply(actx, fsm.Acquire{Session: g.session, Lock: fmt.Sprintf("uncommitted-%d", i), Owner: newOwner()})
+			_, _ = replica.Of(g.leader).Apply(actx, fsm.Acquire{Session: g.session, Lock: fmt.Sprintf("uncommitted-%d", i), Owner: newOwner()})
 			acancel()
 		}
 		for i := range 30 {
@@ -182,7 +183,7 @@ func TestFollowerNeverShowsAnOlderState(t *testing.T) {
 		shown = append(shown, "healed-0")
 		wctx, wcancel := context.WithTimeout(g.ctx, 30*time.Second)
 		defer wcancel()
-		if err := g.follower.WaitApplied(wctx, g.leader.AppliedIndex()); err != nil {
+		if err := replica.Of(g.follower).WaitApplied(wctx, replica.Of(g.leader).AppliedIndex()); err != nil {
 			t.Fatalf("the follower did not catch up after the fault: %v: %s", err, g.c.Describe())
 		}
 		check("healed")

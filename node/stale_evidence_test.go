@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -113,7 +114,7 @@ func staleEvidenceSchedule(t *testing.T, c *clustertest.Cluster, net *memnet.Net
 		sent := time.Now()
 		kctx, cancel := context.WithTimeout(ctx, ttl/2)
 		defer cancel()
-		if err := L.KeepAlive(kctx, client); err != nil {
+		if err := replica.Of(L).KeepAlive(kctx, client); err != nil {
 			return false
 		}
 		out.window = sent.Add(ttl - margin)

@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -71,7 +72,7 @@ func crashRestartRound(t *testing.T, store node.LogStore, rng *rand.Rand) {
 				}
 				a := acked{name: fmt.Sprintf("w%d/%d", w, k), owner: newOwner()}
 				actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				r, err := n.Apply(actx, fsm.Acquire{Session: s, Lock: a.name, Owner: a.owner})
+				r, err := replica.Of(n).Apply(actx, fsm.Acquire{Session: s, Lock: a.name, Owner: a.owner})
 				cancel()
 				if err != nil {
 					return // the crash (or its aftermath): not acknowledged

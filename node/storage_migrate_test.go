@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -35,7 +36,7 @@ func TestMigrateLogStoreRolling(t *testing.T) {
 		grant := func(through int) {
 			t.Helper()
 			name := fmt.Sprintf("l%d", len(held))
-			if r, err := c.Nodes[through].Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
+			if r, err := replica.Of(c.Nodes[through]).Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 				t.Fatalf("acquire %s through %s: %v %+v", name, c.ID(through), err, r)
 			}
 			held = append(held, name)

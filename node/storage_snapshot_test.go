@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
@@ -26,7 +27,7 @@ func TestSnapshotNow(t *testing.T) {
 		s := openSession(t, ctx, l, time.Minute)
 		owner := newOwner()
 		for _, name := range []string{"a", "b", "c"} {
-			if r, err := l.Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: owner}); err != nil || r.Status != fsmwire.StatusGranted {
+			if r, err := replica.Of(l).Apply(ctx, fsm.Acquire{Session: s, Lock: name, Owner: owner}); err != nil || r.Status != fsmwire.StatusGranted {
 				t.Fatalf("acquire %s: %v %+v", name, err, r)
 			}
 		}
@@ -34,10 +35,10 @@ func TestSnapshotNow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if applied := l.AppliedIndex(); info.Index != applied || info.Bytes <= 0 {
+		if applied := replica.Of(l).AppliedIndex(); info.Index != applied || info.Bytes <= 0 {
 			t.Fatalf("snapshot %+v, applied index %d", info, applied)
 		}
-		if r, err := l.Apply(ctx, fsm.Release{Session: s, Lock: "a", Owner: owner}); err != nil || r.Status != fsmwire.StatusOK {
+		if r, err := replica.Of(l).Apply(ctx, fsm.Release{Session: s, Lock: "a", Owner: owner}); err != nil || r.Status != fsmwire.StatusOK {
 			t.Fatalf("release: %v %+v", err, r)
 		}
 		time.Sleep(time.Millisecond) // a snapshot's name has the time in ms

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -61,7 +62,7 @@ func TestSessionOpenedDuringTakeoverGetsItsFullLease(t *testing.T) {
 		window := sent.Add(ttl - ttl/20) // what the client counts (lockapi: send + TTL − margin)
 		mustApply(t, nl, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
 		o := newOwner()
-		sub, err := nl.Subscribe(node.EventFilter{Owner: o}, 8)
+		sub, err := replica.Of(nl).Subscribe(replica.EventFilter{Owner: o}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/devcerts"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -45,7 +46,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		}
 	}
 	s := openSession(t, ctx, good[1], time.Minute)
-	if r, err := good[0].Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
+	if r, err := replica.Of(good[0]).Apply(ctx, fsm.Acquire{Session: s, Lock: "l", Owner: newOwner()}); err != nil || r.Status != fsmwire.StatusGranted {
 		t.Fatalf("acquire over TLS: %v %+v", err, r)
 	}
 
@@ -55,7 +56,7 @@ func TestMutualTLSCluster(t *testing.T) {
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if _, err := bad.Apply(actx, fsm.OpenSession{TTL: time.Minute}); !errors.Is(err, node.ErrNoQuorum) {
+	if _, err := replica.Of(bad).Apply(actx, fsm.OpenSession{TTL: time.Minute}); !errors.Is(err, node.ErrNoQuorum) {
 		t.Fatalf("apply on the rogue node: %v", err)
 	}
 	if _, ok := bad.Holder("l"); ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -51,14 +52,14 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		s := openSession(t, ctx, leader, time.Minute)
 		o := newOwner()
 		acq := fsm.Acquire{Session: s, Lock: "x", Owner: o, Seq: 1, AckBelow: 1}
-		if r, err := leader.Apply(ctx, acq); err != nil || r.Status != fsmwire.StatusGranted {
+		if r, err := replica.Of(leader).Apply(ctx, acq); err != nil || r.Status != fsmwire.StatusGranted {
 			t.Fatalf("acquire: %v %+v", err, r)
 		}
-		leader.Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2})
+		replica.Of(leader).Apply(ctx, fsm.Release{Session: s, Lock: "x", Owner: o, Seq: 2, AckBelow: 2})
 		if r := redeliver(t, leader, acq); r.Status != fsmwire.StatusGranted {
 			t.Fatalf("at version 1 the previous release's rules apply; got %+v", r)
 		}
-		leader.Apply(ctx, fsm.Release{Lock: "x", Owner: o})
+		replica.Of(leader).Apply(ctx, fsm.Release{Lock: "x", Owner: o})
 		if _, err := node.ProposeAsLeader(ctx, leader, fsm.EndDelay{}); !errors.Is(err, node.ErrInvalidArgument) {
 			t.Fatalf("a version-2 command at version 1: %v", err)
 		}
@@ -75,8 +76,8 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		leader = c.Nodes[li]
 		s = openSession(t, ctx, leader, time.Minute)
 		acq = fsm.Acquire{Session: s, Lock: "y", Owner: o, Seq: 1, AckBelow: 1}
-		leader.Apply(ctx, acq)
-		leader.Apply(ctx, fsm.Release{Session: s, Lock: "y", Owner: o, Seq: 2, AckBelow: 2})
+		replica.Of(leader).Apply(ctx, acq)
+		replica.Of(leader).Apply(ctx, fsm.Release{Session: s, Lock: "y", Owner: o, Seq: 2, AckBelow: 2})
 		if r := redeliver(t, leader, acq); r.Status != fsmwire.StatusStale {
 			t.Fatalf("at version 2 the duplicate is stale; got %+v", r)
 		}

@@ -11,10 +11,10 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/lockapi"
-	"github.com/raftlock/raftlock/node"
 )
 
 func own(n byte) lockinfo.OwnerID { return lockinfo.OwnerID{n, 0xC4} }
@@ -121,7 +121,7 @@ func TestPrimitivesUnderFaults(t *testing.T) {
 		for c.Nodes[0].Status().ClusterVersion < fsm.MaxClusterVersion {
 			time.Sleep(10 * time.Millisecond)
 		}
-		sub, err := c.Nodes[0].Subscribe(node.EventFilter{All: true}, 1<<16)
+		sub, err := replica.Of(c.Nodes[0]).Subscribe(replica.EventFilter{All: true}, 1<<16)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -36,7 +37,7 @@ type collector struct {
 }
 
 type watcher struct {
-	sub    *node.Subscription
+	sub    *replica.Subscription
 	stop   chan struct{}
 	detach func() // the node's lease trace
 }
@@ -74,7 +75,7 @@ func (c *collector) record(nodeID string, le LogEvent, at int64) {
 }
 
 func (c *collector) watch(nodeID string, n *node.Node) {
-	sub, err := n.Subscribe(node.EventFilter{All: true}, 1<<16)
+	sub, err := replica.Of(n).Subscribe(replica.EventFilter{All: true}, 1<<16)
 	if err != nil {
 		c.s.t.Fatalf("subscribe to %s: %v", nodeID, err)
 	}
@@ -143,7 +144,7 @@ func numberEvents(events <-chan fsm.Event, resync <-chan struct{}, stop <-chan s
 // and whether it leads, read now (History.Resyncs) — at the index whose
 // state replaced the old one, or an entry or a few above it.
 func (c *collector) resynced(nodeID string, n *node.Node) {
-	r := Resync{Node: nodeID, At: now(), Index: n.AppliedIndex(), Leading: n.IsLeader()}
+	r := Resync{Node: nodeID, At: now(), Index: replica.Of(n).AppliedIndex(), Leading: n.IsLeader()}
 	c.mu.Lock()
 	c.resyncs = append(c.resyncs, r)
 	if r.Leading {
@@ -268,7 +269,7 @@ func (p *sampler) sampleAll() {
 
 func (p *sampler) sample(n *node.Node) {
 	at := now()
-	idx, d := n.Digest()
+	idx, d := replica.ServerOf(n).Digest()
 	st := n.Status()
 	// Leading in a term: the leader state read between two equal term
 	// reads (Status reads the state before the term).

@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -197,10 +198,10 @@ func (s *sim) catchUp(what string) {
 	}()
 	var top uint64
 	for _, n := range s.running() {
-		top = max(top, n.AppliedIndex())
+		top = max(top, replica.Of(n).AppliedIndex())
 	}
 	var l *node.Node
-	for l == nil || l.AppliedIndex() <= top {
+	for l == nil || replica.Of(l).AppliedIndex() <= top {
 		if !time.Now().Before(deadline) {
 			cu.Lagging = fmt.Sprintf("the leader's log did not pass index %d: %s", top, s.c.Describe())
 			return
@@ -216,11 +217,11 @@ func (s *sim) catchUp(what string) {
 		}
 		cancel()
 	}
-	cu.Leader, cu.Index = l.ID(), l.AppliedIndex()
+	cu.Leader, cu.Index = l.ID(), replica.Of(l).AppliedIndex()
 	for {
 		lag := ""
 		for _, n := range s.running() {
-			if got := n.AppliedIndex(); got < cu.Index {
+			if got := replica.Of(n).AppliedIndex(); got < cu.Index {
 				lag += fmt.Sprintf("%s applied %d; ", n.ID(), got)
 			}
 		}

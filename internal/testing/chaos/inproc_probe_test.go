@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/lockapi"
 )
@@ -167,7 +168,7 @@ func (s *sim) captureEndState() {
 	if err != nil {
 		s.note("end state: %v", err)
 	}
-	es := &EndState{At: now(), Node: n.ID(), Index: n.AppliedIndex(), Holds: tableHolds(locks)}
+	es := &EndState{At: now(), Node: n.ID(), Index: replica.Of(n).AppliedIndex(), Holds: tableHolds(locks)}
 	s.mu.Lock()
 	es.GivenUp = append(es.GivenUp, s.givenUp...)
 	for _, sess := range s.sessions {

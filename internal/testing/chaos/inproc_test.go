@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/lockapi"
@@ -368,7 +369,7 @@ func (s *sim) settle() {
 				same = false
 				break
 			}
-			i, d := n.Digest()
+			i, d := replica.ServerOf(n).Digest()
 			ds = append(ds, Digest{Node: n.ID(), Index: i, Hash: fmt.Sprintf("%x", d[:8])})
 			same = same && i == ds[0].Index
 		}

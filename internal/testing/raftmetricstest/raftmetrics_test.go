@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -25,7 +26,7 @@ func TestEnableRaftMetrics(t *testing.T) {
 	c.WaitReady(30 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Nodes[0].Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil {
+	if _, err := replica.Of(c.Nodes[0]).Apply(ctx, fsm.OpenSession{TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()

@@ -38,6 +38,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/devcerts"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/flood"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -144,7 +145,7 @@ func election(sources, per int, backoff, maxWait time.Duration) {
 		}
 		fwd := time.Now()
 		actx, acancel := context.WithTimeout(context.Background(), maxWait)
-		_, err := follower.Apply(actx, fsm.OpenSession{TTL: time.Minute})
+		_, err := replica.Of(follower).Apply(actx, fsm.OpenSession{TTL: time.Minute})
 		acancel()
 		if err != nil {
 			fmt.Printf("forward through %s: failed after %v: %v\n", follower.ID(), time.Since(fwd).Round(time.Millisecond), err)
