@@ -149,7 +149,7 @@ func measureWindow(t *testing.T, c *clustertest.Cluster, window time.Duration, c
 				kctx, kcancel := context.WithTimeout(ctx, ttl/3)
 				err := replica.Of(c.Nodes[k%len(c.Nodes)]).KeepAlive(kctx, s.Session)
 				kcancel()
-				if errors.Is(err, node.ErrSessionExpired) {
+				if errors.Is(err, replica.ErrSessionExpired) {
 					expired.Add(1)
 					return
 				}

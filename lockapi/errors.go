@@ -6,6 +6,7 @@ import (
 
 	"github.com/raftlock/raftlock/fence"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -19,8 +20,8 @@ var (
 	ErrNotHolder = errors.New("lockapi: not the holder")
 	// ErrSessionExpired: the session's lease ended — its keepalives did not
 	// succeed before its deadline, or the leader expired it. Identical to
-	// node.ErrSessionExpired.
-	ErrSessionExpired = node.ErrSessionExpired
+	// replica.ErrSessionExpired.
+	ErrSessionExpired = replica.ErrSessionExpired
 	// ErrNoQuorum: the cluster cannot commit or confirm now. Identical to
 	// node.ErrNoQuorum.
 	ErrNoQuorum = node.ErrNoQuorum

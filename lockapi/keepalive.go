@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -43,7 +44,7 @@ func (s *Session) keepAlive() {
 			s.renewed(sent)
 			s.traceKeepAliveResult(sent, "")
 			timer.Reset(s.nextKeepAlive())
-		case errors.Is(err, node.ErrSessionExpired):
+		case errors.Is(err, replica.ErrSessionExpired):
 			s.traceKeepAliveResult(sent, leasetrace.VerdictRefused)
 			s.lose(leasetrace.LostRefused, fmt.Errorf("%w: the leader refused the keepalive (%v)", ErrSessionExpired, err))
 			return

@@ -96,7 +96,7 @@ func (ps *PeerStatus) fill(p peerInfo) {
 	ps.LastContact, ps.ClusterVersion, ps.MaxVersion, ps.Halted = p.LastContact, p.ClusterVersion, p.MaxVersion, p.Halted
 }
 
-// maxLeaseQuery bounds the sessions of one LeasesLeft call.
+// maxLeaseQuery bounds the sessions of one leasesLeft call.
 const maxLeaseQuery = 1024
 
 // leasesLeft returns, for each of the sessions given (at most 1024) that

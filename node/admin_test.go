@@ -88,7 +88,7 @@ func TestAdminEndSession(t *testing.T) {
 		if _, ok := f.Holder("x"); ok {
 			t.Fatal("the ended session's lock is still held")
 		}
-		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("keepalive of the ended session: %v", err)
 		}
 		if err := f.EndSession(ctx, s, "ops", "again"); !errors.Is(err, node.ErrNoSuchSession) {
@@ -156,7 +156,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		if !ok || h.Session != restored || h.Token != g.Token {
 			t.Fatalf("restored holder %+v (held %v), want session %d token %d", h, ok, restored, g.Token)
 		}
-		if err := replica.Of(f2).KeepAlive(ctx, live); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f2).KeepAlive(ctx, live); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("a session of the running cluster survived the restore: %v", err)
 		}
 		// New grants fence out both histories.

@@ -17,7 +17,7 @@ import (
 // 2 × Timing.CommitTimeout later). So as soon as the leader has applied such an entry, it also tells
 // every other replica directly: "these grants are committed". A follower
 // hands them to the Subscriptions that asked for early grants
-// (EventFilter.EarlyGrants; with OnEarlyGrant, lockapi's, on the RPC's own
+// (replica.EventFilter.EarlyGrants; with OnEarlyGrant, lockapi's, on the RPC's own
 // goroutine): the waiter wakes after one RPC instead. A grant
 // is announced only to the replica its waiter lives on, when the leader
 // knows it (planAnnouncements). (A Noop entry to carry the commit index would

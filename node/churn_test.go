@@ -191,7 +191,7 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 				changes, took, bound)
 		}
 		for _, err := range k.halt() {
-			if errors.Is(err, node.ErrSessionExpired) {
+			if errors.Is(err, replica.ErrSessionExpired) {
 				t.Fatalf("a renewing session expired across the leader changes: %v", err)
 			}
 		}

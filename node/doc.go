@@ -11,19 +11,23 @@
 // DefaultConfig, Validate), WaitReady, Status (status.go), Close (a
 // restart: the node stays a member), Leave (a decommission, leave.go),
 // Kill (a crash, for tests; stop.go). Read the local state without the
-// network through Holder, Lock, Locks, Session, Sessions, Stats and Digest
+// network through Holder, Lock, Locks, Session, Sessions and Stats
 // (reads.go); Sync first for a linearizable read.
 //
 // # For lockapi
 //
-// propose and Apply (propose.go) commit a command — group-committed on the
-// leader, forwarded (batched) from a follower — and return its result;
-// keepAlive (keepalive.go) renews a session on the leader — not through
-// the log while the leader stays; after a leader change each live session's
-// first keepalive is recorded once (see "Sessions across leader changes")
-// — (a follower sends the keepalives that come together in one request:
-// keepalive_batch.go); Subscribe (events.go) delivers what the
-// local FSM applies, and with EarlyGrants the hand-offs the leader
+// What lockapi (and admin) call on a node is no exported method: they reach
+// it through internal/replica's Replica interface, which replica.Of(n)
+// returns (nodeReplica, replica.go, registered in an init function). Its
+// Propose and Apply (Node.propose and Node.apply, propose.go) commit a
+// command — group-committed on the leader, forwarded (batched) from a
+// follower — and return its result; KeepAlive (Node.keepAlive,
+// keepalive.go) renews a session on the leader — not through the log while
+// the leader stays; after a leader change each live session's first
+// keepalive is recorded once (see "Sessions across leader changes") — (a
+// follower sends the keepalives that come together in one request:
+// keepalive_batch.go); Subscribe (Node.subscribe, events.go) delivers what
+// the local FSM applies, and with EarlyGrants the hand-offs the leader
 // announces before this replica applies them (OnEarlyGrant: straight to the
 // subscriber's waiter, on the goroutine that received the announcement).
 //

@@ -10,9 +10,6 @@ var (
 	// renewed by this call — or, for an ambiguous failure, the call is safe to
 	// retry with the same owner id.
 	ErrNoQuorum = errors.New("node: no quorum")
-	// ErrSessionExpired: the session does not exist any more on the leader, or
-	// its lease ran out before this keepalive reached the leader.
-	ErrSessionExpired = errors.New("node: session expired")
 	// ErrClosed: the node is shut down (or shutting down).
 	ErrClosed = errors.New("node: closed")
 	// ErrInvalidArgument: a command or argument was refused before it was

@@ -78,7 +78,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 		// Silence past the TTL: the leader expires it, and a late keepalive
 		// is refused.
 		time.Sleep(ttl + 200*time.Millisecond)
-		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("late keepalive: %v", err)
 		}
 		if err := f.Sync(ctx); err != nil {
@@ -87,7 +87,7 @@ func TestKeepAliveRenewsAndRefusesAfterDeadline(t *testing.T) {
 		if _, ok := f.Session(s); ok {
 			t.Fatal("session still present after its TTL")
 		}
-		if err := replica.Of(c.Nodes[leader]).KeepAlive(ctx, 12345); !errors.Is(err, node.ErrSessionExpired) {
+		if err := replica.Of(c.Nodes[leader]).KeepAlive(ctx, 12345); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("keepalive of an unknown session: %v", err)
 		}
 	})

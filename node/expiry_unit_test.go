@@ -15,6 +15,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // A bare state machine and a proposer that applies commands to it at once
@@ -136,7 +137,7 @@ func TestExpiryDeadlinesOnFakeTime(t *testing.T) {
 		if r.alive(s) {
 			t.Fatalf("alive %v after its last keepalive (TTL 1s)", time.Since(renewed))
 		}
-		if err := r.m.keepAlive(context.Background(), s); !errors.Is(err, ErrSessionExpired) {
+		if err := r.m.keepAlive(context.Background(), s); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("keepalive after expiry: %v", err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // Keepalives: a session is renewed on the leader (expiryManager); a follower
@@ -16,7 +17,7 @@ import (
 // recorded once, by a Renewed entry (keepalive_renew.go).
 
 // keepAlive renews a session's lease. The leader refuses it with
-// ErrSessionExpired if the session's deadline passed before the keepalive
+// replica.ErrSessionExpired if the session's deadline passed before the keepalive
 // arrived; otherwise, once it has fresh evidence that it still leads (a
 // leadership round, or the commit of a Renewed entry for a session that
 // has not renewed in the log since the last leader change), it moves the
@@ -115,7 +116,7 @@ func (m *expiryManager) extendLocked(id lockinfo.SessionID, received time.Time, 
 	}
 	l := m.sessions[id]
 	if l == nil || l.expiring {
-		return ErrSessionExpired
+		return replica.ErrSessionExpired
 	}
 	if renewed {
 		l.marked = false
@@ -154,7 +155,7 @@ func (m *expiryManager) checkMany(ids []lockinfo.SessionID, received time.Time, 
 	for i, id := range ids {
 		l := m.sessions[id]
 		if l == nil || l.expiring || !received.Before(l.deadline) {
-			verdicts[i] = ErrSessionExpired
+			verdicts[i] = replica.ErrSessionExpired
 			continue
 		}
 		if l.marked {

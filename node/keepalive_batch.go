@@ -15,7 +15,7 @@ import (
 
 // Keepalive batches. Sessions renew on a grid shared by every process
 // (lockapi's keepAliveDelay), so a follower's keepalives come in bursts: all
-// its sessions due in the same quantum call KeepAlive within a few
+// its sessions due in the same quantum call keepAlive within a few
 // microseconds. One request per keepalive cost the leader a read, a handler
 // and a reply each, and the follower a send and a wake-up each — at 100
 // sessions most of an idle cluster's traffic besides Raft's heartbeats, at

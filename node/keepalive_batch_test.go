@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/transport"
 )
 
@@ -42,7 +43,7 @@ func (l *fakeLeader) call(ctx context.Context, req []byte) ([]byte, error) {
 	}
 	verdict := func(id lockinfo.SessionID) error {
 		if l.expired[id] {
-			return ErrSessionExpired
+			return replica.ErrSessionExpired
 		}
 		return nil
 	}
@@ -102,7 +103,7 @@ func TestKeepaliveForwarder(t *testing.T) {
 			defer cancel()
 			errs := burst(t.Context(), f, 10)
 			for i, err := range errs {
-				if want := i+1 == 3; errors.Is(err, ErrSessionExpired) != want || (!want && err != nil) {
+				if want := i+1 == 3; errors.Is(err, replica.ErrSessionExpired) != want || (!want && err != nil) {
 					t.Errorf("session %d: %v", i+1, err)
 				}
 			}
@@ -156,7 +157,7 @@ func TestKeepaliveForwarder(t *testing.T) {
 			defer cancel()
 			errs := burst(t.Context(), f, 4)
 			for i, err := range errs {
-				if want := i+1 == 2; errors.Is(err, ErrSessionExpired) != want || (!want && err != nil) {
+				if want := i+1 == 2; errors.Is(err, replica.ErrSessionExpired) != want || (!want && err != nil) {
 					t.Errorf("session %d: %v", i+1, err)
 				}
 			}
@@ -224,8 +225,8 @@ func TestKeepaliveBatchWire(t *testing.T) {
 	if err != nil || fmt.Sprint(back) != fmt.Sprint(ids) {
 		t.Fatalf("request round trip: %v %v", back, err)
 	}
-	vs, err := decodeKeepAliveBatchReply(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired, ErrNoQuorum}), 3)
-	if err != nil || vs[0] != nil || !errors.Is(vs[1], ErrSessionExpired) || !errors.Is(vs[2], ErrNoQuorum) {
+	vs, err := decodeKeepAliveBatchReply(encodeKeepAliveBatchReply([]error{nil, replica.ErrSessionExpired, ErrNoQuorum}), 3)
+	if err != nil || vs[0] != nil || !errors.Is(vs[1], replica.ErrSessionExpired) || !errors.Is(vs[2], ErrNoQuorum) {
 		t.Fatalf("reply round trip: %v %v", vs, err)
 	}
 	tooMany := make([]lockinfo.SessionID, maxKeepaliveBatch+1)

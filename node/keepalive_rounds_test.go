@@ -85,7 +85,7 @@ func TestFollowerKeepalivesShareOneRequest(t *testing.T) {
 		wg.Wait()
 		for i, err := range errs {
 			switch {
-			case ids[i] == closed && !errors.Is(err, node.ErrSessionExpired):
+			case ids[i] == closed && !errors.Is(err, replica.ErrSessionExpired):
 				t.Errorf("keepalive of the closed session: %v, want ErrSessionExpired", err)
 			case ids[i] != closed && err != nil:
 				t.Errorf("keepalive of session %d: %v", ids[i], err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftlock/raftlock/internal/leasetrace"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // The lease trace (internal/leasetrace): what this node's side of the lease
@@ -42,7 +43,7 @@ func traceVerdict(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, ErrSessionExpired):
+	case errors.Is(err, replica.ErrSessionExpired):
 		return leasetrace.VerdictRefused
 	case errors.Is(err, errNotLeader):
 		return leasetrace.VerdictNotLeader

@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/gossip"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // metrics of one node. They always exist (so that code paths do not branch);
@@ -214,7 +215,7 @@ func (m *metrics) countKeepAlive(err error) {
 	switch {
 	case err == nil:
 		m.keepalives.WithLabelValues("ok").Inc()
-	case errors.Is(err, ErrSessionExpired):
+	case errors.Is(err, replica.ErrSessionExpired):
 		m.keepalives.WithLabelValues("expired").Inc()
 	case errors.Is(err, ErrNoQuorum):
 		m.keepalives.WithLabelValues("no_quorum").Inc()

@@ -17,8 +17,8 @@ import (
 // tick is long (Timing.CommitTimeout, LANTiming: 500 ms), so that an idle
 // cluster does not send an empty AppendEntries to every follower every few
 // milliseconds (measured: a third of an idle node's CPU). A replica that
-// waits for an index its Raft does not yet know committed — WaitApplied
-// after a forwarded Apply (OpenSession, CloseSession), Sync — asks the
+// waits for an index its Raft does not yet know committed — waitApplied
+// after a forwarded apply (OpenSession, CloseSession), Sync — asks the
 // leader for a nudge instead: the leader proposes a Noop. The AppendEntries
 // that carries it (or any batch that leaves after the nudge arrived, which
 // the Noop joins under load) carries the leader's commit index, which

@@ -13,12 +13,12 @@ import (
 
 // apply proposes a command and returns its result once the command is
 // committed and applied on this node (read-your-writes: the local FSM, and
-// therefore Subscriptions on this node, already reflect it). It is Propose
-// followed by WaitApplied.
+// therefore subscriptions on this node, already reflect it). It is propose
+// followed by waitApplied (replica.Replica's Apply).
 //
 // On the leader the command joins the next group-commit batch; on a follower
 // it is forwarded (batched) to the leader. While no leader is known, or the
-// leader cannot commit, Apply retries with jittered backoff until ctx ends;
+// leader cannot commit, apply retries with jittered backoff until ctx ends;
 // it then returns an error wrapping ErrNoQuorum and ctx.Err() — and also
 // ErrNotProposed if no attempt can have reached a leader's log (the command
 // can never commit). Every retry sends the very same command: with request
@@ -48,12 +48,12 @@ func (n *Node) apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return res, nil
 }
 
-// propose is Apply without the wait for the local FSM: it returns the result
-// and the log index of the command as soon as the leader has committed and
-// applied it. A follower learns of the commit a moment later (with the
+// propose (replica.Replica's Propose) is apply without the wait for the
+// local FSM: it returns the result and the log index of the command as soon
+// as the leader has committed and applied it. A follower learns of the commit a moment later (with the
 // leader's next message); until then its local reads and events do not yet
 // show the command. Use it on hot paths that need only the result (lockapi
-// does, for acquire and release), and WaitApplied where the local view must
+// does, for acquire and release), and waitApplied where the local view must
 // include the command.
 func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	if err := checkCtx(ctx); err != nil {
@@ -80,7 +80,7 @@ func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64
 }
 
 // checkClientCommand refuses, before anything is proposed, a command that
-// a client (Propose, or a forwarded request) may not send: nil, reserved to
+// a client (propose, or a forwarded request) may not send: nil, reserved to
 // the leader, or with invalid arguments.
 func checkClientCommand(cmd fsm.Command) error {
 	switch {
@@ -96,7 +96,7 @@ func checkClientCommand(cmd fsm.Command) error {
 }
 
 // waitApplied waits until the local FSM has applied the log index (as
-// returned by Propose), or ctx ends.
+// returned by propose), or ctx ends.
 func (n *Node) waitApplied(ctx context.Context, index uint64) error {
 	if err := checkCtx(ctx); err != nil {
 		return err

@@ -92,7 +92,7 @@ func (n *Node) digest() (uint64, [32]byte) { return n.fsm.Digest() }
 
 // subscribe returns a subscription to the events the local FSM applies that
 // match f, with a buffer of buf events (at least 1). Close it when done.
-// Only events applied after Subscribe returns are delivered: to see every
+// Only events applied after subscribe returns are delivered: to see every
 // entry of a node's log (the formation entries included), subscribe right
 // after Start returns — before Start, nothing is applied; after the node is
 // ready, the first entries are already applied.

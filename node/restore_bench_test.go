@@ -91,7 +91,7 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, node.ErrSessionExpired):
+			case errors.Is(err, replica.ErrSessionExpired):
 				ended++ // the restore ended it
 				return false
 			case err != nil:

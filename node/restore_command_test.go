@@ -431,7 +431,7 @@ func TestRestoreOfAManyChunkBackupThroughAFollower(t *testing.T) {
 					return
 				case <-time.After(time.Second):
 				}
-				if err := replica.Of(other).KeepAlive(ctx, live); err != nil && !errors.Is(err, node.ErrSessionExpired) {
+				if err := replica.Of(other).KeepAlive(ctx, live); err != nil && !errors.Is(err, replica.ErrSessionExpired) {
 					kept <- err
 					return
 				}

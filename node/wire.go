@@ -8,6 +8,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/grantwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 // Forwarding messages between replicas. Every message starts with a version
@@ -68,7 +69,7 @@ func errCode(err error) code {
 		return codeNotLeader
 	case errors.Is(err, ErrNoQuorum):
 		return codeNoQuorum
-	case errors.Is(err, ErrSessionExpired):
+	case errors.Is(err, replica.ErrSessionExpired):
 		return codeSessionExpired
 	case errors.Is(err, ErrInvalidArgument):
 		return codeInvalid
@@ -90,7 +91,7 @@ func remoteErr(c code, msg string) error {
 	case codeNoQuorum:
 		base = ErrNoQuorum
 	case codeSessionExpired:
-		base = ErrSessionExpired
+		base = replica.ErrSessionExpired
 	case codeInvalid:
 		base = ErrInvalidArgument
 	case codeClosed:

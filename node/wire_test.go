@@ -9,6 +9,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/replica"
 )
 
 func TestWireRoundTrip(t *testing.T) {
@@ -28,7 +29,7 @@ func TestWireRoundTrip(t *testing.T) {
 	outs := []outcome{
 		{res: &fsm.Result{Status: fsmwire.StatusGranted, Session: 3, Token: 9}, index: 42},
 		{err: errNotLeader},
-		{err: ErrSessionExpired},
+		{err: replica.ErrSessionExpired},
 	}
 	back, err := decodeApplyReply(encodeApplyReply(outs), len(outs))
 	if err != nil {
@@ -37,7 +38,7 @@ func TestWireRoundTrip(t *testing.T) {
 	if back[0].result() != outs[0].result() || back[0].index != 42 || back[0].err != nil {
 		t.Fatalf("outcome 0: %+v", back[0])
 	}
-	if !errors.Is(back[1].err, errNotLeader) || !errors.Is(back[2].err, ErrSessionExpired) {
+	if !errors.Is(back[1].err, errNotLeader) || !errors.Is(back[2].err, replica.ErrSessionExpired) {
 		t.Fatalf("errors: %v / %v", back[1].err, back[2].err)
 	}
 	if _, err := decodeApplyReply(encodeApplyReply(outs), 2); err == nil {
@@ -107,7 +108,7 @@ func FuzzWire(f *testing.F) {
 	f.Add(req)
 	f.Add(encodeApplyReply([]outcome{{res: &fsm.Result{Status: fsmwire.StatusOK}, index: 1}, {err: ErrNoQuorum}}))
 	f.Add(encodeKeepAliveRequest(5))
-	f.Add(encodeKeepAliveReply(ErrSessionExpired))
+	f.Add(encodeKeepAliveReply(replica.ErrSessionExpired))
 	f.Add(encodeReadIndexReply(3, nil))
 	f.Add([]byte{wireVersion, 99})
 	f.Add(encodeGrantNotice([]fsm.Event{{Index: 9, At: 5, Session: 3, Lock: "a", Owner: lockinfo.OwnerID{7}, Token: 41}}))
@@ -115,7 +116,7 @@ func FuzzWire(f *testing.F) {
 	f.Add(encodePeerInfoRequest())
 	f.Add(encodeSnapshotAsk(36))
 	f.Add(encodeKeepAliveBatchRequest([]lockinfo.SessionID{1, 300}))
-	f.Add(encodeKeepAliveBatchReply([]error{nil, ErrSessionExpired}))
+	f.Add(encodeKeepAliveBatchReply([]error{nil, replica.ErrSessionExpired}))
 	f.Add(encodeConfirmTermRequest(3))
 	f.Add(encodeConfirmTermReply(4, true))
 	v2, _ := encodeApplyRequest([]fsm.Command{fsm.Acquire{Session: 1, Lock: "a", Owner: lockinfo.OwnerID{1}, Seq: 3, AckBelow: 2}})

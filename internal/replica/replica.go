@@ -30,6 +30,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,13 @@ import (
 	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
+// ErrSessionExpired is KeepAlive's refusal: the session does not exist any
+// more on the leader, or its lease ran out before the keepalive reached the
+// leader. lockapi publishes it as lockapi.ErrSessionExpired.
+var ErrSessionExpired = errors.New("node: session expired")
+
 // Replica is what lockapi calls on the replica its sessions run on. Errors
-// wrap node's sentinels (ErrNoQuorum, ErrNotProposed, ErrSessionExpired,
+// wrap ErrSessionExpired and node's sentinels (ErrNoQuorum, ErrNotProposed,
 // ErrClosed, ErrHalted, ErrInvalidArgument) and, when a context ended, its
 // error.
 type Replica interface {
