@@ -10,13 +10,14 @@ import (
 
 // propose is the one path by which a session's commands (Acquire, Release,
 // CloseSession) reach the cluster: it returns the command's result and log
-// index once the leader has committed and applied it (replica.Replica.Propose). Every
-// session-scoped proposal goes through here, so that what every command of a
-// session must carry is added in one place: the session's request number and
-// acknowledgement (exactly-once execution, see seqAlloc), and for a Release
-// its session. The request is finished (acknowledged by the next command)
-// whatever propose returns; the replica's own retries of Propose resend the very same
-// command, request number included.
+// index once the leader has committed and applied it (the replica's
+// Propose). Every session-scoped proposal goes through here, so that what
+// every command of a session must carry is added in one place: the
+// session's request number and acknowledgement (exactly-once execution,
+// see seqAlloc), and for a Release its session. The request is finished
+// (acknowledged by the next command) whatever propose returns; the
+// replica's own retries of Propose resend the very same command, request
+// number included.
 func (s *Session) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, uint64, error) {
 	seq := s.seq.next()
 	defer s.seq.done(seq)
