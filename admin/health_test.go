@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -19,7 +20,7 @@ func voters(ids ...string) []node.Server {
 
 func TestAssess(t *testing.T) {
 	now := time.Unix(1000, 0)
-	timing := node.TestTiming()
+	timing := nodeopts.TestTiming()
 	healthy := node.Status{ID: "r1", State: "leader", LeaderID: "r1", Ready: true, Servers: voters("r1", "r2", "r3"), CommitIndex: 10, AppliedIndex: 10}
 	with := func(f func(*node.Status)) node.Status {
 		st := healthy

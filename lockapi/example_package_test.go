@@ -19,7 +19,7 @@ func Example() {
 	ctx := context.Background()
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.InMemory, cfg.Bootstrap = "dev", true, true
-	cfg.BindAddr, cfg.Timing = "127.0.0.1:0", node.TestTiming()
+	cfg.BindAddr = "127.0.0.1:0"
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)

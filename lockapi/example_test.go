@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -23,14 +24,8 @@ import (
 func startSingleNode() *node.Node {
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.InMemory = "replica-a", true
-	cfg.Timing = node.TestTiming()
-	cfg.BindAddr = "127.0.0.1:0"
-	ln, err := netListen()
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.Listener = ln
-	cfg.Bootstrap, cfg.Peers = true, []node.Peer{{ID: cfg.ID, Addr: ln.Addr().String()}}
+	cfg.Timing = nodeopts.TestTiming()
+	cfg.BindAddr, cfg.Bootstrap = "127.0.0.1:0", true // a cluster of this node alone
 	n, err := node.Start(context.Background(), cfg)
 	if err != nil {
 		log.Fatal(err)

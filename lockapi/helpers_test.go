@@ -9,7 +9,7 @@ import (
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 )
 
-// testTTL is a session TTL for clusters with node.TestTiming (MinTTL 450 ms).
+// testTTL is a session TTL for clusters with nodeopts.TestTiming (MinTTL 450 ms).
 const testTTL = time.Second
 
 // startCluster starts a 3-node in-memory cluster on memnet (call inside a

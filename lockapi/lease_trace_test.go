@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/leasetrace"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/model/lease"
 	"github.com/raftlock/raftlock/node"
@@ -86,7 +87,7 @@ func TestLeaseTraceConformsToTheModel(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	cfg := lease.ConformConfig{TTL: testTTL, ElectionTimeout: node.TestTiming().ElectionTimeout}
+	cfg := lease.ConformConfig{TTL: testTTL, ElectionTimeout: nodeopts.TestTiming().ElectionTimeout}
 	rep, err := lease.Conform(trace, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
@@ -87,7 +88,7 @@ func (ch *churn) probe(i int) {
 // random CommitTimeout of up to twice the configured one (hashicorp/raft
 // v1.7.3), plus one commit latency.
 func (ch *churn) lambda() time.Duration {
-	return 2*node.TestTiming().CommitTimeout + ch.maxD
+	return 2*nodeopts.TestTiming().CommitTimeout + ch.maxD
 }
 
 // watchGrant returns when the waiter of sub is granted, as the node applies
@@ -182,7 +183,7 @@ func TestSilentSessionEndsWithinBoundUnderLeaderChurn(t *testing.T) {
 		if granted.IsZero() {
 			t.Fatalf("the waiter was never granted: %s", c.Describe())
 		}
-		g := ttl + node.TestTiming().ElectionTimeout
+		g := ttl + nodeopts.TestTiming().ElectionTimeout
 		bound := 2*g + 2*ch.maxE + 3*ch.maxD + ch.lambda()
 		t.Logf("%d changes: granted %v after the holder's last keepalive (bound %v: E %v, δ %v, λ %v)",
 			changes, granted.Sub(last), bound, ch.maxE, ch.maxD, ch.lambda())

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/membership"
+	"github.com/raftlock/raftlock/internal/nodehooks"
 	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/transport"
 )
@@ -71,16 +71,6 @@ func FastFailoverTiming() Timing {
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      300 * time.Millisecond,
-	}
-}
-
-// TestTiming suits in-process tests: 50 ms timeouts.
-func TestTiming() Timing {
-	return Timing{
-		HeartbeatTimeout:   50 * time.Millisecond,
-		ElectionTimeout:    50 * time.Millisecond,
-		LeaderLeaseTimeout: 50 * time.Millisecond,
-		CommitTimeout:      50 * time.Millisecond,
 	}
 }
 
@@ -159,7 +149,7 @@ type Config struct {
 	Recover bool
 
 	// Gossip configures membership through gossip (hashicorp/memberlist):
-	// on when Gossip.Addr (or Gossip.Listener) is set. See GossipConfig.
+	// on when Gossip.Addr is set. See GossipConfig.
 	Gossip GossipConfig
 	// BootstrapExpect > 0 forms a new cluster through gossip: nodes without
 	// Raft state wait until that many nodes with the same BootstrapExpect are
@@ -214,21 +204,13 @@ type Config struct {
 	// Registerer receives the node's Prometheus metrics. Nil: none.
 	Registerer prometheus.Registerer
 
-	// Listener and Dialer replace TCP (tests use an in-memory network).
+	// Listener, when set, is the listener the node serves its port on
+	// instead of binding BindAddr: one the application bound itself (a port
+	// it had to know before writing Peers, a socket handed over by systemd
+	// socket activation or a supervisor). BindAddr should then name its
+	// address (the transport checks it for AllowPlaintext and advertises it
+	// unless AdvertiseAddr is set). The node closes it when it stops.
 	Listener net.Listener
-	Dialer   func(ctx context.Context, addr string) (net.Conn, error)
-
-	// Fault injection, for tests and chaos runs; nil in production.
-	//
-	// WallClock replaces time.Now for the one thing that reads the wall
-	// clock: the leader's timestamp in each log entry (informational: when a
-	// lock was granted, a session opened). Nothing that safety depends on
-	// reads it.
-	WallClock func() time.Time
-	// DiskFault, when set, is consulted before every log-store operation and
-	// stable-store write; a non-nil error fails that operation as a failing
-	// disk would (ENOSPC, EIO).
-	DiskFault func(op DiskOp) error
 
 	// Log store.
 	//
@@ -277,11 +259,9 @@ type Config struct {
 	// quota (RequestWindow: the default; NodeShares: no shares, first come
 	// first served).
 	Limits fsm.Limits
-	// maxClusterVersion, when set and not 0, is the highest cluster version
-	// this node reports and raises to (tests: a node that pretends to be of
-	// the previous release, then is "upgraded"). Nil or 0:
-	// fsm.MaxClusterVersion.
-	maxClusterVersion func() uint64
+	// hooks are the test hooks (internal/nodehooks), set only through
+	// internal/nodeopts.Hooks; zero in production.
+	hooks nodehooks.Hooks
 }
 
 // DefaultConfig returns a Config with LAN timings and sizes suited to a lock
@@ -356,7 +336,7 @@ func (c *Config) transportConfig() transport.Config {
 		TLS:            c.TLS,
 		AllowPlaintext: c.AllowPlaintext,
 		Listener:       c.Listener,
-		Dialer:         c.Dialer,
+		Dialer:         c.hooks.Dialer,
 		Inbound:        c.Inbound,
 	}
 }

@@ -1,12 +1,7 @@
 package node
 
-import (
-	"context"
-	"net"
-)
-
 // GossipConfig configures membership through gossip (hashicorp/memberlist),
-// Config.Gossip. Gossip is on when Addr (or Listener) is set; the zero value
+// Config.Gossip. Gossip is on when Addr is set; the zero value
 // means no gossip (a static cluster of Peers). Every node then carries its
 // id, Raft/RPC address and protocol version in its gossip metadata, and the
 // Raft leader keeps the Raft configuration in line with the live members
@@ -50,9 +45,4 @@ type GossipConfig struct {
 	AllowUnencrypted bool
 	// Timing tunes failure detection; zero value: LANGossipTiming.
 	Timing GossipTiming
-	// Listener and Dialer replace UDP/TCP for gossip (tests use an
-	// in-memory network): packets then travel as short connections. The
-	// listener's address must be "ip:port".
-	Listener net.Listener
-	Dialer   func(ctx context.Context, addr string) (net.Conn, error)
 }

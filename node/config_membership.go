@@ -53,22 +53,8 @@ func LANGossipTiming() GossipTiming {
 	}
 }
 
-// TestGossipTiming suits in-process tests on an in-memory network (or on
-// fake time): failures are detected within about half a second.
-func TestGossipTiming() GossipTiming {
-	return GossipTiming{
-		ProbeInterval:     100 * time.Millisecond,
-		ProbeTimeout:      50 * time.Millisecond,
-		GossipInterval:    20 * time.Millisecond,
-		PushPullInterval:  2 * time.Second,
-		SuspicionMult:     3,
-		TCPTimeout:        time.Second,
-		RetryJoinInterval: 200 * time.Millisecond,
-	}
-}
-
 // gossipOn reports whether the node runs the gossip layer.
-func (c *Config) gossipOn() bool { return c.Gossip.Addr != "" || c.Gossip.Listener != nil }
+func (c *Config) gossipOn() bool { return c.Gossip.Addr != "" || c.hooks.GossipListener != nil }
 
 func (c *Config) maxVoters() int { return c.MaxVoters }
 
@@ -101,8 +87,8 @@ func (c *Config) validateGossip() error {
 		return errors.New("Gossip.Key needs Gossip.Addr")
 	case !on && c.Gossip.AdvertiseAddr != "":
 		return errors.New("Gossip.AdvertiseAddr needs Gossip.Addr")
-	case c.Gossip.Addr != "" && c.Gossip.Listener != nil:
-		return errors.New("both Gossip.Addr and Gossip.Listener set")
+	case c.Gossip.Addr != "" && c.hooks.GossipListener != nil:
+		return errors.New("both Gossip.Addr and a test gossip listener set")
 	}
 	if n := len(c.Gossip.Key); n != 0 && n != 16 && n != 24 && n != 32 {
 		return fmt.Errorf("Gossip.Key is %d bytes; want 16, 24 or 32", n)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -19,7 +20,7 @@ func BenchmarkLeadershipRound(b *testing.B) {
 		name := map[uint64]string{3: "VerifyLeader", 4: "ConfirmTerm"}[v]
 		b.Run(fmt.Sprintf("version=%d/%s", v, name), func(b *testing.B) {
 			c := clustertest.Start(b, clustertest.Options{Nodes: 3, Net: memnet.New(), Timing: node.LANTiming(), Configure: func(i int, cfg *node.Config) {
-				node.WithMaxClusterVersion(cfg, func() uint64 { return v })
+				nodeopts.Hooks(cfg).MaxClusterVersion = func() uint64 { return v }
 			}})
 			c.WaitLeader(30 * time.Second)
 			c.WaitReady(30 * time.Second)

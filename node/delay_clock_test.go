@@ -9,12 +9,13 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
 
-// skewedCluster starts 3 nodes whose leader wall clocks (Config.WallClock,
+// skewedCluster starts 3 nodes whose leader wall clocks (the WallClock test hook,
 // the stamps of log entries) are time.Now() plus offsets[i].
 func skewedCluster(t *testing.T) (*clustertest.Cluster, []*atomic.Int64) {
 	offsets := make([]*atomic.Int64, 3)
@@ -23,7 +24,7 @@ func skewedCluster(t *testing.T) (*clustertest.Cluster, []*atomic.Int64) {
 	}
 	c, _ := readyCluster(t, clustertest.Options{Configure: func(i int, cfg *node.Config) {
 		off := offsets[i]
-		cfg.WallClock = func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
+		nodeopts.Hooks(cfg).WallClock = func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
 	}})
 	return c, offsets
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
@@ -17,7 +18,7 @@ func TestBootstrapWithoutPeersIsAOneNodeCluster(t *testing.T) {
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.InMemory, cfg.Bootstrap = "dev", true, true
 	cfg.BindAddr = "127.0.0.1:0"
-	cfg.Timing = node.TestTiming()
+	cfg.Timing = nodeopts.TestTiming()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)

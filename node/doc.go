@@ -9,9 +9,9 @@
 //
 // Start (start.go) with a Config (config.go, config_membership.go;
 // DefaultConfig, Validate), WaitReady, Status (status.go), Close (a
-// restart: the node stays a member), Leave (a decommission, leave.go),
-// Kill (a crash, for tests; stop.go). Read the local state without the
-// network through Holder, Lock, Locks, Session, Sessions and Stats
+// restart: the node stays a member), Leave (a decommission, leave.go);
+// tests crash a node with internal/nodeopts.Kill (stop.go). Read the
+// local state without the network through Holder, Lock, Locks, Session, Sessions and Stats
 // (reads.go); Sync first for a linearizable read.
 //
 // # For lockapi
@@ -85,7 +85,7 @@
 //     are in internal/gossipnet.
 //   - Storage (package internal/storage; openStorage, MigrateLogStore and
 //     Node.Snapshot here): raft-boltdb/v2 or raft-wal and file snapshots
-//     under DataDir, or memory; fault injection for tests (DiskFault).
+//     under DataDir, or memory; fault injection for tests (the DiskFault hook, internal/nodehooks).
 //     Snapshots are paced so that their encoding leaves the processor to
 //     Raft and the applies, and written back to the disk in steps so that
 //     their final sync does not stall the log's fsyncs.

@@ -31,7 +31,7 @@ import (
 //
 // Cluster version 1 (a rolling upgrade from the previous release): the
 // delay ends at a leader wall-clock time recorded in the state, and the
-// leader proposes a Tick once its wall clock (Config.WallClock) — or the
+// leader proposes a Tick once its wall clock (the WallClock test hook) — or the
 // FSM's time, which never goes back at version 1 — has reached it, as the
 // previous release does.
 

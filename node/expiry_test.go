@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/node"
 )
@@ -136,7 +137,7 @@ func TestLeaderKillKeepsLiveSessionsExpiresSilentOnes(t *testing.T) {
 			t.Fatal("crashed node still leader")
 		}
 		// A new leader within a few election timeouts (fake time: exact).
-		if took, limit := time.Since(start), 10*node.TestTiming().ElectionTimeout; took > limit {
+		if took, limit := time.Since(start), 10*nodeopts.TestTiming().ElectionTimeout; took > limit {
 			t.Fatalf("new leader after %v, more than %v", took, limit)
 		}
 		// The waiter on node a is woken by its own replica when the silent

@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -211,7 +212,7 @@ func TestFairSharesWaitForClusterVersion4(t *testing.T) {
 		oldMax.Store(3)
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 			if i == 2 {
-				node.WithMaxClusterVersion(cfg, oldMax.Load)
+				nodeopts.Hooks(cfg).MaxClusterVersion = oldMax.Load
 			}
 		}})
 		c.WaitLeader(10 * time.Second)

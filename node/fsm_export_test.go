@@ -32,11 +32,6 @@ func DecodeApplyReply(b []byte, n int) ([]fsm.Result, []error, error) {
 	return res, errs, nil
 }
 
-// WithMaxClusterVersion makes a node report (and raise the cluster to) at
-// most version v(), as a server of an older release would (0: what it
-// supports).
-func WithMaxClusterVersion(c *Config, v func() uint64) { c.maxClusterVersion = v }
-
 // PeerInfo is the exported view of peerInfo for tests.
 type PeerInfo = peerInfo
 

@@ -9,7 +9,9 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -24,8 +26,8 @@ func TestQueueingAcquireWaitsForTheRelease(t *testing.T) {
 		const write = 5 * time.Millisecond // each log append: commits take longer than the hold's cap
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(),
 			Configure: func(_ int, cfg *node.Config) {
-				cfg.DiskFault = func(op node.DiskOp) error {
-					if op == node.DiskAppend {
+				nodeopts.Hooks(cfg).DiskFault = func(op storage.Op) error {
+					if op == storage.OpAppend {
 						time.Sleep(write)
 					}
 					return nil

@@ -20,19 +20,8 @@ const (
 	LogStoreWAL LogStore = "wal"
 )
 
-// DiskOp names a storage operation for Config.DiskFault.
-type DiskOp string
-
-// Storage operations a DiskFault hook can fail.
-const (
-	DiskAppend DiskOp = "append" // log entries written (StoreLog, StoreLogs)
-	DiskRead   DiskOp = "read"   // log entries read (GetLog, FirstIndex, LastIndex)
-	DiskDelete DiskOp = "delete" // log entries removed (DeleteRange: compaction, truncation)
-	DiskStable DiskOp = "stable" // term, vote and other stable-store writes
-)
-
 // openStorage opens the stores cfg asks for (package storage), with the
-// DiskFault hook if any.
+// DiskFault test hook if any.
 func openStorage(cfg *Config, logger hclog.Logger) (*storage.Stores, error) {
 	var st *storage.Stores
 	if cfg.InMemory {
@@ -47,8 +36,8 @@ func openStorage(cfg *Config, logger hclog.Logger) (*storage.Stores, error) {
 			return nil, err
 		}
 	}
-	if fault := cfg.DiskFault; fault != nil {
-		st.WithFaults(func(op storage.Op) error { return fault(DiskOp(op)) })
+	if fault := cfg.hooks.DiskFault; fault != nil {
+		st.WithFaults(fault)
 	}
 	return st, nil
 }

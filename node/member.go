@@ -59,7 +59,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 		ID: cfg.ID, RaftAddr: n.trans.Addr(), BootstrapExpect: cfg.BootstrapExpect, Wire: int(wireVersion),
 		Incarnation: id.Incarnation, RaftID: id.RaftID,
 		Addr: cfg.Gossip.Addr, AdvertiseAddr: cfg.Gossip.AdvertiseAddr, Join: cfg.Gossip.Join, Key: cfg.Gossip.Key,
-		Timing: gossip.Timing(cfg.gossipTiming()), Listener: cfg.Gossip.Listener, Dialer: cfg.Gossip.Dialer,
+		Timing: gossip.Timing(cfg.gossipTiming()), Listener: cfg.hooks.GossipListener, Dialer: cfg.hooks.GossipDialer,
 		ReapTimeout:  cfg.reapTimeout(),
 		LeaveTimeout: 20*cfg.Timing.HeartbeatTimeout + 10*cfg.gossipTiming().GossipInterval,
 		Stable:       n.store.Stable, Logger: n.log,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -20,7 +21,7 @@ func TestLabelledMetricsExistFromTheStart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.InMemory, cfg.Bootstrap = "m", true, true
-	cfg.BindAddr, cfg.Timing, cfg.Registerer = "127.0.0.1:0", node.TestTiming(), reg
+	cfg.BindAddr, cfg.Timing, cfg.Registerer = "127.0.0.1:0", nodeopts.TestTiming(), reg
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fsm"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
@@ -96,7 +97,7 @@ func TestNilContextIsRefused(t *testing.T) {
 			"WaitReady":   func() error { return n.WaitReady(nilCtx) },
 			"Close":       func() error { return n.Close(nilCtx) },
 			"Leave":       func() error { return n.Leave(nilCtx) },
-			"Kill":        func() error { return n.Kill(nilCtx) },
+			"Kill":        func() error { return nodeopts.Kill(nilCtx, n) },
 			"Start": func() error {
 				_, err := node.Start(nilCtx, c.Config(0))
 				return err

@@ -56,7 +56,7 @@ type Node struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the node starts (but the proposer's batches)
 	started atomic.Bool    // raft is set
-	crash   atomic.Bool    // Kill: no leadership transfer
+	crash   atomic.Bool    // kill: no leadership transfer
 	// commits counts the proposer's batches. Shutdown waits for them before
 	// it stops raft: raft answers an Apply future only while it runs (one
 	// committed but not yet applied when raft stops is never answered, and

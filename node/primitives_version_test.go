@@ -11,6 +11,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -31,7 +32,7 @@ func startWithOldServer(t *testing.T, max *atomic.Uint64) *clustertest.Cluster {
 	t.Helper()
 	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 		if i == 2 {
-			node.WithMaxClusterVersion(cfg, max.Load)
+			nodeopts.Hooks(cfg).MaxClusterVersion = max.Load
 		}
 	}})
 	c.WaitLeader(10 * time.Second)

@@ -279,10 +279,10 @@ func forwardRequest(cmds []fsm.Command, clusterVersion uint64) ([]byte, error) {
 	return encodeApplyRequest(out)
 }
 
-// wallNow is the leader's wall clock for entry stamps (Config.WallClock).
+// wallNow is the leader's wall clock for entry stamps (the WallClock test hook, internal/nodehooks).
 func (n *Node) wallNow() time.Time {
-	if n.cfg.WallClock != nil {
-		return n.cfg.WallClock()
+	if n.cfg.hooks.WallClock != nil {
+		return n.cfg.hooks.WallClock()
 	}
 	return time.Now()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -223,7 +224,7 @@ func TestForwardedRestoreWhoseReplyIsLostInstallsOnce(t *testing.T) {
 // its log but has not applied it when it learns that it leads. A restore
 // there (a hook at that moment, before the takeover barrier) or after the
 // barrier must count the old leader's grant: the next grant's token is
-// above it. The entry stamps stand still (Config.WallClock), so the
+// above it. The entry stamps stand still (the WallClock test hook), so the
 // takeover's RaiseTokens cannot hide a counter that went back.
 func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 	for _, when := range []string{"before the barrier", "after the barrier"} {
@@ -232,7 +233,7 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 				net := memnet.New()
 				stamp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 				c, li := readyCluster(t, clustertest.Options{Net: net, Configure: func(i int, cfg *node.Config) {
-					cfg.WallClock = func() time.Time { return stamp }
+					nodeopts.Hooks(cfg).WallClock = func() time.Time { return stamp }
 				}})
 				ctx := context.Background()
 				old := c.Nodes[li]

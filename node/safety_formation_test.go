@@ -13,6 +13,7 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -110,8 +111,8 @@ func formationRace(t *testing.T, cut time.Duration) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Gossip.Listener = deafListener{Listener: ln, on: &deaf, deaf: []string{clustertest.GossipHost(0), clustertest.GossipHost(2)}}
-			cfg.Gossip.Dialer = net.Host(clustertest.GossipHost(1)).Dial
+			nodeopts.Hooks(cfg).GossipListener = deafListener{Listener: ln, on: &deaf, deaf: []string{clustertest.GossipHost(0), clustertest.GossipHost(2)}}
+			nodeopts.Hooks(cfg).GossipDialer = net.Host(clustertest.GossipHost(1)).Dial
 		}})
 		time.Sleep(cut)
 		net.Partition(hosts(0, 2), hosts(1, 3, 4))

@@ -12,7 +12,9 @@ import (
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
 	"github.com/raftlock/raftlock/internal/lockinfo"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
@@ -44,8 +46,8 @@ func startGapCluster(t *testing.T) *gapCluster {
 		cfg.SnapshotThreshold = snapThreshold
 		cfg.TrailingLogs = 2
 		cfg.SnapshotInterval = 100 * time.Millisecond
-		cfg.DiskFault = func(op node.DiskOp) error {
-			if op == node.DiskAppend && diskFull[i].Load() {
+		nodeopts.Hooks(cfg).DiskFault = func(op storage.Op) error {
+			if op == storage.OpAppend && diskFull[i].Load() {
 				return fmt.Errorf("test: disk full: %w", syscall.ENOSPC)
 			}
 			return nil

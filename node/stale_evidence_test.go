@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -21,7 +22,7 @@ import (
 // keepalive arrived and before it voted for a new leader — and the leader
 // lease (LeaderLeaseTimeout) is kept alive by such replies arriving late.
 //
-// The schedule (TestTiming: heartbeat, election and lease timeouts 50 ms;
+// The schedule (nodeopts.TestTiming: heartbeat, election and lease timeouts 50 ms;
 // TTL 100 ms, the client's margin TTL/20):
 //
 //   - A's replies to the leader L take 49 ms; B's are prompt.
@@ -64,7 +65,7 @@ func TestKeepaliveNotConfirmedByStaleEvidence(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					net := memnet.New()
 					c := clustertest.Start(t, clustertest.Options{Net: net, Configure: func(i int, cfg *node.Config) {
-						node.WithMaxClusterVersion(cfg, func() uint64 { return tc.version })
+						nodeopts.Hooks(cfg).MaxClusterVersion = func() uint64 { return tc.version }
 					}})
 					c.WaitLeader(10 * time.Second)
 					c.WaitReady(10 * time.Second)

@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/raftlock/raftlock/internal/nodehooks"
 )
 
-// Stopping a node: Close (a restart: it stays a member), Kill (a crash).
+// Stopping a node: Close (a restart: it stays a member), kill (a crash,
+// for tests: internal/nodeopts.Kill).
 // Leave (a decommission) is in leave.go.
 
 // Close stops the node for a restart: it stays a member of the cluster
@@ -41,11 +44,11 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.errc
 }
 
-// Kill stops the node abruptly, as a crash would look to the rest of the
+// kill stops the node abruptly, as a crash would look to the rest of the
 // cluster: no leadership hand-off, no gossip leave (members see it fail).
 // Storage is closed cleanly, so the node can be restarted from its data dir.
-// Meant for tests and fault injection.
-func (n *Node) Kill(ctx context.Context) error {
+// Tests and fault injection reach it through internal/nodeopts.Kill.
+func (n *Node) kill(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func (n *Node) shutdown() error {
 		}
 		n.members.Stop()
 		if !n.crash.Load() {
-			n.members.FlushKnown() // a restart finds what gossip showed last (Kill is a crash: what was saved)
+			n.members.FlushKnown() // a restart finds what gossip showed last (kill is a crash: what was saved)
 		}
 	}
 	n.cancel()
@@ -103,3 +106,10 @@ func (n *Node) waitRaftConns() {
 
 // raftConnsDrain bounds the wait of waitRaftConns.
 const raftConnsDrain = 5 * time.Second
+
+// init registers the test hooks' accessor and kill with internal/nodehooks,
+// for internal/nodeopts.
+func init() {
+	nodehooks.Of = func(cfg any) *nodehooks.Hooks { return &cfg.(*Config).hooks }
+	nodehooks.Kill = func(ctx context.Context, n any) error { return n.(*Node).kill(ctx) }
+}

@@ -20,7 +20,7 @@ import (
 
 // Durability of both log stores: writers on every replica acquire fresh
 // locks; at a random moment one replica, or every replica at once, crashes
-// (node.Kill: nothing is flushed or handed over); all restart from their
+// (nodeopts.Kill: nothing is flushed or handed over); all restart from their
 // data dirs. Every acquisition that was acknowledged before the crash must
 // be held, with its token, on every replica afterwards. (An in-process
 // crash loses what a process crash loses; what the disk cache holds

@@ -31,7 +31,7 @@ const versionCheckInterval = 2 * time.Second
 
 // maxVersion is the highest cluster version this node supports.
 func (n *Node) maxVersion() uint64 {
-	if f := n.cfg.maxClusterVersion; f != nil {
+	if f := n.cfg.hooks.MaxClusterVersion; f != nil {
 		if v := f(); v != 0 {
 			return min(v, fsm.MaxClusterVersion)
 		}

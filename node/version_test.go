@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -31,7 +32,7 @@ func TestClusterVersionWaitsForEveryServer(t *testing.T) {
 		oldMax.Store(1)
 		c := clustertest.Start(t, clustertest.Options{Nodes: 3, Net: memnet.New(), Configure: func(i int, cfg *node.Config) {
 			if i == old {
-				node.WithMaxClusterVersion(cfg, oldMax.Load)
+				nodeopts.Hooks(cfg).MaxClusterVersion = oldMax.Load
 			}
 		}})
 		li := c.WaitLeader(10 * time.Second)

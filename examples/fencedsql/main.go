@@ -37,7 +37,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -220,17 +219,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 // startNode starts a single-replica cluster in memory on a loopback port.
 func startNode(ctx context.Context) (*node.Node, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	cfg := node.DefaultConfig()
 	cfg.ID, cfg.InMemory = "replica-a", true
-	cfg.Listener, cfg.BindAddr = ln, ln.Addr().String()
-	cfg.Bootstrap, cfg.Peers = true, []node.Peer{{ID: cfg.ID, Addr: ln.Addr().String()}}
+	// A free port; Bootstrap without Peers: a cluster of this node alone.
+	cfg.BindAddr, cfg.Bootstrap = "127.0.0.1:0", true
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	if err := n.WaitReady(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/testing/ports"
 	"github.com/raftlock/raftlock/node"
 )
@@ -190,7 +191,7 @@ func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
 func TestDataDirOfAnotherIDExits2(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	nc := node.DefaultConfig()
-	nc.ID, nc.DataDir, nc.Bootstrap, nc.Timing = "r1", data, true, node.TestTiming()
+	nc.ID, nc.DataDir, nc.Bootstrap, nc.Timing = "r1", data, true, nodeopts.TestTiming()
 	n, err := node.Start(context.Background(), nc)
 	if err != nil {
 		t.Fatal(err)

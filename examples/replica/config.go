@@ -16,6 +16,7 @@ import (
 
 	"github.com/raftlock/raftlock/admin"
 	"github.com/raftlock/raftlock/internal/fsmwire"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 	"github.com/raftlock/raftlock/transport"
@@ -298,7 +299,7 @@ func logLevel(s string) (slog.Level, error) {
 func (c config) timing() node.Timing {
 	switch c.Timing {
 	case "test":
-		return node.TestTiming()
+		return nodeopts.TestTiming()
 	case "fast":
 		return node.FastFailoverTiming()
 	}
@@ -353,7 +354,7 @@ func (c config) nodeConfig() (node.Config, error) {
 	nc.Recover, nc.Gossip.AllowUnencrypted = c.Recover, c.UnencryptedOK
 	nc.Timing = c.timing()
 	if c.Timing == "test" {
-		nc.Gossip.Timing = node.TestGossipTiming()
+		nc.Gossip.Timing = nodeopts.TestGossipTiming()
 	}
 	var err error
 	if nc.Gossip.Addr, err = resolveHost(nc.Gossip.Addr); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -41,7 +42,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(nc.Gossip.Join) != 2 || nc.Gossip.Join[1] != "127.0.0.1:9201" || len(nc.Gossip.Key) != 32 || nc.BootstrapExpect != 5 ||
-		nc.AdvertiseAddr != "10.0.0.1:9000" || nc.Gossip.AdvertiseAddr != "10.0.0.1:9001" || nc.Timing != node.TestTiming() {
+		nc.AdvertiseAddr != "10.0.0.1:9000" || nc.Gossip.AdvertiseAddr != "10.0.0.1:9001" || nc.Timing != nodeopts.TestTiming() {
 		t.Errorf("node config: %+v", nc)
 	}
 	if nc.AllowPlaintext {
@@ -149,7 +150,7 @@ func TestUsage(t *testing.T) {
 // TTL the default timing refuses is accepted with -timing fast.
 func TestConfigTimingChoices(t *testing.T) {
 	base := map[string]string{"RAFTLOCK_ID": "a", "RAFTLOCK_DATA_DIR": "/tmp/a", "RAFTLOCK_HTTP_NO_AUTH": "true"}
-	for flag, want := range map[string]node.Timing{"lan": node.LANTiming(), "fast": node.FastFailoverTiming(), "test": node.TestTiming()} {
+	for flag, want := range map[string]node.Timing{"lan": node.LANTiming(), "fast": node.FastFailoverTiming(), "test": nodeopts.TestTiming()} {
 		var out bytes.Buffer
 		c, err := parseConfig([]string{"-timing", flag, "-ttl", "3s"}, envOf(base), &out)
 		if flag == "lan" {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/raftlock/raftlock/fence"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/lockapi"
 	"github.com/raftlock/raftlock/node"
 )
@@ -272,7 +273,7 @@ func (e *example) crash(id string) {
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	a.n.Kill(ctx)
+	nodeopts.Kill(ctx, a.n) // a crash: tests and demos only (internal/nodeopts)
 	e.waitStopped(ctx, id)
 	a.cancel()
 	<-a.done

@@ -11,8 +11,8 @@
 // # Stream
 //
 // [Stream] carries gossip over any net.Listener and dialer — node's
-// Config.Gossip.Listener and Gossip.Dialer, which tests point at an in-memory
-// network (internal/testing/memnet) so that gossip runs inside testing/synctest.
+// GossipListener and GossipDialer test hooks (internal/nodehooks), which
+// tests point at an in-memory network (internal/testing/memnet) so that gossip runs inside testing/synctest.
 // Streams are connections; so is every packet: a one-shot connection, sent
 // in the background and dropped on failure, like a datagram.
 //

@@ -15,7 +15,7 @@
 //   - Snapshot anchors (WithAnchors, Restored): a workaround in the log
 //     store for a livelock of hashicorp/raft v1.7.3 after a follower
 //     installs a snapshot (anchoredLogs).
-//   - Fault injection for tests (WithFaults, Op): node's Config.DiskFault.
+//   - Fault injection for tests (WithFaults, Op): node's DiskFault test hook (internal/nodehooks).
 //
 // Nothing here knows the node: package node opens the stores in Start and
 // hands them to Raft.

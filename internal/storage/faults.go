@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Op names a storage operation a fault hook can fail (node's DiskOp
+// hook of internal/nodehooks receives it).
 // converts from it; the names are the same).
 type Op string
 
@@ -19,7 +19,7 @@ const (
 )
 
 // faultyLogStore fails log operations for which the hook returns an error
-// (fault injection; see Config.DiskFault).
+// (fault injection; see nodehooks.Hooks.DiskFault).
 type faultyLogStore struct {
 	raft.LogStore
 	fault func(Op) error

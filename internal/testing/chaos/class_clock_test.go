@@ -7,7 +7,7 @@ import (
 
 // The clock class (issue 14 #3): wall clocks jump (±1 h, ±1 day) on the
 // leader and on followers, and drift within the documented margin (5 %),
-// through Config.WallClock (the clock the leader stamps entries with and
+// through the WallClock test hook (the clock the leader stamps entries with and
 // its lock-delay tick reads). The workers' sessions ask for a lock-delay;
 // pauses expire sessions that hold locks, so locks enter lock-delay while
 // clocks are off, and leaders change while they are in it.
@@ -115,7 +115,7 @@ func (s *sim) pauseFollower(l int, d time.Duration) {
 
 // drift makes every node's wall clock run fast or slow by up to 4 %
 // (inside the documented 5 % margin) for a while, with pauses: nothing
-// may break. Only Config.WallClock drifts: leases and lock-delays are timed
+// may break. Only the WallClock test hook drifts: leases and lock-delays are timed
 // on the monotonic clock, which every node shares here, so this does not
 // exercise the clock-rate margin itself.
 func (s *sim) drift() {

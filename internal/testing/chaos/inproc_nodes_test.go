@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/storage"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/node"
 )
@@ -118,7 +119,7 @@ func (s *sim) ids(is []int) string {
 	return fmt.Sprint(out)
 }
 
-// ---- clocks (Config.WallClock) ----
+// ---- clocks (the WallClock test hook) ----
 
 // clockState is one node's wall clock: time.Now plus an offset, plus a
 // drift of rate parts per million since the drift began.
@@ -157,7 +158,7 @@ func (s *sim) resetClocks() {
 	}
 }
 
-// ---- disks (Config.DiskFault) ----
+// ---- disks (the DiskFault test hook) ----
 
 // diskState is one node's injected disk fault.
 type diskState struct {
@@ -168,14 +169,14 @@ type diskState struct {
 // errDisk is the injected disk error.
 var errDisk = fmt.Errorf("chaos: disk full: %w", syscall.ENOSPC)
 
-// diskFault is node i's Config.DiskFault. Only log appends fail or stall:
+// diskFault is node i's DiskFault test hook. Only log appends fail or stall:
 // hashicorp/raft panics when a stable-store write (the term) or a log read
 // fails, which would take the whole in-process run down (the
 // multi-process layer fills a real disk instead, panics included).
-func (s *sim) diskFault(i int) func(node.DiskOp) error {
+func (s *sim) diskFault(i int) func(storage.Op) error {
 	d := &s.disk[i]
-	return func(op node.DiskOp) error {
-		if op != node.DiskAppend {
+	return func(op storage.Op) error {
+		if op != storage.OpAppend {
 			return nil
 		}
 		if d.failing.Load() {

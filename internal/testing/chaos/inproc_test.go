@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/clustertest"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
@@ -69,10 +70,10 @@ type sim struct {
 	holding []atomic.Int32
 	// current: per worker, its current session (the operator's targets).
 	current []atomic.Pointer[lockapi.Session]
-	// clocks: per node, the offset of its wall clock (Config.WallClock)
+	// clocks: per node, the offset of its wall clock (the WallClock test hook)
 	// and the rate of its drift in parts per million.
 	clocks []clockState
-	// disk: per node, the injected disk fault (Config.DiskFault).
+	// disk: per node, the injected disk fault (the DiskFault test hook).
 	disk []diskState
 	end  time.Time
 	wg   sync.WaitGroup // workers
@@ -119,7 +120,7 @@ func newSim(t *testing.T, cfg simConfig, net *memnet.Network, name string) *sim 
 		reg: NewRegister(),
 		h: &History{
 			Layer: "in-process", Class: cfg.Class, Cluster: name, Seed: cfg.Seed, Nodes: cfg.Nodes, TTL: int64(cfg.TTL),
-			Faults: map[string]int{}, LockDelay: int64(cfg.LockDelay), ElectionTimeout: int64(node.TestTiming().ElectionTimeout),
+			Faults: map[string]int{}, LockDelay: int64(cfg.LockDelay), ElectionTimeout: int64(nodeopts.TestTiming().ElectionTimeout),
 		},
 		nodes:   make([]atomic.Pointer[node.Node], total),
 		frozen:  make([]atomic.Int64, total),
@@ -251,8 +252,9 @@ func (s *sim) startCluster() {
 		// New and replaced members are promoted after this (the default,
 		// 10 s, is long for runs of tens of seconds with a 1 s TTL).
 		c.Stabilization = 2 * time.Second
-		c.WallClock = s.wallClock(i)
-		c.DiskFault = s.diskFault(i)
+		h := nodeopts.Hooks(c)
+		h.WallClock = s.wallClock(i)
+		h.DiskFault = s.diskFault(i)
 		if l := debugLogger(); l != nil {
 			c.Logger = l
 		}

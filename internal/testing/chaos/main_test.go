@@ -159,7 +159,7 @@ func TestInProcessChaos(t *testing.T) {
 	first := int64(envInt("RAFTLOCK_CHAOS_SEED", 1))
 	repeat := max(envInt("RAFTLOCK_CHAOS_REPEAT", 1), 1)
 	sum := NewSummary("in-process")
-	sum.Notes = append(sum.Notes, "in-process clusters over internal/testing/memnet in testing/synctest (fake time), bolt stores, TTL 1s, node.TestTiming")
+	sum.Notes = append(sum.Notes, "in-process clusters over internal/testing/memnet in testing/synctest (fake time), bolt stores, TTL 1s, nodeopts.TestTiming")
 	start := time.Now()
 	for _, class := range selectedClasses(t) {
 		dur := envDuration("RAFTLOCK_CHAOS_DURATION", ciDuration[class])

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/testing/memnet"
 	"github.com/raftlock/raftlock/node"
 )
@@ -33,7 +34,7 @@ type Options struct {
 	// LogStore is the durable nodes' log store (node.Config.LogStore;
 	// default bolt).
 	LogStore node.LogStore
-	// Timing defaults to node.TestTiming().
+	// Timing defaults to nodeopts.TestTiming().
 	Timing node.Timing
 	// Configure adjusts node i's config before it starts.
 	Configure func(i int, c *node.Config)
@@ -41,7 +42,7 @@ type Options struct {
 	// every node starts with BootstrapExpect (default Nodes) and one seed.
 	// With Net, node i joins through node (i+1) mod Nodes, gossips on
 	// GossipAddr(i) from host GossipHost(i) (so faults can cut gossip alone)
-	// and uses node.TestGossipTiming(). Over loopback, nodes start in order on
+	// and uses nodeopts.TestGossipTiming(). Over loopback, nodes start in order on
 	// 127.0.0.1:0 and join through node 0 (whose own seed list is empty),
 	// with a gentler timing (LoopbackGossipTiming).
 	Gossip bool
@@ -131,7 +132,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Nodes = 3
 	}
 	if opts.Timing == (node.Timing{}) {
-		opts.Timing = node.TestTiming()
+		opts.Timing = nodeopts.TestTiming()
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = "n"
@@ -195,11 +196,11 @@ func (c *Cluster) baseConfig(i int, addr string) node.Config {
 		cfg.InMemory = true
 	}
 	if c.opts.Net != nil {
-		cfg.Dialer = c.opts.Net.Host(c.RaftHost(i)).Dial
+		nodeopts.Hooks(&cfg).Dialer = c.opts.Net.Host(c.RaftHost(i)).Dial
 	}
 	if c.opts.Gossip {
 		if c.opts.Net != nil {
-			cfg.Gossip.Timing = node.TestGossipTiming()
+			cfg.Gossip.Timing = nodeopts.TestGossipTiming()
 		} else {
 			cfg.Gossip.Addr = "127.0.0.1:0"
 			cfg.Gossip.Timing = LoopbackGossipTiming()
@@ -279,13 +280,14 @@ func (c *Cluster) tryStart(i int, ln net.Listener) (*node.Node, error) {
 	cfg := c.cfgs[i]
 	cfg.Listener = ln
 	var gln net.Listener
-	if c.opts.Gossip && c.opts.Net != nil && cfg.Gossip.Addr == "" && cfg.Gossip.Listener == nil {
+	if c.opts.Gossip && c.opts.Net != nil && cfg.Gossip.Addr == "" && nodeopts.Hooks(&cfg).GossipListener == nil {
 		var err error
 		if gln, err = c.opts.Net.Host(c.GossipHost(i)).Listen(c.GossipAddr(i)); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("gossip listen: %w", err)
 		}
-		cfg.Gossip.Listener, cfg.Gossip.Dialer = gln, c.opts.Net.Host(c.GossipHost(i)).Dial
+		h := nodeopts.Hooks(&cfg)
+		h.GossipListener, h.GossipDialer = gln, c.opts.Net.Host(c.GossipHost(i)).Dial
 	}
 	if c.opts.Gossip && c.opts.Net == nil && i > 0 && len(cfg.Gossip.Join) == 0 && c.Nodes[0] != nil {
 		cfg.Gossip.Join = []string{c.Nodes[0].GossipAddr()}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/node"
 )
 
@@ -17,7 +18,7 @@ const (
 	// Graceful is node.Close: a leader hands leadership over first; with
 	// gossip the node says it leaves (a restart, once Close and Leave differ).
 	Graceful StopMode = iota
-	// Crashed is node.Kill: no hand-off, no gossip leave; storage survives.
+	// Crashed is nodeopts.Kill: no hand-off, no gossip leave; storage survives.
 	Crashed
 	// Decommission is node.Leave: the node leaves the cluster for good.
 	Decommission
@@ -80,7 +81,7 @@ func (c *Cluster) TryStop(i int, mode StopMode) error {
 	var err error
 	switch mode {
 	case Crashed:
-		err = n.Kill(ctx)
+		err = nodeopts.Kill(ctx, n)
 	case Decommission:
 		err = n.Leave(ctx)
 	default:
@@ -171,7 +172,7 @@ func (c *Cluster) Close() {
 		if n := c.Nodes[i]; n != nil {
 			c.Nodes[i] = nil
 			ctx, cancel := context.WithTimeout(context.Background(), c.stopBound())
-			n.Kill(ctx)
+			nodeopts.Kill(ctx, n)
 			cancel()
 		}
 	}

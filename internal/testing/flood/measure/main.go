@@ -38,6 +38,7 @@ import (
 
 	"github.com/raftlock/raftlock/fsm"
 	"github.com/raftlock/raftlock/internal/devcerts"
+	"github.com/raftlock/raftlock/internal/nodeopts"
 	"github.com/raftlock/raftlock/internal/replica"
 	"github.com/raftlock/raftlock/internal/testing/flood"
 	"github.com/raftlock/raftlock/node"
@@ -122,7 +123,7 @@ func election(sources, per int, backoff, maxWait time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	kctx, kcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	check(nodes[leader].Kill(kctx))
+	check(nodeopts.Kill(kctx, nodes[leader]))
 	kcancel()
 	start := time.Now()
 	var newLeader, follower *node.Node

@@ -304,7 +304,7 @@
 // mutant stale-confirmation, today/stale-evidence). The Config-only route
 // would need 4·LeaderLeaseTimeout ≤ ElectionTimeout + TTL/20 with H = 0
 // (transfers and restarts), which LANTiming, FastFailoverTiming and
-// TestTiming all break; so:
+// nodeopts.TestTiming all break; so:
 //
 //   - Rule: a keepalive received at a is confirmed only by a quorum of
 //     voters (the leader counting itself) that each processed, after a, a
