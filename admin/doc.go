@@ -51,7 +51,7 @@
 //	POST /v1/admin/remove-peer          {"node_id":"r3"}        (dead peers only, guarded like reaping)
 //	POST /v1/admin/transfer-leadership  {"to":"r2"}             ("" lets Raft pick)
 //	GET  /v1/admin/snapshot             a backup of the lock table (octet-stream)
-//	POST /v1/admin/snapshot             restore one (see node.Node.Restore)
+//	POST /v1/admin/snapshot             restore one (see node.Operator.Restore)
 //
 // # Leases
 //

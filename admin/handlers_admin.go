@@ -53,7 +53,7 @@ type EndSessionRequest struct {
 }
 
 // RemovePeerRequest is the body of POST /v1/admin/remove-peer: remove the
-// dead server NodeID (see node.Node.RemovePeer), waiting up to TimeoutMS
+// dead server NodeID (see node.Operator.RemovePeer), waiting up to TimeoutMS
 // (default 30 s).
 type RemovePeerRequest struct {
 	NodeID    string `json:"node_id"`
@@ -109,7 +109,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	by := PrincipalOf(r).Name
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
 	defer cancel()
-	rv, err := s.n.Revoke(ctx, req.Lock, req.Token, truncate(by), truncate(req.Why))
+	rv, err := s.n.Operator().Revoke(ctx, req.Lock, req.Token, truncate(by), truncate(req.Why))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -140,7 +140,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), unlockWait)
 	defer cancel()
-	if err := s.n.EndSession(ctx, lockinfo.SessionID(req.Session), PrincipalOf(r).Name, req.Why); err != nil {
+	if err := s.n.Operator().EndSession(ctx, lockinfo.SessionID(req.Session), PrincipalOf(r).Name, req.Why); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -163,7 +163,7 @@ func (s *Server) removePeer(w http.ResponseWriter, r *http.Request) {
 	s.LongPoll(w, timeout)
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	if err := s.n.RemovePeer(ctx, req.NodeID); err != nil {
+	if err := s.n.Operator().RemovePeer(ctx, req.NodeID); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -183,7 +183,7 @@ func (s *Server) transferLeadership(w http.ResponseWriter, r *http.Request) {
 	s.LongPoll(w, timeout)
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	leader, err := s.n.TransferLeadership(ctx, req.To)
+	leader, err := s.n.Operator().TransferLeadership(ctx, req.To)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -200,7 +200,7 @@ func (s *Server) snapshotSave(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	var buf bytes.Buffer
-	info, err := s.n.Backup(ctx, &buf)
+	info, err := s.n.Operator().Backup(ctx, &buf)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -217,7 +217,7 @@ func (s *Server) snapshotSave(w http.ResponseWriter, r *http.Request) {
 
 // snapshotRestore answers POST /v1/admin/snapshot: the body (a backup, at
 // most Limits.MaxSnapshotBytes) replaces the lock table (see
-// node.Node.Restore for what that means for a running cluster).
+// node.Operator.Restore for what that means for a running cluster).
 func (s *Server) snapshotRestore(w http.ResponseWriter, r *http.Request) {
 	s.LongPoll(w, adminWait)
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limits.MaxSnapshotBytes))
@@ -232,7 +232,7 @@ func (s *Server) snapshotRestore(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminWait)
 	defer cancel()
-	sum, err := s.n.Restore(ctx, bytes.NewReader(data))
+	sum, err := s.n.Operator().Restore(ctx, bytes.NewReader(data))
 	if err != nil {
 		writeErr(w, err)
 		return

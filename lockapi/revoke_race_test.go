@@ -131,7 +131,7 @@ func TestEventsBelowTheResyncAreSkipped(t *testing.T) {
 }
 
 // An operator revokes a reader's grant and a semaphore holder's permits by
-// token (node.Revoke): each lease ends (ErrLeaseLost, "revoked"), as a
+// token (node.Operator.Revoke): each lease ends (ErrLeaseLost, "revoked"), as a
 // revoked lock's does, the holder's session lives on, and the writer and
 // the request queued behind them are granted. Before, Revoke matched the
 // exclusive holder only: "not held", and the writer kept waiting.
@@ -162,7 +162,7 @@ func TestRevokeTakesSharedGrants(t *testing.T) {
 
 		for _, l := range []*Lease{reader, permits} {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			rv, err := c.Nodes[c.Follower(leader)].Revoke(rctx, l.Name(), l.Token(), "test", "shared grant stuck")
+			rv, err := c.Nodes[c.Follower(leader)].Operator().Revoke(rctx, l.Name(), l.Token(), "test", "shared grant stuck")
 			cancel()
 			if err != nil {
 				t.Fatalf("revoke %s token %d: %v", l.Name(), l.Token(), err)

@@ -14,25 +14,8 @@ import (
 	"github.com/raftlock/raftlock/internal/lockinfo"
 )
 
-// Admin operations (for an operator, through an admin API such as package
-// admin): revoke a grant, end a session, take and restore a backup, remove
-// a dead peer, transfer leadership (admin_members.go). Every one can be
-// called on any replica: what must run on the leader is forwarded to it
-// (admin_rpc.go). None of them is for applications' normal work.
-
-// Errors of the admin operations.
-var (
-	// ErrNotHeld: Revoke found no grant with that token holding the lock
-	// (released, expired or revoked already). Nothing changed.
-	ErrNotHeld = errors.New("node: the lock is not held by that grant")
-	// ErrNoSuchSession: EndSession found no such session. Nothing changed.
-	ErrNoSuchSession = errors.New("node: no such session")
-	// ErrRefused: the leader refused an admin operation (RemovePeer of a
-	// peer that answers, a restore whose staging a later restore replaced,
-	// below cluster version 4 one larger than a forward can carry, ...);
-	// the error says why. Nothing changed.
-	ErrRefused = errors.New("node: admin operation refused")
-)
+// The operator actions on the lock table and the state: Revoke,
+// EndSession, Backup and Restore (Operator, operator.go).
 
 // Revocation says which grant Revoke ended.
 type Revocation struct {
@@ -55,7 +38,8 @@ type Revocation struct {
 // ErrNotHeld (no such grant), ErrInvalidArgument (bad arguments, cluster
 // version below 3, a shared grant below version 4, token 0 on a lock of
 // several grants), ErrNoQuorum. Safe for concurrent use.
-func (n *Node) Revoke(ctx context.Context, lock string, token lockinfo.Token, by, why string) (Revocation, error) {
+func (o *Operator) Revoke(ctx context.Context, lock string, token lockinfo.Token, by, why string) (Revocation, error) {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return Revocation{}, err
 	}
@@ -142,7 +126,8 @@ func tokenList(gs []lockinfo.Holder, max int) string {
 // its waits; its client learns at its next keepalive (its leases
 // end then). by and why are logged (WARN). Errors: ErrNoSuchSession,
 // ErrNoQuorum. Safe for concurrent use.
-func (n *Node) EndSession(ctx context.Context, id lockinfo.SessionID, by, why string) error {
+func (o *Operator) EndSession(ctx context.Context, id lockinfo.SessionID, by, why string) error {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -177,7 +162,8 @@ type BackupInfo struct {
 // lock-delays, the token counter — to w, in the snapshot format, as of a
 // linearizable read (Sync first: it covers every command committed before
 // the call). Any replica can take it. Restore installs it.
-func (n *Node) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
+func (o *Operator) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return BackupInfo{}, err
 	}
@@ -241,7 +227,8 @@ const MaxRestoreBytes = fsmwire.MaxRestoreStaged
 // backup was not installed; without it the outcome is unknown — the
 // install may have committed (once): read the lock table (Backup, Stats)
 // to tell.
-func (n *Node) Restore(ctx context.Context, r io.Reader) (fsm.RestoreSummary, error) {
+func (o *Operator) Restore(ctx context.Context, r io.Reader) (fsm.RestoreSummary, error) {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return fsm.RestoreSummary{}, err
 	}

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,11 +10,6 @@ import (
 
 	"github.com/raftlock/raftlock/internal/membership"
 )
-
-// ErrPeerStays: RemovePeer's ctx ended while the peer was still a server
-// (the leader removes it only while the voters that stay healthy keep a
-// quorum, and never while it answers the leader's probes).
-var ErrPeerStays = errors.New("node: peer not removed")
 
 // removalTTL: an operator's removal request the leader has not carried out
 // is forgotten after this.
@@ -38,7 +32,8 @@ type removeMsg struct {
 // wrapping ErrRefused (not a server, the leader itself, still answering)
 // or ErrPeerStays when ctx ends first. If the peer comes back later it is
 // added again, as a new non-voter, like any returning member.
-func (n *Node) RemovePeer(ctx context.Context, nodeID string) error {
+func (o *Operator) RemovePeer(ctx context.Context, nodeID string) error {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
@@ -154,7 +149,8 @@ func (r *reconciler) adminRemovals(out map[string]membership.Member) {
 // node id. From a follower the request is forwarded to the leader. Errors:
 // ErrRefused (to is not a voter), ErrNoQuorum (no leader, or the transfer
 // did not finish before ctx ended).
-func (n *Node) TransferLeadership(ctx context.Context, to string) (string, error) {
+func (o *Operator) TransferLeadership(ctx context.Context, to string) (string, error) {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return "", err
 	}

@@ -33,10 +33,10 @@ func TestAdminRevoke(t *testing.T) {
 		g := mustApply(t, holderNode, fsm.Acquire{Session: a, Lock: "x", Owner: oa}, fsmwire.StatusGranted)
 		mustApply(t, waiterNode, fsm.Acquire{Session: b, Lock: "x", Owner: ob, Wait: true}, fsmwire.StatusQueued)
 
-		if _, err := admin.Revoke(ctx, "x", g.Token+100, "ops", "wrong token"); !errors.Is(err, node.ErrNotHeld) {
+		if _, err := admin.Operator().Revoke(ctx, "x", g.Token+100, "ops", "wrong token"); !errors.Is(err, node.ErrNotHeld) {
 			t.Fatalf("revoke with a token that does not hold: %v", err)
 		}
-		rv, err := admin.Revoke(ctx, "x", 0, "ops@test", "holder stuck")
+		rv, err := admin.Operator().Revoke(ctx, "x", 0, "ops@test", "holder stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestAdminRevoke(t *testing.T) {
 		if _, ok := holderNode.Session(a); !ok {
 			t.Fatal("the revoked holder's session ended")
 		}
-		if _, err := admin.Revoke(ctx, "x", g.Token, "ops", "retried"); !errors.Is(err, node.ErrNotHeld) {
+		if _, err := admin.Operator().Revoke(ctx, "x", g.Token, "ops", "retried"); !errors.Is(err, node.ErrNotHeld) {
 			t.Fatalf("a retried revoke must not end the next grant: %v", err)
 		}
 	})
@@ -76,7 +76,7 @@ func TestAdminEndSession(t *testing.T) {
 		f := c.Nodes[c.Follower(li)]
 		s := openSession(t, ctx, f, time.Minute)
 		mustApply(t, f, fsm.Acquire{Session: s, Lock: "x", Owner: newOwner()}, fsmwire.StatusGranted)
-		if err := c.Nodes[li].EndSession(ctx, s, "ops", "runaway client"); err != nil {
+		if err := c.Nodes[li].Operator().EndSession(ctx, s, "ops", "runaway client"); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Sync(ctx); err != nil {
@@ -91,7 +91,7 @@ func TestAdminEndSession(t *testing.T) {
 		if err := replica.Of(f).KeepAlive(ctx, s); !errors.Is(err, replica.ErrSessionExpired) {
 			t.Fatalf("keepalive of the ended session: %v", err)
 		}
-		if err := f.EndSession(ctx, s, "ops", "again"); !errors.Is(err, node.ErrNoSuchSession) {
+		if err := f.Operator().EndSession(ctx, s, "ops", "again"); !errors.Is(err, node.ErrNoSuchSession) {
 			t.Fatalf("ending it again: %v", err)
 		}
 	})
@@ -110,7 +110,7 @@ func TestAdminBackupRestore(t *testing.T) {
 		old := openSession(t, ctx, f1, 5*time.Second)
 		g := mustApply(t, f1, fsm.Acquire{Session: old, Lock: "invoice:1", Owner: newOwner()}, fsmwire.StatusGranted)
 		var backup bytes.Buffer
-		info, err := f1.Backup(ctx, &backup)
+		info, err := f1.Operator().Backup(ctx, &backup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,10 +126,10 @@ func TestAdminBackupRestore(t *testing.T) {
 		}
 		before := c.Nodes[li].Stats().LastToken
 
-		if _, err := f2.Restore(ctx, bytes.NewReader([]byte("not a backup"))); !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
+		if _, err := f2.Operator().Restore(ctx, bytes.NewReader([]byte("not a backup"))); !errors.Is(err, fsmwire.ErrInvalidSnapshot) {
 			t.Fatalf("restoring garbage: %v", err)
 		}
-		sum, err := f2.Restore(ctx, bytes.NewReader(backup.Bytes()))
+		sum, err := f2.Operator().Restore(ctx, bytes.NewReader(backup.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,18 +181,18 @@ func TestAdminTransferLeadership(t *testing.T) {
 		defer cancel()
 		f := c.Follower(li)
 		to := 3 - f - li
-		got, err := c.Nodes[f].TransferLeadership(ctx, c.ID(to))
+		got, err := c.Nodes[f].Operator().TransferLeadership(ctx, c.ID(to))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != c.ID(to) || c.WaitLeader(5*time.Second) != to {
 			t.Fatalf("new leader %q, want %s", got, c.ID(to))
 		}
-		got, err = c.Nodes[to].TransferLeadership(ctx, "")
+		got, err = c.Nodes[to].Operator().TransferLeadership(ctx, "")
 		if err != nil || got == c.ID(to) || got == "" {
 			t.Fatalf("transfer to any voter: %q %v", got, err)
 		}
-		if _, err := c.Nodes[f].TransferLeadership(ctx, "nobody"); !errors.Is(err, node.ErrRefused) {
+		if _, err := c.Nodes[f].Operator().TransferLeadership(ctx, "nobody"); !errors.Is(err, node.ErrRefused) {
 			t.Fatalf("transfer to a stranger: %v", err)
 		}
 	})
@@ -207,17 +207,17 @@ func TestAdminRemovePeer(t *testing.T) {
 		defer cancel()
 		f := c.Follower(li)
 		other := c.Nodes[3-f-li]
-		if err := other.RemovePeer(ctx, c.ID(f)); !errors.Is(err, node.ErrRefused) {
+		if err := other.Operator().RemovePeer(ctx, c.ID(f)); !errors.Is(err, node.ErrRefused) {
 			t.Fatalf("removing a live peer: %v", err)
 		}
-		if err := other.RemovePeer(ctx, "stranger"); !errors.Is(err, node.ErrRefused) {
+		if err := other.Operator().RemovePeer(ctx, "stranger"); !errors.Is(err, node.ErrRefused) {
 			t.Fatalf("removing a stranger: %v", err)
 		}
 		c.Crash(f)
 		// Refused until the leader's probes see it down.
 		var err error
 		for {
-			if err = other.RemovePeer(ctx, c.ID(f)); !errors.Is(err, node.ErrRefused) {
+			if err = other.Operator().RemovePeer(ctx, c.ID(f)); !errors.Is(err, node.ErrRefused) {
 				break
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -246,7 +246,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 		ctx := context.Background()
 		f := c.Nodes[c.Follower(li)]
 		var backup bytes.Buffer
-		if _, err := f.Backup(ctx, &backup); err != nil {
+		if _, err := f.Operator().Backup(ctx, &backup); err != nil {
 			t.Fatal(err)
 		}
 		type grant struct {
@@ -281,7 +281,7 @@ func TestAdminRestoreUnderLoad(t *testing.T) {
 			}()
 		}
 		time.Sleep(200 * time.Millisecond)
-		if _, err := c.Nodes[li].Restore(ctx, bytes.NewReader(backup.Bytes())); err != nil {
+		if _, err := c.Nodes[li].Operator().Restore(ctx, bytes.NewReader(backup.Bytes())); err != nil {
 			t.Fatal(err)
 		}
 		restoredAt := replica.Of(f).AppliedIndex()

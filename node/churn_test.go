@@ -53,7 +53,7 @@ func (ch *churn) change() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := ch.c.Nodes[old].TransferLeadership(ctx, ""); err != nil {
+	if _, err := ch.c.Nodes[old].Operator().TransferLeadership(ctx, ""); err != nil {
 		ch.t.Fatalf("transfer: %v", err)
 	}
 	for {

@@ -11,8 +11,17 @@
 // DefaultConfig, Validate), WaitReady, Status (status.go), Close (a
 // restart: the node stays a member), Leave (a decommission, leave.go);
 // tests crash a node with internal/nodeopts.Kill (stop.go). Read the
-// local state without the network through Holder, Lock, Locks, Session, Sessions and Stats
-// (reads.go); Sync first for a linearizable read.
+// local state without the network through Holder, Lock, Locks, Session,
+// Sessions and Stats (reads.go); Sync first for a linearizable
+// read.
+//
+// # For operators
+//
+// Operator (operator.go) groups the operator actions, with their errors:
+// Revoke, EndSession, Backup and Restore (admin.go), RemovePeer and
+// TransferLeadership (admin_members.go), Snapshot (snapshot.go); any
+// replica forwards what must run on the leader (admin_rpc.go). Package
+// admin serves them over HTTP.
 //
 // # For lockapi
 //
@@ -84,7 +93,7 @@
 //     publishes, the views the planners read; the memberlist transports
 //     are in internal/gossipnet.
 //   - Storage (package internal/storage; openStorage, MigrateLogStore and
-//     Node.Snapshot here): raft-boltdb/v2 or raft-wal and file snapshots
+//     Operator.Snapshot here): raft-boltdb/v2 or raft-wal and file snapshots
 //     under DataDir, or memory; fault injection for tests (the DiskFault hook, internal/nodehooks).
 //     Snapshots are paced so that their encoding leaves the processor to
 //     Raft and the applies, and written back to the disk in steps so that

@@ -403,7 +403,7 @@ func (m *expiryManager) resyncLocked(now time.Time, ttls []fsm.SessionTTL) {
 			m.due.add(l)
 		}
 	}
-	// A restore (Node.Restore): the sessions it replaced are gone, and
+	// A restore (Operator.Restore): the sessions it replaced are gone, and
 	// their keepalives must fail.
 	for id, l := range m.sessions {
 		if !present[id] {

@@ -74,7 +74,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 			}
 			for _, tok := range []lockinfo.Token{read.Token, 0} {
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := n.Revoke(rctx, "rw", tok, "test", "")
+				_, err := n.Operator().Revoke(rctx, "rw", tok, "test", "")
 				cancel()
 				if !errors.Is(err, node.ErrInvalidArgument) || !strings.Contains(err.Error(), "cluster version 4") {
 					t.Fatalf("%s: revoke of a read grant (token %d) at version 3: %v", n.ID(), tok, err)
@@ -96,7 +96,7 @@ func TestLapseAndSharedRevokeWaitForClusterVersion4(t *testing.T) {
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		rv, err := follower.Revoke(rctx, "rw", 0, "test", "the only reader")
+		rv, err := follower.Operator().Revoke(rctx, "rw", 0, "test", "the only reader")
 		if err != nil || rv.Holder.Token != read.Token || !rv.Holder.Shared {
 			t.Fatalf("revoke of the read grant at version 4: %v %+v", err, rv)
 		}

@@ -78,7 +78,7 @@ func TestLeadershipChangesCountOnAFollower(t *testing.T) {
 		before := counter(t, regs[bystander], "raftlock_node_leadership_changes_total")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := c.Nodes[old].TransferLeadership(ctx, c.Nodes[target].Status().ID); err != nil {
+		if _, err := c.Nodes[old].Operator().TransferLeadership(ctx, c.Nodes[target].Status().ID); err != nil {
 			t.Fatal(err)
 		}
 		for c.Nodes[bystander].Status().LeaderID != c.Nodes[target].Status().ID {

@@ -88,7 +88,7 @@ func renewalsOnce(b *testing.B, sessions int) {
 	b.StartTimer()
 	changed := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	to, err := l.TransferLeadership(ctx, "")
+	to, err := l.Operator().TransferLeadership(ctx, "")
 	cancel()
 	if err != nil {
 		b.Fatal(err)

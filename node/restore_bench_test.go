@@ -128,7 +128,7 @@ func benchRestore(b *testing.B, backup []byte, locks int, via string) {
 	began = start
 	mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	sum, err := c.Nodes[r].Restore(rctx, bytes.NewReader(backup))
+	sum, err := c.Nodes[r].Operator().Restore(rctx, bytes.NewReader(backup))
 	cancel()
 	call := time.Since(start)
 	if err != nil {

@@ -37,7 +37,7 @@ func takeBackup(t *testing.T, n *node.Node, lock string) []byte {
 	o := newOwner()
 	mustApply(t, n, fsm.Acquire{Session: s, Lock: lock, Owner: o}, fsmwire.StatusGranted)
 	var b bytes.Buffer
-	if _, err := n.Backup(ctx, &b); err != nil {
+	if _, err := n.Operator().Backup(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
 	mustApply(t, n, fsm.Release{Lock: lock, Owner: o}, fsmwire.StatusOK)
@@ -93,7 +93,7 @@ func TestRestoreOnACutOffLeaderChangesNothing(t *testing.T) {
 
 		c.Isolate(li)
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := l.Restore(rctx, bytes.NewReader(backup))
+		_, err := l.Operator().Restore(rctx, bytes.NewReader(backup))
 		cancel()
 		if !errors.Is(err, node.ErrNoQuorum) {
 			t.Fatalf("restore on a leader cut off from its quorum: %v, want ErrNoQuorum", err)
@@ -112,7 +112,7 @@ func TestRestoreOnACutOffLeaderChangesNothing(t *testing.T) {
 		nl := c.WaitLeader(10 * time.Second)
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if _, err := c.Nodes[nl].Restore(sctx, bytes.NewReader(backup)); err != nil {
+		if _, err := c.Nodes[nl].Operator().Restore(sctx, bytes.NewReader(backup)); err != nil {
 			t.Fatalf("restore through the new leader %s: %v", c.ID(nl), err)
 		}
 		sameState(t, c, 10*time.Second)
@@ -166,7 +166,7 @@ func TestForwardedRestoreWhoseReplyIsLostInstallsOnce(t *testing.T) {
 		go func() {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			sum, err := f.Restore(rctx, bytes.NewReader(backup))
+			sum, err := f.Operator().Restore(rctx, bytes.NewReader(backup))
 			done <- restored{sum, err}
 		}()
 		var first lockinfo.Holder
@@ -256,7 +256,7 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 						}
 						rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 						defer cancel()
-						sum, err := c.Nodes[f2].Restore(rctx, bytes.NewReader(backup))
+						sum, err := c.Nodes[f2].Operator().Restore(rctx, bytes.NewReader(backup))
 						done <- restored{sum, err}
 					})
 				}
@@ -286,7 +286,7 @@ func TestRestoreAtALeadershipChangeNeverReusesAToken(t *testing.T) {
 					armed.Store(false)
 					c.Nodes[f2].WaitReady(ctx)
 					rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-					r.sum, r.err = c.Nodes[f2].Restore(rctx, bytes.NewReader(backup))
+					r.sum, r.err = c.Nodes[f2].Operator().Restore(rctx, bytes.NewReader(backup))
 					cancel()
 				}
 				if r.err != nil {
@@ -328,7 +328,7 @@ func TestRestoreAcrossTheVersion4Upgrade(t *testing.T) {
 		}
 		for _, via := range []int{li, c.Follower(li)} {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			sum, err := c.Nodes[via].Restore(rctx, bytes.NewReader(backup))
+			sum, err := c.Nodes[via].Operator().Restore(rctx, bytes.NewReader(backup))
 			cancel()
 			if err != nil || sum.Held != 1 {
 				t.Fatalf("restore through %s at cluster version 3: %+v %v", c.ID(via), sum, err)
@@ -356,7 +356,7 @@ func TestRestoreAcrossTheVersion4Upgrade(t *testing.T) {
 		}
 		for _, via := range []int{li, c.Follower(li)} {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			sum, err := c.Nodes[via].Restore(rctx, bytes.NewReader(backup))
+			sum, err := c.Nodes[via].Operator().Restore(rctx, bytes.NewReader(backup))
 			cancel()
 			if err != nil || sum.Held != 1 || sum.LastToken < g.Token {
 				t.Fatalf("restore through %s at cluster version 4: %+v %v", c.ID(via), sum, err)
@@ -439,7 +439,7 @@ func TestRestoreOfAManyChunkBackupThroughAFollower(t *testing.T) {
 			}
 		}()
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		sum, err := c.Nodes[f].Restore(rctx, bytes.NewReader(backup))
+		sum, err := c.Nodes[f].Operator().Restore(rctx, bytes.NewReader(backup))
 		cancel()
 		close(stop)
 		if err != nil {

@@ -24,7 +24,8 @@ type SnapshotInfo struct {
 // snapshot is on disk, or when ctx ends (the snapshot then still completes
 // in the background). Safe for concurrent use; Raft takes one snapshot at a
 // time.
-func (n *Node) Snapshot(ctx context.Context) (SnapshotInfo, error) {
+func (o *Operator) Snapshot(ctx context.Context) (SnapshotInfo, error) {
+	n := o.n
 	if err := checkCtx(ctx); err != nil {
 		return SnapshotInfo{}, err
 	}

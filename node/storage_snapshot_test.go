@@ -31,7 +31,7 @@ func TestSnapshotNow(t *testing.T) {
 				t.Fatalf("acquire %s: %v %+v", name, err, r)
 			}
 		}
-		info, err := l.Snapshot(ctx)
+		info, err := l.Operator().Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,13 +42,13 @@ func TestSnapshotNow(t *testing.T) {
 			t.Fatalf("release: %v %+v", err, r)
 		}
 		time.Sleep(time.Millisecond) // a snapshot's name has the time in ms
-		again, err := l.Snapshot(ctx)
+		again, err := l.Operator().Snapshot(ctx)
 		if err != nil || again.Index <= info.Index {
 			t.Fatalf("second snapshot %+v (%v) after %+v", again, err, info)
 		}
 		done, stop := context.WithCancel(ctx)
 		stop()
-		if _, err := l.Snapshot(done); !errors.Is(err, context.Canceled) {
+		if _, err := l.Operator().Snapshot(done); !errors.Is(err, context.Canceled) {
 			t.Fatalf("snapshot with an ended ctx: %v", err)
 		}
 	})

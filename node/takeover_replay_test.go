@@ -42,7 +42,7 @@ func TestSessionOpenedDuringTakeoverGetsItsFullLease(t *testing.T) {
 			})
 		}
 		armed.Store(true)
-		to, err := n.TransferLeadership(ctx, "")
+		to, err := n.Operator().TransferLeadership(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,7 +92,7 @@ type RWSession interface {
 
 // Snapshotter is a Replica that can write a full copy of its state now
 // (optional; the cost-at-scale workload measures it). raftlock: a Raft
-// snapshot (node.Snapshot); etcd: the member's backend snapshot
+// snapshot (node.Operator.Snapshot); etcd: the member's backend snapshot
 // (Maintenance.Snapshot), read to the end.
 type Snapshotter interface {
 	// Snapshot returns the snapshot's size in bytes once it is complete.

@@ -136,7 +136,7 @@ func (r *replica) Close(ctx context.Context) error {
 
 // Snapshot implements lockservice.Snapshotter: a Raft snapshot.
 func (r *replica) Snapshot(ctx context.Context) (int64, error) {
-	info, err := r.n.Snapshot(ctx)
+	info, err := r.n.Operator().Snapshot(ctx)
 	return info.Bytes, err
 }
 

@@ -5,11 +5,11 @@ package chaos
 
 // Operator action kinds (OperatorOp.Kind).
 const (
-	ActBackup     = "backup"      // node.Backup: the lock table as of a linearizable read
-	ActRestore    = "restore"     // node.Restore of a backup taken earlier in the run
-	ActRevoke     = "revoke"      // node.Revoke of one grant (exclusive, a reader, a semaphore's permits)
-	ActEndSession = "end-session" // node.EndSession
-	ActSnapshot   = "snapshot"    // node.Snapshot: a Raft snapshot now (the log is compacted)
+	ActBackup     = "backup"      // node.Operator.Backup: the lock table as of a linearizable read
+	ActRestore    = "restore"     // node.Operator.Restore of a backup taken earlier in the run
+	ActRevoke     = "revoke"      // node.Operator.Revoke of one grant (exclusive, a reader, a semaphore's permits)
+	ActEndSession = "end-session" // node.Operator.EndSession
+	ActSnapshot   = "snapshot"    // node.Operator.Snapshot: a Raft snapshot now (the log is compacted)
 )
 
 // Outcomes of operator actions (OperatorOp.Result).

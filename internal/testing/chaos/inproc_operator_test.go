@@ -74,7 +74,7 @@ func (s *sim) backupOn(i int, via string) {
 	var data bytes.Buffer
 	op := OperatorOp{Kind: ActBackup, Via: via, Backup: -1}
 	err := s.act(i, op, func(ctx context.Context, n *node.Node) error {
-		_, err := n.Backup(ctx, &data)
+		_, err := n.Operator().Backup(ctx, &data)
 		return err
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func (s *sim) restoreOn(i int, via string, k int) error {
 	data := s.backups[k]
 	s.mu.Unlock()
 	return s.act(i, OperatorOp{Kind: ActRestore, Via: via, Backup: k}, func(ctx context.Context, n *node.Node) error {
-		_, err := n.Restore(ctx, bytes.NewReader(data))
+		_, err := n.Operator().Restore(ctx, bytes.NewReader(data))
 		return err
 	})
 }
@@ -157,7 +157,7 @@ func (s *sim) grants(i int) []revocable {
 func (s *sim) revokeOn(i int, via string, g revocable) error {
 	op := OperatorOp{Kind: ActRevoke, Via: via, Lock: g.lock, Token: uint64(g.token), Shared: g.shared, Permits: g.permits, Backup: -1}
 	return s.act(i, op, func(ctx context.Context, n *node.Node) error {
-		_, err := n.Revoke(ctx, g.lock, g.token, "chaos", via)
+		_, err := n.Operator().Revoke(ctx, g.lock, g.token, "chaos", via)
 		return err
 	})
 }
@@ -165,7 +165,7 @@ func (s *sim) revokeOn(i int, via string, g revocable) error {
 // endSessionOn ends session id through node i.
 func (s *sim) endSessionOn(i int, via string, id lockinfo.SessionID) error {
 	return s.act(i, OperatorOp{Kind: ActEndSession, Via: via, Session: uint64(id), Backup: -1}, func(ctx context.Context, n *node.Node) error {
-		return n.EndSession(ctx, id, "chaos", via)
+		return n.Operator().EndSession(ctx, id, "chaos", via)
 	})
 }
 
@@ -173,7 +173,7 @@ func (s *sim) endSessionOn(i int, via string, id lockinfo.SessionID) error {
 // down to its trailing entries: a replica behind them needs the snapshot).
 func (s *sim) snapshotOn(i int, via string) error {
 	return s.act(i, OperatorOp{Kind: ActSnapshot, Via: via, Backup: -1}, func(ctx context.Context, n *node.Node) error {
-		_, err := n.Snapshot(ctx)
+		_, err := n.Operator().Snapshot(ctx)
 		return err
 	})
 }
