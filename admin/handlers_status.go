@@ -37,6 +37,7 @@ type StatusJSON struct {
 	Servers           []ServerJSON  `json:"servers"`
 	GossipAddr        string        `json:"gossip_addr,omitempty"`
 	GossipError       string        `json:"gossip_error,omitempty"`
+	JoinError         string        `json:"join_error,omitempty"`
 	Members           []MemberJSON  `json:"members"`
 	FSM               FSMJSON       `json:"fsm"`
 	Session           SessionInfo   `json:"session"`
@@ -111,7 +112,7 @@ func (s *Server) Status(peers []node.PeerStatus) StatusJSON {
 		LastContactMS: st.LastContact.Milliseconds(), Health: assess(st, peers, s.n.Timing(), time.Now()),
 		ClusterVersion: st.ClusterVersion, MaxClusterVersion: st.MaxClusterVersion, Halted: st.Halted, Formation: st.Formation,
 		Refusals: []RefusalJSON{}, Servers: []ServerJSON{}, Members: s.memberList(st, peers),
-		GossipAddr: st.GossipAddr, GossipError: st.GossipErr,
+		GossipAddr: st.GossipAddr, GossipError: st.GossipErr, JoinError: st.JoinErr,
 		FSM: FSMJSON{
 			Index: st.FSM.Index, ClockUnixMS: nsToMS(st.FSM.Clock), Sessions: st.FSM.Sessions, Locks: st.FSM.Locks,
 			Held: st.FSM.Held, Waiters: st.FSM.Waiters, Delayed: st.FSM.Delayed, LastToken: st.FSM.LastToken,

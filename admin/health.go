@@ -66,6 +66,9 @@ func assess(st node.Status, peers []node.PeerStatus, t node.Timing, now time.Tim
 	if st.GossipErr != "" {
 		h.Warnings = append(h.Warnings, "gossip: "+public(st.GossipErr))
 	}
+	if st.JoinErr != "" {
+		h.Warnings = append(h.Warnings, "join: "+public(st.JoinErr))
+	}
 	if st.Formation != "" && len(st.Servers) > 0 {
 		h.Warnings = append(h.Warnings, "formation: "+public(st.Formation))
 	}

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +121,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 			if !member {
 				n.log.Info("member of the cluster")
 				member, logged = true, false
+				n.joinErr.Store(nil)
 			}
 			if sleepCtx(ctx, 4*interval) != nil {
 				return
@@ -129,6 +132,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 		id := n.ident()
 		m := joinMsg{NodeID: id.NodeID, RaftID: id.RaftID, Addr: n.trans.Addr(), Incarnation: id.Incarnation, ClusterID: id.ClusterID}
 		asked := false
+		var failed []string // peers whose join call failed, and why
 		for _, p := range n.cfg.Peers {
 			if p.ID == n.cfg.ID {
 				continue
@@ -141,6 +145,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 				cancel()
 				switch {
 				case err != nil:
+					failed = append(failed, fmt.Sprintf("%s at %s: %v", p.ID, addr, err))
 					addr = ""
 				case r.OK:
 					asked = true
@@ -158,6 +163,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 				break
 			}
 		}
+		n.noteJoin(asked, failed)
 		if !logged {
 			n.log.Info("asking the cluster to add this node", "peers", len(n.cfg.Peers), "raft_id", id.RaftID, "asked_leader", asked)
 			logged = true
@@ -166,4 +172,26 @@ func (n *Node) joinLoop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// noteJoin records why a round of join requests failed for Status.JoinErr:
+// "no peer answered the join: tried …" (each peer, its address and the
+// error) when every peer's call failed; nothing when a peer took the
+// request or answered (a refusal is in Status.Refusals).
+func (n *Node) noteJoin(asked bool, failed []string) {
+	others := 0
+	for _, p := range n.cfg.Peers {
+		if p.ID != n.cfg.ID {
+			others++
+		}
+	}
+	if asked || len(failed) == 0 || len(failed) < others {
+		n.joinErr.Store(nil)
+		return
+	}
+	why := "no peer answered the join: tried " + strings.Join(failed, "; ")
+	if old := n.joinErr.Load(); old == nil || *old != why {
+		n.log.Warn("no peer answered the join request", "tried", strings.Join(failed, "; "))
+	}
+	n.joinErr.Store(&why)
 }

@@ -45,12 +45,13 @@ type Node struct {
 	// member reserve (cluster.MemberHosts).
 	memberHosts *cluster.MemberHosts
 
-	id         *identity          // node id, incarnation, Raft id, cluster id
-	guard      *cluster.VoteGuard // the vote policy; the transport enforces it (RaftVoteGate)
-	formation  *formation         // founding a cluster; nil if this node does not found one
-	joins      joinTable          // static mode, on the leader: nodes asking to be added
-	refusals   refusals           // why this node was refused, or refused others
-	reconciler *reconciler        // the leader's membership loop
+	id         *identity              // node id, incarnation, Raft id, cluster id
+	guard      *cluster.VoteGuard     // the vote policy; the transport enforces it (RaftVoteGate)
+	formation  *formation             // founding a cluster; nil if this node does not found one
+	joins      joinTable              // static mode, on the leader: nodes asking to be added
+	joinErr    atomic.Pointer[string] // static mode: why no peer took this node's join request (Status.JoinErr)
+	refusals   refusals               // why this node was refused, or refused others
+	reconciler *reconciler            // the leader's membership loop
 
 	ctx     context.Context // ends when Close begins
 	cancel  context.CancelFunc

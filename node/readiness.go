@@ -21,6 +21,9 @@ func notReadyReason(st Status) string {
 	default:
 		why = append(why, "catching up with the leader's log")
 	}
+	if st.JoinErr != "" {
+		why = append(why, "join: "+st.JoinErr)
+	}
 	if st.GossipErr != "" {
 		why = append(why, "gossip: "+st.GossipErr)
 	}

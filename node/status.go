@@ -61,6 +61,11 @@ type Status struct {
 	// notice, a formation peer) or refused others (gossip members of another
 	// cluster, conflicts), newest first.
 	Refusals []Refusal
+	// JoinErr, with static membership (Peers without Bootstrap, or a node
+	// not yet in the configuration): why its requests to be added fail —
+	// "no peer answered the join: tried …" (each peer and why) while no
+	// peer answers; "" when fine.
+	JoinErr string
 
 	// With gossip (Config.Gossip) only:
 	GossipAddr string   // this node's advertised gossip address
@@ -110,6 +115,9 @@ func (n *Node) Status() Status {
 		st.Formation = n.formation.status()
 	}
 	st.Refusals = n.refusals.get()
+	if why := n.joinErr.Load(); why != nil {
+		st.JoinErr = *why
+	}
 	for _, r := range n.trans.Refusals() {
 		who := "refused " + r.Addr
 		if r.ByPeer {
